@@ -1,0 +1,99 @@
+// Package lessons owns the course: loading lesson folders from an fs.FS,
+// front matter, Markdown with rdmalab's directives rendered to HTML once per
+// load, and validation with file:line diagnostics.
+package lessons
+
+import (
+	"html/template"
+
+	"github.com/rdmalab/rdmalab/quiz"
+)
+
+// Langs are the languages a lesson may be written in, the default first.
+var Langs = []string{"zh", "en"}
+
+// Course is every lesson of one content load. It is immutable once loaded;
+// a reload builds a new Course.
+type Course struct {
+	Lessons   []*Lesson                 // sorted by Order, then Slug
+	Questions map[string]*quiz.Question // every question of every lesson, by id
+	Warnings  []Diagnostic              // non-fatal findings (e.g. a missing translation)
+}
+
+// Lesson is one lesson folder (slug = folder name, e.g. "01-why-rdma").
+type Lesson struct {
+	Slug  string
+	Order int
+	Pages map[string]*Page // by language; a missing language holds the fallback page
+	Quiz  *quiz.Set        // nil when the folder has no quiz.yaml
+}
+
+// Reference is a further-reading entry from front matter.
+type Reference struct {
+	Title string `yaml:"title"`
+	URL   string `yaml:"url"`
+}
+
+// Heading is a table-of-contents entry (h2 and h3 of the body).
+type Heading struct {
+	Level int
+	ID    string
+	Text  string
+}
+
+// SegmentKind tells how the web layer renders a Segment.
+type SegmentKind string
+
+// Segment kinds.
+const (
+	SegHTML       SegmentKind = "html"       // pre-rendered trusted HTML
+	SegExperiment SegmentKind = "experiment" // ::experiment ID key=value...
+	SegQuiz       SegmentKind = "quiz"       // ::quiz QUESTION-ID
+	SegCheckpoint SegmentKind = "checkpoint" // ::checkpoint (all questions of the lesson)
+	SegDiagram    SegmentKind = "diagram"    // ::diagram ID  (HTML holds the rendered SVG)
+)
+
+// Segment is a piece of a rendered page body: either HTML or a directive that
+// needs per-request rendering (experiment widgets, quiz forms).
+type Segment struct {
+	Kind   SegmentKind
+	HTML   template.HTML     // SegHTML, SegDiagram
+	ID     string            // experiment id, question id, diagram id
+	Params map[string]string // experiment preset params
+	Line   int               // source line of the directive
+}
+
+// Page is one language version of a lesson, rendered.
+type Page struct {
+	Lang          string
+	Fallback      bool // true when the lesson has no file in Lang and this is another language's page
+	SourceLang    string
+	File          string
+	Title         string
+	Summary       string
+	Order         int
+	Duration      string
+	Objectives    []string
+	Prerequisites []string // lesson slugs
+	References    []Reference
+	TOC           []Heading
+	Body          []Segment
+	QuestionIDs   []string // questions placed in the body, in order of appearance
+}
+
+// Severity of a Diagnostic.
+type Severity string
+
+// Severities.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Diagnostic is one finding of Load/Check, printed as "file:line: message".
+type Diagnostic struct {
+	File     string
+	Line     int
+	Severity Severity
+	Message  string
+}

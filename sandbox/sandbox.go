@@ -1,0 +1,206 @@
+// Package sandbox runs experiments: the registry of experiments and their
+// params, the run lifecycle, a queue with limits, the event model, and the
+// backends (host child process, Soft-RoCE guest) that run `labserver agent`.
+// It never imports web or store: events leave through a Sink.
+package sandbox
+
+import (
+	"context"
+	"time"
+)
+
+// Need says what an experiment requires from the machine.
+type Need string
+
+// Needs.
+const (
+	NeedHost Need = "host" // runs on the host kernel, no RDMA device required
+	NeedRDMA Need = "rdma" // needs RDMA devices (host with rxe, or the vm backend)
+)
+
+// Status is a run's lifecycle state.
+type Status string
+
+// Run states: queued → running → done | failed | cancelled | timed-out;
+// interrupted marks runs found unfinished when the server starts.
+const (
+	StatusQueued      Status = "queued"
+	StatusRunning     Status = "running"
+	StatusDone        Status = "done"
+	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled"
+	StatusTimedOut    Status = "timed-out"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Final reports whether s is a terminal state.
+func (s Status) Final() bool {
+	return s != StatusQueued && s != StatusRunning
+}
+
+// EventType names the kind of an Event.
+type EventType string
+
+// Event types. "status" is emitted by the runner (queue position, state
+// changes); the others by experiments.
+const (
+	EvStatus EventType = "status"
+	EvPhase  EventType = "phase"
+	EvLog    EventType = "log"
+	EvMetric EventType = "metric"
+	EvTable  EventType = "table"
+	EvResult EventType = "result"
+	EvError  EventType = "error"
+)
+
+// Event is one thing that happened in a run. It is a JSON line on the agent's
+// stdout, a row in the store and the data of one SSE message.
+type Event struct {
+	Seq  int64     `json:"seq"`  // 1-based order within the run, set by the runner
+	Time time.Time `json:"time"` // when it was emitted
+	Type EventType `json:"type"`
+
+	// status
+	Status   Status `json:"status,omitempty"`
+	Position int    `json:"position,omitempty"` // queue position, 1 = next
+	Backend  string `json:"backend,omitempty"`
+
+	// phase, log, result (verdict), error (message)
+	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
+	Message string `json:"message,omitempty"`
+	Level   string `json:"level,omitempty"` // log: info|warn|stderr
+
+	// metric: one point of a live series
+	Series string  `json:"series,omitempty"`
+	X      float64 `json:"x,omitempty"`
+	Y      float64 `json:"y,omitempty"`
+	Unit   string  `json:"unit,omitempty"`
+
+	// table
+	Table *Table `json:"table,omitempty"`
+
+	// result: verdict plus named figures the lesson can refer to
+	OK      *bool              `json:"ok,omitempty"`
+	Figures map[string]float64 `json:"figures,omitempty"`
+
+	// error
+	Errno     int    `json:"errno,omitempty"`
+	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
+	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+}
+
+// Table is a small result table.
+type Table struct {
+	Title   string     `json:"title,omitempty"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}
+
+// Emitter is how a running experiment reports events. It is safe for
+// concurrent use.
+type Emitter interface {
+	Emit(Event)
+}
+
+// Text is a string per language code ("zh", "en").
+type Text map[string]string
+
+// ParamKind is the type of an experiment parameter.
+type ParamKind string
+
+// Param kinds. Values travel as JSON numbers (int, bytes), strings (enum) or booleans.
+const (
+	ParamInt   ParamKind = "int"
+	ParamBytes ParamKind = "bytes" // an int64 count of bytes; Min/Max in bytes
+	ParamEnum  ParamKind = "enum"
+	ParamBool  ParamKind = "bool"
+)
+
+// Choice is one value of an enum param.
+type Choice struct {
+	Value string `json:"value"`
+	Title Text   `json:"title"`
+}
+
+// Param describes one experiment parameter with its bounds.
+type Param struct {
+	Name    string    `json:"name"`
+	Kind    ParamKind `json:"kind"`
+	Title   Text      `json:"title"`
+	Help    Text      `json:"help,omitempty"`
+	Min     int64     `json:"min,omitempty"`
+	Max     int64     `json:"max,omitempty"`
+	Unit    string    `json:"unit,omitempty"`
+	Default any       `json:"default"`
+	Choices []Choice  `json:"choices,omitempty"`
+}
+
+// Preset is a named set of param values ("fails", "the fix", …).
+type Preset struct {
+	ID     string         `json:"id"`
+	Title  Text           `json:"title"`
+	Values map[string]any `json:"values"`
+}
+
+// Params are validated param values, keyed by name (int64, string or bool).
+type Params map[string]any
+
+// Experiment is one runnable experiment.
+type Experiment struct {
+	ID      string        `json:"id"`
+	Title   Text          `json:"title"`
+	Summary Text          `json:"summary"`
+	Needs   Need          `json:"needs"`
+	Params  []Param       `json:"params"`
+	Presets []Preset      `json:"presets"`
+	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
+
+	// Run performs the experiment inside `labserver agent`. It returns a
+	// non-nil error when the experiment could not do its job (the run fails);
+	// an expected failure that the experiment demonstrates (ENOMEM) is an
+	// event, not an error.
+	Run func(ctx context.Context, p Params, emit Emitter) error `json:"-"`
+}
+
+// Request is what a backend hands to `labserver agent`: one run of one experiment.
+type Request struct {
+	RunID      string `json:"run_id"`
+	Experiment string `json:"experiment"`
+	Params     Params `json:"params"`
+}
+
+// Backend runs agent requests somewhere: "host" (a child process), "vm"
+// (the Soft-RoCE guest) or "none".
+type Backend interface {
+	// Name is "host", "vm" or "none".
+	Name() string
+	// Lab describes the backend's current state for GET /api/lab.
+	Lab(ctx context.Context) Lab
+	// Exec runs one request to completion, passing every event to emit.
+	// Cancelling ctx must stop the run and kill everything it started.
+	Exec(ctx context.Context, req Request, emit func(Event)) error
+}
+
+// Lab is the state of a backend, the body of GET /api/lab.
+type Lab struct {
+	Backend string   `json:"backend"`
+	State   string   `json:"state"` // booting|ready|failed|none
+	Reason  string   `json:"reason,omitempty"`
+	Kernel  string   `json:"kernel,omitempty"`
+	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
+	Devices []Device `json:"devices"`
+}
+
+// Device is one RDMA device as reported by the agent.
+type Device struct {
+	Name     string           `json:"name"`
+	Netdev   string           `json:"netdev"`
+	GID      string           `json:"gid"`
+	Counters map[string]int64 `json:"counters,omitempty"`
+}
+
+// Sink receives everything the runner decides and everything a run emits, in
+// order per run. The web layer implements it: it stores, then fans out.
+type Sink interface {
+	RunEvent(runID string, ev Event)
+}
