@@ -1,0 +1,48 @@
+# rdmalab — `make run` serves the lab, `make test` tests it (fresh Debian 12 is fine).
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/labserver
+
+# What the lab needs at run time: the Soft-RoCE guest is built from these.
+APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev perftest qperf \
+            rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static libcap2-bin iproute2 \
+            kmod cpio xz-utils
+# Tests also drive a real headless browser.
+APT_TEST := $(APT_RUN) chromium
+
+.PHONY: all build run test lint bench fuzz deps-run deps-test generate clean
+
+all: build
+
+deps-run:
+	@./scripts/ensure-apt.sh $(APT_RUN)
+
+deps-test:
+	@./scripts/ensure-apt.sh $(APT_TEST)
+
+generate:
+	$(GO) tool templ generate -path . >/dev/null
+
+build:
+	$(GO) build -o $(BIN) ./cmd/labserver
+
+run: deps-run build
+	./$(BIN) vm build --if-needed
+	./$(BIN) serve
+
+test: deps-test build
+	$(GO) test -race -count=1 -timeout 40m ./...
+
+lint: generate
+	@git diff --exit-code -- '*_templ.go' || { echo "generated templ files are out of date: run make generate and commit"; exit 1; }
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: deps-test build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+fuzz:
+	@echo "make fuzz: added with the fuzz targets"
+
+clean:
+	rm -rf bin
