@@ -5,6 +5,7 @@ package lessons
 
 import (
 	"html/template"
+	"io/fs"
 
 	"github.com/rdmalab/rdmalab/quiz"
 )
@@ -18,6 +19,8 @@ type Course struct {
 	Lessons   []*Lesson                 // sorted by Order, then Slug
 	Questions map[string]*quiz.Question // every question of every lesson, by id
 	Warnings  []Diagnostic              // non-fatal findings (e.g. a missing translation)
+
+	fsys fs.FS // the source the course was loaded from, for OpenAsset
 }
 
 // Lesson is one lesson folder (slug = folder name, e.g. "01-why-rdma").
@@ -79,6 +82,8 @@ type Page struct {
 	TOC           []Heading
 	Body          []Segment
 	QuestionIDs   []string // questions placed in the body, in order of appearance
+
+	headingIDs map[string]int // every heading id of the page → line, for link checks
 }
 
 // Severity of a Diagnostic.

@@ -1,0 +1,382 @@
+package lessons
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/quiz"
+)
+
+// Options tune a load.
+type Options struct {
+	// CheckExperiment validates an ::experiment directive's id and preset
+	// params against the sandbox registry; nil skips the check (tests, or a
+	// build without the sandbox wired in).
+	CheckExperiment func(id string, params map[string]string) error
+}
+
+// LoadError is returned by Load when the content has errors. Its message is
+// the diagnostics as "file:line: message" lines, the same as Check prints.
+type LoadError struct {
+	Diagnostics []Diagnostic // errors and warnings, sorted by file and line
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	for i, d := range e.Diagnostics {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+// String formats the diagnostic as "file:line: message" ("file: message" when
+// the finding has no line), with "warning: " before a warning's message.
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	b.WriteString(d.File)
+	if d.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(d.Line))
+	}
+	b.WriteString(": ")
+	if d.Severity == Warning {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// slugPattern is the lesson folder name: a number for ordering, then words.
+var slugPattern = regexp.MustCompile(`^[0-9]{2,}-[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// Load reads and renders every lesson folder at the root of fsys. Every page
+// is rendered here, once; requests only assemble segments. Content errors
+// come back as *LoadError; warnings ride along in Course.Warnings.
+func Load(fsys fs.FS, opt Options) (*Course, error) {
+	c, diags := load(fsys, opt)
+	for _, d := range diags {
+		if d.Severity == Error {
+			return nil, &LoadError{Diagnostics: diags}
+		}
+	}
+	c.Warnings = diags
+	return c, nil
+}
+
+// Check validates the course in fsys and returns its errors and warnings,
+// sorted by file and line. An empty result means the course is clean.
+func Check(fsys fs.FS, opt Options) []Diagnostic {
+	_, diags := load(fsys, opt)
+	return diags
+}
+
+type loader struct {
+	fsys   fs.FS
+	opt    Options
+	course *Course
+	diags  []Diagnostic
+
+	prereqs map[string]frontMatter // by file, for the cross-lesson checks
+}
+
+func (ld *loader) errAt(file string, line int, format string, args ...any) {
+	ld.diags = append(ld.diags, Diagnostic{File: file, Line: line, Severity: Error, Message: fmt.Sprintf(format, args...)})
+}
+
+func (ld *loader) warnAt(file string, line int, format string, args ...any) {
+	ld.diags = append(ld.diags, Diagnostic{File: file, Line: line, Severity: Warning, Message: fmt.Sprintf(format, args...)})
+}
+
+// lessonSource is what load found in one folder before rendering.
+type lessonSource struct {
+	lesson *Lesson
+	files  map[string]string // lang → file path
+}
+
+func load(fsys fs.FS, opt Options) (*Course, []Diagnostic) {
+	ld := &loader{
+		fsys:    fsys,
+		opt:     opt,
+		course:  &Course{Questions: map[string]*quiz.Question{}, fsys: fsys},
+		prereqs: map[string]frontMatter{},
+	}
+	srcs := ld.scan()
+	for _, s := range srcs {
+		ld.readQuiz(s.lesson)
+	}
+	var links []linkRef
+	for _, s := range srcs {
+		links = append(links, ld.readPages(s)...)
+	}
+	ld.crossCheck(srcs, links)
+
+	for _, s := range srcs {
+		if len(s.lesson.Pages) > 0 {
+			ld.course.Lessons = append(ld.course.Lessons, s.lesson)
+		}
+	}
+	sort.SliceStable(ld.course.Lessons, func(i, j int) bool {
+		a, b := ld.course.Lessons[i], ld.course.Lessons[j]
+		if a.Order != b.Order {
+			return a.Order < b.Order
+		}
+		return a.Slug < b.Slug
+	})
+	sort.SliceStable(ld.diags, func(i, j int) bool {
+		a, b := ld.diags[i], ld.diags[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Line < b.Line
+	})
+	return ld.course, ld.diags
+}
+
+// scan finds lesson folders: every directory at the root holding an
+// index.<lang>.md. Hidden and "_"-prefixed folders are skipped.
+func (ld *loader) scan() []*lessonSource {
+	entries, err := fs.ReadDir(ld.fsys, ".")
+	if err != nil {
+		ld.errAt(".", 0, "cannot read the course folder: %v", err)
+		return nil
+	}
+	var out []*lessonSource
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			continue
+		}
+		files, err := fs.ReadDir(ld.fsys, name)
+		if err != nil {
+			ld.errAt(name, 0, "cannot read lesson folder: %v", err)
+			continue
+		}
+		src := &lessonSource{lesson: &Lesson{Slug: name, Pages: map[string]*Page{}}, files: map[string]string{}}
+		for _, f := range files {
+			lang, ok := strings.CutPrefix(f.Name(), "index.")
+			lang, ok2 := strings.CutSuffix(lang, ".md")
+			if !ok || !ok2 || f.IsDir() {
+				continue
+			}
+			if !isLang(lang) {
+				ld.warnAt(name+"/"+f.Name(), 0, "language %q is not served (known: %s); file ignored", lang, strings.Join(Langs, ", "))
+				continue
+			}
+			src.files[lang] = name + "/" + f.Name()
+		}
+		if len(src.files) == 0 {
+			ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored")
+			continue
+		}
+		if !slugPattern.MatchString(name) {
+			ld.errAt(name, 0, "lesson folder name %q must look like NN-slug (digits, dash, lower-case words), e.g. 01-why-rdma", name)
+			continue
+		}
+		out = append(out, src)
+	}
+	return out
+}
+
+func isLang(l string) bool {
+	for _, k := range Langs {
+		if k == l {
+			return true
+		}
+	}
+	return false
+}
+
+// readQuiz parses <slug>/quiz.yaml when present and adds its questions to
+// the course, so ::quiz ids can be resolved from any lesson.
+func (ld *loader) readQuiz(l *Lesson) {
+	file := l.Slug + "/quiz.yaml"
+	data, err := fs.ReadFile(ld.fsys, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		ld.errAt(file, 0, "cannot read: %v", err)
+		return
+	}
+	set, err := quiz.Parse(file, data)
+	if err != nil {
+		var fe quiz.FileErrors
+		if !errors.As(err, &fe) {
+			ld.errAt(file, 0, "%v", err)
+			return
+		}
+		for _, e := range fe {
+			sev := Error
+			if e.Warning {
+				sev = Warning
+			}
+			f := e.File
+			if f == "" {
+				f = file
+			}
+			ld.diags = append(ld.diags, Diagnostic{File: f, Line: e.Line, Severity: sev, Message: e.Message})
+		}
+	}
+	if set == nil {
+		return
+	}
+	l.Quiz = set
+	for _, q := range set.Questions {
+		if prev := ld.course.Questions[q.ID]; prev != nil {
+			ld.errAt(file, q.Line, "question id %q is already used at %s:%d", q.ID, prev.File, prev.Line)
+			continue
+		}
+		ld.course.Questions[q.ID] = q
+	}
+}
+
+// readPages parses and renders every language file of a lesson and fills in
+// fallback pages for missing translations.
+func (ld *loader) readPages(s *lessonSource) []linkRef {
+	var links []linkRef
+	l := s.lesson
+	for _, lang := range Langs {
+		file, ok := s.files[lang]
+		if !ok {
+			continue
+		}
+		data, err := fs.ReadFile(ld.fsys, file)
+		if err != nil {
+			ld.errAt(file, 0, "cannot read: %v", err)
+			continue
+		}
+		p, pl := ld.page(l, lang, file, data)
+		if p != nil {
+			l.Pages[lang] = p
+			links = append(links, pl...)
+		}
+	}
+	if len(l.Pages) == 0 {
+		return links
+	}
+	first := l.Pages[Langs[0]]
+	if first == nil {
+		for _, lang := range Langs {
+			if first = l.Pages[lang]; first != nil {
+				break
+			}
+		}
+	}
+	l.Order = first.Order
+	for _, lang := range Langs {
+		p := l.Pages[lang]
+		if p == nil {
+			ld.warnAt(first.File, 1, "missing translation: no %s/index.%s.md, the %s page is shown instead", l.Slug, lang, first.SourceLang)
+			fb := *first
+			fb.Lang, fb.Fallback = lang, true
+			l.Pages[lang] = &fb
+			continue
+		}
+		if p != first && p.Order != first.Order {
+			ld.warnAt(p.File, 1, "order %d differs from %s (order %d); the lesson is sorted by %d", p.Order, first.File, first.Order, first.Order)
+		}
+	}
+	return links
+}
+
+// page reads one index.<lang>.md: front matter, then the rendered body.
+func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []linkRef) {
+	yamlSrc, body, bodyLine, ok, openLine := splitFrontMatter(data)
+	if openLine > 0 {
+		ld.errAt(file, openLine, "front matter is opened with --- but never closed")
+		return nil, nil
+	}
+	if !ok {
+		ld.errAt(file, 1, "missing front matter: start the file with --- then title:, summary:, order: and close it with ---")
+		return nil, nil
+	}
+	fm := parseFrontMatter(file, yamlSrc, 2, &ld.diags)
+	ld.prereqs[file] = fm
+
+	r := &pageRenderer{ld: ld, lesson: l, file: file, lang: lang, diags: &ld.diags}
+	r.render(splitBody(body, bodyLine))
+	p := &Page{
+		Lang:          lang,
+		SourceLang:    lang,
+		File:          file,
+		Title:         fm.Title,
+		Summary:       fm.Summary,
+		Order:         fm.Order,
+		Duration:      duration(fm.Duration, lang),
+		Objectives:    fm.Objectives,
+		Prerequisites: fm.Prerequisites,
+		References:    fm.References,
+		TOC:           r.toc,
+		Body:          r.body,
+		QuestionIDs:   r.qids,
+		headingIDs:    r.ids,
+	}
+	for i := range r.links {
+		if r.links[i].slug == "" {
+			r.links[i].slug = l.Slug
+		}
+	}
+	return p, r.links
+}
+
+// duration turns a bare number of minutes into text in the page language.
+func duration(d, lang string) string {
+	if _, err := strconv.Atoi(d); err != nil || d == "" {
+		return d
+	}
+	if lang == "zh" {
+		return d + " 分钟"
+	}
+	return d + " min"
+}
+
+// crossCheck verifies what needs the whole course: prerequisites and links
+// to other lessons or headings.
+func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
+	bySlug := map[string]*Lesson{}
+	for _, s := range srcs {
+		bySlug[s.lesson.Slug] = s.lesson
+	}
+	for _, s := range srcs {
+		for _, lang := range Langs {
+			file, ok := s.files[lang]
+			if !ok {
+				continue
+			}
+			fm := ld.prereqs[file]
+			for i, slug := range fm.Prerequisites {
+				switch {
+				case slug == s.lesson.Slug:
+					ld.errAt(file, fm.PrereqLines[i], "prerequisites: a lesson cannot require itself")
+				case bySlug[slug] == nil || len(bySlug[slug].Pages) == 0:
+					ld.errAt(file, fm.PrereqLines[i], "prerequisites: unknown lesson %q (prerequisites are lesson folder names)", slug)
+				}
+			}
+		}
+	}
+	for _, lr := range links {
+		target := bySlug[lr.slug]
+		if target == nil || len(target.Pages) == 0 {
+			ld.errAt(lr.file, lr.line, "broken link: no lesson %q", lr.slug)
+			continue
+		}
+		if lr.fragment == "" {
+			continue
+		}
+		p := target.Pages[lr.lang]
+		if p == nil {
+			continue
+		}
+		if _, ok := p.headingIDs[lr.fragment]; !ok {
+			ld.errAt(lr.file, lr.line, "broken link: %s has no heading #%s", path.Join(lr.slug, "index."+p.SourceLang+".md"), lr.fragment)
+		}
+	}
+}

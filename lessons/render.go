@@ -1,0 +1,453 @@
+package lessons
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"html/template"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"unicode"
+
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	highlighting "github.com/yuin/goldmark-highlighting/v2"
+)
+
+// markdown is shared by every load: goldmark keeps per-document state in the
+// parser.Context, so one configured instance serves concurrent renders.
+// Raw HTML is not enabled (goldmark's default): lesson files may come from an
+// instructor's folder and must not inject markup or scripts.
+var markdown = goldmark.New(
+	goldmark.WithExtensions(
+		extension.GFM, // tables, strikethrough, task lists, autolinks
+		// Chinese prose is wrapped across lines; without this every soft
+		// break between two CJK characters would render as a stray space.
+		extension.NewCJK(extension.WithEastAsianLineBreaks(extension.EastAsianLineBreaksCSS3Draft), extension.WithEscapedSpace()),
+		highlighting.NewHighlighting(
+			// CSS classes (chroma's standard short names under .chroma), not
+			// inline styles, so the site's CSS can theme code for light and dark.
+			highlighting.WithFormatOptions(chromahtml.WithClasses(true)),
+			highlighting.WithGuessLanguage(false),
+		),
+	),
+	goldmark.WithParserOptions(
+		parser.WithAutoHeadingID(),
+		parser.WithAttribute(), // "## Heading {#stable-id}" for anchors shared by both languages
+	),
+)
+
+// headingIDs makes heading ids that keep Unicode letters (so Chinese headings
+// get readable ids instead of goldmark's ASCII-only "heading-1") and stay
+// unique on a page by numbering repeats.
+type headingIDs struct{ used map[string]bool }
+
+func (h *headingIDs) Generate(value []byte, _ ast.NodeKind) []byte {
+	base := slugify(string(value))
+	id := base
+	for i := 1; h.used[id]; i++ {
+		id = base + "-" + strconv.Itoa(i)
+	}
+	h.used[id] = true
+	return []byte(id)
+}
+
+func (h *headingIDs) Put(value []byte) { h.used[string(value)] = true }
+
+// slugify lowercases letters and digits of any script and joins the rest with
+// single dashes: "为什么需要 RDMA：内核旁路" → "为什么需要-rdma-内核旁路".
+func slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			dash = true
+		}
+	}
+	if b.Len() == 0 {
+		return "section"
+	}
+	return b.String()
+}
+
+// calloutLabels are the visible labels of :::note, :::warning and :::takeaway.
+var calloutLabels = map[string]map[string]string{
+	"note":     {"zh": "注意", "en": "Note"},
+	"warning":  {"zh": "警告", "en": "Warning"},
+	"takeaway": {"zh": "要点", "en": "Takeaways"},
+}
+
+// directiveNames lists the known one-line directives, for error messages.
+const directiveNames = "::experiment, ::quiz, ::checkpoint, ::diagram"
+
+// linkRef is an internal link whose target can only be checked once every
+// lesson of the course is rendered.
+type linkRef struct {
+	file, lang string
+	line       int
+	slug       string // target lesson; "" = the same page
+	fragment   string // heading id, "" = none
+}
+
+// pageRenderer turns one lesson file's body into segments.
+type pageRenderer struct {
+	ld      *loader
+	lesson  *Lesson
+	file    string
+	lang    string
+	diags   *[]Diagnostic
+	pc      parser.Context // shared by every Markdown piece: heading ids stay unique on the page
+	buf     bytes.Buffer
+	body    []Segment
+	toc     []Heading
+	ids     map[string]int // heading id → line
+	qids    []string
+	qseen   map[string]bool
+	links   []linkRef
+	callout []piece // open callouts
+}
+
+func (r *pageRenderer) errAt(line int, format string, args ...any) {
+	*r.diags = append(*r.diags, Diagnostic{File: r.file, Line: line, Severity: Error, Message: fmt.Sprintf(format, args...)})
+}
+
+func (r *pageRenderer) warnAt(line int, format string, args ...any) {
+	*r.diags = append(*r.diags, Diagnostic{File: r.file, Line: line, Severity: Warning, Message: fmt.Sprintf(format, args...)})
+}
+
+// render renders the body pieces into r.body, r.toc and r.links.
+func (r *pageRenderer) render(pieces []piece) {
+	r.pc = parser.NewContext(parser.WithIDs(&headingIDs{used: map[string]bool{}}))
+	r.ids = map[string]int{}
+	r.qseen = map[string]bool{}
+	for _, p := range pieces {
+		switch p.kind {
+		case pieceMarkdown:
+			r.markdown(p)
+		case pieceOpen:
+			r.openCallout(p)
+		case pieceClose:
+			if len(r.callout) == 0 {
+				r.errAt(p.line, "::: closes a callout that was never opened")
+				continue
+			}
+			r.callout = r.callout[:len(r.callout)-1]
+			r.buf.WriteString("</aside>\n")
+		case pieceDirective:
+			r.directive(p)
+		}
+	}
+	for i := len(r.callout) - 1; i >= 0; i-- {
+		r.errAt(r.callout[i].line, ":::%s is never closed (add a line with just :::)", r.callout[i].name)
+		r.buf.WriteString("</aside>\n")
+	}
+	r.flush()
+}
+
+// flush moves buffered HTML into a segment.
+func (r *pageRenderer) flush() {
+	if r.buf.Len() == 0 {
+		return
+	}
+	r.body = append(r.body, Segment{Kind: SegHTML, HTML: template.HTML(r.buf.String())})
+	r.buf.Reset()
+}
+
+func (r *pageRenderer) openCallout(p piece) {
+	labels, ok := calloutLabels[p.name]
+	if !ok {
+		r.errAt(p.line, "unknown callout :::%s (known: :::note, :::warning, :::takeaway)", p.name)
+		labels = calloutLabels["note"]
+	}
+	label := labels[r.lang]
+	if p.args != "" {
+		label = p.args
+	}
+	r.callout = append(r.callout, p)
+	fmt.Fprintf(&r.buf, "<aside class=\"callout callout-%s\" role=\"note\">\n<p class=\"callout-label\">%s</p>\n",
+		html.EscapeString(p.name), html.EscapeString(label))
+}
+
+func (r *pageRenderer) directive(p piece) {
+	args, err := splitArgs(p.args)
+	if err != nil {
+		r.errAt(p.line, "::%s: %v", p.name, err)
+		return
+	}
+	seg := Segment{Line: p.line}
+	switch p.name {
+	case "experiment":
+		if len(args) == 0 || strings.Contains(args[0], "=") {
+			r.errAt(p.line, "::experiment needs an experiment id first: ::experiment ID key=value…")
+			return
+		}
+		if !idPattern.MatchString(args[0]) {
+			r.errAt(p.line, "::experiment: id %q must be lower case letters, digits and dashes", args[0])
+			return
+		}
+		params, err := parseParams(args[1:])
+		if err != nil {
+			r.errAt(p.line, "::experiment %s: %v", args[0], err)
+			return
+		}
+		if r.ld.opt.CheckExperiment != nil {
+			if err := r.ld.opt.CheckExperiment(args[0], params); err != nil {
+				r.errAt(p.line, "::experiment %s: %v", args[0], err)
+				return
+			}
+		}
+		seg.Kind, seg.ID, seg.Params = SegExperiment, args[0], params
+	case "quiz":
+		if len(args) != 1 {
+			r.errAt(p.line, "::quiz takes exactly one question id: ::quiz lesson/question")
+			return
+		}
+		id := args[0]
+		if !questionIDPattern.MatchString(id) {
+			r.errAt(p.line, "::quiz: malformed question id %q", id)
+			return
+		}
+		if r.ld.course.Questions[id] == nil {
+			r.errAt(p.line, "::quiz %s: no question with this id in any quiz.yaml of the course", id)
+			return
+		}
+		seg.Kind, seg.ID = SegQuiz, id
+		r.addQuestion(id)
+	case "checkpoint":
+		if len(args) != 0 {
+			r.errAt(p.line, "::checkpoint takes no arguments")
+			return
+		}
+		if r.lesson.Quiz == nil || len(r.lesson.Quiz.Questions) == 0 {
+			r.errAt(p.line, "::checkpoint needs questions in %s/quiz.yaml", r.lesson.Slug)
+			return
+		}
+		seg.Kind = SegCheckpoint
+		for _, q := range r.lesson.Quiz.Questions {
+			r.addQuestion(q.ID)
+		}
+	case "diagram":
+		if len(args) != 1 {
+			r.errAt(p.line, "::diagram takes exactly one diagram id: ::diagram ID")
+			return
+		}
+		d := diagrams[args[0]]
+		if d == nil {
+			r.errAt(p.line, "::diagram: unknown diagram %q (known: %s)", args[0], strings.Join(diagramIDs(), ", "))
+			return
+		}
+		seg.Kind, seg.ID, seg.HTML = SegDiagram, args[0], d(r.lang)
+	default:
+		r.errAt(p.line, "unknown directive ::%s (known: %s)", p.name, directiveNames)
+		return
+	}
+	r.flush()
+	r.body = append(r.body, seg)
+}
+
+func (r *pageRenderer) addQuestion(id string) {
+	if !r.qseen[id] {
+		r.qseen[id] = true
+		r.qids = append(r.qids, id)
+	}
+}
+
+// markdown renders one Markdown piece: parse, check and rewrite links, collect
+// headings, then render block by block so tables can get a scroll wrapper.
+func (r *pageRenderer) markdown(p piece) {
+	src := p.src
+	doc := markdown.Parser().Parse(text.NewReader(src), parser.WithContext(r.pc))
+	lineAt := func(off int) int { return p.line + bytes.Count(src[:min(off, len(src))], []byte("\n")) }
+
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Heading:
+			line := lineAt(blockOffset(n))
+			idv, _ := n.AttributeString("id")
+			id, _ := idv.([]byte)
+			if prev, dup := r.ids[string(id)]; dup {
+				r.errAt(line, "duplicate heading id %q (also on line %d)", id, prev)
+			} else {
+				r.ids[string(id)] = line
+			}
+			if n.Level == 1 {
+				r.warnAt(line, "level-1 heading in the body: the page title comes from front matter, start sections at ##")
+			}
+			if n.Level == 2 || n.Level == 3 {
+				r.toc = append(r.toc, Heading{Level: n.Level, ID: string(id), Text: plainText(n, src)})
+			}
+		case *ast.Link:
+			n.Destination = []byte(r.resolve(string(n.Destination), false, lineAt(inlineOffset(n))))
+		case *ast.Image:
+			n.Destination = []byte(r.resolve(string(n.Destination), true, lineAt(inlineOffset(n))))
+		case *ast.RawHTML, *ast.HTMLBlock:
+			r.warnAt(lineAt(inlineOffset(n)), "raw HTML is not rendered in lessons (use Markdown or a directive)")
+		}
+		return ast.WalkContinue, nil
+	})
+
+	for c := doc.FirstChild(); c != nil; c = c.NextSibling() {
+		_, isTable := c.(*extast.Table)
+		if isTable {
+			r.buf.WriteString("<div class=\"table-scroll\">\n")
+		}
+		if err := markdown.Renderer().Render(&r.buf, src, c); err != nil {
+			r.errAt(lineAt(blockOffset(c)), "rendering Markdown: %v", err)
+		}
+		if isTable {
+			r.buf.WriteString("</div>\n")
+		}
+	}
+}
+
+// resolve checks an internal link or image target and rewrites it to the URL
+// the web layer serves: lesson pages at /lessons/<slug>, files of a lesson
+// folder at /lessons/<slug>/assets/<path>. External URLs pass unchanged.
+func (r *pageRenderer) resolve(dest string, image bool, line int) string {
+	what := "link"
+	if image {
+		what = "image"
+	}
+	u, err := url.Parse(dest)
+	if err != nil {
+		r.errAt(line, "malformed %s target %q", what, dest)
+		return dest
+	}
+	if u.Scheme != "" || u.Host != "" {
+		return dest // external
+	}
+	if u.Path == "" { // "#fragment" or "?query" on this page
+		if image {
+			r.errAt(line, "image %q has no file name", dest)
+		} else if u.Fragment != "" {
+			r.links = append(r.links, linkRef{file: r.file, lang: r.lang, line: line, fragment: u.Fragment})
+		}
+		return dest
+	}
+
+	var rel string // target relative to the course root
+	if strings.HasPrefix(u.Path, "/") {
+		rest, ok := strings.CutPrefix(u.Path, "/lessons/")
+		if !ok {
+			if image {
+				r.errAt(line, "image %q is outside the course: put the file in the lesson folder", dest)
+			}
+			return dest // another page of the site (/lab, /runs): not ours to check
+		}
+		slug, file, _ := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
+		switch {
+		case file == "":
+			rel = slug
+		case strings.HasPrefix(file, "assets/"):
+			rel = slug + "/" + strings.TrimPrefix(file, "assets/")
+		default:
+			r.errAt(line, "broken %s %q: lesson files are served under /lessons/%s/assets/", what, dest, slug)
+			return dest
+		}
+	} else {
+		rel = path.Join(r.lesson.Slug, u.Path)
+		if rel == "." || strings.HasPrefix(rel, "../") || rel == ".." {
+			r.errAt(line, "broken %s %q: points outside the course folder", what, dest)
+			return dest
+		}
+	}
+
+	slug, file, _ := strings.Cut(rel, "/")
+	out := &url.URL{RawQuery: u.RawQuery, Fragment: u.Fragment}
+	if file == "" { // a lesson page
+		if image {
+			r.errAt(line, "image %q points to a lesson page, not a file", dest)
+			return dest
+		}
+		r.links = append(r.links, linkRef{file: r.file, lang: r.lang, line: line, slug: slug, fragment: u.Fragment})
+		out.Path = "/lessons/" + slug
+		return out.String()
+	}
+	if !IsAsset(file) {
+		r.errAt(line, "broken %s %q: only images and documents (%s) in a lesson folder are served", what, dest, strings.Join(assetExts, " "))
+		return dest
+	}
+	if st, err := statFS(r.ld.fsys, slug+"/"+file); err != nil || st.IsDir() {
+		r.errAt(line, "broken %s %q: no file %s", what, dest, slug+"/"+file)
+		return dest
+	}
+	out.Path = "/lessons/" + slug + "/assets/" + file
+	return out.String()
+}
+
+// blockOffset is the byte offset of a block node's first line (or of its
+// first descendant with lines, for containers such as lists).
+func blockOffset(n ast.Node) int {
+	for c := n; c != nil; c = c.FirstChild() {
+		if c.Type() == ast.TypeBlock && c.Lines().Len() > 0 {
+			return c.Lines().At(0).Start
+		}
+		if t, ok := c.(*ast.Text); ok {
+			return t.Segment.Start
+		}
+	}
+	return 0
+}
+
+// inlineOffset is the best known byte offset of an inline node: its first
+// text, else the start of the enclosing block.
+func inlineOffset(n ast.Node) int {
+	var off = -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if t, ok := c.(*ast.Text); ok && entering {
+			off = t.Segment.Start
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	if off >= 0 {
+		return off
+	}
+	if n.Type() == ast.TypeBlock && n.Lines().Len() > 0 {
+		return n.Lines().At(0).Start
+	}
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if p.Type() == ast.TypeBlock && p.Lines().Len() > 0 {
+			return p.Lines().At(0).Start
+		}
+	}
+	return 0
+}
+
+// plainText is the text of a heading without markup, for the TOC.
+func plainText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch t := c.(type) {
+		case *ast.Text:
+			b.Write(t.Segment.Value(src))
+			if t.SoftLineBreak() {
+				b.WriteByte(' ')
+			}
+		case *ast.String:
+			b.Write(t.Value)
+		}
+		return ast.WalkContinue, nil
+	})
+	return strings.TrimSpace(b.String())
+}
