@@ -157,8 +157,8 @@ func TestOpenAsset(t *testing.T) {
 	}
 	f.Close()
 	for _, bad := range [][2]string{
-		{"01-basics", "quiz.yaml"},     // holds the answers
-		{"01-basics", "index.en.md"},   // source, not an asset
+		{"01-basics", "quiz.yaml"},   // holds the answers
+		{"01-basics", "index.en.md"}, // source, not an asset
 		{"01-basics", "../02-next/x.png"},
 		{"01-basics", "/etc/passwd.png"},
 		{"01-basics", "images/missing.svg"},
@@ -201,11 +201,11 @@ func TestCheckExperimentOption(t *testing.T) {
 
 func TestHeadingIDs(t *testing.T) {
 	for in, want := range map[string]string{
-		"为什么需要 RDMA：内核旁路与零拷贝": "为什么需要-rdma-内核旁路与零拷贝",
-		"One-sided vs. two-sided":  "one-sided-vs-two-sided",
-		"  **Bold** `code`  ":       "bold-code",
-		"!!!":                       "section",
-		"QP/CQ/MR":                  "qp-cq-mr",
+		"为什么需要 RDMA：内核旁路与零拷贝":     "为什么需要-rdma-内核旁路与零拷贝",
+		"One-sided vs. two-sided": "one-sided-vs-two-sided",
+		"  **Bold** `code`  ":     "bold-code",
+		"!!!":                     "section",
+		"QP/CQ/MR":                "qp-cq-mr",
 	} {
 		if got := slugify(in); got != want {
 			t.Errorf("slugify(%q) = %q, want %q", in, got, want)
