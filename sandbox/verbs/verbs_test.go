@@ -43,7 +43,7 @@ func TestNames(t *testing.T) {
 	if e.Error() != "ibv_reg_mr: Cannot allocate memory (ENOMEM)" || !errors.Is(e, syscall.ENOMEM) {
 		t.Fatalf("Error() = %q", e.Error())
 	}
-	if StateRTS.String() != "RTS" || (AccessLocalWrite | AccessRemoteWrite).String() != "LOCAL_WRITE|REMOTE_WRITE" {
+	if StateRTS.String() != "RTS" || (AccessLocalWrite|AccessRemoteWrite).String() != "LOCAL_WRITE|REMOTE_WRITE" {
 		t.Fatal("state/access names")
 	}
 }
