@@ -69,6 +69,11 @@ type Event struct {
 	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
 	Message string `json:"message,omitempty"`
 	Level   string `json:"level,omitempty"` // log: info|warn|stderr
+	// Messages is Message per language ("zh", "en") for text a learner
+	// reads (phase titles, verdicts, explanations). Message stays the
+	// English (or only) text, so a client that knows no language still has
+	// something to show; the widget prefers Messages[lang].
+	Messages Text `json:"messages,omitempty"`
 
 	// metric: one point of a live series
 	Series string  `json:"series,omitempty"`
@@ -196,6 +201,7 @@ type Device struct {
 	Name     string           `json:"name"`
 	Netdev   string           `json:"netdev"`
 	GID      string           `json:"gid"`
+	GIDIndex int              `json:"gid_index"` // index of GID in port 1's table (-1: none); tools need it (-x/-g)
 	Counters map[string]int64 `json:"counters,omitempty"`
 }
 

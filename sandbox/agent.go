@@ -1,0 +1,360 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent protocol, the same on the host (a child process) and in the
+// Soft-RoCE guest (over virtio-serial):
+//
+//   - the backend writes one Request as a single JSON line;
+//   - the agent validates it again, runs the experiment and writes each
+//     Event as one JSON line (no Seq: the runner numbers events);
+//   - the agent ends the run with a status Event whose Status is done or
+//     failed (with the reason in Message); a failure is preceded by an
+//     error Event. That final line is protocol, not forwarded: the runner
+//     emits the run's own final status.
+//
+// ServeAgent handles exactly one request and never reads past its newline,
+// so a guest can call it in a loop on one stream.
+
+// EnvHelper, when set in the environment, turns the agent binary into the
+// named hidden helper (see HelperFunc and HelperCommand).
+const EnvHelper = "RDMALAB_AGENT_HELPER"
+
+// DefaultMaxLine caps one JSON line of the protocol. An event larger than
+// this is a broken agent, not data.
+const DefaultMaxLine = 1 << 20
+
+// AgentFailure is a run the agent finished as failed. The reason has
+// already been emitted as an error event.
+type AgentFailure struct {
+	Message string
+}
+
+func (e *AgentFailure) Error() string { return e.Message }
+
+// ProtocolError is agent output that does not follow the protocol
+// (garbage, an oversized line, a stream that ends early).
+type ProtocolError struct {
+	Reason string
+}
+
+func (e *ProtocolError) Error() string { return e.Reason }
+
+// ServeAgent reads one Request from in, runs it with the experiment from
+// reg and writes the events to out. It returns io.EOF when in has no more
+// requests, an *AgentFailure when the run failed (already reported on out),
+// or a write error. If EnvHelper is set it runs that helper instead.
+func ServeAgent(ctx context.Context, reg *Registry, in io.Reader, out io.Writer) error {
+	if name := os.Getenv(EnvHelper); name != "" {
+		return RunHelper(ctx, reg, name, in, out)
+	}
+	line, err := readLine(in, DefaultMaxLine)
+	if err != nil {
+		return err
+	}
+	w := &agentWriter{out: out}
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return w.finish(fmt.Errorf("agent: the request is not valid JSON: %w", err))
+	}
+	exp := reg.Get(req.Experiment)
+	if exp == nil {
+		return w.finish(fmt.Errorf("agent: %w %q", ErrUnknownExperiment, req.Experiment))
+	}
+	// Validate again: the agent trusts nothing that crossed a process or
+	// VM boundary.
+	params, err := exp.Validate(map[string]any(req.Params))
+	if err != nil {
+		return w.finish(fmt.Errorf("agent: %w", err))
+	}
+	if exp.Timeout > 0 {
+		// The runner enforces the limit by killing us; this is the backstop
+		// for an agent whose parent went away.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, exp.Timeout)
+		defer cancel()
+	}
+	return w.finish(runExperiment(ctx, exp, params, w))
+}
+
+func runExperiment(ctx context.Context, exp *Experiment, p Params, em Emitter) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("experiment panicked", "experiment", exp.ID, "panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("experiment %s crashed: %v", exp.ID, v)
+		}
+	}()
+	if err := exp.Run(ctx, p, em); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("experiment %s stopped: %w", exp.ID, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// agentWriter writes events as JSON lines; safe for concurrent use.
+type agentWriter struct {
+	mu  sync.Mutex
+	out io.Writer
+	err error
+}
+
+// Emit implements Emitter. Experiments do not emit status events (the
+// runner owns the lifecycle), so those are turned into log lines.
+func (w *agentWriter) Emit(ev Event) {
+	if ev.Type == EvStatus {
+		ev = Event{Type: EvLog, Level: "warn", Message: "experiment tried to emit a status event: " + string(ev.Status)}
+	}
+	w.write(ev)
+}
+
+func (w *agentWriter) write(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	ev.Seq = 0
+	b, err := json.Marshal(ev)
+	if err != nil {
+		b, _ = json.Marshal(Event{Type: EvLog, Level: "warn", Time: ev.Time, Message: "unencodable event: " + err.Error()})
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	_, w.err = w.out.Write(b)
+}
+
+// finish writes the run's terminal status line (and the error event for a
+// failure) and returns what ServeAgent returns.
+func (w *agentWriter) finish(runErr error) error {
+	if runErr == nil {
+		w.write(Event{Type: EvStatus, Status: StatusDone})
+	} else {
+		w.write(ErrorEvent("", runErr))
+		w.write(Event{Type: EvStatus, Status: StatusFailed, Message: runErr.Error()})
+	}
+	w.mu.Lock()
+	werr := w.err
+	w.mu.Unlock()
+	if werr != nil {
+		return fmt.Errorf("agent: write events: %w", werr)
+	}
+	if runErr != nil {
+		return &AgentFailure{Message: runErr.Error()}
+	}
+	return nil
+}
+
+// ErrorEvent builds an error event from err, filling Errno, ErrnoName and
+// Call when err wraps a system call error. call overrides the call name.
+func ErrorEvent(call string, err error) Event {
+	ev := Event{Type: EvError, Message: err.Error(), Call: call}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		ev.Errno = int(errno)
+		ev.ErrnoName = unix.ErrnoName(errno)
+	}
+	if ev.Call == "" {
+		var se *os.SyscallError
+		var pe *os.PathError
+		switch {
+		case errors.As(err, &se):
+			ev.Call = se.Syscall
+		case errors.As(err, &pe):
+			ev.Call = pe.Op
+		}
+	}
+	return ev
+}
+
+// Strerror is errno's message as C's strerror writes it ("Cannot allocate
+// memory"): Go's table is the same text in lower case, and learners will
+// search for the C spelling they see in real tools' output.
+func Strerror(errno syscall.Errno) string {
+	s := errno.Error()
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// readLine reads one '\n'-terminated line without reading past it, so the
+// caller's stream stays positioned at the next request.
+func readLine(in io.Reader, max int) ([]byte, error) {
+	br, ok := in.(io.ByteReader)
+	if !ok {
+		br = &byteReader{r: in}
+	}
+	var line []byte
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) > 0 {
+				return line, nil
+			}
+			return nil, err
+		}
+		if c == '\n' {
+			if len(bytes.TrimSpace(line)) == 0 {
+				line = line[:0]
+				continue // blank lines between requests are harmless
+			}
+			return line, nil
+		}
+		if len(line) >= max {
+			return nil, fmt.Errorf("agent: request line longer than %d bytes", max)
+		}
+		line = append(line, c)
+	}
+}
+
+type byteReader struct {
+	r   io.Reader
+	buf [1]byte
+}
+
+func (b *byteReader) ReadByte() (byte, error) {
+	for {
+		n, err := b.r.Read(b.buf[:])
+		if n == 1 {
+			return b.buf[0], nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// AgentReader decodes an agent's output stream. It keeps its buffer across
+// runs, so a backend with one long-lived stream (the guest) reuses it.
+type AgentReader struct {
+	br  *bufio.Reader
+	max int
+}
+
+// NewAgentReader reads events from r, refusing lines over maxLine bytes
+// (DefaultMaxLine when maxLine <= 0).
+func NewAgentReader(r io.Reader, maxLine int) *AgentReader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return &AgentReader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+}
+
+// ReadRun forwards every event of one run to emit until the agent's final
+// status. It returns nil when the run is done, an *AgentFailure when the
+// agent reported failure, a *ProtocolError for output that is not the
+// protocol (including a stream that ends first), or the read error.
+func (a *AgentReader) ReadRun(emit func(Event)) error {
+	for {
+		line, err := a.line()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return &ProtocolError{Reason: "the agent stopped before finishing the run"}
+			}
+			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
+			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", clip(string(line), 120))}
+		}
+		if ev.Type == EvStatus {
+			switch ev.Status {
+			case StatusDone:
+				return nil
+			case StatusFailed:
+				return &AgentFailure{Message: ev.Message}
+			}
+			continue // the runner owns every other status
+		}
+		ev.Seq = 0
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		emit(ev)
+	}
+}
+
+func (a *AgentReader) line() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := a.br.ReadSlice('\n')
+		if len(line)+len(chunk) > a.max+1 {
+			return nil, &ProtocolError{Reason: fmt.Sprintf("the agent printed a line longer than %d bytes", a.max)}
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil // a last line without newline is still a line
+		default:
+			return nil, err
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// RunHelper runs the hidden helper name (see HelperFunc).
+func RunHelper(ctx context.Context, reg *Registry, name string, in io.Reader, out io.Writer) error {
+	fn := reg.helper(name)
+	if fn == nil {
+		return fmt.Errorf("agent: unknown helper %q", name)
+	}
+	return fn(ctx, in, out)
+}
+
+// HelperCommand returns a command that re-executes this binary, with the
+// same arguments, as the helper name. The child stays in the agent's
+// process group, so killing the run's group kills it too. An entry point
+// that can host an agent (`labserver agent`, a test binary's TestMain)
+// must let ServeAgent (or RunHelper) see EnvHelper before doing anything else.
+func HelperCommand(ctx context.Context, name string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the agent binary: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, os.Args[1:]...)
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvHelper+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, EnvHelper+"="+name)
+	return cmd, nil
+}

@@ -1,0 +1,343 @@
+package hostexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// The lesson's rule of thumb: kernel TCP costs about 1 GHz of CPU per Gbps.
+const ruleGHzPerGbps = 1.0
+
+// sampleEvery is the period of the live series.
+const sampleEvery = 250 * time.Millisecond
+
+// TCPCost is the experiment "what does moving data through the kernel
+// cost?": a sender and a receiver thread stream over loopback TCP while we
+// measure the bytes moved and each thread's CPU time.
+func TCPCost() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "tcp-cost",
+		Title: say("What does moving data through the kernel cost?", "通过内核搬运数据要花多少 CPU？"),
+		Summary: say(
+			"Streams data over TCP on loopback for a few seconds and measures the CPU time of the sending and the receiving thread: CPU GHz per Gbps, and the cores 100 and 400 Gbps would need at that cost.",
+			"在本机回环上用 TCP 连续发送几秒数据，测量发送线程和接收线程各自的 CPU 时间：每 Gbps 需要多少 GHz CPU，以及按这个代价 100 和 400 Gbps 需要多少个核。"),
+		Needs: sandbox.NeedHost,
+		Params: []sandbox.Param{
+			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Duration", "时长"), Unit: "s",
+				Help: say("How long to stream.", "持续发送多久。"), Min: 1, Max: 10, Default: int64(3)},
+			{Name: "msg_size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"),
+				Help: say("Bytes per write() call. Small messages pay the per-call cost more often.", "每次 write() 的字节数。消息越小，每次调用的固定开销付得越频繁。"),
+				Min:  64, Max: 1 << 20, Default: int64(64 << 10)},
+		},
+		Presets: []sandbox.Preset{
+			{ID: "bulk", Title: say("Bulk: 64 KiB writes", "大块：每次写 64 KiB"), Values: map[string]any{"seconds": 3, "msg_size": 64 << 10}},
+			{ID: "small", Title: say("Small: 1 KiB writes", "小块：每次写 1 KiB"), Values: map[string]any{"seconds": 3, "msg_size": 1 << 10}},
+			{ID: "tiny", Title: say("Tiny: 64 B writes", "极小：每次写 64 B"), Values: map[string]any{"seconds": 3, "msg_size": 64}},
+		},
+		Timeout: 30 * time.Second,
+		Run:     runTCPCost,
+	}
+}
+
+// side is one streaming thread: its id, and its CPU time over the timed window.
+type side struct {
+	tid   int
+	cpu   time.Duration
+	bytes int64
+	err   error
+}
+
+func runTCPCost(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	secs := p["seconds"].(int64)
+	size := p["msg_size"].(int64)
+
+	phase(emit, "setup", say("Connecting a TCP sender and receiver over loopback", "在回环上建立 TCP 发送端和接收端"))
+	sfd, rfd, err := loopbackPair()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	defer unix.Close(rfd)
+	clock, haveClock := readCPUClock()
+	if haveClock {
+		logf(emit, "CPU clock %.2f GHz (from %s); %d CPUs online", clock.GHz, clock.Source, runtime.NumCPU())
+	} else {
+		note(emit, "warn", say("This machine states no CPU clock: cores are reported, GHz per Gbps is not.",
+			"本机没有给出 CPU 主频：只报告核数，不报告每 Gbps 的 GHz。"))
+	}
+	logf(emit, "sender and receiver are separate OS threads using blocking write()/read() of %s; Nagle on (the kernel default)", human(size))
+
+	var (
+		snd, rcv   side
+		received   atomic.Int64
+		stop       atomic.Bool
+		ready      = make(chan struct{}, 2)
+		begin      = make(chan struct{})
+		wg         sync.WaitGroup
+		tidS, tidR atomic.Int64
+	)
+	wg.Add(2)
+	go func() { // sender
+		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		snd.tid = unix.Gettid()
+		tidS.Store(int64(snd.tid))
+		ready <- struct{}{}
+		<-begin
+		c0, _ := threadCPU(snd.tid)
+		buf := make([]byte, size)
+		for !stop.Load() {
+			n, err := unix.Write(sfd, buf)
+			if err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				if !stop.Load() {
+					snd.err = fmt.Errorf("write: %w", err)
+				}
+				break
+			}
+			snd.bytes += int64(n)
+		}
+		_ = unix.Shutdown(sfd, unix.SHUT_WR) // the receiver sees EOF after draining
+		c1, _ := threadCPU(snd.tid)
+		snd.cpu = c1 - c0
+	}()
+	go func() { // receiver
+		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rcv.tid = unix.Gettid()
+		tidR.Store(int64(rcv.tid))
+		ready <- struct{}{}
+		<-begin
+		c0, _ := threadCPU(rcv.tid)
+		buf := make([]byte, max(size, 256<<10))
+		for {
+			n, err := unix.Read(rfd, buf)
+			if err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				if !stop.Load() {
+					rcv.err = fmt.Errorf("read: %w", err)
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+			received.Add(int64(n))
+		}
+		c1, _ := threadCPU(rcv.tid)
+		rcv.cpu = c1 - c0
+	}()
+	<-ready
+	<-ready
+
+	phase(emit, "stream", say(fmt.Sprintf("Streaming for %d s", secs), fmt.Sprintf("持续发送 %d 秒", secs)))
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t0 := time.Now()
+	close(begin)
+	sampleDone := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		sample(emit, t0, &received, int(tidS.Load()), int(tidR.Load()), &stop)
+	}()
+
+	timer := time.NewTimer(time.Duration(secs) * time.Second)
+	defer timer.Stop()
+	cancelled := false
+	select {
+	case <-timer.C:
+		stop.Store(true)
+	case <-ctx.Done():
+		cancelled = true
+	case <-done: // both ended early: an error, reported below
+	}
+	if cancelled {
+		stop.Store(true)
+		_ = unix.Shutdown(sfd, unix.SHUT_RDWR)
+		_ = unix.Shutdown(rfd, unix.SHUT_RDWR)
+	}
+	<-done
+	elapsed := time.Since(t0)
+	stop.Store(true)
+	<-sampleDone
+	if cancelled {
+		return ctx.Err()
+	}
+	if err := errors.Join(snd.err, rcv.err); err != nil {
+		return fmt.Errorf("tcp-cost: %w", err)
+	}
+
+	phase(emit, "result", say("Working out the cost", "计算代价"))
+	return report(emit, tcpResult{
+		bytes: received.Load(), elapsed: elapsed, size: size,
+		sendCPU: snd.cpu, recvCPU: rcv.cpu, clock: clock, haveClock: haveClock,
+	})
+}
+
+// sample emits the live series until stop: throughput and each side's CPU%.
+func sample(emit sandbox.Emitter, t0 time.Time, received *atomic.Int64, tidS, tidR int, stop *atomic.Bool) {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	lastT, lastB := t0, int64(0)
+	lastS, _ := threadCPU(tidS)
+	lastR, _ := threadCPU(tidR)
+	for range tick.C {
+		if stop.Load() {
+			return
+		}
+		now := time.Now()
+		b := received.Load()
+		cs, errS := threadCPU(tidS)
+		cr, errR := threadCPU(tidR)
+		dt := now.Sub(lastT).Seconds()
+		x := round(now.Sub(t0).Seconds(), 2)
+		gbps := float64(b-lastB) * 8 / dt / 1e9
+		emit.Emit(metric("throughput", x, round(gbps, 3), "Gbps", say("throughput", "吞吐")))
+		if errS == nil && errR == nil { // a thread that already ended has no clock
+			emit.Emit(metric("sender CPU", x, round((cs-lastS).Seconds()/dt*100, 1), "%", say("sender CPU", "发送端 CPU")))
+			emit.Emit(metric("receiver CPU", x, round((cr-lastR).Seconds()/dt*100, 1), "%", say("receiver CPU", "接收端 CPU")))
+		}
+		lastT, lastB, lastS, lastR = now, b, cs, cr
+	}
+}
+
+func metric(series string, x, y float64, unit string, label sandbox.Text) sandbox.Event {
+	return sandbox.Event{Type: sandbox.EvMetric, Series: series, X: x, Y: y, Unit: unit, Messages: label}
+}
+
+type tcpResult struct {
+	bytes            int64
+	elapsed          time.Duration
+	size             int64
+	sendCPU, recvCPU time.Duration
+	clock            cpuClock
+	haveClock        bool
+}
+
+// report emits the result table and the verdict.
+func report(emit sandbox.Emitter, r tcpResult) error {
+	secs := r.elapsed.Seconds()
+	gbps := float64(r.bytes) * 8 / secs / 1e9
+	if r.bytes == 0 || gbps <= 0 {
+		return errors.New("tcp-cost: no data arrived at the receiver")
+	}
+	cores := (r.sendCPU + r.recvCPU).Seconds() / secs // cores busy moving data
+	coresPerGbps := cores / gbps
+	figs := map[string]float64{
+		"bytes": float64(r.bytes), "seconds": round(secs, 3), "gbps": round(gbps, 3),
+		"msg_size":     float64(r.size),
+		"sender_cpu_s": round(r.sendCPU.Seconds(), 3), "receiver_cpu_s": round(r.recvCPU.Seconds(), 3),
+		"cores_busy": round(cores, 3),
+		"cores_100g": round(coresPerGbps*100, 1), "cores_400g": round(coresPerGbps*400, 1),
+	}
+	rows := [][]string{
+		{"bytes moved", human(r.bytes)},
+		{"elapsed", fmt.Sprintf("%.2f s", secs)},
+		{"throughput", fmt.Sprintf("%.2f Gbps", gbps)},
+		{"sender CPU", fmt.Sprintf("%.2f s (%.0f%% of a core)", r.sendCPU.Seconds(), r.sendCPU.Seconds()/secs*100)},
+		{"receiver CPU", fmt.Sprintf("%.2f s (%.0f%% of a core)", r.recvCPU.Seconds(), r.recvCPU.Seconds()/secs*100)},
+	}
+	var ghzPerGbps float64
+	if r.haveClock {
+		ghzPerGbps = coresPerGbps * r.clock.GHz
+		figs["cpu_ghz"] = round(r.clock.GHz, 3)
+		figs["ghz_per_gbps"] = round(ghzPerGbps, 4)
+		figs["rule_ghz_per_gbps"] = ruleGHzPerGbps
+		figs["rule_cores_100g"] = round(ruleGHzPerGbps*100/r.clock.GHz, 1)
+		figs["rule_cores_400g"] = round(ruleGHzPerGbps*400/r.clock.GHz, 1)
+		rows = append(rows,
+			[]string{"CPU clock", fmt.Sprintf("%.2f GHz (%s)", r.clock.GHz, r.clock.Source)},
+			[]string{"GHz per Gbps (measured, both sides)", fmt.Sprintf("%.3f", ghzPerGbps)},
+			[]string{"GHz per Gbps (rule of thumb)", fmt.Sprintf("~%.0f", ruleGHzPerGbps)},
+			[]string{"cores for 100 Gbps (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])},
+			[]string{"cores for 400 Gbps (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])},
+		)
+	} else {
+		rows = append(rows,
+			[]string{"cores for 100 Gbps (measured)", fmt.Sprintf("%.1f", figs["cores_100g"])},
+			[]string{"cores for 400 Gbps (measured)", fmt.Sprintf("%.1f", figs["cores_400g"])},
+		)
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: &sandbox.Table{
+		Title:   fmt.Sprintf("TCP over loopback, %s writes", human(r.size)),
+		Columns: []string{"measure", "value"},
+		Rows:    rows,
+	}})
+
+	ok := true
+	v := verdictTCP(gbps, cores, ghzPerGbps, figs, r)
+	emit.Emit(sandbox.Event{Type: sandbox.EvResult, OK: &ok, Message: v["en"], Messages: v, Figures: figs})
+	return nil
+}
+
+func verdictTCP(gbps, cores, ghzPerGbps float64, f map[string]float64, r tcpResult) sandbox.Text {
+	size := human(r.size)
+	if !r.haveClock {
+		return say(
+			fmt.Sprintf("Loopback TCP moved %.2f Gbps with %s writes and kept %.2f cores busy doing it. At that cost 100 Gbps would need %.0f cores and 400 Gbps %.0f — the CPU cannot be the mover at those speeds; that is the work RDMA hands to the NIC. Loopback has no NIC, interrupts or checksums, so a real network costs more, not less.",
+				gbps, size, cores, f["cores_100g"], f["cores_400g"]),
+			fmt.Sprintf("回环 TCP 以每次 %s 的写入跑出 %.2f Gbps，为此占用了 %.2f 个核。按这个代价，100 Gbps 需要 %.0f 个核，400 Gbps 需要 %.0f 个——在这种速度下 CPU 当不了搬运工，这正是 RDMA 交给网卡去做的工作。回环没有网卡、中断和校验和，真实网络只会更贵。",
+				size, gbps, cores, f["cores_100g"], f["cores_400g"]))
+	}
+	return say(
+		fmt.Sprintf("Loopback TCP moved %.2f Gbps with %s writes and kept %.2f cores busy doing it: %.2f GHz of CPU per Gbps (sender + receiver; the lesson's rule of thumb is ~1 GHz per Gbps). At that cost 100 Gbps would need %.0f cores of %.1f GHz and 400 Gbps %.0f (the rule says %.0f and %.0f). Either way the CPU cannot be the mover at 100–400 Gbps: that is the work RDMA hands to the NIC. Loopback has no NIC, interrupts or checksums, so a real network costs more, not less.",
+			gbps, size, cores, ghzPerGbps, f["cores_100g"], r.clock.GHz, f["cores_400g"], f["rule_cores_100g"], f["rule_cores_400g"]),
+		fmt.Sprintf("回环 TCP 以每次 %s 的写入跑出 %.2f Gbps，为此占用了 %.2f 个核：每 Gbps 花 %.2f GHz CPU（发送端 + 接收端；课文的经验法则是约 1 GHz/Gbps）。按这个代价，100 Gbps 需要 %.0f 个 %.1f GHz 的核，400 Gbps 需要 %.0f 个（经验法则给出 %.0f 和 %.0f）。无论按哪个算，在 100–400 Gbps 下 CPU 都当不了搬运工：这正是 RDMA 交给网卡去做的工作。回环没有网卡、中断和校验和，真实网络只会更贵。",
+			size, gbps, cores, ghzPerGbps, f["cores_100g"], r.clock.GHz, f["cores_400g"], f["rule_cores_100g"], f["rule_cores_400g"]))
+}
+
+// loopbackPair returns two connected blocking TCP sockets on 127.0.0.1:
+// blocking so that each thread's CPU time holds all of its kernel work,
+// with no netpoller thread doing part of it.
+func loopbackPair() (sender, receiver int, err error) {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, fmt.Errorf("tcp-cost: socket: %w", err)
+	}
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return -1, -1, fmt.Errorf("tcp-cost: bind 127.0.0.1: %w", err)
+	}
+	if err := unix.Listen(lfd, 1); err != nil {
+		return -1, -1, fmt.Errorf("tcp-cost: listen: %w", err)
+	}
+	sa, err := unix.Getsockname(lfd)
+	if err != nil {
+		return -1, -1, fmt.Errorf("tcp-cost: getsockname: %w", err)
+	}
+	sfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, fmt.Errorf("tcp-cost: socket: %w", err)
+	}
+	if err := unix.Connect(sfd, sa); err != nil {
+		unix.Close(sfd)
+		return -1, -1, fmt.Errorf("tcp-cost: connect to loopback: %w", err)
+	}
+	rfd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		unix.Close(sfd)
+		return -1, -1, fmt.Errorf("tcp-cost: accept: %w", err)
+	}
+	return sfd, rfd, nil
+}
+
+func round(f float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(f*p) / p
+}

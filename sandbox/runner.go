@@ -1,0 +1,353 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Errors of Submit and Cancel. The web layer maps them to status codes;
+// their text is what the learner reads.
+var (
+	ErrBusy              = errors.New("the lab is busy, try again in a minute")
+	ErrLearnerActive     = errors.New("you already have a run queued or running: wait for it to finish, or cancel it")
+	ErrUnknownExperiment = errors.New("unknown experiment")
+	ErrUnknownRun        = errors.New("no such active run")
+	ErrClosed            = errors.New("the lab is shutting down")
+)
+
+// DefaultTimeout limits an experiment that does not set its own Timeout.
+const DefaultTimeout = time.Minute
+
+// RunnerConfig configures a Runner. Zero values take the defaults.
+type RunnerConfig struct {
+	Registry *Registry
+	// Backend picks where an experiment of a given need runs. It may return
+	// a backend named "none" (or nil): the run then fails at once with the
+	// backend's Lab().Reason.
+	Backend     func(Need) Backend
+	Concurrency int  // runs executing at once; default 1
+	QueueMax    int  // runs waiting beyond those; default 20, then ErrBusy
+	Sink        Sink // receives every event, numbered, in order per run
+	Logger      *slog.Logger
+	// NewID makes run ids; default 16 random hex characters.
+	NewID func() string
+}
+
+// RunInfo is a run as Submit sees it.
+type RunInfo struct {
+	ID         string    `json:"id"`
+	Learner    string    `json:"-"`
+	Experiment string    `json:"experiment"`
+	Params     Params    `json:"params"`
+	Status     Status    `json:"status"`
+	Position   int       `json:"position,omitempty"` // 1 = next to start
+	Backend    string    `json:"backend,omitempty"`
+	Created    time.Time `json:"created"`
+}
+
+// RunRecorder is an optional interface of a Sink: the runner calls
+// RunCreated in Submit, before the run's first event, so the sink can store
+// the run row its events belong to. An error refuses the submission.
+type RunRecorder interface {
+	RunCreated(RunInfo) error
+}
+
+// Runner owns the queue: FIFO order, one active run per learner, a global
+// concurrency limit, a bound on waiting runs, and a time limit per run.
+// A run continues whether or not anyone watches it.
+type Runner struct {
+	cfg RunnerConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	queue    []*run          // waiting, in order
+	runs     map[string]*run // queued or running, by id
+	learners map[string]*run // active run per learner
+	running  int
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// run is one active run. Its mu orders events: seq assignment and the Sink
+// call happen under it, so the Sink sees each run's events in seq order.
+type run struct {
+	info RunInfo
+	exp  *Experiment
+
+	mu  sync.Mutex
+	seq int64
+
+	cancel context.CancelFunc // set when it starts
+	stop   Status             // why it was stopped: cancelled or interrupted
+}
+
+// NewRunner returns a runner; call Close to stop it.
+func NewRunner(cfg RunnerConfig) *Runner {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.QueueMax <= 0 {
+		cfg.QueueMax = 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger, runs: map[string]*run{}, learners: map[string]*run{}}
+}
+
+func randomID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Submit validates and queues a run. It returns ErrUnknownExperiment, a
+// *ParamError, ErrLearnerActive, ErrBusy or ErrClosed without queueing.
+func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo, error) {
+	exp := r.cfg.Registry.Get(experiment)
+	if exp == nil {
+		return RunInfo{}, fmt.Errorf("%w %q", ErrUnknownExperiment, experiment)
+	}
+	params, err := exp.Validate(raw)
+	if err != nil {
+		return RunInfo{}, err
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return RunInfo{}, ErrClosed
+	case r.learners[learner] != nil:
+		return RunInfo{}, ErrLearnerActive
+	case r.running >= r.cfg.Concurrency && len(r.queue) >= r.cfg.QueueMax:
+		return RunInfo{}, ErrBusy
+	}
+	ru := &run{exp: exp, info: RunInfo{
+		ID: r.cfg.NewID(), Learner: learner, Experiment: exp.ID, Params: params,
+		Status: StatusQueued, Created: time.Now(),
+	}}
+	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
+		if err := rec.RunCreated(ru.info); err != nil {
+			return RunInfo{}, fmt.Errorf("record run: %w", err)
+		}
+	}
+	r.queue = append(r.queue, ru)
+	r.runs[ru.info.ID] = ru
+	r.learners[learner] = ru
+	ru.info.Position = len(r.queue)
+	r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: ru.info.Position})
+	r.dispatchLocked()
+	return ru.info, nil
+}
+
+// dispatchLocked starts waiting runs while there is capacity and tells the
+// ones still waiting their new position.
+func (r *Runner) dispatchLocked() {
+	started := false
+	for r.running < r.cfg.Concurrency && len(r.queue) > 0 && !r.closed {
+		ru := r.queue[0]
+		r.queue = r.queue[1:]
+		r.running++
+		r.start(ru)
+		started = true
+	}
+	if started {
+		r.renumberLocked()
+	}
+}
+
+// renumberLocked emits a status event to every waiting run whose position
+// changed.
+func (r *Runner) renumberLocked() {
+	for i, ru := range r.queue {
+		if ru.info.Position != i+1 {
+			ru.info.Position = i + 1
+			r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: i + 1})
+		}
+	}
+}
+
+func (r *Runner) start(ru *run) {
+	timeout := ru.exp.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ru.cancel = cancel
+	ru.info.Status = StatusRunning
+	ru.info.Position = 0
+	var be Backend
+	if r.cfg.Backend != nil {
+		be = r.cfg.Backend(ru.exp.Needs)
+	}
+	name := "none"
+	if be != nil {
+		name = be.Name()
+	}
+	ru.info.Backend = name
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		status, msg := r.execute(ctx, ru, be, timeout)
+		r.finish(ru, status, msg)
+	}()
+}
+
+// execute runs one run on its backend and decides its final status.
+func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, string) {
+	if be == nil || be.Name() == "none" {
+		reason := "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine"
+		if be != nil {
+			if lab := be.Lab(ctx); lab.Reason != "" {
+				reason = lab.Reason
+			}
+		}
+		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
+		r.emit(ru, Event{Type: EvError, Message: reason})
+		return StatusFailed, reason
+	}
+	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
+	req := Request{RunID: ru.info.ID, Experiment: ru.exp.ID, Params: ru.info.Params}
+	err := be.Exec(ctx, req, func(ev Event) {
+		if ev.Type == EvStatus {
+			return // the runner alone decides the lifecycle
+		}
+		r.emit(ru, ev)
+	})
+	if err == nil {
+		return StatusDone, ""
+	}
+	r.mu.Lock()
+	stop := ru.stop
+	r.mu.Unlock()
+	switch {
+	case stop != "":
+		msg := "cancelled"
+		if stop == StatusInterrupted {
+			msg = "the lab server stopped while this run was going"
+		}
+		return stop, msg
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		msg := fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout)
+		r.emit(ru, Event{Type: EvError, Message: msg})
+		return StatusTimedOut, msg
+	}
+	var af *AgentFailure
+	if !errors.As(err, &af) { // an agent failure was already reported as an event
+		r.emit(ru, ErrorEvent("", err))
+	}
+	r.log.Info("run failed", "run", ru.info.ID, "experiment", ru.exp.ID, "err", err)
+	return StatusFailed, err.Error()
+}
+
+// finish emits the final status and frees the learner's slot.
+func (r *Runner) finish(ru *run, status Status, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ru.info.Status = status
+	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Backend: ru.info.Backend})
+	delete(r.runs, ru.info.ID)
+	if r.learners[ru.info.Learner] == ru {
+		delete(r.learners, ru.info.Learner)
+	}
+	r.running--
+	r.dispatchLocked()
+}
+
+// emit numbers ev and hands it to the Sink, in order for this run.
+func (r *Runner) emit(ru *run, ev Event) {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	ru.seq++
+	ev.Seq = ru.seq
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if r.cfg.Sink != nil {
+		r.cfg.Sink.RunEvent(ru.info.ID, ev)
+	}
+}
+
+// Cancel stops a queued or running run; its final status is cancelled.
+// It returns ErrUnknownRun when no such run is active.
+func (r *Runner) Cancel(runID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ru := r.runs[runID]
+	if ru == nil {
+		return ErrUnknownRun
+	}
+	r.stopLocked(ru, StatusCancelled)
+	return nil
+}
+
+// stopLocked removes a waiting run at once, or asks a running one to stop
+// (its goroutine emits the final status after the backend killed it).
+func (r *Runner) stopLocked(ru *run, why Status) {
+	if ru.info.Status == StatusRunning {
+		if ru.stop == "" {
+			ru.stop = why
+		}
+		ru.cancel()
+		return
+	}
+	for i, q := range r.queue {
+		if q == ru {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			break
+		}
+	}
+	ru.info.Status = why
+	msg := "cancelled before it started"
+	if why == StatusInterrupted {
+		msg = "the lab server stopped before this run started"
+	}
+	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg})
+	delete(r.runs, ru.info.ID)
+	if r.learners[ru.info.Learner] == ru {
+		delete(r.learners, ru.info.Learner)
+	}
+	r.renumberLocked()
+}
+
+// Lookup returns an active (queued or running) run.
+func (r *Runner) Lookup(runID string) (RunInfo, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ru := r.runs[runID]
+	if ru == nil {
+		return RunInfo{}, false
+	}
+	return ru.info, true
+}
+
+// Close refuses new runs, stops every active one with status interrupted
+// (killing their processes) and waits for them to finish.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	r.closed = true
+	for len(r.queue) > 0 {
+		r.stopLocked(r.queue[0], StatusInterrupted)
+	}
+	for _, ru := range r.runs {
+		r.stopLocked(ru, StatusInterrupted)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
