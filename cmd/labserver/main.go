@@ -1,0 +1,99 @@
+// Command labserver is rdmalab: it serves the lessons, quizzes and
+// experiments (serve, the default), validates a course folder (check), and
+// hosts the experiment agent and the Soft-RoCE guest tools (agent, vm).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// usage is printed for -h and unknown subcommands.
+const usage = `usage: labserver [serve] [flags]    serve the lab (default)
+       labserver check [DIR]         validate a course folder (default: the built-in course)
+       labserver agent               run one experiment request (used by the sandbox)
+       labserver vm ...              build and manage the Soft-RoCE guest
+
+serve flags (environment fallbacks in brackets):
+  --addr ADDR      listen address [LAB_ADDR] (default 127.0.0.1:8080)
+  --db PATH        SQLite database file [LAB_DB] (default ./rdmalab.db)
+  --lessons DIR    course folder [LAB_LESSONS] (default: the built-in course)
+`
+
+// Command is a subcommand. It returns the process exit code.
+type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// commands maps subcommand names to their implementation. Subcommands that
+// live in their own files (agent.go, vm.go) add themselves from init, so
+// this file does not change when they land.
+var commands = map[string]Command{
+	"serve": runServe,
+	"check": runCheck,
+}
+
+// plannedCommands are announced in the usage but may be absent from a build.
+var plannedCommands = []string{"agent", "vm"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// dispatch picks the subcommand (serve when the first argument is a flag or
+// absent) and runs it.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	name := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	switch name {
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		for _, p := range plannedCommands {
+			if p == name {
+				fmt.Fprintf(stderr, "labserver %s: not built yet\n", name)
+				return 2
+			}
+		}
+		fmt.Fprintf(stderr, "labserver: unknown command %q (known: %s)\n\n%s", name, known(), usage)
+		return 2
+	}
+	return cmd(ctx, args, stdout, stderr)
+}
+
+func known() string {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Sprint(names)
+}
+
+// exitCode maps an error to the process status: 0 for none, 2 for bad
+// usage, 1 otherwise.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// errUsage marks errors in the command line itself.
+var errUsage = errors.New("usage")

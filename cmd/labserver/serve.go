@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web"
+)
+
+// Config is what `labserver serve` is told by flags and the environment.
+type Config struct {
+	Addr       string // LAB_ADDR
+	DBPath     string // LAB_DB
+	LessonsDir string // LAB_LESSONS; "" = the built-in course
+}
+
+// Main is one serve process, split into steps so a test can run it end to
+// end: ParseFlags, Run (returns once listening), then Close.
+type Main struct {
+	Config Config
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string // os.Getenv unless a test says otherwise
+	Log    *slog.Logger
+
+	DB     *store.DB
+	Course atomic.Pointer[lessons.Course]
+	HTTP   *http.Server
+	ln     net.Listener
+	served chan error
+}
+
+// NewMain returns a Main writing to the process's stdout/stderr.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// envOr returns the environment value of key, or def when it is unset or empty.
+func (m *Main) envOr(key, def string) string {
+	if v := m.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// ParseFlags reads the serve flags; each defaults to its LAB_* environment
+// variable, then to the built-in default.
+func (m *Main) ParseFlags(args []string) error {
+	fset := flag.NewFlagSet("labserver serve", flag.ContinueOnError)
+	fset.SetOutput(m.Stderr)
+	fset.Usage = func() { fmt.Fprint(m.Stderr, usage) }
+	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address")
+	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file")
+	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder (default: built-in)")
+	if err := fset.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fset.Args())
+	}
+	return nil
+}
+
+// courseFS is the course source: the folder given, or the built-in course.
+func courseFS(dir string) (fs.FS, string) {
+	if dir == "" {
+		return lessons.Builtin, "built-in course"
+	}
+	return os.DirFS(dir), dir
+}
+
+// lessonOptions wires the lesson loader to the rest of the lab (the
+// sandbox registry checks experiment directives once it exists).
+func lessonOptions() lessons.Options { return lessons.Options{} }
+
+// Run loads the course, opens the database and starts serving. It returns
+// once the listener is up (or with the reason it could not start: content
+// errors, a bad database, a busy port); serving continues until Close.
+func (m *Main) Run(ctx context.Context) error {
+	if m.Log == nil {
+		m.Log = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	}
+	fsys, where := courseFS(m.Config.LessonsDir)
+	course, err := lessons.Load(fsys, lessonOptions())
+	if err != nil {
+		// The same file:line lines `labserver check` prints.
+		return fmt.Errorf("the course (%s) has errors; fix them (see `labserver check`):\n%w", where, err)
+	}
+	for _, d := range course.Warnings {
+		m.Log.Warn("course", "finding", d.String())
+	}
+	m.Course.Store(course)
+
+	db, err := store.Open(m.Config.DBPath)
+	if err != nil {
+		return err
+	}
+	m.DB = db
+
+	srv, err := web.New(web.Config{Course: m.Course.Load, Store: db, Logger: m.Log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", m.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Config.Addr, err)
+	}
+	m.ln = ln
+	m.HTTP = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.HTTP.Serve(ln) }()
+	m.Log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "db", m.Config.DBPath,
+		"course", where, "lessons", len(course.Lessons))
+	return nil
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (m *Main) Addr() string {
+	if m.ln == nil {
+		return ""
+	}
+	return m.ln.Addr().String()
+}
+
+// Served yields Serve's result if the server stops on its own.
+func (m *Main) Served() <-chan error { return m.served }
+
+// Close stops accepting connections, lets requests in flight finish (up
+// to 10 s), then closes the database.
+func (m *Main) Close() error {
+	var errs []error
+	if m.HTTP != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.HTTP.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shutdown: %w", err))
+		}
+		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+		m.HTTP = nil
+	}
+	if m.DB != nil {
+		errs = append(errs, m.DB.Close())
+		m.DB = nil
+	}
+	return errors.Join(errs...)
+}
+
+// runServe is `labserver serve`: run until SIGINT/SIGTERM, then shut down gracefully.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	m := NewMain()
+	m.Stdout, m.Stderr = stdout, stderr
+	if err := m.ParseFlags(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "labserver:", err)
+		return exitCode(err)
+	}
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "labserver:", err)
+		m.Close()
+		return 1
+	}
+	var served error
+	select {
+	case <-ctx.Done():
+		m.Log.Info("shutting down", "reason", context.Cause(ctx))
+	case served = <-m.served:
+		m.served <- served // Close reads it again
+	}
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(stderr, "labserver:", err)
+		return 1
+	}
+	if served != nil && !errors.Is(served, http.ErrServerClosed) {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one numbered file of migrations/.
+type migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// migrations lists the embedded files in version order. Names are
+// NNNN_what.sql; a duplicate or malformed number is a programming error.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("store: read migrations: %w", err)
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("store: migration %s: name must be NNNN_name.sql", name)
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("store: migrations %s and %s share version %d", prev, name, v)
+		}
+		seen[v] = name
+		b, err := migrationFS.ReadFile(path.Join("migrations", name))
+		if err != nil {
+			return nil, fmt.Errorf("store: read migration %s: %w", name, err)
+		}
+		ms = append(ms, migration{Version: v, Name: name, SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	return ms, nil
+}
+
+// migrate applies every migration not yet recorded in schema_migrations,
+// each in its own transaction together with its record, so a failed
+// migration leaves no half-applied schema behind.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.W.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("store: %s: create schema_migrations: %w", db.Path, err)
+	}
+	applied := map[int]bool{}
+	rows, err := db.W.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store: %s: read schema_migrations: %w", db.Path, err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: %s: read schema_migrations: %w", db.Path, err)
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: %s: read schema_migrations: %w", db.Path, err)
+	}
+
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if applied[m.Version] {
+			continue
+		}
+		if err := db.apply(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) apply(ctx context.Context, m migration) error {
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %s: migration %s: %w", db.Path, m.Name, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("store: %s: migration %s: %w", db.Path, m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, now()); err != nil {
+		return fmt.Errorf("store: %s: record migration %s: %w", db.Path, m.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: %s: commit migration %s: %w", db.Path, m.Name, err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest applied migration version.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := db.R.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: schema version: %w", err)
+	}
+	return v, nil
+}

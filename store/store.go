@@ -1,0 +1,132 @@
+// Package store is rdmalab's SQLite database: opening it with the right
+// pragmas, embedded numbered migrations, and one file of queries per area
+// (learners.go, progress.go, attempts.go, runs.go).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+// DB is the lab database. Writes go through a single-connection pool so
+// SQLite never sees two writers from this process (no SQLITE_BUSY between
+// our own goroutines); reads use a separate pool that WAL lets run alongside.
+type DB struct {
+	Path string
+	W    *sql.DB // writer: exactly one connection
+	R    *sql.DB // readers
+
+	progress *progressCache
+}
+
+// dsn builds the connection string. busy_timeout comes first so that the
+// following pragmas (journal_mode needs a lock) already wait instead of
+// failing when another process holds the file.
+func dsn(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if absent) the database at path and applies pending
+// migrations. A file that is not an SQLite database, or one that another
+// process keeps locked, is an error naming the path: we never replace it
+// with a new empty database.
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("store: empty database path")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("store: %s is a directory, not an SQLite database file", path)
+	}
+	w, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	r, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	n := max(4, runtime.NumCPU())
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+
+	db := &DB{Path: path, W: w, R: r, progress: newProgressCache()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := db.check(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// check makes sure the file really is a healthy SQLite database we can write.
+// sql.Open is lazy, so without this a garbage file would only fail at the
+// first query, far from startup.
+func (db *DB) check(ctx context.Context) error {
+	var mode string
+	if err := db.W.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("store: %s is not a usable SQLite database: %w", db.Path, err)
+	}
+	var res string
+	if err := db.W.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
+		return fmt.Errorf("store: %s is not a usable SQLite database: %w", db.Path, err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("store: %s is corrupt (quick_check: %s)", db.Path, res)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("store: %s: could not switch to WAL journal (got %q); is it locked by another process?", db.Path, mode)
+	}
+	// Take the write lock once so a file another process holds locked fails
+	// here, at startup, instead of at the first learner's click.
+	if _, err := db.W.ExecContext(ctx, "BEGIN IMMEDIATE; ROLLBACK"); err != nil {
+		return fmt.Errorf("store: %s is locked by another process: %w", db.Path, err)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.R.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("store: ping %s: %w", db.Path, err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	return errors.Join(db.R.Close(), db.W.Close())
+}
+
+// now is the timestamp format stored in TEXT columns: RFC 3339 in UTC with
+// fixed-width nanoseconds, so string order is time order.
+func now() string { return formatTime(time.Now()) }
+
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }

@@ -1,0 +1,139 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// Code classifies a user-facing error; it decides the HTTP status and is
+// the "code" of a JSON error body, so clients and tests branch on codes,
+// never on message text.
+type Code string
+
+// Error codes. Anything that is not an *Error is CodeInternal.
+const (
+	CodeBadRequest       Code = "bad_request"        // malformed request (JSON, form)
+	CodeInvalid          Code = "invalid"            // well-formed but not acceptable (e.g. a param out of range)
+	CodeNotFound         Code = "not_found"          // no such lesson, question, run…
+	CodeMethodNotAllowed Code = "method_not_allowed" // wrong verb for the path
+	CodeForbidden        Code = "forbidden"          // e.g. a cross-site form post
+	CodeConflict         Code = "conflict"           // the learner already has an active run…
+	CodeBusy             Code = "busy"               // queue full: try again later
+	CodeUnavailable      Code = "unavailable"        // a feature this machine cannot run
+	CodeInternal         Code = "internal"           // a bug or an infrastructure failure
+)
+
+var codeStatus = map[Code]int{
+	CodeBadRequest:       http.StatusBadRequest,
+	CodeInvalid:          http.StatusUnprocessableEntity,
+	CodeNotFound:         http.StatusNotFound,
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeForbidden:        http.StatusForbidden,
+	CodeConflict:         http.StatusConflict,
+	CodeBusy:             http.StatusTooManyRequests,
+	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeInternal:         http.StatusInternalServerError,
+}
+
+// Status is the HTTP status for c (500 for an unknown code).
+func (c Code) Status() int {
+	if s, ok := codeStatus[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is an error a learner may see: a code and a message they can act on.
+// Err, if set, is the cause (logged, never shown).
+type Error struct {
+	Code    Code
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf is a shorthand for an *Error without a cause.
+func Errorf(code Code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// errorBody is the JSON form of an error: {"error":{"code":…,"message":…}}.
+type errorBody struct {
+	Error struct {
+		Code    Code   `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"encoding the response failed"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError answers an /api/* request with the JSON error for err. Errors
+// that are not *Error are logged and shown as a generic internal error, so
+// internals never leak to the browser.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+	}
+	if e.Code == CodeInternal {
+		s.log.Error("request failed", "req", middleware.GetReqID(r.Context()), "path", r.URL.Path, "err", err)
+	}
+	var body errorBody
+	body.Error.Code = e.Code
+	body.Error.Message = e.Message
+	writeJSON(w, e.Code.Status(), body)
+}
+
+// isAPI reports whether the request is for the JSON API, which gets JSON
+// errors instead of HTML pages.
+func isAPI(r *http.Request) bool {
+	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
+}
+
+// notFound is the 404 for every unknown path and unknown lesson.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAPI(r) {
+		s.writeError(w, r, Errorf(CodeNotFound, "no such resource: "+r.URL.Path))
+		return
+	}
+	s.errorPage(w, r, http.StatusNotFound)
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if isAPI(r) {
+		s.writeError(w, r, Errorf(CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		return
+	}
+	s.errorPage(w, r, http.StatusMethodNotAllowed)
+}
+
+// internalError logs err and answers 500 (JSON for the API, a page otherwise).
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	if isAPI(r) {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Error("request failed", "req", middleware.GetReqID(r.Context()), "path", r.URL.Path, "err", err)
+	s.errorPage(w, r, http.StatusInternalServerError)
+}

@@ -1,0 +1,41 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// home is GET /: every lesson with summary, duration and the learner's progress.
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	lang := langOf(r)
+	progress, err := s.cfg.Store.LearnerProgress(r.Context(), learnerID(r))
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	c := s.course()
+	v := views.Home{Chrome: s.chrome(r, tr(lang)("home.title"))}
+	for _, l := range c.Lessons {
+		p := l.Page(lang)
+		if p == nil {
+			continue
+		}
+		pr, opened := progress[l.Slug]
+		v.Lessons = append(v.Lessons, views.HomeLesson{
+			Slug:      l.Slug,
+			Href:      lessonHref(l.Slug),
+			Order:     p.Order,
+			Title:     p.Title,
+			Summary:   p.Summary,
+			Duration:  p.Duration,
+			Fallback:  p.Fallback,
+			Opened:    opened,
+			Completed: pr.Completed(),
+		})
+	}
+	s.render(w, r, http.StatusOK, views.HomeView(v))
+}
+
+// lessonHref is the URL of a lesson page.
+func lessonHref(slug string) string { return "/lessons/" + slug }

@@ -1,0 +1,148 @@
+package web
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// langNames are the language switch labels, each in its own language.
+var langNames = []struct{ Code, Label string }{
+	{"zh", "中文"},
+	{"en", "English"},
+}
+
+// uiStrings are the UI texts by language and key. Every key must exist in
+// every language (TestStringsComplete). Features keep their own strings in
+// their own files and add them with addStrings from an init function.
+var uiStrings = map[string]map[string]string{
+	"zh": {
+		"nav.skip":     "跳到正文",
+		"nav.tools":    "语言与外观",
+		"theme.toggle": "切换浅色/深色",
+		"footer":       "rdmalab · 自托管的 RDMA 动手实验室",
+
+		"home.title":    "课程",
+		"home.heading":  "RDMA 动手实验室",
+		"home.lede":     "在浏览器里读课、在真实的 Soft-RoCE 上做实验、用检查点题目检验自己。",
+		"home.empty":    "课程里还没有课。",
+		"home.fallback": "暂无中文版",
+
+		"status.new":       "未开始",
+		"status.opened":    "学习中",
+		"status.completed": "已完成",
+
+		"lesson.kicker":     "第",
+		"lesson.duration":   "时长",
+		"lesson.objectives": "学完这节你能做到",
+		"lesson.prereqs":    "先修内容",
+		"lesson.toc":        "本节目录",
+		"lesson.references": "延伸阅读",
+		"lesson.complete":   "标记本节为已完成",
+		"lesson.completed":  "✓ 你已完成本节",
+		"lesson.pager":      "上一节与下一节",
+		"lesson.prev":       "上一节",
+		"lesson.next":       "下一节",
+		"lesson.fallback":   "本节还没有中文版，下面显示的是英文原文。",
+
+		"placeholder.experiment": "实验 %s：随沙箱功能上线，目前还不能运行。",
+		"placeholder.quiz":       "检查题 %s：随测验功能上线。",
+		"placeholder.checkpoint": "本节检查点：随测验功能上线。",
+
+		"error.home":        "回到课程首页",
+		"error.404.title":   "找不到这个页面",
+		"error.404.message": "这个地址没有对应的页面：链接可能有误，或者这节课已经改名或移走。",
+		"error.403.title":   "请求被拒绝",
+		"error.403.message": "这个表单来自其他网站，没有执行。请在本站页面上重新操作。",
+		"error.405.title":   "不支持这个请求方法",
+		"error.405.message": "这个地址不接受这种请求。",
+		"error.500.title":   "出错了",
+		"error.500.message": "服务器处理请求时出错了，请稍后再试。错误已记录在服务器日志中。",
+	},
+	"en": {
+		"nav.skip":     "Skip to content",
+		"nav.tools":    "Language and appearance",
+		"theme.toggle": "Toggle light/dark theme",
+		"footer":       "rdmalab · a self-hosted, hands-on RDMA lab",
+
+		"home.title":    "Course",
+		"home.heading":  "The hands-on RDMA lab",
+		"home.lede":     "Read the lessons in your browser, run real experiments on Soft-RoCE, and check yourself with checkpoint questions.",
+		"home.empty":    "This course has no lessons yet.",
+		"home.fallback": "Not yet in English",
+
+		"status.new":       "Not started",
+		"status.opened":    "In progress",
+		"status.completed": "Completed",
+
+		"lesson.kicker":     "Lesson",
+		"lesson.duration":   "Duration",
+		"lesson.objectives": "After this lesson you can",
+		"lesson.prereqs":    "Before this lesson",
+		"lesson.toc":        "On this page",
+		"lesson.references": "Further reading",
+		"lesson.complete":   "Mark this lesson complete",
+		"lesson.completed":  "✓ You completed this lesson",
+		"lesson.pager":      "Previous and next lesson",
+		"lesson.prev":       "Previous",
+		"lesson.next":       "Next",
+		"lesson.fallback":   "This lesson is not available in English yet; the Chinese original is shown below.",
+
+		"placeholder.experiment": "Experiment %s: coming with the sandbox; it cannot run yet.",
+		"placeholder.quiz":       "Checkpoint question %s: coming with the quizzes.",
+		"placeholder.checkpoint": "This lesson's checkpoint: coming with the quizzes.",
+
+		"error.home":        "Back to the course",
+		"error.404.title":   "Page not found",
+		"error.404.message": "Nothing lives at this address: the link may be wrong, or the lesson was renamed or moved.",
+		"error.403.title":   "Request refused",
+		"error.403.message": "This form came from another site and was not acted on. Please use the button on this site's page.",
+		"error.405.title":   "Method not allowed",
+		"error.405.message": "This address does not accept this kind of request.",
+		"error.500.title":   "Something went wrong",
+		"error.500.message": "The server failed to handle this request; please try again later. The error is in the server log.",
+	},
+}
+
+// addStrings adds a feature's UI strings for lang. A key defined twice is a
+// programming error and panics at start-up.
+func addStrings(lang string, m map[string]string) {
+	dict, ok := uiStrings[lang]
+	if !ok {
+		panic("web: addStrings: unknown language " + lang)
+	}
+	for k, v := range m {
+		if _, dup := dict[k]; dup {
+			panic("web: addStrings: duplicate key " + k)
+		}
+		dict[k] = v
+	}
+}
+
+// translators are built once, after every init has added its strings.
+var translators = sync.OnceValue(func() map[string]views.Tr {
+	out := map[string]views.Tr{}
+	for lang, dict := range uiStrings {
+		out[lang] = func(key string) string {
+			if s, ok := dict[key]; ok {
+				return s
+			}
+			return key // visible in the page, and TestStringsComplete fails
+		}
+	}
+	return out
+})
+
+// tr returns the translator for lang (zh when lang is unknown).
+func tr(lang string) views.Tr {
+	if t, ok := translators()[lang]; ok {
+		return t
+	}
+	return translators()[defaultLang]
+}
+
+// trf formats the string key with args.
+func trf(lang, key string, args ...any) string {
+	return fmt.Sprintf(tr(lang)(key), args...)
+}

@@ -1,0 +1,29 @@
+package web
+
+import (
+	"github.com/a-h/templ"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// segment chooses the component for one body segment of a lesson page. It
+// is the one place where directive segments meet their features: the quiz
+// and sandbox features replace the placeholders below with their components.
+func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component {
+	switch seg.Kind {
+	case lessons.SegHTML, lessons.SegDiagram:
+		// Trusted: rendered by lessons from the course's own Markdown/SVG.
+		return templ.Raw(seg.HTML)
+	case lessons.SegExperiment:
+		return views.Placeholder(string(seg.Kind), seg.ID, trf(lr.Lang, "placeholder.experiment", seg.ID))
+	case lessons.SegQuiz:
+		return views.Placeholder(string(seg.Kind), seg.ID, trf(lr.Lang, "placeholder.quiz", seg.ID))
+	case lessons.SegCheckpoint:
+		return views.Placeholder(string(seg.Kind), lr.Lesson.Slug, trf(lr.Lang, "placeholder.checkpoint"))
+	default:
+		// A kind this build does not know (content newer than the server):
+		// say so rather than drop it silently.
+		return views.Placeholder(string(seg.Kind), seg.ID, string(seg.Kind)+" "+seg.ID)
+	}
+}

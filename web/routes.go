@@ -1,0 +1,39 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// routes is the whole URL space of the lab (see docs/architecture.md, "HTTP
+// interface"). Features add their routes here, one handler file each.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(s.logRequests)
+	r.Use(s.recoverPanics)
+	if !s.cfg.NoCompress {
+		// text/event-stream is deliberately absent: SSE must not be buffered.
+		r.Use(middleware.Compress(5, "text/html", "text/css", "text/plain", "text/javascript",
+			"application/javascript", "application/json", "image/svg+xml"))
+	}
+
+	r.Get("/healthz", s.healthz)
+	r.Handle(staticPrefix+"*", s.staticHandler())
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.withLearner)
+		r.Use(s.withLang)
+
+		r.Get("/", s.home)
+		r.Get("/lessons/{slug}", s.lessonShow)
+		r.Post("/lessons/{slug}/complete", s.lessonComplete)
+	})
+	// Unknown paths still get a learner and a language: the 404 page is a
+	// real page in the learner's language.
+	r.NotFound(s.withLearner(s.withLang(http.HandlerFunc(s.notFound))).ServeHTTP)
+	r.MethodNotAllowed(s.withLearner(s.withLang(http.HandlerFunc(s.methodNotAllowed))).ServeHTTP)
+	return r
+}

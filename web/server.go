@@ -1,0 +1,56 @@
+// Package web is rdmalab's HTTP interface: the chi router, middleware
+// (request id, logging, recovery, gzip, learner cookie, language), one file
+// per user action, and the JSON error convention of /api/*.
+package web
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/store"
+)
+
+// Config is what the server needs. Features add fields here (runner, lab
+// status…); zero values must keep the pages working.
+type Config struct {
+	// Course returns the current content load. It is called on every
+	// request so a live reload can swap the course (e.g. an atomic.Pointer's Load).
+	Course func() *lessons.Course
+	Store  *store.DB
+	Logger *slog.Logger // nil discards
+	// NoCompress turns gzip off (benchmarks compare like with like).
+	NoCompress bool
+}
+
+// Server serves the lab. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+}
+
+// New checks cfg and builds the router.
+func New(cfg Config) (*Server, error) {
+	if cfg.Course == nil {
+		return nil, errors.New("web: Config.Course is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("web: Config.Store is required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, log: log}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the root HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// course is the current content load.
+func (s *Server) course() *lessons.Course { return s.cfg.Course() }
