@@ -64,6 +64,11 @@ type Segment struct {
 	ID     string            // experiment id, question id, diagram id
 	Params map[string]string // experiment preset params
 	Line   int               // source line of the directive
+
+	// Questions, for SegCheckpoint, are the ids of the lesson's questions
+	// (quiz.yaml order) that no ::quiz directive places elsewhere on the
+	// page, so a question never appears twice on one page.
+	Questions []string
 }
 
 // Page is one language version of a lesson, rendered.

@@ -280,7 +280,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 			l.Pages[lang] = &fb
 			continue
 		}
-		if p != first && p.Order != first.Order {
+		if p != first && p.Order != first.Order && ld.prereqs[p.File].HasOrder && ld.prereqs[first.File].HasOrder {
 			ld.warnAt(p.File, 1, "order %d differs from %s (order %d); the lesson is sorted by %d", p.Order, first.File, first.Order, first.Order)
 		}
 	}

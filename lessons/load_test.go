@@ -44,6 +44,9 @@ func dumpPage(p *Page) string {
 			for _, k := range keys {
 				ps = append(ps, k+"="+s.Params[k])
 			}
+			if s.Kind == SegCheckpoint {
+				ps = append(ps, fmt.Sprintf("questions=%q", s.Questions))
+			}
 			fmt.Fprintf(&b, "--- %s %s line=%d %s\n", s.Kind, s.ID, s.Line, strings.Join(ps, " "))
 		}
 	}

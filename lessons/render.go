@@ -116,7 +116,6 @@ type pageRenderer struct {
 	toc     []Heading
 	ids     map[string]int // heading id → line
 	qids    []string
-	qseen   map[string]bool
 	links   []linkRef
 	callout []piece // open callouts
 }
@@ -133,7 +132,6 @@ func (r *pageRenderer) warnAt(line int, format string, args ...any) {
 func (r *pageRenderer) render(pieces []piece) {
 	r.pc = parser.NewContext(parser.WithIDs(&headingIDs{used: map[string]bool{}}))
 	r.ids = map[string]int{}
-	r.qseen = map[string]bool{}
 	for _, p := range pieces {
 		switch p.kind {
 		case pieceMarkdown:
@@ -156,6 +154,7 @@ func (r *pageRenderer) render(pieces []piece) {
 		r.buf.WriteString("</aside>\n")
 	}
 	r.flush()
+	r.finish()
 }
 
 // flush moves buffered HTML into a segment.
@@ -226,7 +225,6 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		seg.Kind, seg.ID = SegQuiz, id
-		r.addQuestion(id)
 	case "checkpoint":
 		if len(args) != 0 {
 			r.errAt(p.line, "::checkpoint takes no arguments")
@@ -236,10 +234,7 @@ func (r *pageRenderer) directive(p piece) {
 			r.errAt(p.line, "::checkpoint needs questions in %s/quiz.yaml", r.lesson.Slug)
 			return
 		}
-		seg.Kind = SegCheckpoint
-		for _, q := range r.lesson.Quiz.Questions {
-			r.addQuestion(q.ID)
-		}
+		seg.Kind = SegCheckpoint // Questions are filled in by finish, once every ::quiz is known
 	case "diagram":
 		if len(args) != 1 {
 			r.errAt(p.line, "::diagram takes exactly one diagram id: ::diagram ID")
@@ -259,10 +254,38 @@ func (r *pageRenderer) directive(p piece) {
 	r.body = append(r.body, seg)
 }
 
-func (r *pageRenderer) addQuestion(id string) {
-	if !r.qseen[id] {
-		r.qseen[id] = true
-		r.qids = append(r.qids, id)
+// finish gives each ::checkpoint the lesson's questions not placed by ::quiz
+// and lists the page's questions in order of appearance.
+func (r *pageRenderer) finish() {
+	placed := map[string]bool{}
+	for _, s := range r.body {
+		if s.Kind == SegQuiz {
+			placed[s.ID] = true
+		}
+	}
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			r.qids = append(r.qids, id)
+		}
+	}
+	for i := range r.body {
+		s := &r.body[i]
+		switch s.Kind {
+		case SegQuiz:
+			add(s.ID)
+		case SegCheckpoint:
+			for _, q := range r.lesson.Quiz.Questions {
+				if !placed[q.ID] {
+					s.Questions = append(s.Questions, q.ID)
+					add(q.ID)
+				}
+			}
+			if len(s.Questions) == 0 {
+				r.warnAt(s.Line, "::checkpoint shows nothing: every question of %s/quiz.yaml is already placed with ::quiz", r.lesson.Slug)
+			}
+		}
 	}
 }
 

@@ -271,7 +271,7 @@ func (w *Watcher) Reload() {
 	w.log.Warn("lessons reload failed; still serving the last good version",
 		"dir", w.dir, "errors", len(diags))
 	for _, d := range diags {
-		w.log.Warn(FormatDiagnostic(d))
+		w.log.Warn(d.String())
 	}
 }
 
@@ -293,17 +293,4 @@ func Diagnostics(err error, dir string) []Diagnostic {
 		return le.Diagnostics
 	}
 	return []Diagnostic{{File: dir, Severity: Error, Message: err.Error()}}
-}
-
-// FormatDiagnostic prints d the way `labserver check` does: "file:line: message"
-// (no line when it is unknown), warnings marked.
-func FormatDiagnostic(d Diagnostic) string {
-	pos := d.File
-	if d.Line > 0 {
-		pos = fmt.Sprintf("%s:%d", d.File, d.Line)
-	}
-	if d.Severity == Warning {
-		return fmt.Sprintf("%s: warning: %s", pos, d.Message)
-	}
-	return fmt.Sprintf("%s: %s", pos, d.Message)
 }
