@@ -1,0 +1,40 @@
+package hostrdma
+
+import (
+	"context"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Backend is the host backend on a kernel that has RDMA devices: runs go to
+// a host agent child like any host run, and the lab state lists the
+// devices with their counters now.
+type Backend struct {
+	Host *sandbox.HostBackend
+	// Note says how the devices came to be (e.g. "Soft-RoCE set up by labserver").
+	Note string
+}
+
+// Name implements sandbox.Backend.
+func (b *Backend) Name() string { return "host" }
+
+// Exec implements sandbox.Backend.
+func (b *Backend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+	return b.Host.Exec(ctx, req, emit)
+}
+
+// Lab implements sandbox.Backend.
+func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
+	lab := b.Host.Lab(ctx)
+	lab.Reason = b.Note
+	devs, err := Devices()
+	switch {
+	case err != nil:
+		lab.State, lab.Reason = "failed", "cannot read RDMA devices: "+err.Error()
+	case len(devs) == 0:
+		lab.State, lab.Reason = "failed", "the RDMA devices of this kernel are gone"
+	default:
+		lab.Devices = devs
+	}
+	return lab
+}

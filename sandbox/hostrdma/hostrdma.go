@@ -1,0 +1,89 @@
+// Package hostrdma finds the RDMA devices of the running kernel (with
+// github.com/Mellanox/rdmamap) and sets up Soft-RoCE: a veth pair with an
+// rdma_rxe device on each end (with github.com/vishvananda/netlink). The same
+// code runs on a host with rdma_rxe (--setup-softroce) and inside the lab
+// guest, whose init calls SetupSoftRoCE.
+package hostrdma
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Mellanox/rdmamap"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// maxGIDScan bounds the GID table scan; rxe has 1024 entries, and the
+// IPv4-mapped GID of a freshly configured device is one of the first.
+const maxGIDScan = 16
+
+// Devices lists the RDMA devices of this kernel: name, netdev, the
+// IPv4-mapped RoCE v2 GID of port 1 and its hw_counters now. An empty list
+// (and no error) means the kernel has no RDMA device.
+func Devices() ([]sandbox.Device, error) {
+	names := rdmamap.GetRdmaDeviceList()
+	sort.Strings(names)
+	netdevs := netdevsByDevice()
+	devs := make([]sandbox.Device, 0, len(names))
+	for _, name := range names {
+		d := sandbox.Device{Name: name, Netdev: netdevs[name], GIDIndex: -1}
+		if idx, gid, ok := IPv4GID(name); ok {
+			d.GID, d.GIDIndex = gid, idx
+		}
+		stats, err := rdmamap.GetRdmaSysfsHwStats(name, 1)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("hw_counters of %s: %w", name, err)
+		}
+		if len(stats) > 0 {
+			d.Counters = make(map[string]int64, len(stats))
+			for _, s := range stats {
+				d.Counters[s.Name] = int64(s.Value)
+			}
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// netdevsByDevice maps RDMA device → network interface, asking rdmamap for
+// every interface of this network namespace.
+func netdevsByDevice() map[string]string {
+	m := map[string]string{}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return m
+	}
+	for _, i := range ifs {
+		if dev, err := rdmamap.GetRdmaDeviceForNetdevice(i.Name); err == nil && dev != "" {
+			if _, dup := m[dev]; !dup {
+				m[dev] = i.Name
+			}
+		}
+	}
+	return m
+}
+
+// IPv4GID finds the first IPv4-mapped GID (::ffff:a.b.c.d) of port 1 of dev:
+// the one RoCE v2 tools must use (index 0 is the link-local fe80:: GID).
+func IPv4GID(dev string) (index int, gid string, ok bool) {
+	dir := filepath.Join(rdmamap.RdmaClassDir, dev, rdmamap.RdmaPortsdir, "1", "gids")
+	for i := range maxGIDScan {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			return 0, "", false
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(string(b)))
+		if err == nil && a.Is4In6() {
+			return i, a.String(), true
+		}
+	}
+	return 0, "", false
+}

@@ -1,0 +1,288 @@
+// Package vm runs the lab's Soft-RoCE guest: it builds a small QEMU image
+// from this machine's Debian packages (kernel, rdma_rxe and its modules,
+// busybox, iproute2, rdma-core, perftest, the labserver binary), boots it
+// (KVM when it really works, else TCG), keeps one guest warm and runs agent
+// requests in it over a virtio-serial port. It implements sandbox.Backend.
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Lab states.
+const (
+	StateBooting = "booting"
+	StateReady   = "ready"
+	StateFailed  = "failed"
+)
+
+// Backend keeps one guest warm and runs requests in it, one at a time.
+// Start boots it in the background; Close shuts it down.
+type Backend struct {
+	cfg Config
+
+	runMu sync.Mutex // one run at a time
+
+	mu      sync.Mutex
+	state   string
+	reason  string
+	accel   string
+	kernel  string
+	guest   *Guest
+	changed chan struct{} // closed and replaced at every state change
+	kick    chan struct{} // ask the supervisor to boot again after a failure
+	boots   []time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a backend that has not started yet.
+func New(cfg Config) *Backend {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Backend{
+		cfg: cfg, state: StateBooting, reason: "not started",
+		changed: make(chan struct{}), kick: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	}
+}
+
+// Start builds the image if needed and boots the guest in the background.
+func (b *Backend) Start() {
+	go b.supervise()
+}
+
+// Close stops the guest and the supervisor; a run in flight fails.
+func (b *Backend) Close() error {
+	b.cancel()
+	<-b.done
+	return nil
+}
+
+// Name implements sandbox.Backend.
+func (b *Backend) Name() string { return "vm" }
+
+// GuestPID is the running QEMU's pid, 0 when there is none.
+func (b *Backend) GuestPID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.guest == nil {
+		return 0
+	}
+	return b.guest.PID()
+}
+
+// BootTimes are the durations QEMU start → agent hello of the guests booted
+// so far.
+func (b *Backend) BootTimes() []time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]time.Duration(nil), b.boots...)
+}
+
+func (b *Backend) setState(state, reason string, g *Guest) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state, b.reason, b.guest = state, reason, g
+	if g != nil {
+		b.accel, b.kernel = g.Accel, g.Hello.Kernel
+		b.boots = append(b.boots, g.Ready.Sub(g.Started))
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.cfg.Logger.Info("lab guest", "state", state, "reason", firstLine(reason))
+}
+
+// WaitReady waits until the guest is ready and returns it, or returns the
+// failure reason. A failed lab is asked to boot again.
+func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
+	for {
+		b.mu.Lock()
+		state, reason, g, changed := b.state, b.reason, b.guest, b.changed
+		b.mu.Unlock()
+		switch state {
+		case StateReady:
+			return g, nil
+		case StateFailed:
+			select {
+			case b.kick <- struct{}{}:
+			default:
+			}
+			return nil, fmt.Errorf("the Soft-RoCE lab guest is not available: %s", reason)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the Soft-RoCE guest (%s): %w", reason, ctx.Err())
+		case <-b.ctx.Done():
+			return nil, errors.New("the lab is shutting down")
+		case <-changed:
+		}
+	}
+}
+
+// Exec implements sandbox.Backend: it runs req in the warm guest. If the
+// guest dies or hangs during the run, the run fails with that reason and
+// the supervisor boots a fresh guest for the next one.
+func (b *Backend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+	b.runMu.Lock()
+	defer b.runMu.Unlock()
+	g, err := b.WaitReady(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Run(ctx, req, emit)
+}
+
+// Lab implements sandbox.Backend: state, kernel, accelerator and, when the
+// guest is ready, its devices with their counters now.
+func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
+	b.mu.Lock()
+	lab := sandbox.Lab{Backend: "vm", State: b.state, Reason: b.reason, Kernel: b.kernel, Accel: b.accel, Devices: []sandbox.Device{}}
+	g := b.guest
+	b.mu.Unlock()
+	if lab.State != StateReady || g == nil {
+		return lab
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	gl, err := g.Lab(ctx)
+	if err != nil {
+		lab.Reason = "device info unavailable: " + err.Error()
+		return lab
+	}
+	lab.Devices = gl.Devices
+	if gl.Reason != "" {
+		lab.Reason = gl.Reason
+	}
+	return lab
+}
+
+// supervise boots guests until Close: after a crash or hang it boots a new
+// one at once; after a failed boot it waits to be kicked (by a run or a
+// status request) so a broken setup does not burn CPU in a loop.
+func (b *Backend) supervise() {
+	defer close(b.done)
+	var quickDeaths int
+	for b.ctx.Err() == nil {
+		g, err := b.bootOnce()
+		if err != nil {
+			if b.ctx.Err() != nil {
+				break
+			}
+			b.setState(StateFailed, err.Error(), nil)
+			select {
+			case <-b.ctx.Done():
+			case <-b.kick:
+				b.setState(StateBooting, "booting again after a failure", nil)
+			}
+			continue
+		}
+		b.setState(StateReady, "", g)
+		reason := b.watch(g)
+		g.Fail(reason)
+		g.Stop()
+		if b.ctx.Err() != nil {
+			break
+		}
+		b.cfg.Logger.Warn("lab guest lost; booting a fresh one", "reason", reason)
+		if time.Since(g.Ready) < 30*time.Second {
+			quickDeaths++
+		} else {
+			quickDeaths = 0
+		}
+		if quickDeaths >= 3 {
+			b.setState(StateFailed, "the guest keeps dying: "+reason.Error(), nil)
+			quickDeaths = 0
+			select {
+			case <-b.ctx.Done():
+			case <-b.kick:
+			}
+			continue
+		}
+		b.setState(StateBooting, "restarting after: "+reason.Error(), nil)
+	}
+	b.mu.Lock()
+	g := b.guest
+	b.mu.Unlock()
+	if g != nil {
+		g.Stop()
+	}
+	b.setState(StateFailed, "the lab was shut down", nil)
+}
+
+// bootOnce builds the image if needed and boots one guest, falling back
+// from KVM to TCG when KVM turns out not to work.
+func (b *Backend) bootOnce() (*Guest, error) {
+	b.setState(StateBooting, "checking the guest image", nil)
+	im, _, err := Build(b.ctx, BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
+	if err != nil {
+		return nil, fmt.Errorf("guest image: %w", err)
+	}
+	qemu, err := CheckQEMU(b.cfg.QEMU)
+	if err != nil {
+		return nil, err
+	}
+	accel, why := chooseAccel(b.cfg, qemu, im)
+	b.setState(StateBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
+	if accel == AccelKVM && b.cfg.Accel == "auto" {
+		// The real KVM probe: a nested hypervisor may accept the ioctls
+		// and still be unable to run the kernel. A short deadline, then TCG.
+		cfg := b.cfg
+		cfg.BootTimeout = min(cfg.BootTimeout, 20*time.Second)
+		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
+		if err == nil {
+			return g, nil
+		}
+		why = "KVM boot failed: " + firstLine(err.Error())
+		saveAccelRecord(b.cfg.Dir, accelRecord{Key: accelKey(qemu, im), Accel: AccelTCG, Reason: why})
+		accel = AccelTCG
+		b.setState(StateBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
+	}
+	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
+	return StartGuest(b.ctx, b.cfg, im, accel, false)
+}
+
+// watch returns why g is no longer usable: QEMU exited, the agent port
+// closed, pings went unanswered, or the backend is closing.
+func (b *Backend) watch(g *Guest) error {
+	t := time.NewTicker(b.cfg.PingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return errors.New("the lab was shut down")
+		case <-g.Exited():
+			return fmt.Errorf("the Soft-RoCE guest died: %w", g.exitError())
+		case <-g.client.done:
+			return g.client.err()
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(b.ctx, b.cfg.PingTimeout)
+			err := g.Ping(ctx)
+			cancel()
+			if err != nil && b.ctx.Err() == nil {
+				select {
+				case <-g.Exited():
+					return fmt.Errorf("the Soft-RoCE guest died: %w", g.exitError())
+				default:
+				}
+				return fmt.Errorf("the Soft-RoCE guest stopped answering (health ping: %v)", err)
+			}
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,70 @@
+package vm
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config says how the host builds and runs the lab guest. Zero fields take
+// the defaults of Defaults.
+type Config struct {
+	Dir         string        // image cache directory (DefaultDir)
+	Agent       string        // labserver binary put in the guest (this executable)
+	QEMU        string        // QEMU binary ("qemu-system-x86_64")
+	Accel       string        // auto|kvm|tcg ("auto": KVM when it really works, else TCG)
+	MemoryMiB   int           // guest RAM (256; 112 is the measured minimum)
+	CPUs        int           // guest vCPUs (2)
+	BootTimeout time.Duration // QEMU start → agent hello (60 s)
+	PingEvery   time.Duration // health ping period (5 s)
+	PingTimeout time.Duration // a ping unanswered this long means hung (30 s)
+	Append      string        // extra kernel parameters
+	Logger      *slog.Logger  // nil discards
+	Progress    io.Writer     // image build progress lines; nil = quiet
+}
+
+// DefaultDir is where images go: $LAB_VM_DIR, else $XDG_CACHE_HOME/rdmalab,
+// else ./.cache/vm.
+func DefaultDir() string {
+	if d := os.Getenv("LAB_VM_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "rdmalab")
+	}
+	return filepath.Join(".cache", "vm")
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.Dir == "" {
+		c.Dir = DefaultDir()
+	}
+	if c.QEMU == "" {
+		c.QEMU = "qemu-system-x86_64"
+	}
+	if c.Accel == "" {
+		c.Accel = "auto"
+	}
+	if c.MemoryMiB == 0 {
+		c.MemoryMiB = 256
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 2
+	}
+	if c.BootTimeout == 0 {
+		c.BootTimeout = 60 * time.Second
+	}
+	if c.PingEvery == 0 {
+		c.PingEvery = 5 * time.Second
+	}
+	if c.PingTimeout == 0 {
+		c.PingTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

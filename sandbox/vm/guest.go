@@ -1,0 +1,448 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Guest is one running QEMU guest and the host's end of its agent port.
+type Guest struct {
+	Accel   string    // kvm|tcg
+	Hello   Hello     // what the agent said when it came up
+	Started time.Time // QEMU started
+	Ready   time.Time // hello received
+	Console string    // console log file
+
+	cmd     *exec.Cmd
+	runDir  string
+	log     *slog.Logger
+	exited  chan struct{} // closed when QEMU has exited
+	waitErr error
+
+	client *client
+}
+
+// StartGuest boots a guest from im and returns once its agent said hello,
+// or with an error that includes the console's last lines. shell puts the
+// console on this process's stdio with a root shell (labserver vm shell).
+func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell bool) (*Guest, error) {
+	cfg = cfg.withDefaults()
+	qemu, err := CheckQEMU(cfg.QEMU)
+	if err != nil {
+		return nil, err
+	}
+	// A short directory of our own: unix socket paths are limited to 108 bytes.
+	runDir, err := os.MkdirTemp("", "rdmalab-vm-")
+	if err != nil {
+		return nil, fmt.Errorf("guest run dir: %w", err)
+	}
+	g := &Guest{
+		Accel:   accel,
+		Console: filepath.Join(runDir, "console.log"),
+		runDir:  runDir,
+		log:     cfg.Logger,
+		exited:  make(chan struct{}),
+	}
+	sock := filepath.Join(runDir, "agent.sock")
+	g.cmd = exec.Command(qemu, qemuArgs(cfg, im, accel, sock, g.Console, shell)...)
+	if shell {
+		g.cmd.Stdin, g.cmd.Stdout, g.cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	} else {
+		g.cmd.Stdout = &tailBuffer{max: 4096}
+		g.cmd.Stderr = g.cmd.Stdout
+	}
+	// If labserver dies without cleaning up, the kernel ends QEMU too.
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	g.Started = time.Now()
+	if err := g.cmd.Start(); err != nil {
+		os.RemoveAll(runDir)
+		return nil, fmt.Errorf("start %s: %w", qemu, err)
+	}
+	go func() {
+		g.waitErr = g.cmd.Wait()
+		close(g.exited)
+	}()
+	g.log.Info("guest starting", "pid", g.cmd.Process.Pid, "accel", accel, "kernel", im.Release)
+
+	ctx, cancel := context.WithTimeout(ctx, cfg.BootTimeout)
+	defer cancel()
+	conn, err := g.dial(ctx, sock)
+	if err == nil {
+		g.client = newClient(conn, g.log, g.whyClosed)
+		select {
+		case h := <-g.client.hello:
+			g.Hello, g.Ready = h, time.Now()
+		case <-g.client.done:
+			err = fmt.Errorf("agent port closed during boot: %w", g.client.err())
+		case <-g.exited:
+			err = g.exitError()
+		case <-ctx.Done():
+			err = fmt.Errorf("%w within %s", errBootTimeout, cfg.BootTimeout)
+		}
+	}
+	if err == nil && g.Hello.SetupErr != "" {
+		err = fmt.Errorf("Soft-RoCE setup in the guest failed: %s", g.Hello.SetupErr)
+	}
+	if err != nil {
+		tail := consoleTail(g.Console, 15)
+		g.Stop()
+		if tail != "" {
+			err = fmt.Errorf("%w; console:\n%s", err, tail)
+		}
+		return nil, err
+	}
+	g.log.Info("guest ready", "pid", g.cmd.Process.Pid, "boot", g.Ready.Sub(g.Started).Round(time.Millisecond),
+		"kernel", g.Hello.Kernel, "guest_init_ms", g.Hello.InitMS)
+	return g, nil
+}
+
+// dial connects to QEMU's agent socket as soon as QEMU has created it.
+func (g *Guest) dial(ctx context.Context, sock string) (net.Conn, error) {
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-g.exited:
+			return nil, g.exitError()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: agent socket: %v", errBootTimeout, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// whyClosed explains a lost agent connection: usually QEMU died, and how it
+// died is the reason a learner's run failed.
+func (g *Guest) whyClosed(err error) error {
+	select {
+	case <-g.exited:
+		return fmt.Errorf("the Soft-RoCE guest died: %w", g.exitError())
+	case <-time.After(2 * time.Second):
+		return err
+	}
+}
+
+// PID is QEMU's process id.
+func (g *Guest) PID() int { return g.cmd.Process.Pid }
+
+// Exited is closed when QEMU has exited.
+func (g *Guest) Exited() <-chan struct{} { return g.exited }
+
+// exitError describes how QEMU ended, with what it printed.
+func (g *Guest) exitError() error {
+	<-g.exited
+	msg := "qemu exited"
+	if g.waitErr != nil {
+		msg += ": " + g.waitErr.Error()
+	}
+	if tb, ok := g.cmd.Stdout.(*tailBuffer); ok {
+		if s := tb.String(); s != "" {
+			msg += ": " + s
+		}
+	}
+	return errors.New(msg)
+}
+
+// Stop kills QEMU, fails whatever is in flight with reason, and removes the
+// run directory. It is safe to call more than once.
+func (g *Guest) Stop() {
+	select {
+	case <-g.exited:
+	default:
+		// QEMU exits promptly on SIGTERM; the guest has nothing to save.
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.exited:
+		case <-time.After(3 * time.Second):
+			_ = g.cmd.Process.Kill()
+			<-g.exited
+		}
+	}
+	if g.client != nil {
+		g.client.close(errors.New("the guest was stopped"))
+	}
+	os.RemoveAll(g.runDir)
+}
+
+// Fail ends every call in flight with reason (the guest died or hung).
+func (g *Guest) Fail(reason error) {
+	if g.client != nil {
+		g.client.close(reason)
+	}
+}
+
+// Run performs one run in the guest.
+func (g *Guest) Run(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+	return g.client.call(ctx, hostMsg{Op: opRun, Req: &req}, emit, nil)
+}
+
+// Lab asks the agent for the guest's devices now.
+func (g *Guest) Lab(ctx context.Context) (sandbox.Lab, error) {
+	var lab sandbox.Lab
+	err := g.client.call(ctx, hostMsg{Op: opLab}, nil, func(l sandbox.Lab) { lab = l })
+	return lab, err
+}
+
+// Ping checks that the agent answers.
+func (g *Guest) Ping(ctx context.Context) error {
+	return g.client.call(ctx, hostMsg{Op: opPing}, nil, nil)
+}
+
+// client is the host's side of the protocol: it numbers requests and routes
+// the guest's lines to the call that asked.
+type client struct {
+	conn  net.Conn
+	log   *slog.Logger
+	why   func(error) error // explains a lost connection
+	hello chan Hello
+	done  chan struct{} // closed when the connection is finished
+
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	nextID  uint64
+	calls   map[uint64]*pending
+	running uint64 // id of the run in flight (malformed lines fail it)
+	closed  error
+}
+
+type pending struct {
+	event func(sandbox.Event)
+	lab   func(sandbox.Lab)
+	end   chan error // buffered 1: the call's outcome
+}
+
+func newClient(conn net.Conn, log *slog.Logger, why func(error) error) *client {
+	c := &client{conn: conn, log: log, why: why, hello: make(chan Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
+	go c.read()
+	return c
+}
+
+func (c *client) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// read routes lines until the connection ends.
+func (c *client) read() {
+	br := bufio.NewReaderSize(c.conn, 64<<10)
+	for {
+		line, err := readGuestLine(br, sandbox.DefaultMaxLine)
+		if errors.Is(err, errLongLine) {
+			c.malformed(err.Error())
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the guest closed the agent port")
+			}
+			if c.why != nil {
+				err = c.why(err)
+			}
+			c.close(err)
+			return
+		}
+		var m guestMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.malformed(fmt.Sprintf("%q", clipBytes(line, 120)))
+			continue
+		}
+		c.deliver(m)
+	}
+}
+
+// malformed fails the run in flight: a line we cannot parse may have been
+// one of its events, so its outcome is unknown. Other calls are unaffected.
+func (c *client) malformed(what string) {
+	c.log.Warn("malformed line from the guest", "line", what)
+	c.mu.Lock()
+	id := c.running
+	p := c.calls[id]
+	if p != nil {
+		delete(c.calls, id)
+		c.running = 0
+	}
+	c.mu.Unlock()
+	if p != nil {
+		p.end <- &sandbox.ProtocolError{Reason: "the guest sent a malformed event line: " + what}
+		c.cancelInGuest(id)
+	}
+}
+
+func (c *client) deliver(m guestMsg) {
+	if m.Hello != nil {
+		select {
+		case c.hello <- *m.Hello:
+		default:
+			// A second hello: the agent restarted and forgot what it was doing.
+			c.failAll(errors.New("the guest agent restarted"))
+		}
+		return
+	}
+	c.mu.Lock()
+	p := c.calls[m.ID]
+	if p != nil && m.End {
+		delete(c.calls, m.ID)
+		if c.running == m.ID {
+			c.running = 0
+		}
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return // a late line of a cancelled or failed call
+	}
+	switch {
+	case m.End:
+		p.end <- endError(m)
+	case m.Event != nil && p.event != nil:
+		p.event(*m.Event)
+	case m.Lab != nil && p.lab != nil:
+		p.lab(*m.Lab)
+	}
+}
+
+// call sends one request and waits for its end line, ctx, or the end of
+// the connection.
+func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
+	p := &pending{event: event, lab: lab, end: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed != nil {
+		err := c.closed
+		c.mu.Unlock()
+		return err
+	}
+	c.nextID++
+	m.ID = c.nextID
+	c.calls[m.ID] = p
+	if m.Op == opRun {
+		c.running = m.ID
+	}
+	c.mu.Unlock()
+	if err := c.send(m); err != nil {
+		c.forget(m.ID)
+		return err
+	}
+	select {
+	case err := <-p.end:
+		return err
+	case <-ctx.Done():
+		c.forget(m.ID)
+		if m.Op == opRun {
+			c.cancelInGuest(m.ID)
+		}
+		return ctx.Err()
+	}
+}
+
+func (c *client) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	if c.running == id {
+		c.running = 0
+	}
+	c.mu.Unlock()
+}
+
+// cancelInGuest asks the guest to stop run id (it kills the run's process
+// group there); the answer is not awaited.
+func (c *client) cancelInGuest(id uint64) {
+	c.mu.Lock()
+	c.nextID++
+	cid := c.nextID
+	c.mu.Unlock()
+	_ = c.send(hostMsg{ID: cid, Op: opCancel, Target: id})
+}
+
+func (c *client) send(m hostMsg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	b = append(b, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.conn.Write(b); err != nil {
+		return fmt.Errorf("write to the guest: %w", err)
+	}
+	return nil
+}
+
+// failAll ends every call in flight with err, keeping the connection.
+func (c *client) failAll(err error) {
+	c.mu.Lock()
+	calls := c.calls
+	c.calls = map[uint64]*pending{}
+	c.running = 0
+	c.mu.Unlock()
+	for _, p := range calls {
+		p.end <- err
+	}
+}
+
+// close ends the connection and every call in flight with err; the first
+// reason wins.
+func (c *client) close(err error) {
+	c.mu.Lock()
+	first := c.closed == nil
+	if first {
+		c.closed = err
+	}
+	c.mu.Unlock()
+	if first {
+		c.conn.Close()
+		close(c.done)
+	}
+	c.failAll(c.err())
+}
+
+// tailBuffer keeps the last max bytes written (QEMU's own messages).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytesTrimSpace(t.b))
+}
+
+func bytesTrimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,223 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// GuestServer is the guest's side of the protocol (see proto.go): it runs
+// inside the guest as `labserver agent --serve PORT`.
+type GuestServer struct {
+	// Run performs one run; in the guest, a sandbox.HostBackend that starts
+	// a fresh `labserver agent` child per run, in its own process group.
+	Run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error
+	// Lab describes the guest's devices now.
+	Lab func(ctx context.Context) sandbox.Lab
+	// Hello is sent first.
+	Hello Hello
+	// WaitOnEOF: a virtio-serial port reads EOF while the host side is not
+	// connected; wait this long and read again instead of stopping. Zero
+	// ends Serve at EOF.
+	WaitOnEOF time.Duration
+}
+
+// guestConn is one serving session: the writer and the run in flight.
+type guestConn struct {
+	s   *GuestServer
+	wmu sync.Mutex
+	w   io.Writer
+	err error
+
+	mu      sync.Mutex
+	running uint64 // id of the run in flight, 0 = none
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Serve answers requests from port until ctx ends, port fails or (with
+// WaitOnEOF zero) the host closes it. Runs in flight are cancelled and
+// waited for before Serve returns.
+func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &guestConn{s: s, w: port}
+	defer c.wg.Wait()
+	hello := s.Hello
+	if err := c.send(guestMsg{Hello: &hello}); err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(port, 64<<10)
+	for {
+		line, err := readGuestLine(br, sandbox.DefaultMaxLine)
+		if errors.Is(err, io.EOF) && s.WaitOnEOF > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(s.WaitOnEOF):
+				continue
+			}
+		}
+		if errors.Is(err, errLongLine) {
+			_ = c.send(guestMsg{End: true, Kind: endBadOp, Error: err.Error()})
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		var m hostMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			// Nothing to answer to without an id; say so on the stream.
+			_ = c.send(guestMsg{End: true, Kind: endBadOp, Error: fmt.Sprintf("not a request: %q", clipBytes(line, 80))})
+			continue
+		}
+		c.dispatch(ctx, m)
+		if c.writeErr() != nil {
+			return c.writeErr()
+		}
+	}
+}
+
+func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
+	switch m.Op {
+	case opPing:
+		_ = c.send(guestMsg{ID: m.ID, End: true})
+	case opLab:
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			lab := c.s.Lab(ctx)
+			_ = c.send(guestMsg{ID: m.ID, Lab: &lab})
+			_ = c.send(guestMsg{ID: m.ID, End: true})
+		}()
+	case opCancel:
+		c.mu.Lock()
+		if c.running == m.Target && c.cancel != nil {
+			c.cancel()
+		}
+		c.mu.Unlock()
+		_ = c.send(guestMsg{ID: m.ID, End: true})
+	case opRun:
+		if m.Req == nil {
+			_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBadOp, Error: "run without a request"})
+			return
+		}
+		c.mu.Lock()
+		if c.running != 0 {
+			busy := c.running
+			c.mu.Unlock()
+			_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBusy, Error: fmt.Sprintf("the guest is busy with request %d", busy)})
+			return
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		c.running, c.cancel = m.ID, cancel
+		c.mu.Unlock()
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer cancel()
+			err := c.s.Run(rctx, *m.Req, func(ev sandbox.Event) {
+				_ = c.send(guestMsg{ID: m.ID, Event: &ev})
+			})
+			end := guestMsg{ID: m.ID, End: true}
+			if err != nil {
+				end.Error = err.Error()
+				end.Kind = endBroken
+				if _, ok := errors.AsType[*sandbox.AgentFailure](err); ok {
+					end.Kind = endFailed
+				} else if rctx.Err() != nil {
+					end.Kind = endCancelled
+				}
+			}
+			c.mu.Lock()
+			c.running, c.cancel = 0, nil
+			c.mu.Unlock()
+			_ = c.send(end)
+		}()
+	default:
+		_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)})
+	}
+}
+
+// send writes one message as one line; the first write error sticks.
+func (c *guestConn) send(m guestMsg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %+v: %w", m, err)
+	}
+	b = append(b, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.err = fmt.Errorf("write to host: %w", err)
+	}
+	return c.err
+}
+
+func (c *guestConn) writeErr() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.err
+}
+
+// errLongLine is a protocol line over the limit; the stream skips it.
+var errLongLine = errors.New("line too long")
+
+// readGuestLine reads one non-empty line of at most max bytes.
+func readGuestLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > max+1 {
+			// Skip the rest of the oversized line so the stream recovers.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			return nil, fmt.Errorf("%w (%d bytes)", errLongLine, max)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && !(errors.Is(err, io.EOF) && len(line) > 0):
+			return nil, err
+		}
+		if trimmed := trimLine(line); len(trimmed) > 0 {
+			return trimmed, nil
+		}
+		if err != nil { // EOF after a blank line
+			return nil, io.EOF
+		}
+		line = line[:0]
+	}
+}
+
+func trimLine(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	for len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	return b
+}
+
+func clipBytes(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

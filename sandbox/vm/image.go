@@ -1,0 +1,611 @@
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// imageFormat changes whenever the layout of the image changes, so a new
+// labserver rebuilds images made by an older one.
+const imageFormat = "rdmalab-vm-image/1"
+
+// PortName is the virtio-serial port that carries the agent protocol.
+const PortName = "org.rdmalab.agent"
+
+// guestPrograms must be in the guest: the experiments and the lab's own
+// tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
+// applets over $PATH, so its sh would run busybox's limited ip).
+var guestPrograms = []string{
+	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
+	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
+	"qperf",
+}
+
+// optionalPrograms are copied when present: handy in `labserver vm shell`.
+var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ib_read_bw", "capsh", "setpriv", "prlimit"}
+
+// guestModules are loaded in this order; --show-depends puts each module's
+// dependencies before it. crc32_generic is a hidden dependency of rdma_rxe
+// (it asks the crypto API for "crc32"), so it comes before rdma_rxe.
+var guestModules = []string{
+	"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth", "rdma_ucm", "ib_umad",
+}
+
+// optionalModules may be missing or built in; they only make things faster.
+var optionalModules = []string{"crc32_pclmul"}
+
+// programDirs is where programs are looked up (root's PATH, merged /usr).
+var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// Image is a built guest image in the cache directory.
+type Image struct {
+	Dir     string `json:"-"`
+	Format  string `json:"format"`
+	Hash    string `json:"hash"`    // of all inputs; a change means rebuild
+	Release string `json:"release"` // guest kernel release
+	Kernel  string `json:"kernel"`  // file name in Dir: vmlinux (PVH) or vmlinuz
+	Initrd  string `json:"initrd"`  // file name in Dir
+	Size    int64  `json:"size"`    // initramfs bytes
+	Built   string `json:"built"`   // RFC 3339
+}
+
+// KernelPath is the kernel QEMU boots.
+func (im *Image) KernelPath() string { return filepath.Join(im.Dir, im.Kernel) }
+
+// InitrdPath is the initramfs QEMU loads.
+func (im *Image) InitrdPath() string { return filepath.Join(im.Dir, im.Initrd) }
+
+// BuildOptions says where the image goes and what goes into it.
+type BuildOptions struct {
+	Dir      string    // cache directory (created)
+	Agent    string    // labserver binary for the guest; default: this executable
+	Force    bool      // rebuild even when up to date
+	Progress io.Writer // one line per step; nil = quiet
+}
+
+// plan is everything the image will contain, resolved on the host.
+type plan struct {
+	kernel  Kernel
+	files   tree     // everything except the module index made by depmod
+	modules []string // host paths of the .ko files, in load order
+	inputs  []string // host paths whose size+mtime decide a rebuild
+	agent   string
+	hash    string
+}
+
+// LoadImage returns the image in dir if one was built there.
+func LoadImage(dir string) (*Image, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var im Image
+	if err := json.Unmarshal(b, &im); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	im.Dir = dir
+	for _, f := range []string{im.Kernel, im.Initrd} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("image incomplete: %w", err)
+		}
+	}
+	return &im, nil
+}
+
+// Build makes the guest image in opt.Dir unless an image built from the same
+// inputs is already there. It reports whether it built.
+func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
+	start := time.Now()
+	say := func(format string, a ...any) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "vm image: "+format+"\n", a...)
+		}
+	}
+	if opt.Agent == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, false, fmt.Errorf("find labserver binary: %w", err)
+		}
+		opt.Agent = exe
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, false, fmt.Errorf("image dir: %w", err)
+	}
+	unlock, err := lockDir(opt.Dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+
+	p, err := makePlan(ctx, opt.Agent)
+	if err != nil {
+		return nil, false, err
+	}
+	if old, err := LoadImage(opt.Dir); err == nil && old.Hash == p.hash && old.Format == imageFormat && !opt.Force {
+		say("up to date (kernel %s) in %s", old.Release, opt.Dir)
+		return old, false, nil
+	}
+	say("building for kernel %s: %d files, %d modules, labserver %s", p.kernel.Release, len(p.files), len(p.modules), opt.Agent)
+
+	im := &Image{Dir: opt.Dir, Format: imageFormat, Hash: p.hash, Release: p.kernel.Release, Initrd: "initramfs.cpio"}
+	t := time.Now()
+	if err := extractVmlinux(ctx, p.kernel.Image, filepath.Join(opt.Dir, "vmlinux")); err != nil {
+		// Still bootable, only slower: QEMU runs the kernel's own decompressor.
+		say("no PVH kernel (%v); booting the compressed kernel", err)
+		if err := copyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
+			return nil, false, err
+		}
+		im.Kernel = "vmlinuz"
+	} else {
+		im.Kernel = "vmlinux"
+		say("extracted uncompressed vmlinux (%.1f s)", time.Since(t).Seconds())
+	}
+
+	t = time.Now()
+	stage, err := os.MkdirTemp(opt.Dir, "stage-")
+	if err != nil {
+		return nil, false, fmt.Errorf("stage dir: %w", err)
+	}
+	defer os.RemoveAll(stage)
+	if err := addModules(ctx, p, stage); err != nil {
+		return nil, false, err
+	}
+	say("staged %d kernel modules and ran depmod (%.1f s)", len(p.modules), time.Since(t).Seconds())
+
+	t = time.Now()
+	out := filepath.Join(opt.Dir, im.Initrd)
+	f, err := os.Create(out + ".tmp")
+	if err != nil {
+		return nil, false, fmt.Errorf("create initramfs: %w", err)
+	}
+	err = writeCpio(f, p.files)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(out+".tmp", out)
+	}
+	if err != nil {
+		os.Remove(out + ".tmp")
+		return nil, false, fmt.Errorf("write initramfs: %w", err)
+	}
+	if fi, err := os.Stat(out); err == nil {
+		im.Size = fi.Size()
+	}
+	say("wrote initramfs.cpio, %d MB uncompressed (%.1f s)", im.Size>>20, time.Since(t).Seconds())
+
+	im.Built = time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.MarshalIndent(im, "", "  ")
+	if err := writeFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
+		return nil, false, err
+	}
+	say("ready in %s (%.1f s)", opt.Dir, time.Since(start).Seconds())
+	return im, true, nil
+}
+
+// makePlan resolves every file the guest needs and hashes the inputs.
+func makePlan(ctx context.Context, agent string) (*plan, error) {
+	k, err := FindKernel("/boot", "/lib/modules")
+	var missing []*MissingError
+	var kme *MissingError
+	if errors.As(err, &kme) {
+		missing = append(missing, kme)
+	} else if err != nil {
+		return nil, err
+	}
+	p := &plan{kernel: k, files: tree{}, agent: agent}
+	t := p.files
+	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib/x86_64-linux-gnu", "usr/lib64", "etc", "proc", "sys", "dev", "run", "root", "var", "mnt"} {
+		t.dir(d, 0o755)
+	}
+	t.dir("tmp", 0o777|os.ModeSticky)
+	t.symlink("bin", "usr/bin")
+	t.symlink("sbin", "usr/sbin")
+	t.symlink("lib", "usr/lib")
+	t.symlink("lib64", "usr/lib64")
+	t.symlink("var/run", "../run")
+	// The kernel opens /dev/console for init before anything is mounted.
+	t.charDev("dev/console", 5, 1, 0o600)
+	t.charDev("dev/null", 1, 3, 0o666)
+
+	for _, tool := range []string{"ldd", "modprobe", "depmod", "xz"} {
+		if _, err := lookProgram(tool); err != nil {
+			missing = append(missing, &MissingError{What: tool, Packages: []string{programPackage[tool]}})
+		}
+	}
+	for _, name := range guestPrograms {
+		if err := p.addProgram(ctx, name); err != nil {
+			var me *MissingError
+			if errors.As(err, &me) {
+				missing = append(missing, me)
+				continue
+			}
+			return nil, err
+		}
+	}
+	if m := mergeMissing(missing); m != nil {
+		return nil, m
+	}
+	for _, name := range optionalPrograms {
+		var me *MissingError
+		if err := p.addProgram(ctx, name); err != nil && !errors.As(err, &me) {
+			return nil, err
+		}
+	}
+	t.symlink("usr/bin/sh", "dash")
+	if err := p.addBinary(ctx, agent, "usr/bin/labserver"); err != nil {
+		return nil, fmt.Errorf("labserver binary for the guest: %w", err)
+	}
+	if err := p.addBusybox(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.addProvider(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.planModules(ctx); err != nil {
+		return nil, err
+	}
+	p.addEtc()
+	p.inputs = append(p.inputs, k.Image)
+	return p, p.hashInputs()
+}
+
+// lookProgram finds a program in the usual root PATH.
+func lookProgram(name string) (string, error) {
+	for _, d := range programDirs {
+		f := filepath.Join(d, name)
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return f, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// addProgram copies a program by name into /usr/bin with its libraries.
+func (p *plan) addProgram(ctx context.Context, name string) error {
+	f, err := lookProgram(name)
+	if err != nil {
+		pkg := programPackage[name]
+		if pkg == "" {
+			pkg = name
+		}
+		return &MissingError{What: name, Packages: []string{pkg}}
+	}
+	return p.addBinary(ctx, f, "usr/bin/"+name)
+}
+
+// addBinary copies an ELF file and the shared libraries ldd resolves for it.
+func (p *plan) addBinary(ctx context.Context, host, guest string) error {
+	p.files.file(guest, host, 0o755)
+	p.inputs = append(p.inputs, host)
+	libs, err := lddLibs(ctx, host)
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		g := guestLibPath(l)
+		if !p.files.has(g) {
+			p.files.file(g, l, 0o755)
+			p.inputs = append(p.inputs, l)
+		}
+	}
+	return nil
+}
+
+// lddLibs lists the shared libraries of an ELF file as ldd resolves them on
+// this machine (including the dynamic loader); nil for static binaries.
+func lddLibs(ctx context.Context, file string) ([]string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, "ldd", file)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if err := cmd.Run(); err != nil {
+		if strings.Contains(out.String()+errb.String(), "not a dynamic executable") ||
+			strings.Contains(out.String()+errb.String(), "statically linked") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("ldd %s: %w: %s", file, err, strings.TrimSpace(errb.String()))
+	}
+	var libs []string
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			libs = append(libs, f[2])
+		case len(f) >= 3 && f[1] == "=>" && f[2] == "not":
+			return nil, fmt.Errorf("ldd %s: library %s not found", file, f[0])
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			libs = append(libs, f[0]) // the dynamic loader
+		}
+	}
+	return libs, nil
+}
+
+// guestLibPath maps a host library path onto the merged-/usr layout of the
+// guest, keeping the name the loader asks for (the soname).
+func guestLibPath(host string) string {
+	p := path.Clean(host)
+	for _, top := range []string{"/lib/", "/lib64/", "/bin/", "/sbin/"} {
+		if strings.HasPrefix(p, top) {
+			p = "/usr" + p
+			break
+		}
+	}
+	return cleanRel(p)
+}
+
+// addBusybox adds busybox and links every applet that no real program
+// already provides (mount, modprobe, sleep, ... for the shell).
+func (p *plan) addBusybox(ctx context.Context) error {
+	bb, err := lookProgram("busybox")
+	if err != nil {
+		return &MissingError{What: "busybox", Packages: []string{"busybox-static"}}
+	}
+	if err := p.addBinary(ctx, bb, "usr/bin/busybox"); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bb, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox --list: %w", err)
+	}
+	for _, a := range strings.Fields(string(out)) {
+		if a == "busybox" || p.files.has("usr/bin/"+a) || p.files.has("usr/sbin/"+a) {
+			continue
+		}
+		p.files.symlink("usr/bin/"+a, "busybox")
+	}
+	return nil
+}
+
+// addProvider copies the rxe user-space provider. libibverbs dlopen()s it,
+// so ldd of the programs never sees it.
+func (p *plan) addProvider(ctx context.Context) error {
+	const driver = "/etc/libibverbs.d/rxe.driver"
+	libs, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so")
+	if _, err := os.Stat(driver); err != nil || len(libs) == 0 {
+		return &MissingError{What: "the rxe verbs provider (librxe-rdmav*.so)", Packages: []string{"ibverbs-providers"}}
+	}
+	p.files.file("etc/libibverbs.d/rxe.driver", driver, 0o644)
+	p.inputs = append(p.inputs, driver)
+	for _, l := range libs {
+		if err := p.addBinary(ctx, l, guestLibPath(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planModules resolves the modules and their dependencies with the host's
+// modprobe against the guest kernel's module tree.
+func (p *plan) planModules(ctx context.Context) error {
+	seen := map[string]bool{}
+	for _, m := range append(slices.Clone(guestModules), optionalModules...) {
+		out, err := exec.CommandContext(ctx, "modprobe", "-S", p.kernel.Release, "--show-depends", m).Output()
+		if err != nil {
+			if slices.Contains(optionalModules, m) {
+				continue
+			}
+			return fmt.Errorf("modprobe -S %s --show-depends %s: %w", p.kernel.Release, m, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "insmod" || seen[f[1]] {
+				continue // "builtin X" needs nothing
+			}
+			seen[f[1]] = true
+			p.modules = append(p.modules, f[1])
+			p.inputs = append(p.inputs, f[1])
+		}
+	}
+	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
+		p.inputs = append(p.inputs, filepath.Join(p.kernel.Modules, f))
+	}
+	return nil
+}
+
+// addModules copies the modules into stage (decompressing .ko.xz), runs
+// depmod -b on it so busybox modprobe works in the guest shell, and adds the
+// result plus the load order (/etc/rdmalab/modules) to the image.
+func addModules(ctx context.Context, p *plan, stage string) error {
+	rel := "lib/modules/" + p.kernel.Release
+	var order []string
+	for _, m := range p.modules {
+		r, err := filepath.Rel("/lib/modules/"+p.kernel.Release, m)
+		if err != nil || strings.HasPrefix(r, "..") {
+			return fmt.Errorf("module %s is outside /lib/modules/%s", m, p.kernel.Release)
+		}
+		dst := filepath.Join(stage, rel, strings.TrimSuffix(r, ".xz"))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if strings.HasSuffix(m, ".ko.xz") {
+			err = decompressXZ(ctx, m, dst)
+		} else if strings.HasSuffix(m, ".ko") {
+			err = copyFile(m, dst)
+		} else {
+			err = fmt.Errorf("module %s: unsupported compression (need .ko or .ko.xz)", m)
+		}
+		if err != nil {
+			return err
+		}
+		order = append(order, "/"+rel+"/"+strings.TrimSuffix(r, ".xz"))
+	}
+	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
+		if err := copyFile(filepath.Join(p.kernel.Modules, f), filepath.Join(stage, rel, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "depmod", "-b", stage, p.kernel.Release).CombinedOutput(); err != nil {
+		return fmt.Errorf("depmod -b: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return filepath.WalkDir(filepath.Join(stage, rel), func(f string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		r, _ := filepath.Rel(stage, f)
+		// the staged files are read when the archive is written, before stage is removed
+		p.files.file("usr/"+filepath.ToSlash(r), f, 0o644)
+		return nil
+	})
+}
+
+func decompressXZ(ctx context.Context, src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return unxz(ctx, in, dst)
+}
+
+// addEtc writes the few configuration files the guest needs.
+func (p *plan) addEtc() {
+	t := p.files
+	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"), 0o644)
+	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644)
+	t.bytes("etc/nsswitch.conf", []byte("passwd: files\ngroup: files\nhosts: files\n"), 0o644)
+	t.bytes("etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
+	var order strings.Builder
+	for _, m := range p.modules {
+		order.WriteString(strings.TrimSuffix(guestModulePath(m), ".xz") + "\n")
+	}
+	t.bytes(guestModuleList, []byte(order.String()), 0o644)
+	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				src := filepath.Join("/etc/iproute2", e.Name())
+				t.file("etc/iproute2/"+e.Name(), src, 0o644)
+				p.inputs = append(p.inputs, src)
+			}
+		}
+	}
+}
+
+// guestModuleList lists the modules' guest paths in load order; the guest
+// init loads them with finit_module.
+const guestModuleList = "etc/rdmalab/modules"
+
+func guestModulePath(host string) string { return "/" + guestLibPath(host) }
+
+// hashInputs hashes the format, every input's path, size and mtime, the
+// generated files, and the labserver binary's content (it is rebuilt often
+// with the same size, and its mtime says little after a copy).
+func (p *plan) hashInputs() error {
+	h := sha256.New()
+	fmt.Fprintln(h, imageFormat, p.kernel.Release)
+	ins := slices.Clone(p.inputs)
+	slices.Sort(ins)
+	for _, f := range slices.Compact(ins) {
+		fi, err := os.Stat(f)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintln(h, f, "absent")
+				continue
+			}
+			return fmt.Errorf("stat %s: %w", f, err)
+		}
+		fmt.Fprintln(h, f, fi.Size(), fi.ModTime().UnixNano())
+	}
+	names := make([]string, 0, len(p.files))
+	for n := range p.files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		e := p.files[n]
+		fmt.Fprintln(h, n, e.kind, e.mode, e.src, e.target, len(e.data))
+		h.Write(e.data)
+	}
+	a, err := os.Open(p.agent)
+	if err != nil {
+		return fmt.Errorf("labserver binary: %w", err)
+	}
+	defer a.Close()
+	if _, err := io.Copy(h, a); err != nil {
+		return fmt.Errorf("hash labserver binary: %w", err)
+	}
+	p.hash = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Close()
+}
+
+func writeFileAtomic(name string, b []byte) error {
+	if err := os.WriteFile(name+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(name+".tmp", name)
+}
+
+// lockDir takes an exclusive lock on dir so two labservers (make run and a
+// test, say) never write the same image at once.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock image dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock image dir: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Preflight checks that this machine can build and boot the guest (QEMU, a
+// kernel with rdma_rxe, the programs and libraries) without building it. A
+// *MissingError names what is missing and the apt-get command that fixes it.
+func Preflight(ctx context.Context, agent string) error {
+	if agent == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find labserver binary: %w", err)
+		}
+		agent = exe
+	}
+	_, qerr := CheckQEMU("qemu-system-x86_64")
+	_, perr := makePlan(ctx, agent)
+	var missing []*MissingError
+	for _, err := range []error{qerr, perr} {
+		var me *MissingError
+		if errors.As(err, &me) {
+			missing = append(missing, me)
+		} else if err != nil {
+			return err
+		}
+	}
+	if m := mergeMissing(missing); m != nil {
+		return m
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Accelerators.
+const (
+	AccelKVM = "kvm"
+	AccelTCG = "tcg"
+)
+
+// CheckQEMU finds the QEMU binary or says how to install it.
+func CheckQEMU(qemu string) (string, error) {
+	p, err := exec.LookPath(qemu)
+	if err != nil {
+		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
+	}
+	return p, nil
+}
+
+// kvmUsable opens /dev/kvm and creates a VM, the cheap part of "does KVM
+// work". It is not the whole answer: under a nested hypervisor (kvm_pvm) the
+// ioctls succeed and a stock kernel still cannot run, so the first boot
+// with KVM is the real probe (see Backend.boot).
+func kvmUsable() error {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("no usable /dev/kvm: %w", err)
+	}
+	defer f.Close()
+	const kvmGetAPIVersion, kvmCreateVM = 0xAE00, 0xAE01
+	v, err := unix.IoctlRetInt(int(f.Fd()), kvmGetAPIVersion)
+	if err != nil || v != 12 {
+		return fmt.Errorf("/dev/kvm: API version %d, %v", v, err)
+	}
+	vm, err := unix.IoctlRetInt(int(f.Fd()), kvmCreateVM)
+	if err != nil {
+		return fmt.Errorf("/dev/kvm: cannot create a VM: %w", err)
+	}
+	unix.Close(vm)
+	return nil
+}
+
+// accelRecord remembers that a KVM boot failed on this machine, so later
+// starts go straight to TCG instead of waiting for KVM to fail again.
+type accelRecord struct {
+	Key    string `json:"key"`
+	Accel  string `json:"accel"`
+	Reason string `json:"reason"`
+}
+
+func accelKey(qemu string, im *Image) string {
+	fi, err := os.Stat(qemu)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %d %d %s", qemu, fi.Size(), fi.ModTime().Unix(), im.Hash)
+}
+
+func loadAccelRecord(dir, key string) *accelRecord {
+	b, err := os.ReadFile(filepath.Join(dir, "accel.json"))
+	if err != nil {
+		return nil
+	}
+	var r accelRecord
+	if json.Unmarshal(b, &r) != nil || r.Key != key {
+		return nil
+	}
+	return &r
+}
+
+func saveAccelRecord(dir string, r accelRecord) {
+	b, _ := json.Marshal(r)
+	_ = writeFileAtomic(filepath.Join(dir, "accel.json"), b)
+}
+
+// chooseAccel says which accelerator to try first and why not KVM.
+func chooseAccel(cfg Config, qemu string, im *Image) (accel, why string) {
+	switch cfg.Accel {
+	case AccelKVM, AccelTCG:
+		return cfg.Accel, "requested"
+	}
+	if err := kvmUsable(); err != nil {
+		return AccelTCG, err.Error()
+	}
+	if r := loadAccelRecord(cfg.Dir, accelKey(qemu, im)); r != nil {
+		return r.Accel, r.Reason
+	}
+	return AccelKVM, ""
+}
+
+// qemuArgs is the command line of one guest. The guest has no NIC at all;
+// the only ways in and out are the agent port and the console log.
+func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []string {
+	var a []string
+	switch accel {
+	case AccelKVM:
+		a = []string{"-accel", "kvm", "-cpu", "host"}
+	default:
+		a = []string{"-accel", "tcg,thread=multi", "-cpu", "max"}
+	}
+	kargs := []string{"console=ttyS0", "quiet", "panic=-1", "mitigations=off",
+		"rdinit=/usr/bin/labserver"}
+	if shell {
+		kargs = append(kargs, shellParam)
+	}
+	if cfg.Append != "" {
+		kargs = append(kargs, cfg.Append)
+	}
+	// The kernel passes everything after "--" to init as arguments.
+	kargs = append(kargs, "--", "vm", "guest-init")
+	serial := []string{"-chardev", "file,id=con,path=" + console, "-serial", "chardev:con"}
+	if shell {
+		serial = []string{"-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con"}
+	}
+	a = append(a,
+		"-name", "rdmalab-guest",
+		"-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(cfg.MemoryMiB),
+		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
+		"-nic", "none", "-no-reboot",
+		"-kernel", im.KernelPath(), "-initrd", im.InitrdPath(),
+		"-append", strings.Join(kargs, " "),
+	)
+	a = append(a, serial...)
+	a = append(a,
+		"-device", "virtio-serial-pci,id=vser",
+		"-chardev", "socket,id=agent,path="+sock+",server=on,wait=off",
+		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+PortName,
+	)
+	return a
+}
+
+// consoleTail is the end of the console log, for failure reasons.
+func consoleTail(path string, lines int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 8 << 10
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max64(0, fi.Size()-max)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return ""
+	}
+	ls := strings.Split(strings.TrimRight(strings.ReplaceAll(string(buf), "\r", ""), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// errBootTimeout is a guest whose agent did not say hello in time.
+var errBootTimeout = errors.New("the guest did not come up")
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
