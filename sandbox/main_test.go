@@ -1,0 +1,204 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// envTestAgent makes this test binary act as `labserver agent`: the real
+// ServeAgent over stdin/stdout with the test experiments below, so the host
+// backend tests exercise real child processes without the labserver binary.
+const envTestAgent = "RDMALAB_TEST_AGENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTestAgent) != "" {
+		err := ServeAgent(context.Background(), testRegistry(), os.Stdin, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// gates lets an in-process test hold an experiment until it says so.
+var gates sync.Map // run id → chan struct{}
+
+// testRegistry holds experiments that exercise the machinery.
+func testRegistry() *Registry {
+	reg := NewRegistry()
+	reg.Register(&Experiment{
+		ID: "echo", Needs: NeedHost, Timeout: 10 * time.Second,
+		Params: []Param{{Name: "n", Kind: ParamInt, Min: 1, Max: 100, Default: int64(3)}},
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			for i := range p["n"].(int64) {
+				emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("line %d", i)})
+			}
+			ok := true
+			emit.Emit(Event{Type: EvResult, OK: &ok, Message: "echoed"})
+			return nil
+		},
+	})
+	// gate blocks until the test closes its gate (in-process backend only)
+	// or ctx ends.
+	reg.Register(&Experiment{
+		ID: "gate", Needs: NeedHost, Timeout: 30 * time.Second,
+		Params: []Param{{Name: "id", Kind: ParamInt, Min: 0, Max: 1000, Default: int64(0)}},
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			ch, _ := gates.LoadOrStore(p["id"].(int64), make(chan struct{}))
+			emit.Emit(Event{Type: EvPhase, Name: "waiting"})
+			select {
+			case <-ch.(chan struct{}):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+	// sleeper forks a `sleep` that would outlive the agent, says both pids,
+	// then ignores every request to stop: only killing the group ends it.
+	reg.Register(&Experiment{
+		ID: "sleeper", Needs: NeedHost, Timeout: time.Minute,
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			cmd := exec.Command("sleep", "300")
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("pids %d %d", os.Getpid(), cmd.Process.Pid)})
+			time.Sleep(5 * time.Minute)
+			return nil
+		},
+	})
+	reg.Register(&Experiment{
+		ID: "slow", Needs: NeedHost, Timeout: 1 * time.Second,
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			cmd := exec.Command("sleep", "300")
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("pids %d %d", os.Getpid(), cmd.Process.Pid)})
+			time.Sleep(5 * time.Minute)
+			return nil
+		},
+	})
+	reg.Register(&Experiment{
+		ID: "garbage", Needs: NeedHost, Timeout: 10 * time.Second,
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			emit.Emit(Event{Type: EvLog, Message: "about to misbehave"})
+			os.Stdout.WriteString("Segmentation fault (not really)\n")
+			time.Sleep(time.Minute)
+			return nil
+		},
+	})
+	reg.Register(&Experiment{
+		ID: "crash", Needs: NeedHost, Timeout: 10 * time.Second,
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			emit.Emit(Event{Type: EvLog, Message: "about to crash"})
+			fmt.Fprintln(os.Stderr, "fatal: the experiment lost its marbles")
+			os.Exit(3)
+			return nil
+		},
+	})
+	reg.Register(&Experiment{
+		ID: "fails", Needs: NeedHost, Timeout: 10 * time.Second,
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			return fmt.Errorf("open the device: %w", os.NewSyscallError("open", errors.New("boom")))
+		},
+	})
+	reg.Register(&Experiment{ID: "needs-rdma", Needs: NeedRDMA, Run: func(context.Context, Params, Emitter) error { return nil }})
+	return reg
+}
+
+// recorder is a Sink that keeps every event and checks their numbering.
+type recorder struct {
+	mu      sync.Mutex
+	t       testing.TB
+	events  map[string][]Event
+	all     []string // "runID:status" of status events, in arrival order
+	changed chan struct{}
+}
+
+func newRecorder(t testing.TB) *recorder {
+	return &recorder{t: t, events: map[string][]Event{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *recorder) RunEvent(id string, ev Event) {
+	r.mu.Lock()
+	want := int64(len(r.events[id]) + 1)
+	if ev.Seq != want {
+		r.t.Errorf("run %s: event seq %d, want %d (%+v)", id, ev.Seq, want, ev)
+	}
+	r.events[id] = append(r.events[id], ev)
+	if ev.Type == EvStatus {
+		r.all = append(r.all, id+":"+string(ev.Status))
+	}
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) get(id string) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events[id]...)
+}
+
+// waitFor polls until cond holds on the run's events, or fails the test.
+func (r *recorder) waitFor(id string, what string, cond func([]Event) bool) []Event {
+	r.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		if evs := r.get(id); cond(evs) {
+			return evs
+		}
+		select {
+		case <-r.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			r.t.Fatalf("run %s: timed out waiting for %s; events: %+v", id, what, r.get(id))
+		}
+	}
+}
+
+func (r *recorder) final(id string) Event {
+	r.t.Helper()
+	evs := r.waitFor(id, "a final status", func(evs []Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].Type == EvStatus && evs[len(evs)-1].Status.Final()
+	})
+	return evs[len(evs)-1]
+}
+
+// pipeBackend runs the real agent code in this process over pipes: the
+// same ServeAgent and AgentReader as the host backend, minus the fork.
+type pipeBackend struct{ reg *Registry }
+
+func (b pipeBackend) Name() string            { return "host" }
+func (b pipeBackend) Lab(context.Context) Lab { return Lab{Backend: "host", State: "ready"} }
+func (b pipeBackend) Exec(ctx context.Context, req Request, emit func(Event)) error {
+	pr, pw := io.Pipe()
+	in, inW := io.Pipe()
+	go func() {
+		err := ServeAgent(ctx, b.reg, in, pw)
+		pw.CloseWithError(err)
+	}()
+	go func() {
+		fmt.Fprintf(inW, `{"run_id":%q,"experiment":%q,"params":%s}`+"\n", req.RunID, req.Experiment, mustJSON(req.Params))
+		inW.Close()
+	}()
+	err := NewAgentReader(pr, 0).ReadRun(emit)
+	pr.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}

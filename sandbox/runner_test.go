@@ -1,0 +1,396 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func newTestRunner(t *testing.T, cfg RunnerConfig) (*Runner, *recorder) {
+	t.Helper()
+	rec := newRecorder(t)
+	reg := testRegistry()
+	if cfg.Registry == nil {
+		cfg.Registry = reg
+	}
+	if cfg.Backend == nil {
+		be := pipeBackend{reg: cfg.Registry}
+		cfg.Backend = func(n Need) Backend {
+			if n == NeedRDMA {
+				return NoBackend{Reason: "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built"}
+			}
+			return be
+		}
+	}
+	cfg.Sink = rec
+	r := NewRunner(cfg)
+	t.Cleanup(r.Close)
+	return r, rec
+}
+
+var gateSeq int64 = 100
+
+// newGate returns a gate id and a func that opens it.
+func newGate() (int64, func()) {
+	gateSeq++
+	id := gateSeq
+	ch := make(chan struct{})
+	gates.Store(id, ch)
+	return id, func() { close(ch) }
+}
+
+func positions(evs []Event) []int {
+	var ps []int
+	for _, e := range evs {
+		if e.Type == EvStatus && e.Status == StatusQueued {
+			ps = append(ps, e.Position)
+		}
+	}
+	return ps
+}
+
+func TestRunnerQueueOrderAndPositions(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{})
+	var ids []string
+	var opens []func()
+	for i := range 3 {
+		g, open := newGate()
+		opens = append(opens, open)
+		info, err := r.Submit(fmt.Sprintf("learner%d", i), "gate", map[string]any{"id": g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+		wantStatus, wantPos := StatusQueued, i
+		if i == 0 {
+			wantStatus, wantPos = StatusRunning, 0
+		}
+		if info.Status != wantStatus || info.Position != wantPos {
+			t.Errorf("submit %d: status %s position %d, want %s %d", i, info.Status, info.Position, wantStatus, wantPos)
+		}
+	}
+	rec.waitFor(ids[0], "phase waiting", func(evs []Event) bool { return len(evs) >= 3 })
+	for i, open := range opens {
+		open()
+		if f := rec.final(ids[i]); f.Status != StatusDone {
+			t.Fatalf("run %d: final %s (%s)", i, f.Status, f.Message)
+		}
+	}
+	// FIFO: each run started only after the previous one finished.
+	var order []string
+	rec.mu.Lock()
+	for _, s := range rec.all {
+		if strings.HasSuffix(s, ":running") {
+			order = append(order, strings.TrimSuffix(s, ":running"))
+		}
+	}
+	rec.mu.Unlock()
+	if strings.Join(order, ",") != strings.Join(ids, ",") {
+		t.Errorf("start order %v, want %v", order, ids)
+	}
+	// The last run moved from position 2 to 1 as the queue advanced.
+	if got := positions(rec.get(ids[2])); fmt.Sprint(got) != "[2 1]" {
+		t.Errorf("positions of third run: %v, want [2 1]", got)
+	}
+	if got := positions(rec.get(ids[0])); fmt.Sprint(got) != "[1]" {
+		t.Errorf("positions of first run: %v, want [1]", got)
+	}
+}
+
+func TestRunnerOneActiveRunPerLearner(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{Concurrency: 2})
+	g, open := newGate()
+	a, err := r.Submit("ann", "gate", map[string]any{"id": g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit("ann", "echo", nil); !errors.Is(err, ErrLearnerActive) {
+		t.Fatalf("second run of the same learner: %v, want ErrLearnerActive", err)
+	}
+	if _, err := r.Submit("bob", "echo", nil); err != nil {
+		t.Fatalf("another learner: %v", err)
+	}
+	open()
+	rec.final(a.ID)
+	b, err := r.Submit("ann", "echo", nil)
+	if err != nil {
+		t.Fatalf("after the first run finished: %v", err)
+	}
+	if f := rec.final(b.ID); f.Status != StatusDone {
+		t.Errorf("final %s", f.Status)
+	}
+}
+
+func TestRunnerQueueBound(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{Concurrency: 1, QueueMax: 2})
+	var opens []func()
+	var ids []string
+	for i := range 3 { // one running + two waiting
+		g, open := newGate()
+		opens = append(opens, open)
+		info, err := r.Submit(fmt.Sprint("l", i), "gate", map[string]any{"id": g})
+		if err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+		ids = append(ids, info.ID)
+	}
+	_, err := r.Submit("l3", "echo", nil)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("fourth submit: %v, want ErrBusy", err)
+	}
+	if !strings.Contains(err.Error(), "try again in a minute") {
+		t.Errorf("busy message %q", err)
+	}
+	// Cancelling a waiting run frees a place and moves the one behind it.
+	if err := r.Cancel(ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.final(ids[1]); f.Status != StatusCancelled {
+		t.Errorf("cancelled queued run: %s", f.Status)
+	}
+	if got := positions(rec.get(ids[2])); fmt.Sprint(got) != "[2 1]" {
+		t.Errorf("positions after cancel: %v", got)
+	}
+	if _, err := r.Submit("l3", "echo", nil); err != nil {
+		t.Errorf("submit after a place freed: %v", err)
+	}
+	for _, open := range opens {
+		open()
+	}
+}
+
+func TestRunnerRejectsBadInput(t *testing.T) {
+	r, _ := newTestRunner(t, RunnerConfig{})
+	if _, err := r.Submit("x", "nope", nil); !errors.Is(err, ErrUnknownExperiment) {
+		t.Errorf("unknown experiment: %v", err)
+	}
+	_, err := r.Submit("x", "echo", map[string]any{"n": 1000.0})
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "n" || !strings.Contains(pe.Message, "between 1 and 100") {
+		t.Errorf("bad param: %v", err)
+	}
+	if err := r.Cancel("no-such-run"); !errors.Is(err, ErrUnknownRun) {
+		t.Errorf("cancel unknown: %v", err)
+	}
+}
+
+func TestRunnerNoBackendFailsWithReason(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{})
+	info, err := r.Submit("x", "needs-rdma", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rec.final(info.ID)
+	if f.Status != StatusFailed || !strings.Contains(f.Message, "no rdma_rxe") {
+		t.Errorf("final %s %q", f.Status, f.Message)
+	}
+	evs := rec.get(info.ID)
+	if evs[1].Backend != "none" {
+		t.Errorf("running event backend %q, want none", evs[1].Backend)
+	}
+}
+
+func TestRunnerReportsExperimentErrorWithCall(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{})
+	info, _ := r.Submit("x", "fails", nil)
+	f := rec.final(info.ID)
+	if f.Status != StatusFailed || !strings.Contains(f.Message, "boom") {
+		t.Fatalf("final %s %q", f.Status, f.Message)
+	}
+	var errs []Event
+	for _, e := range rec.get(info.ID) {
+		if e.Type == EvError {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) != 1 || errs[0].Call != "open" {
+		t.Errorf("error events %+v, want one with call open", errs)
+	}
+}
+
+// hostRunner runs this test binary as the agent, in a real child process.
+func hostRunner(t *testing.T) (*Runner, *recorder) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &HostBackend{Command: []string{exe, "-test.run=^$"}, Env: []string{envTestAgent + "=1"}}
+	return newTestRunner(t, RunnerConfig{Backend: func(Need) Backend { return be }})
+}
+
+// pidsOf waits for the sleeper's "pids AGENT SLEEPER" log line.
+func pidsOf(t *testing.T, rec *recorder, id string) (agent, sleeper int) {
+	evs := rec.waitFor(id, "the pids log line", func(evs []Event) bool {
+		for _, e := range evs {
+			if strings.HasPrefix(e.Message, "pids ") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, e := range evs {
+		if f := strings.Fields(e.Message); len(f) == 3 && f[0] == "pids" {
+			agent, _ = strconv.Atoi(f[1])
+			sleeper, _ = strconv.Atoi(f[2])
+		}
+	}
+	if agent == 0 || sleeper == 0 {
+		t.Fatalf("no pids in %+v", evs)
+	}
+	return agent, sleeper
+}
+
+// groupMembers lists live (non-zombie) processes whose process group is pgid.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // exited while we looked
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces: cut at the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			pid, _ := strconv.Atoi(strings.Fields(s)[0])
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
+}
+
+func checkGroupGone(t *testing.T, agent, sleeper int) {
+	t.Helper()
+	if alive(sleeper) {
+		t.Errorf("sleeper %d survived the run", sleeper)
+	}
+	if alive(agent) {
+		t.Errorf("agent %d survived the run", agent)
+	}
+	if m := groupMembers(t, agent); len(m) > 0 {
+		t.Errorf("process group %d still has members %v", agent, m)
+	}
+}
+
+func TestHostCancelKillsProcessGroup(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, err := r.Submit("x", "sleeper", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, sleeper := pidsOf(t, rec, info.ID)
+	if m := groupMembers(t, agent); len(m) != 2 {
+		t.Fatalf("before cancel, group %d has %v, want the agent and the sleeper", agent, m)
+	}
+	if err := r.Cancel(info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.final(info.ID); f.Status != StatusCancelled {
+		t.Errorf("final %s %q, want cancelled", f.Status, f.Message)
+	}
+	checkGroupGone(t, agent, sleeper)
+}
+
+func TestHostTimeoutKillsProcessGroup(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, err := r.Submit("x", "slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, sleeper := pidsOf(t, rec, info.ID)
+	f := rec.final(info.ID)
+	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "time limit of 1s") {
+		t.Errorf("final %s %q, want timed-out", f.Status, f.Message)
+	}
+	checkGroupGone(t, agent, sleeper)
+}
+
+func TestHostAgentGarbageFailsReadably(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, _ := r.Submit("x", "garbage", nil)
+	f := rec.final(info.ID)
+	if f.Status != StatusFailed || !strings.Contains(f.Message, `not an event: "Segmentation fault (not really)`) {
+		t.Errorf("final %s %q", f.Status, f.Message)
+	}
+	// The events before the garbage were kept.
+	if evs := rec.get(info.ID); evs[2].Message != "about to misbehave" {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+func TestHostAgentCrashFailsReadably(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, _ := r.Submit("x", "crash", nil)
+	f := rec.final(info.ID)
+	if f.Status != StatusFailed || !strings.Contains(f.Message, "exit status 3") || !strings.Contains(f.Message, "lost its marbles") {
+		t.Errorf("final %s %q", f.Status, f.Message)
+	}
+	var stderr bool
+	for _, e := range rec.get(info.ID) {
+		stderr = stderr || (e.Type == EvLog && e.Level == "stderr" && strings.Contains(e.Message, "marbles"))
+	}
+	if !stderr {
+		t.Error("stderr line not turned into a log event")
+	}
+}
+
+func TestHostEchoRunsToDone(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, _ := r.Submit("x", "echo", map[string]any{"n": 5})
+	f := rec.final(info.ID)
+	if f.Status != StatusDone || f.Backend != "host" {
+		t.Fatalf("final %+v", f)
+	}
+	evs := rec.get(info.ID)
+	// queued, running, 5 logs, result, done
+	if len(evs) != 9 || evs[7].Type != EvResult {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+func TestRunnerCloseInterruptsActiveRuns(t *testing.T) {
+	r, rec := hostRunner(t)
+	a, _ := r.Submit("a", "sleeper", nil)
+	b, _ := r.Submit("b", "echo", nil)
+	agent, sleeper := pidsOf(t, rec, a.ID)
+	r.Close()
+	if f := rec.final(a.ID); f.Status != StatusInterrupted {
+		t.Errorf("running run: %s", f.Status)
+	}
+	if f := rec.final(b.ID); f.Status != StatusInterrupted {
+		t.Errorf("queued run: %s", f.Status)
+	}
+	checkGroupGone(t, agent, sleeper)
+	if _, err := r.Submit("c", "echo", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("submit after close: %v", err)
+	}
+}
