@@ -32,7 +32,6 @@ func ValidLearnerID(s string) bool {
 	return true
 }
 
-
 // EnsureLearner records the learner if it is not known yet. Learners are
 // created lazily, at their first write, so crawlers and one-off visits do
 // not fill the table. Other areas (attempts, runs) call it before inserting

@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DB is the lab database. Writes go through a single-connection pool so
@@ -30,9 +32,9 @@ type DB struct {
 // dsn builds the connection string. busy_timeout comes first so that the
 // following pragmas (journal_mode needs a lock) already wait instead of
 // failing when another process holds the file.
-func dsn(path string) string {
+func dsn(path string, busyMillis int) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMillis))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
@@ -44,14 +46,20 @@ func dsn(path string) string {
 // migrations. A file that is not an SQLite database, or one that another
 // process keeps locked, is an error naming the path: we never replace it
 // with a new empty database.
-func Open(path string) (*DB, error) {
+func Open(path string) (*DB, error) { return openWithBusyTimeout(path, busyTimeout) }
+
+// busyTimeout is how long a statement waits for another process's lock, in
+// milliseconds, before failing with SQLITE_BUSY.
+const busyTimeout = 5000
+
+func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store: %s is a directory, not an SQLite database file", path)
 	}
-	w, err := sql.Open("sqlite", dsn(path))
+	w, err := sql.Open("sqlite", dsn(path, busyMillis))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -60,7 +68,7 @@ func Open(path string) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	r, err := sql.Open("sqlite", dsn(path))
+	r, err := sql.Open("sqlite", dsn(path, busyMillis))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -89,14 +97,14 @@ func Open(path string) (*DB, error) {
 func (db *DB) check(ctx context.Context) error {
 	var mode string
 	if err := db.W.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("store: %s is not a usable SQLite database: %w", db.Path, err)
+		return db.openError(err)
 	}
-	var res string
-	if err := db.W.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
-		return fmt.Errorf("store: %s is not a usable SQLite database: %w", db.Path, err)
+	res, err := db.quickCheck(ctx)
+	if err != nil {
+		return db.openError(err)
 	}
 	if res != "ok" {
-		return fmt.Errorf("store: %s is corrupt (quick_check: %s)", db.Path, res)
+		return fmt.Errorf("store: %s is corrupt (refusing to use it; restore a backup or point --db elsewhere); quick_check: %s", db.Path, res)
 	}
 	if mode != "wal" {
 		return fmt.Errorf("store: %s: could not switch to WAL journal (got %q); is it locked by another process?", db.Path, mode)
@@ -104,9 +112,47 @@ func (db *DB) check(ctx context.Context) error {
 	// Take the write lock once so a file another process holds locked fails
 	// here, at startup, instead of at the first learner's click.
 	if _, err := db.W.ExecContext(ctx, "BEGIN IMMEDIATE; ROLLBACK"); err != nil {
-		return fmt.Errorf("store: %s is locked by another process: %w", db.Path, err)
+		return db.openError(err)
 	}
 	return nil
+}
+
+// quickCheck runs PRAGMA quick_check and returns "ok" or its first findings.
+func (db *DB) quickCheck(ctx context.Context) (string, error) {
+	rows, err := db.W.QueryContext(ctx, "PRAGMA quick_check(3)")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return "", err
+		}
+		found = append(found, s)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return strings.Join(found, "; "), nil
+}
+
+// openError explains a failure of the first queries on the file: locked by
+// someone else, or not a database at all.
+func (db *DB) openError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("store: %s is locked by another process (another labserver using the same file?): %w", db.Path, err)
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("store: %s is not an SQLite database (refusing to overwrite it; move it away or point --db elsewhere): %w", db.Path, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("store: %s is corrupt (refusing to overwrite it; restore a backup or point --db elsewhere): %w", db.Path, err)
+		}
+	}
+	return fmt.Errorf("store: %s is not a usable SQLite database: %w", db.Path, err)
 }
 
 // Ping reports whether the database answers a query.

@@ -29,6 +29,7 @@ func (s *Server) routes() http.Handler {
 
 		r.Get("/", s.home)
 		r.Get("/lessons/{slug}", s.lessonShow)
+		r.Get("/lessons/{slug}/assets/*", s.lessonAsset)
 		r.Post("/lessons/{slug}/complete", s.lessonComplete)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a

@@ -1,6 +1,10 @@
 package views
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/rdmalab/rdmalab/lessons"
+)
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -17,4 +21,13 @@ func htmlLang(lang string) string {
 		return "zh-CN"
 	}
 	return lang
+}
+
+// contentLang is the language the page text is written in (a fallback page
+// is shown for another language than its own).
+func contentLang(p *lessons.Page) string {
+	if p.SourceLang != "" {
+		return p.SourceLang
+	}
+	return p.Lang
 }

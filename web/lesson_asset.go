@@ -1,0 +1,53 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// lessonAsset is GET /lessons/{slug}/assets/*: an image or other file of
+// the lesson folder that the lesson links to. lessons.OpenAsset decides
+// what is servable (never quiz.yaml, never dot files).
+func (s *Server) lessonAsset(w http.ResponseWriter, r *http.Request) {
+	slug, name := chi.URLParam(r, "slug"), chi.URLParam(r, "*")
+	f, err := s.course().OpenAsset(slug, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			s.notFound(w, r)
+			return
+		}
+		s.internalError(w, r, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.IsDir() {
+		s.notFound(w, r)
+		return
+	}
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		rs = bytes.NewReader(b)
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if path.Ext(name) == ".svg" {
+		// An SVG opened directly must not run script in our origin.
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	}
+	// Embedded files have no modification time; ServeContent then skips
+	// Last-Modified, which is what we want.
+	http.ServeContent(w, r, name, fi.ModTime(), rs)
+}
