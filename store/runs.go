@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// ErrRunNotFound is returned for a run id that does not exist.
+var ErrRunNotFound = errors.New("store: no such run")
+
+// Run is the stored summary of one experiment run.
+type Run struct {
+	ID         string
+	Learner    string
+	Experiment string
+	Params     json.RawMessage
+	Status     sandbox.Status
+	Backend    string
+	Result     *sandbox.Event // the run's result event, nil if it emitted none
+	Error      string         // why it failed, was cancelled or interrupted
+	CreatedAt  time.Time
+	StartedAt  time.Time // zero until it started
+	FinishedAt time.Time // zero until it finished
+}
+
+// CreateRun records a run the runner accepted (creating the learner row at
+// its first write). It must happen before the run's first event.
+func (db *DB) CreateRun(ctx context.Context, info sandbox.RunInfo) error {
+	if !ValidLearnerID(info.Learner) {
+		return fmt.Errorf("store: create run: invalid learner id %q", info.Learner)
+	}
+	params, err := json.Marshal(info.Params)
+	if err != nil {
+		return fmt.Errorf("store: create run %s: params: %w", info.ID, err)
+	}
+	created := info.Created
+	if created.IsZero() {
+		created = time.Now()
+	}
+	err = db.runsTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, info.Learner, now()); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO runs (id, learner, experiment, params, status, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			info.ID, info.Learner, info.Experiment, string(params), string(info.Status), info.Backend, formatTime(created))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: create run %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// AppendRunEvent stores one event of a run and folds it into the run's
+// summary row, in one transaction, so the row never disagrees with the
+// events a replay shows.
+func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev sandbox.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
+	}
+	ts := formatTime(ev.Time)
+	err = db.runsTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`,
+			runID, ev.Seq, string(ev.Type), string(data), ts); err != nil {
+			return err
+		}
+		return foldEvent(ctx, tx, runID, ev, data, ts)
+	})
+	if err != nil {
+		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
+	}
+	return nil
+}
+
+// foldEvent updates the summary row for events that change it.
+func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev sandbox.Event, data []byte, ts string) error {
+	var err error
+	switch ev.Type {
+	case sandbox.EvStatus:
+		switch {
+		case ev.Status == sandbox.StatusRunning:
+			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, backend = ?, started_at = ? WHERE id = ?`,
+				string(ev.Status), ev.Backend, ts, runID)
+		case ev.Status.Final():
+			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?,
+				error = CASE WHEN ? = 'done' THEN error WHEN error = '' THEN ? ELSE error END WHERE id = ?`,
+				string(ev.Status), ts, string(ev.Status), ev.Message, runID)
+		default:
+			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ? WHERE id = ?`, string(ev.Status), runID)
+		}
+	case sandbox.EvResult:
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET result = ? WHERE id = ?`, string(data), runID)
+	}
+	return err
+}
+
+const runCols = `id, learner, experiment, params, status, backend, result, error, created_at, started_at, finished_at`
+
+// Run returns one run's summary.
+func (db *DB) Run(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(db.R.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, ErrRunNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("store: run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// LearnerRuns returns a learner's runs, newest first, at most limit.
+func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE learner = ? ORDER BY created_at DESC, id LIMIT ?`, learner, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
+	}
+	return out, nil
+}
+
+// RunEvents returns a run's events with seq > after, in order, at most
+// limit (all when limit <= 0).
+func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]sandbox.Event, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := db.R.QueryContext(ctx, `SELECT data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []sandbox.Event
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+		}
+		var ev sandbox.Event
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// InterruptRuns marks every run still queued or running — the server
+// stopped under it — as interrupted, appending a final status event so its
+// replay ends. It returns how many it marked. Call it at startup, before
+// the runner accepts work.
+func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
+	rows, err := db.W.QueryContext(ctx, `SELECT r.id, COALESCE(MAX(e.seq), 0) FROM runs r
+		LEFT JOIN run_events e ON e.run_id = r.id
+		WHERE r.status IN ('queued', 'running') GROUP BY r.id`)
+	if err != nil {
+		return 0, fmt.Errorf("store: find unfinished runs: %w", err)
+	}
+	type open struct {
+		id  string
+		seq int64
+	}
+	var runs []open
+	for rows.Next() {
+		var o open
+		if err := rows.Scan(&o.id, &o.seq); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: find unfinished runs: %w", err)
+		}
+		runs = append(runs, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: find unfinished runs: %w", err)
+	}
+	for _, o := range runs {
+		ev := sandbox.Event{Seq: o.seq + 1, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusInterrupted, Message: reason}
+		if err := db.AppendRunEvent(ctx, o.id, ev); err != nil {
+			return 0, err
+		}
+	}
+	return len(runs), nil
+}
+
+func scanRun(s interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r                 Run
+		params            string
+		status            string
+		result            sql.NullString
+		created           string
+		started, finished sql.NullString
+	)
+	if err := s.Scan(&r.ID, &r.Learner, &r.Experiment, &params, &status, &r.Backend, &result, &r.Error, &created, &started, &finished); err != nil {
+		return Run{}, err
+	}
+	r.Params = json.RawMessage(params)
+	r.Status = sandbox.Status(status)
+	if result.Valid {
+		var ev sandbox.Event
+		if err := json.Unmarshal([]byte(result.String), &ev); err != nil {
+			return Run{}, fmt.Errorf("result of run %s: %w", r.ID, err)
+		}
+		r.Result = &ev
+	}
+	r.CreatedAt, _ = parseTime(created)
+	if started.Valid {
+		r.StartedAt, _ = parseTime(started.String)
+	}
+	if finished.Valid {
+		r.FinishedAt, _ = parseTime(finished.String)
+	}
+	return r, nil
+}
+
+// runsTx runs fn in a write transaction.
+func (db *DB) runsTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

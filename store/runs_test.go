@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+func TestRunsLifecycle(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	learner := NewLearnerID()
+	info := sandbox.RunInfo{ID: "r1", Learner: learner, Experiment: "memlock",
+		Params: sandbox.Params{"size": int64(1 << 20)}, Status: sandbox.StatusQueued, Created: time.Now()}
+	if err := db.CreateRun(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	ok := true
+	evs := []sandbox.Event{
+		{Type: sandbox.EvStatus, Status: sandbox.StatusQueued, Position: 1},
+		{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: "host"},
+		{Type: sandbox.EvError, ErrnoName: "ENOMEM", Errno: 12, Message: "mlock failed"},
+		{Type: sandbox.EvResult, OK: &ok, Message: "verdict", Messages: sandbox.Text{"zh": "结论", "en": "verdict"}},
+		{Type: sandbox.EvStatus, Status: sandbox.StatusDone},
+	}
+	for i := range evs {
+		evs[i].Seq = int64(i + 1)
+		evs[i].Time = time.Now()
+		if err := db.AppendRunEvent(ctx, "r1", evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AppendRunEvent(ctx, "r1", evs[0]); err == nil {
+		t.Error("a duplicate seq was accepted")
+	}
+	r, err := db.Run(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != sandbox.StatusDone || r.Backend != "host" || r.Error != "" || r.Result == nil ||
+		r.Result.Messages["zh"] != "结论" || r.StartedAt.IsZero() || r.FinishedAt.IsZero() || string(r.Params) != `{"size":1048576}` {
+		t.Errorf("run %+v", r)
+	}
+	got, err := db.RunEvents(ctx, "r1", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Seq != 3 || got[0].ErrnoName != "ENOMEM" {
+		t.Errorf("events after 2: %+v", got)
+	}
+	if got, _ := db.RunEvents(ctx, "r1", 0, 2); len(got) != 2 {
+		t.Errorf("limit 2: %d events", len(got))
+	}
+	list, err := db.LearnerRuns(ctx, learner, 10)
+	if err != nil || len(list) != 1 || list[0].ID != "r1" {
+		t.Errorf("history %+v %v", list, err)
+	}
+	if _, err := db.Run(ctx, "nope"); !errors.Is(err, ErrRunNotFound) {
+		t.Errorf("missing run: %v", err)
+	}
+}
+
+func TestInterruptRuns(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	learner := NewLearnerID()
+	for _, id := range []string{"queued", "running", "done"} {
+		if err := db.CreateRun(ctx, sandbox.RunInfo{ID: id, Learner: learner, Experiment: "tcp-cost", Status: sandbox.StatusQueued}); err != nil {
+			t.Fatal(err)
+		}
+		_ = db.AppendRunEvent(ctx, id, sandbox.Event{Seq: 1, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusQueued, Position: 1})
+	}
+	_ = db.AppendRunEvent(ctx, "running", sandbox.Event{Seq: 2, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusRunning})
+	_ = db.AppendRunEvent(ctx, "done", sandbox.Event{Seq: 2, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusDone})
+	n, err := db.InterruptRuns(ctx, "the lab server stopped")
+	if err != nil || n != 2 {
+		t.Fatalf("interrupted %d, %v; want 2", n, err)
+	}
+	for id, seq := range map[string]int64{"queued": 2, "running": 3} {
+		r, _ := db.Run(ctx, id)
+		evs, _ := db.RunEvents(ctx, id, 0, 0)
+		last := evs[len(evs)-1]
+		if r.Status != sandbox.StatusInterrupted || r.Error != "the lab server stopped" || last.Seq != seq || last.Status != sandbox.StatusInterrupted {
+			t.Errorf("%s: run %+v, last event %+v", id, r, last)
+		}
+	}
+	if r, _ := db.Run(ctx, "done"); r.Status != sandbox.StatusDone {
+		t.Errorf("a finished run was touched: %s", r.Status)
+	}
+}
