@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/quiz"
 )
@@ -84,7 +86,8 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs map[string]frontMatter // by file, for the cross-lesson checks
+	prereqs    map[string]frontMatter // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool        // slugs whose quiz.yaml could not be read at all
 }
 
 func (ld *loader) errAt(file string, line int, format string, args ...any) {
@@ -103,10 +106,11 @@ type lessonSource struct {
 
 func load(fsys fs.FS, opt Options) (*Course, []Diagnostic) {
 	ld := &loader{
-		fsys:    fsys,
-		opt:     opt,
-		course:  &Course{Questions: map[string]*quiz.Question{}, fsys: fsys},
-		prereqs: map[string]frontMatter{},
+		fsys:       fsys,
+		opt:        opt,
+		course:     &Course{Questions: map[string]*quiz.Question{}, fsys: fsys},
+		prereqs:    map[string]frontMatter{},
+		brokenQuiz: map[string]bool{},
 	}
 	srcs := ld.scan()
 	for _, s := range srcs {
@@ -226,6 +230,7 @@ func (ld *loader) readQuiz(l *Lesson) {
 		}
 	}
 	if set == nil {
+		ld.brokenQuiz[l.Slug] = true // reported above; spare the lesson's ::checkpoint a second error
 		return
 	}
 	l.Quiz = set
@@ -289,6 +294,12 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 
 // page reads one index.<lang>.md: front matter, then the rendered body.
 func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []linkRef) {
+	if !utf8.Valid(data) {
+		// Go on with U+FFFD in place of the bad bytes, so the author sees
+		// every other finding too (and goldmark never sees invalid UTF-8).
+		ld.errAt(file, invalidUTF8Line(data), "file is not valid UTF-8 (save it as UTF-8)")
+		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
+	}
 	yamlSrc, body, bodyLine, ok, openLine := splitFrontMatter(data)
 	if openLine > 0 {
 		ld.errAt(file, openLine, "front matter is opened with --- but never closed")
@@ -325,6 +336,22 @@ func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []link
 		}
 	}
 	return p, r.links
+}
+
+// invalidUTF8Line is the line of the first byte that is not valid UTF-8.
+func invalidUTF8Line(data []byte) int {
+	line := 1
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if r == utf8.RuneError && n <= 1 {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		data = data[n:]
+	}
+	return line
 }
 
 // duration turns a bare number of minutes into text in the page language.

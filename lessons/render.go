@@ -231,6 +231,9 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		if r.lesson.Quiz == nil || len(r.lesson.Quiz.Questions) == 0 {
+			if r.ld.brokenQuiz[r.lesson.Slug] {
+				return
+			}
 			r.errAt(p.line, "::checkpoint needs questions in %s/quiz.yaml", r.lesson.Slug)
 			return
 		}
@@ -292,6 +295,13 @@ func (r *pageRenderer) finish() {
 // markdown renders one Markdown piece: parse, check and rewrite links, collect
 // headings, then render block by block so tables can get a scroll wrapper.
 func (r *pageRenderer) markdown(p piece) {
+	// goldmark is third-party code fed with author input: a panic in it
+	// must become a finding, never take the server (or a reload) down.
+	defer func() {
+		if v := recover(); v != nil {
+			r.errAt(p.line, "the Markdown renderer failed on this part of the file (%v); please report it with the file", v)
+		}
+	}()
 	src := p.src
 	doc := markdown.Parser().Parse(text.NewReader(src), parser.WithContext(r.pc))
 	lineAt := func(off int) int { return p.line + bytes.Count(src[:min(off, len(src))], []byte("\n")) }

@@ -1,0 +1,18 @@
+package lessons
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCheckBrokenCourse: every mistake in testdata/broken is reported once,
+// at the file and line where an author would fix it.
+func TestCheckBrokenCourse(t *testing.T) {
+	diags := Check(os.DirFS("testdata/broken"), Options{})
+	var out []string
+	for _, d := range diags {
+		out = append(out, d.String())
+	}
+	golden(t, "broken.check.golden", strings.Join(out, "\n")+"\n")
+}
