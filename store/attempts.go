@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrAttemptNotFound is returned by Attempt for an id that does not exist
+// or belongs to another learner.
+var ErrAttemptNotFound = errors.New("store: no such attempt")
+
+// Attempt is one stored quiz submission. Answer is the JSON the quiz package
+// encodes (quiz.EncodeAnswer); Correct is as graded when it was submitted.
+type Attempt struct {
+	ID         int64
+	Learner    string
+	QuestionID string
+	Answer     json.RawMessage
+	Correct    bool
+	CreatedAt  time.Time
+}
+
+// QuestionStatus is a learner's record on one question.
+type QuestionStatus struct {
+	Attempts int
+	Latest   Attempt  // the most recent attempt
+	Best     *Attempt // the most recent correct attempt; nil if none was correct
+}
+
+// AddAttempt stores a graded submission (creating the learner row if this is
+// the learner's first write) and returns it with its id and time.
+func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct bool) (Attempt, error) {
+	if !ValidLearnerID(learner) {
+		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
+	}
+	if !json.Valid(answer) {
+		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
+	}
+	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct}
+	ts := now()
+	err := func() error {
+		tx, err := db.W.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO attempts (learner, question_id, answer, correct, created_at) VALUES (?, ?, ?, ?, ?)`,
+			learner, questionID, string(answer), correct, ts)
+		if err != nil {
+			return err
+		}
+		if a.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		return Attempt{}, fmt.Errorf("store: add attempt at %s: %w", questionID, err)
+	}
+	a.CreatedAt, _ = parseTime(ts)
+	return a, nil
+}
+
+// Attempt returns the learner's attempt with id. Another learner's attempt
+// is ErrAttemptNotFound too, so attempt ids in URLs reveal nothing.
+func (db *DB) Attempt(ctx context.Context, learner string, id int64) (Attempt, error) {
+	row := db.R.QueryRowContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE id = ? AND learner = ?`, id, learner)
+	a, err := scanAttempt(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Attempt{}, ErrAttemptNotFound
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("store: attempt %d: %w", id, err)
+	}
+	return a, nil
+}
+
+// LearnerQuestionStatus returns the learner's best and latest attempt for
+// each of questionIDs that has any (a lesson page passes its questions).
+func (db *DB) LearnerQuestionStatus(ctx context.Context, learner string, questionIDs []string) (map[string]QuestionStatus, error) {
+	out := map[string]QuestionStatus{}
+	if len(questionIDs) == 0 {
+		return out, nil
+	}
+	// One pass in time order: the last row seen per question is the latest.
+	args := make([]any, 0, len(questionIDs)+1)
+	args = append(args, learner)
+	for _, id := range questionIDs {
+		args = append(args, id)
+	}
+	rows, err := db.R.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
+		WHERE learner = ? AND question_id IN (`+questionPlaceholders(len(questionIDs))+`) ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: learner attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: learner attempts: %w", err)
+		}
+		st := out[a.QuestionID]
+		st.Attempts++
+		st.Latest = a
+		if a.Correct {
+			best := a
+			st.Best = &best
+		}
+		out[a.QuestionID] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: learner attempts: %w", err)
+	}
+	return out, nil
+}
+
+// CorrectQuestions returns the ids of questions the learner answered
+// correctly at least once (the course home's checkpoint scores).
+func (db *DB) CorrectQuestions(ctx context.Context, learner string) (map[string]bool, error) {
+	rows, err := db.R.QueryContext(ctx,
+		`SELECT DISTINCT question_id FROM attempts WHERE learner = ? AND correct = 1`, learner)
+	if err != nil {
+		return nil, fmt.Errorf("store: correct questions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: correct questions: %w", err)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: correct questions: %w", err)
+	}
+	return out, nil
+}
+
+// AllAttempts returns every attempt of every learner in time order, the
+// input of quiz.ComputeStats. With questionIDs, only those questions.
+func (db *DB) AllAttempts(ctx context.Context, questionIDs ...string) ([]Attempt, error) {
+	q := `SELECT ` + attemptCols + ` FROM attempts`
+	args := make([]any, len(questionIDs))
+	if len(questionIDs) > 0 {
+		q += ` WHERE question_id IN (` + questionPlaceholders(len(questionIDs)) + `)`
+		for i, id := range questionIDs {
+			args[i] = id
+		}
+	}
+	rows, err := db.R.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: all attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: all attempts: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: all attempts: %w", err)
+	}
+	return out, nil
+}
+
+const attemptCols = `id, learner, question_id, answer, correct, created_at`
+
+func scanAttempt(s interface{ Scan(...any) error }) (Attempt, error) {
+	var (
+		a       Attempt
+		answer  string
+		created string
+	)
+	if err := s.Scan(&a.ID, &a.Learner, &a.QuestionID, &answer, &a.Correct, &created); err != nil {
+		return Attempt{}, err
+	}
+	a.Answer = json.RawMessage(answer)
+	t, err := parseTime(created)
+	if err != nil {
+		return Attempt{}, fmt.Errorf("attempt %d created_at: %w", a.ID, err)
+	}
+	a.CreatedAt = t
+	return a, nil
+}
+
+// questionPlaceholders is "?, ?, …" for an IN list of n values.
+func questionPlaceholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
