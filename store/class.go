@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// The class queries feed the instructor dashboard and its CSV exports. They
+// read every learner's rows, so only instructor handlers may call them.
+
+// LearnerSummary is one learner as the instructor dashboard lists them.
+type LearnerSummary struct {
+	ID          string
+	DisplayName string
+	Created     time.Time
+	LastActive  time.Time // latest lesson open/complete, attempt or run; Created if none
+	Opened      int       // lessons opened
+	Completed   int       // lessons completed
+	Attempts    int
+	Correct     int // questions answered correctly at least once
+	Runs        int
+}
+
+// ClassLearners lists every learner who has written anything, most recently
+// active first.
+func (db *DB) ClassLearners(ctx context.Context) ([]LearnerSummary, error) {
+	rows, err := db.R.QueryContext(ctx, `
+		WITH p AS (SELECT learner, COUNT(*) AS opened, COUNT(completed_at) AS completed,
+		                  MAX(MAX(opened_at), COALESCE(MAX(completed_at), '')) AS last
+		           FROM progress GROUP BY learner),
+		     a AS (SELECT learner, COUNT(*) AS n, COUNT(DISTINCT CASE WHEN correct = 1 THEN question_id END) AS ok,
+		                  MAX(created_at) AS last
+		           FROM attempts GROUP BY learner),
+		     r AS (SELECT learner, COUNT(*) AS n, MAX(COALESCE(finished_at, started_at, created_at)) AS last
+		           FROM runs GROUP BY learner)
+		SELECT l.id, l.display_name, l.created,
+		       MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, '')) AS last,
+		       COALESCE(p.opened, 0), COALESCE(p.completed, 0), COALESCE(a.n, 0), COALESCE(a.ok, 0), COALESCE(r.n, 0)
+		FROM learners l
+		LEFT JOIN p ON p.learner = l.id
+		LEFT JOIN a ON a.learner = l.id
+		LEFT JOIN r ON r.learner = l.id
+		ORDER BY last DESC, l.id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class learners: %w", err)
+	}
+	defer rows.Close()
+	var out []LearnerSummary
+	for rows.Next() {
+		var (
+			s             LearnerSummary
+			created, last string
+		)
+		if err := rows.Scan(&s.ID, &s.DisplayName, &created, &last, &s.Opened, &s.Completed, &s.Attempts, &s.Correct, &s.Runs); err != nil {
+			return nil, fmt.Errorf("store: class learners: %w", err)
+		}
+		s.Created, _ = parseTime(created)
+		s.LastActive, _ = parseTime(last)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: class learners: %w", err)
+	}
+	return out, nil
+}
+
+// LessonCounts is how many learners opened and completed one lesson.
+type LessonCounts struct {
+	Lesson    string
+	Opened    int
+	Completed int
+}
+
+// ClassLessonCounts counts progress per lesson slug (lessons nobody opened
+// are absent).
+func (db *DB) ClassLessonCounts(ctx context.Context) (map[string]LessonCounts, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress GROUP BY lesson`)
+	if err != nil {
+		return nil, fmt.Errorf("store: lesson counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]LessonCounts{}
+	for rows.Next() {
+		var c LessonCounts
+		if err := rows.Scan(&c.Lesson, &c.Opened, &c.Completed); err != nil {
+			return nil, fmt.Errorf("store: lesson counts: %w", err)
+		}
+		out[c.Lesson] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: lesson counts: %w", err)
+	}
+	return out, nil
+}
+
+// ExperimentRunCounts is how the runs of one experiment ended.
+type ExperimentRunCounts struct {
+	Experiment string
+	Total      int
+	ByStatus   map[string]int // sandbox status → runs
+	Learners   int
+}
+
+// ClassRunCounts counts runs per experiment and final status, experiments
+// sorted by id.
+func (db *DB) ClassRunCounts(ctx context.Context) ([]ExperimentRunCounts, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT experiment, status, COUNT(*),
+		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment)
+		FROM runs GROUP BY experiment, status ORDER BY experiment, status`)
+	if err != nil {
+		return nil, fmt.Errorf("store: run counts: %w", err)
+	}
+	defer rows.Close()
+	var out []ExperimentRunCounts
+	for rows.Next() {
+		var (
+			exp, status  string
+			n, nLearners int
+		)
+		if err := rows.Scan(&exp, &status, &n, &nLearners); err != nil {
+			return nil, fmt.Errorf("store: run counts: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Experiment != exp {
+			out = append(out, ExperimentRunCounts{Experiment: exp, ByStatus: map[string]int{}, Learners: nLearners})
+		}
+		e := &out[len(out)-1]
+		e.Total += n
+		e.ByStatus[status] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: run counts: %w", err)
+	}
+	return out, nil
+}
+
+// ProgressRow is one learner's progress on one lesson (CSV export).
+type ProgressRow struct {
+	Learner     string
+	DisplayName string
+	Lesson      string
+	OpenedAt    time.Time
+	CompletedAt time.Time // zero when not completed
+}
+
+// ClassProgress returns every progress row, by learner then lesson.
+func (db *DB) ClassProgress(ctx context.Context) ([]ProgressRow, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at, p.completed_at
+		FROM progress p JOIN learners l ON l.id = p.learner ORDER BY p.learner, p.lesson`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class progress: %w", err)
+	}
+	defer rows.Close()
+	var out []ProgressRow
+	for rows.Next() {
+		var (
+			p         ProgressRow
+			opened    string
+			completed sql.NullString
+		)
+		if err := rows.Scan(&p.Learner, &p.DisplayName, &p.Lesson, &opened, &completed); err != nil {
+			return nil, fmt.Errorf("store: class progress: %w", err)
+		}
+		p.OpenedAt, _ = parseTime(opened)
+		if completed.Valid {
+			p.CompletedAt, _ = parseTime(completed.String)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: class progress: %w", err)
+	}
+	return out, nil
+}
+
+// ClassRuns returns every run's summary in creation order (CSV export).
+func (db *DB) ClassRuns(ctx context.Context) ([]Run, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: class runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: class runs: %w", err)
+	}
+	return out, nil
+}
+
+// DisplayNames maps learner ids to their display names (only learners that
+// set one).
+func (db *DB) DisplayNames(ctx context.Context) (map[string]string, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT id, display_name FROM learners WHERE display_name != ''`)
+	if err != nil {
+		return nil, fmt.Errorf("store: display names: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, fmt.Errorf("store: display names: %w", err)
+		}
+		out[id] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: display names: %w", err)
+	}
+	return out, nil
+}
