@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// newMain is a Main with a fake environment and captured output.
+func newMain(env map[string]string) (*Main, *bytes.Buffer) {
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout, m.Stderr = &out, &out
+	m.Getenv = func(k string) string { return env[k] }
+	return m, &out
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestMainEndToEnd runs the real server (built-in course, SQLite file in a
+// temp dir) on a free port, the way `labserver serve` does.
+func TestMainEndToEnd(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "lab.db")
+	m, out := newMain(map[string]string{"LAB_ADDR": "127.0.0.1:0", "LAB_DB": dbPath})
+	if err := m.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	defer m.Close()
+	base := "http://" + m.Addr()
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz %d %q", code, body)
+	}
+	code, body := get(t, base+"/")
+	if code != 200 || !strings.Contains(body, `href="/lessons/01-why-rdma"`) {
+		t.Errorf("home %d, lesson 01 linked: %v", code, strings.Contains(body, "01-why-rdma"))
+	}
+	code, body = get(t, base+"/lessons/01-why-rdma")
+	if code != 200 || !strings.Contains(body, "为什么需要 RDMA") {
+		t.Errorf("lesson %d", code)
+	}
+	code, body = get(t, base+"/lessons/01-why-rdma?lang=en")
+	if code != 200 || !strings.Contains(body, "After this lesson you can") {
+		t.Errorf("lesson en %d", code)
+	}
+	if code, _ := get(t, base+"/lessons/99-nope"); code != 404 {
+		t.Errorf("unknown lesson %d", code)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(dbPath); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+	if !strings.Contains(out.String(), "serving") {
+		t.Errorf("no startup log line:\n%s", out)
+	}
+}
+
+func TestFlagsAndEnv(t *testing.T) {
+	m, _ := newMain(nil)
+	if err := m.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: ""}) {
+		t.Errorf("defaults %+v", m.Config)
+	}
+	env := map[string]string{"LAB_ADDR": ":9999", "LAB_DB": "/tmp/x.db", "LAB_LESSONS": "/srv/course"}
+	m, _ = newMain(env)
+	m.ParseFlags(nil)
+	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course"}) {
+		t.Errorf("from env %+v", m.Config)
+	}
+	m, _ = newMain(env)
+	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir"})
+	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir"}) {
+		t.Errorf("flags over env %+v", m.Config)
+	}
+	m, _ = newMain(nil)
+	if err := m.ParseFlags([]string{"--nope"}); err == nil || exitCode(err) != 2 {
+		t.Errorf("unknown flag: %v", err)
+	}
+	if err := m.ParseFlags([]string{"extra"}); err == nil || exitCode(err) != 2 {
+		t.Errorf("stray argument: %v", err)
+	}
+}
+
+func TestServeRefusesBrokenCourse(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "lab.db")
+	m, _ := newMain(nil)
+	m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", dbPath, "--lessons", "testdata/broken"})
+	err := m.Run(context.Background())
+	m.Close()
+	if err == nil {
+		t.Fatal("serve started with a broken course")
+	}
+	if !strings.Contains(err.Error(), "01-bad/index.zh.md:4:") || !strings.Contains(err.Error(), "01-bad/index.zh.md:9:") {
+		t.Errorf("error does not name file:line of the problems:\n%v", err)
+	}
+	if _, err := os.Stat(dbPath); err == nil {
+		t.Error("database created although the course is broken")
+	}
+
+	// check prints the same findings and exits 1.
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "testdata/broken"}, &stdout, &stderr); code != 1 {
+		t.Errorf("check exit %d, want 1", code)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if !strings.HasPrefix(line, "testdata/broken/01-bad/index.zh.md:") {
+			t.Errorf("check line %q is not file:line: message", line)
+		}
+		msg := strings.TrimPrefix(line, "testdata/broken/")
+		if !strings.HasPrefix(msg, "01-bad/index.zh.md:") || !strings.Contains(err.Error(), msg) {
+			t.Errorf("check line %q not in serve's error", line)
+		}
+	}
+}
+
+func TestCheckBuiltinIsClean(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("check of the built-in course: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "0 error(s)") {
+		t.Errorf("summary %q", stderr.String())
+	}
+}
+
+func TestServeRefusesCorruptDB(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "lab.db")
+	garbage := []byte(strings.Repeat("not a database ", 500))
+	os.WriteFile(dbPath, garbage, 0o644)
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), dbPath) {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if b, _ := os.ReadFile(dbPath); !bytes.Equal(b, garbage) {
+		t.Error("the corrupt file was modified")
+	}
+}
+
+func TestServeShutsDownOnSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	dbPath := filepath.Join(t.TempDir(), "lab.db")
+	done := make(chan int, 1)
+	var stdout, stderr syncBuffer
+	go func() {
+		done <- dispatch(ctx, []string{"--addr", "127.0.0.1:0", "--db", dbPath}, &stdout, &stderr)
+	}()
+	// Wait until it is serving (the database exists and the log says so).
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "serving") {
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not start")
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited early with %d", code)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after shutdown", code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"frobnicate"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown command") {
+		t.Errorf("unknown command: %d %q", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := dispatch(context.Background(), []string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "labserver check") {
+		t.Errorf("help: %d", code)
+	}
+	for _, name := range plannedCommands {
+		if _, built := commands[name]; built {
+			continue
+		}
+		stderr.Reset()
+		if code := dispatch(context.Background(), []string{name}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "not built yet") {
+			t.Errorf("%s: %d %q", name, code, stderr.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the server goroutine while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
