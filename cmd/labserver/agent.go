@@ -29,6 +29,9 @@ func experimentRegistry() *sandbox.Registry {
 // starts it as a child in its own process group; the Soft-RoCE guest runs
 // the same code. Logs go to stderr, which the backend turns into log events.
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "--serve" {
+		return runAgentServe(ctx, args[1:], stdout, stderr) // the guest's agent, agent_serve.go
+	}
 	if len(args) > 0 {
 		fmt.Fprintln(stderr, "usage: labserver agent   (reads one request on stdin; no arguments)")
 		return 2

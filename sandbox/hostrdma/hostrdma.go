@@ -45,6 +45,9 @@ func Devices() ([]sandbox.Device, error) {
 		if len(stats) > 0 {
 			d.Counters = make(map[string]int64, len(stats))
 			for _, s := range stats {
+				if s.Name == "lifespan" {
+					continue // the refresh period in ms, not a counter
+				}
 				d.Counters[s.Name] = int64(s.Value)
 			}
 		}

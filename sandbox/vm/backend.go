@@ -111,7 +111,10 @@ func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
 		b.mu.Unlock()
 		switch state {
 		case StateReady:
-			return g, nil
+			if g.alive() {
+				return g, nil
+			}
+			// Dead but not yet noticed by the supervisor: wait for the change.
 		case StateFailed:
 			select {
 			case b.kick <- struct{}{}:

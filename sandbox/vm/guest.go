@@ -27,11 +27,12 @@ type Guest struct {
 	Ready   time.Time // hello received
 	Console string    // console log file
 
-	cmd     *exec.Cmd
-	runDir  string
-	log     *slog.Logger
-	exited  chan struct{} // closed when QEMU has exited
-	waitErr error
+	cmd         *exec.Cmd
+	runDir      string
+	keepConsole string // the console log is copied here when the guest stops
+	log         *slog.Logger
+	exited      chan struct{} // closed when QEMU has exited
+	waitErr     error
 
 	client *client
 }
@@ -51,11 +52,12 @@ func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell 
 		return nil, fmt.Errorf("guest run dir: %w", err)
 	}
 	g := &Guest{
-		Accel:   accel,
-		Console: filepath.Join(runDir, "console.log"),
-		runDir:  runDir,
-		log:     cfg.Logger,
-		exited:  make(chan struct{}),
+		Accel:       accel,
+		Console:     filepath.Join(runDir, "console.log"),
+		runDir:      runDir,
+		log:         cfg.Logger,
+		keepConsole: filepath.Join(cfg.Dir, "console.log"),
+		exited:      make(chan struct{}),
 	}
 	sock := filepath.Join(runDir, "agent.sock")
 	g.cmd = exec.Command(qemu, qemuArgs(cfg, im, accel, sock, g.Console, shell)...)
@@ -139,6 +141,18 @@ func (g *Guest) whyClosed(err error) error {
 	}
 }
 
+// alive reports whether QEMU runs and the agent connection is open.
+func (g *Guest) alive() bool {
+	select {
+	case <-g.exited:
+		return false
+	case <-g.client.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // PID is QEMU's process id.
 func (g *Guest) PID() int { return g.cmd.Process.Pid }
 
@@ -177,6 +191,10 @@ func (g *Guest) Stop() {
 	}
 	if g.client != nil {
 		g.client.close(errors.New("the guest was stopped"))
+	}
+	// Keep the last console for the admin (labserver vm status names it).
+	if g.keepConsole != "" {
+		_ = copyFile(g.Console, g.keepConsole)
 	}
 	os.RemoveAll(g.runDir)
 }

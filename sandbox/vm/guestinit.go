@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostrdma"
 )
 
@@ -149,14 +151,28 @@ func loadModules() error {
 	if err != nil {
 		return fmt.Errorf("module list: %w", err)
 	}
+	type took struct {
+		name string
+		d    time.Duration
+	}
+	var slow []took
 	for _, m := range strings.Fields(string(b)) {
+		t := time.Now()
 		if err := hostrdma.LoadModuleFile(m); err != nil {
 			if strings.Contains(m, "crc32-pclmul") || strings.Contains(m, "crc32_pclmul") {
 				continue // only an accelerator; the CPU may lack PCLMULQDQ
 			}
 			return err
 		}
+		slow = append(slow, took{strings.TrimSuffix(filepath.Base(m), ".ko"), time.Since(t)})
 	}
+	// The three slowest loads on the console: boot time under TCG matters.
+	sort.Slice(slow, func(i, j int) bool { return slow[i].d > slow[j].d })
+	var top []string
+	for _, s := range slow[:min(3, len(slow))] {
+		top = append(top, fmt.Sprintf("%s %dms", s.name, s.d.Milliseconds()))
+	}
+	fmt.Fprintf(os.Stdout, "rdmalab-guest: %d modules; slowest: %s\n", len(slow), strings.Join(top, ", "))
 	return nil
 }
 
@@ -254,4 +270,24 @@ func GuestHello() Hello {
 	}
 	fmt.Sscanf(os.Getenv("RDMALAB_INIT_MS"), "%d", &h.InitMS)
 	return h
+}
+
+// GuestLab describes the guest's RDMA devices now (the agent's answer to a
+// lab request).
+func GuestLab(ctx context.Context) sandbox.Lab {
+	lab := sandbox.Lab{Backend: "vm", State: StateReady, Devices: []sandbox.Device{}}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		lab.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	devs, err := hostrdma.Devices()
+	if err != nil {
+		lab.State, lab.Reason = StateFailed, err.Error()
+		return lab
+	}
+	if len(devs) == 0 {
+		lab.State, lab.Reason = StateFailed, "the guest has no RDMA devices"
+	}
+	lab.Devices = append(lab.Devices, devs...)
+	return lab
 }

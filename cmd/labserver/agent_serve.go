@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+)
+
+// runAgentServe is `labserver agent --serve PORT`: the agent of the
+// Soft-RoCE guest. It serves requests on the virtio-serial device PORT one
+// run at a time (see sandbox/vm/proto.go); each run goes to a fresh
+// `labserver agent` child, exactly as on the host, so an experiment that
+// changes its own limits or capabilities cannot leak into the next run.
+// Guest init starts it; it is not meant to be run by hand.
+func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: labserver agent --serve PORT   (inside the lab guest)")
+		return 2
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
+	port, err := os.OpenFile(args[0], os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
+		return 1
+	}
+	defer port.Close()
+	srv := &vm.GuestServer{
+		Run:       (&sandbox.HostBackend{}).Exec,
+		Lab:       vm.GuestLab,
+		Hello:     vm.GuestHello(),
+		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects
+	}
+	if err := srv.Serve(ctx, port); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
+		return 1
+	}
+	return 0
+}

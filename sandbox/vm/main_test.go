@@ -1,0 +1,98 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The integration tests boot real guests under QEMU (TCG on machines
+// without a working KVM). They need the real labserver binary in the
+// guest: TestMain builds it once (a link step when `make build` ran first).
+
+var (
+	testTmp       string
+	labserverOnce sync.Once
+	labserverBin  string
+	labserverErr  error
+	imageOnce     sync.Once
+	testImageDir  string
+	testImageErr  error
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	testTmp, err = os.MkdirTemp("", "rdmalab-vm-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(testTmp)
+	os.Exit(code)
+}
+
+// labserver returns the path of a labserver binary built from this tree.
+func labserver(t testing.TB) string {
+	t.Helper()
+	labserverOnce.Do(func() {
+		if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
+			labserverBin = p
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		labserverBin = filepath.Join(testTmp, "labserver")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", labserverBin, "./cmd/labserver")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			labserverErr = fmt.Errorf("go build ./cmd/labserver: %w\n%s", err, out)
+		}
+	})
+	if labserverErr != nil {
+		t.Fatal(labserverErr)
+	}
+	return labserverBin
+}
+
+// testImage builds the guest image once for all tests.
+func testImage(t testing.TB) string {
+	t.Helper()
+	requireImageInputs(t)
+	bin := labserver(t)
+	imageOnce.Do(func() {
+		testImageDir = filepath.Join(testTmp, "image")
+		_, _, testImageErr = Build(context.Background(), BuildOptions{Dir: testImageDir, Agent: bin})
+	})
+	if testImageErr != nil {
+		t.Fatal(testImageErr)
+	}
+	return testImageDir
+}
+
+// testConfig is a guest configuration for tests: the shared image, logs
+// to the test log, a boot timeout generous enough for a loaded machine.
+func testConfig(t testing.TB) Config {
+	return Config{
+		Dir:         testImage(t),
+		Agent:       labserver(t),
+		BootTimeout: 3 * time.Minute, // TCG on 2 shared cores: boots take 5–40 s
+		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,95 @@
+package vm
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// StatusLine is the lab state in one line for humans, e.g.
+// "Soft-RoCE lab: ready (rxe0, rxe1 on veth, kernel 6.1.0-56-amd64, TCG)".
+func StatusLine(l sandbox.Lab) string {
+	title := "Soft-RoCE lab"
+	if l.Backend == "host" {
+		title = "RDMA lab (this host)"
+	}
+	switch l.State {
+	case StateReady:
+		var parts []string
+		if d := devicesPhrase(l.Devices); d != "" {
+			parts = append(parts, d)
+		}
+		if l.Kernel != "" {
+			parts = append(parts, "kernel "+l.Kernel)
+		}
+		if l.Accel != "" {
+			parts = append(parts, strings.ToUpper(l.Accel))
+		}
+		s := title + ": ready"
+		if len(parts) > 0 {
+			s += " (" + strings.Join(parts, ", ") + ")"
+		}
+		if l.Reason != "" {
+			s += " — " + firstLine(l.Reason)
+		}
+		return s
+	case StateBooting:
+		return title + ": booting… (" + firstLine(l.Reason) + ")"
+	case "":
+		return title + ": unknown"
+	default:
+		return title + ": " + l.State + " — " + l.Reason
+	}
+}
+
+// devicesPhrase is "rxe0, rxe1 on veth" when the netdevs differ only in a
+// trailing number, else "rxe0 on eth0, mlx5_0 on ib0".
+func devicesPhrase(devs []sandbox.Device) string {
+	if len(devs) == 0 {
+		return ""
+	}
+	names := make([]string, len(devs))
+	stems := map[string]bool{}
+	for i, d := range devs {
+		names[i] = d.Name
+		stems[strings.TrimRight(d.Netdev, "0123456789")] = true
+	}
+	if len(stems) == 1 {
+		for s := range stems {
+			if s != "" {
+				return strings.Join(names, ", ") + " on " + s
+			}
+		}
+		return strings.Join(names, ", ")
+	}
+	for i, d := range devs {
+		names[i] = d.Name + " on " + d.Netdev
+	}
+	return strings.Join(names, ", ")
+}
+
+// DeviceTable is the devices with their GIDs and non-zero counters, for
+// the terminal.
+func DeviceTable(devs []sandbox.Device) string {
+	var b strings.Builder
+	for _, d := range devs {
+		fmt.Fprintf(&b, "  %-8s netdev %-8s gid[%d] %s\n", d.Name, d.Netdev, d.GIDIndex, d.GID)
+		keys := make([]string, 0, len(d.Counters))
+		for k, v := range d.Counters {
+			if v != 0 {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		if len(keys) == 0 {
+			fmt.Fprintf(&b, "           counters: all %d are zero\n", len(d.Counters))
+			continue
+		}
+		for _, k := range keys {
+			fmt.Fprintf(&b, "           %-24s %d\n", k, d.Counters[k])
+		}
+	}
+	return b.String()
+}
