@@ -94,13 +94,13 @@ var rdmaSteps = []pathStep{
 // theme and prints in black; --diagram-removed and --diagram-rdma may be set
 // by the site CSS.
 const diagramCSS = `.rd-diagram{display:flex;flex-wrap:wrap;gap:1rem;justify-content:center;margin:1.5rem 0}
-.rd-diagram svg{flex:1 1 300px;max-width:440px;width:100%;height:auto;overflow:visible}
+.rd-diagram svg{flex:1 1 300px;min-width:0;max-width:440px;height:auto;overflow:visible}
 .rd-diagram figcaption{flex:1 1 100%;font-size:.9em;opacity:.85;text-align:center}
 .rd-diagram text{fill:currentColor}
 .rd-diagram .rd-head{font-size:15px;font-weight:700}
 .rd-diagram .rd-title{font-size:13px;font-weight:600}
 .rd-diagram .rd-detail{font-size:11px;fill-opacity:.8}
-.rd-diagram .rd-zone{font-size:10px;fill-opacity:.7}
+.rd-diagram .rd-zone{font-size:10px;fill-opacity:.7;letter-spacing:.04em}
 .rd-diagram .rd-box{fill:currentColor;fill-opacity:.05;stroke:currentColor;stroke-opacity:.5;stroke-width:1.2}
 .rd-diagram .rd-arrow{stroke:currentColor;stroke-opacity:.6;stroke-width:1.5;fill:none}
 .rd-diagram .rd-head-arrow{fill:currentColor;fill-opacity:.6}
@@ -114,7 +114,7 @@ const diagramCSS = `.rd-diagram{display:flex;flex-wrap:wrap;gap:1rem;justify-con
 const (
 	dgWidth  = 320
 	dgTop    = 40
-	dgBoxH   = 50
+	dgBoxH   = 60
 	dgGap    = 20
 	dgLeft   = 10
 	dgRight  = 310
@@ -165,9 +165,11 @@ func tcpVsRDMA(lang string) template.HTML {
 			}
 			fmt.Fprintf(&b, `<g class="%s" data-step="%s" data-zone="%s">`, cls, s.id, s.zone)
 			fmt.Fprintf(&b, `<rect class="rd-box" x="%d" y="%d" width="%d" height="%d" rx="6"/>`, x, y, dgRight-x, dgBoxH)
-			fmt.Fprintf(&b, `<text class="rd-title" x="%d" y="%d">%s</text>`, x+12, y+20, esc(s.title[li]))
-			fmt.Fprintf(&b, `<text class="rd-zone" x="%d" y="%d" text-anchor="end">%s</text>`, dgRight-8, y+20, esc(zone))
-			fmt.Fprintf(&b, `<text class="rd-detail" x="%d" y="%d">%s</text>`, x+12, y+39, esc(s.detail[li]))
+			// Three lines (zone, title, detail) rather than a tag beside the
+			// title: nothing can overlap whatever the language's text length.
+			fmt.Fprintf(&b, `<text class="rd-zone" x="%d" y="%d">%s</text>`, x+12, y+16, esc(zone))
+			fmt.Fprintf(&b, `<text class="rd-title" x="%d" y="%d">%s</text>`, x+12, y+34, esc(s.title[li]))
+			fmt.Fprintf(&b, `<text class="rd-detail" x="%d" y="%d">%s</text>`, x+12, y+51, esc(s.detail[li]))
 			b.WriteString(`</g>`)
 		}
 		// Flow arrows join consecutive on-path steps; an arrow skipping a
