@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -28,8 +29,10 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", s, Strerror(e.Errno), ErrnoName(e.Errno))
 }
 
-// Unwrap lets errors.Is(err, syscall.ENOMEM) work.
-func (e *Error) Unwrap() error { return e.Errno }
+// Unwrap returns the call and errno as an *os.SyscallError, so
+// errors.Is(err, syscall.ENOMEM) works and code that names failed system
+// calls from an *os.SyscallError (sandbox.ErrorEvent) names the verb.
+func (e *Error) Unwrap() error { return &os.SyscallError{Syscall: e.Call, Err: e.Errno} }
 
 // ErrnoName is the symbolic name of an errno ("ENOMEM"), or "errno N".
 func ErrnoName(e syscall.Errno) string {

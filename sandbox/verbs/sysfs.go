@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/Mellanox/rdmamap"
+	"github.com/vishvananda/netlink"
 )
 
 // GID is a 128-bit RoCE/IB global identifier. On RoCE it is an IPv6
@@ -150,4 +151,19 @@ func Counters(dev string, port int) (map[string]int64, error) {
 		m[e.Name] = int64(e.Value)
 	}
 	return m, nil
+}
+
+// Resources returns what `rdma resource` prints: per device, how many PDs,
+// CQs, QPs, MRs, contexts… exist right now (the kernel's resource tracking,
+// read over RDMA netlink). Tests use it to prove every run freed everything.
+func Resources() (map[string]map[string]uint64, error) {
+	l, err := netlink.RdmaResourceList()
+	if err != nil {
+		return nil, fmt.Errorf("rdma resource (netlink): %w", err)
+	}
+	out := make(map[string]map[string]uint64, len(l))
+	for _, r := range l {
+		out[r.Name] = r.RdmaResourceSummaryEntries
+	}
+	return out, nil
 }

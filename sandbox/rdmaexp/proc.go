@@ -1,0 +1,116 @@
+package rdmaexp
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clkTck is USER_HZ, the unit of utime/stime in /proc/<pid>/stat. It is 100
+// on every Linux ABI the lab runs on (sysconf(_SC_CLK_TCK) needs libc).
+const clkTck = 100
+
+// procCPU is one process's CPU use so far, from /proc.
+type procCPU struct {
+	UTime, STime   int64 // ticks of 1/clkTck s, all threads
+	VoluntaryCS    int64 // voluntary context switches of the main thread
+	NonvoluntaryCS int64
+}
+
+// Ticks is user plus system time in ticks.
+func (p procCPU) Ticks() int64 { return p.UTime + p.STime }
+
+// readProcCPU reads utime/stime from /proc/pid/stat and the context
+// switches from /proc/pid/status.
+func readProcCPU(pid int) (procCPU, error) {
+	var p procCPU
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return p, fmt.Errorf("read CPU time of process %d: %w", pid, err)
+	}
+	// the command name (field 2) may hold spaces: fields count from ')'
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return p, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return p, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	}
+	// f[0] is field 3 (state); utime is field 14, stime field 15
+	p.UTime, _ = strconv.ParseInt(f[11], 10, 64)
+	p.STime, _ = strconv.ParseInt(f[12], 10, 64)
+	st, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return p, fmt.Errorf("read context switches of process %d: %w", pid, err)
+	}
+	defer st.Close()
+	sc := bufio.NewScanner(st)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "voluntary_ctxt_switches":
+			p.VoluntaryCS = n
+		case "nonvoluntary_ctxt_switches":
+			p.NonvoluntaryCS = n
+		}
+	}
+	return p, nil
+}
+
+// kernelCPU is the machine's time in the kernel and in softirq (where
+// Soft-RoCE moves packets), from the "cpu" line of /proc/stat, in ticks.
+type kernelCPU struct {
+	System, SoftIRQ int64
+}
+
+func readKernelCPU() (kernelCPU, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return kernelCPU{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 8 && fs[0] == "cpu" {
+			sys, _ := strconv.ParseInt(fs[3], 10, 64)
+			soft, _ := strconv.ParseInt(fs[7], 10, 64)
+			return kernelCPU{System: sys, SoftIRQ: soft}, nil
+		}
+	}
+	return kernelCPU{}, fmt.Errorf("no cpu line in /proc/stat")
+}
+
+// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
+func memAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("read meminfo: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != "MemAvailable" {
+			continue
+		}
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			break
+		}
+		kb, err := strconv.ParseInt(fs[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse MemAvailable %q: %w", v, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("no MemAvailable in /proc/meminfo")
+}

@@ -1,0 +1,175 @@
+package rdmaexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// QPStates is the experiment "a QP is a state machine": one RC QP walked
+// RESET → INIT → RTR → RTS, showing what each step needs, with posts in the
+// wrong state and a skipped step refused.
+func QPStates() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "qp-states",
+		Title: say("The QP state machine", "QP 状态机"),
+		Summary: say(
+			"Walks one RC queue pair RESET → INIT → RTR → RTS, showing the attributes each step needs; posting before the QP is ready, or skipping a step, is refused.",
+			"把一个 RC 队列对依次推进 RESET → INIT → RTR → RTS，展示每一步需要的属性；在 QP 就绪前投递请求或跳过某一步都会被拒绝。"),
+		Needs: sandbox.NeedRDMA,
+		Params: []sandbox.Param{
+			{Name: "mistakes", Kind: sandbox.ParamBool, Title: say("Also try the mistakes", "同时尝试错误操作"),
+				Help: say("Post a SEND before RTS and jump from INIT straight to RTS.", "在 RTS 之前投递 SEND，并从 INIT 直接跳到 RTS。"), Default: true},
+		},
+		Presets: []sandbox.Preset{{ID: "walk", Title: say("walk with mistakes", "带错误操作的演示"), Values: map[string]any{"mistakes": true}}},
+		Timeout: 60 * time.Second,
+		Run:     runQPStates,
+	}
+}
+
+type qpStep struct {
+	step   string
+	state  verbs.QPState
+	attrs  string
+	result string
+}
+
+func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	mistakes := p["mistakes"].(bool)
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	note(emit, "info", top.describe())
+	// the peer is connected straight away; the QP under study walks slowly
+	qp, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer qp.Close()
+	peer, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer peer.Close()
+	if err := peer.connect(qp.local()); err != nil {
+		return verbsError(emit, err)
+	}
+	if err := peer.qp.PostRecv(7, peer.mr, 0, 4096); err != nil {
+		return verbsError(emit, err)
+	}
+	a, err := qp.attr(peer.local())
+	if err != nil {
+		return err
+	}
+	var steps []qpStep
+	refused := 0 // mistakes the device refused
+	tried := 0
+	state := func() verbs.QPState { s, _ := qp.qp.State(); return s }
+	send := func(id uint64) error {
+		copy(qp.buf.Bytes(), "hello from a QP in RTS")
+		return qp.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: qp.mr, Length: 22})
+	}
+	tryMistake := func(step string, attrs string, f func() error, why sandbox.Text) {
+		tried++
+		err := f()
+		r := "accepted"
+		if err != nil {
+			refused++
+			r = "refused: " + err.Error()
+			var ve *verbs.Error
+			if errors.As(err, &ve) {
+				t := explain(ve.Call, ve.Errno)
+				en := fmt.Sprintf("%s: %s (%s). %s %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["en"], t["en"])
+				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
+				emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+			}
+		} else {
+			note(emit, "warn", say(fmt.Sprintf("%s was accepted by this device (%s): %s", step, top.Client.Dev, why["en"]), fmt.Sprintf("本设备（%s）接受了 %s：%s", top.Client.Dev, step, why["zh"])))
+		}
+		steps = append(steps, qpStep{step: step, state: state(), attrs: attrs, result: r})
+	}
+	move := func(name string, to verbs.QPState, attrs string, t sandbox.Text) error {
+		phase(emit, name, t)
+		if err := qp.qp.Modify(to, a); err != nil {
+			return verbsError(emit, err)
+		}
+		s := state()
+		logf(emit, "ibv_modify_qp(%s) with %s → state %s", to, attrs, s)
+		steps = append(steps, qpStep{step: "modify to " + to.String(), state: s, attrs: attrs, result: "ok"})
+		if s != to {
+			return fmt.Errorf("qp-states: QP is %s after moving to %s", s, to)
+		}
+		return nil
+	}
+
+	phase(emit, "reset", say("A new QP starts in RESET", "新建的 QP 处于 RESET 状态"))
+	steps = append(steps, qpStep{step: "ibv_create_qp", state: state(), attrs: "send_cq, recv_cq, qp_type RC, max_send_wr 8, max_recv_wr 8", result: fmt.Sprintf("QPN 0x%x", qp.qp.Num())})
+	if mistakes {
+		tryMistake("post SEND in RESET", "", func() error { return send(100) },
+			say("A QP in RESET has no peer and no queues that run.", "RESET 状态的 QP 没有对端，队列也不工作。"))
+	}
+	initAttrs := fmt.Sprintf("port_num %d, pkey_index %d, qp_access_flags %s", a.Port, a.PKeyIndex, a.AccessFlags)
+	if err := move("init", verbs.StateInit, initAttrs, say("RESET → INIT: which port, which partition, what the peer may do", "RESET → INIT：哪个端口、哪个分区、对端可以做什么")); err != nil {
+		return err
+	}
+	if mistakes {
+		tryMistake("post SEND in INIT", "", func() error { return send(101) },
+			say("INIT may receive work requests for the receive queue, but nothing can be sent yet: there is no peer address.", "INIT 状态可以往接收队列投递请求，但还不能发送：还没有对端地址。"))
+		tryMistake("modify INIT → RTS (skipping RTR)", "sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic", func() error { return qp.qp.Modify(verbs.StateRTS, a) },
+			say("RTS is only reachable from RTR: the QP must first learn where its peer is.", "只有从 RTR 才能进入 RTS：QP 必须先知道对端在哪里。"))
+	}
+	rtrAttrs := fmt.Sprintf("path_mtu %d, dest_qp_num 0x%x, rq_psn %d, ah_attr{dgid %s, sgid_index %d, hop_limit %d}, max_dest_rd_atomic %d, min_rnr_timer %d",
+		a.PathMTU.Bytes(), a.DestQPN, a.RQPSN, a.DGID.IP(), a.SGIDIndex, a.HopLimit, a.MaxDestRdAtomic, a.MinRNRTimer)
+	if err := move("rtr", verbs.StateRTR, rtrAttrs, say("INIT → RTR (ready to receive): the peer's QP number, GID and first PSN", "INIT → RTR（可接收）：对端的 QP 号、GID 和起始 PSN")); err != nil {
+		return err
+	}
+	if mistakes {
+		tryMistake("post SEND in RTR", "", func() error { return send(102) },
+			say("RTR can receive, not send: the send queue's PSN, timeouts and retries are still unset.", "RTR 只能接收不能发送：发送队列的 PSN、超时和重试还没有设置。"))
+	}
+	rtsAttrs := fmt.Sprintf("sq_psn %d, timeout %d, retry_cnt %d, rnr_retry %d, max_rd_atomic %d", a.SQPSN, a.Timeout, a.RetryCnt, a.RNRRetry, a.MaxRdAtomic)
+	if err := move("rts", verbs.StateRTS, rtsAttrs, say("RTR → RTS (ready to send): our first PSN, timeouts and retry counts", "RTR → RTS（可发送）：本端起始 PSN、超时和重试次数")); err != nil {
+		return err
+	}
+
+	phase(emit, "send", say("Sending in RTS", "在 RTS 状态发送"))
+	if err := send(1); err != nil {
+		return verbsError(emit, err)
+	}
+	// completions of earlier posts the device accepted come first
+	var wc verbs.WC
+	for {
+		if wc, err = qp.waitCQ(ctx, qp.sendCQ, 20*time.Second); err != nil {
+			return err
+		}
+		if wc.WRID == 1 {
+			break
+		}
+		logf(emit, "completion of earlier post %d: %s", wc.WRID, wc.Status)
+	}
+	rwc, err := peer.waitCQ(ctx, peer.recvCQ, 20*time.Second)
+	if err != nil {
+		return err
+	}
+	got := string(peer.buf.Bytes()[:min(int(rwc.ByteLen), 4096)])
+	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got)})
+	if wc.Err() != nil {
+		wcError(emit, wc, say("The SEND did not complete.", "SEND 没有完成。"))
+	}
+
+	t := &sandbox.Table{Title: "QP " + fmt.Sprintf("0x%x", qp.qp.Num()) + " step by step", Columns: []string{"step", "state after", "attributes given", "result"}}
+	for _, s := range steps {
+		t.Rows = append(t.Rows, []string{s.step, s.state.String(), s.attrs, s.result})
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	ok := wc.Status == verbs.WCSuccess && refused == tried
+	v := say(fmt.Sprintf("The QP reached RTS only step by step — INIT (port, access), RTR (the peer's QPN, GID, PSN), RTS (our PSN, timeouts, retries) — and only then could it send. %d of %d wrong-state attempts were refused.", refused, tried),
+		fmt.Sprintf("QP 只能一步步到达 RTS——INIT（端口、权限）、RTR（对端 QPN、GID、PSN）、RTS（本端 PSN、超时、重试）——之后才能发送。%d 次错误状态下的尝试中有 %d 次被拒绝。", tried, refused))
+	result(emit, ok, v, map[string]float64{"refused": float64(refused), "tried": float64(tried), "send_ok": b2f(wc.Status == verbs.WCSuccess)})
+	return nil
+}

@@ -1,0 +1,141 @@
+// Package rdmaexp holds the experiments that need RDMA devices (Soft-RoCE in
+// the lab's guest, or a host whose kernel has them): reg-mr, write-silent,
+// pingpong, rkey and qp-states. They run inside `labserver agent` and talk to
+// the devices through package verbs; the peers that must be separate
+// processes (a receiver whose CPU time we watch, a pong server) are hidden
+// agent helpers started with sandbox.HelperCommand.
+//
+// Learner-facing text is bilingual as in hostexp: an Event's Message is the
+// English text and Messages carries {"zh", "en"}.
+package rdmaexp
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// Register adds the RDMA experiments and their helper processes to reg.
+func Register(reg *sandbox.Registry) {
+	reg.Register(RegMR())
+	reg.Register(WriteSilent())
+	reg.Register(Pingpong())
+	reg.Register(RKey())
+	reg.Register(QPStates())
+	reg.RegisterHelper(helperRegMR, regMRHelper)
+	reg.RegisterHelper(helperReceiver, receiverHelper)
+	reg.RegisterHelper(helperPong, pongHelper)
+}
+
+// say builds learner-facing text in both languages.
+func say(en, zh string) sandbox.Text { return sandbox.Text{"en": en, "zh": zh} }
+
+func phase(emit sandbox.Emitter, name string, t sandbox.Text) {
+	emit.Emit(sandbox.Event{Type: sandbox.EvPhase, Name: name, Message: t["en"], Messages: t})
+}
+
+// logf emits a machine log line (English: the machine's voice).
+func logf(emit sandbox.Emitter, format string, args ...any) {
+	emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "info", Message: fmt.Sprintf(format, args...)})
+}
+
+// note emits a bilingual log line the learner should read.
+func note(emit sandbox.Emitter, level string, t sandbox.Text) {
+	emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: level, Message: t["en"], Messages: t})
+}
+
+func result(emit sandbox.Emitter, ok bool, t sandbox.Text, figs map[string]float64) {
+	emit.Emit(sandbox.Event{Type: sandbox.EvResult, OK: &ok, Message: t["en"], Messages: t, Figures: figs})
+}
+
+// explain says what a failed verbs call means for a learner, in both
+// languages. Unknown combinations get a generic line; the call and errno
+// are always shown beside it.
+func explain(call string, errno syscall.Errno) sandbox.Text {
+	switch {
+	case call == "ibv_reg_mr" && errno == syscall.ENOMEM:
+		return say("Registering pins the pages. Without CAP_IPC_LOCK the process may pin at most RLIMIT_MEMLOCK (ulimit -l) bytes, and this MR is bigger — the limit ran out, not the memory.",
+			"注册内存要钉住页面。没有 CAP_IPC_LOCK 时，进程最多只能钉住 RLIMIT_MEMLOCK（ulimit -l）字节，而这个 MR 更大——耗尽的是上限，不是内存。")
+	case call == "ibv_reg_mr" && (errno == syscall.EPERM || errno == syscall.EACCES):
+		return say("The device refused the access flags asked for this memory region.",
+			"设备拒绝了为这个内存区域申请的访问权限。")
+	case call == "ibv_modify_qp" && errno == syscall.EINVAL:
+		return say("The QP cannot make this transition: either the step is not the next one in RESET → INIT → RTR → RTS, or an attribute that step requires is missing or wrong.",
+			"QP 不能做这次状态转换：要么这一步不是 RESET → INIT → RTR → RTS 中的下一步，要么这一步必需的属性缺失或有误。")
+	case call == "ibv_modify_qp" && (errno == syscall.ETIMEDOUT || errno == syscall.ENETUNREACH || errno == syscall.EHOSTUNREACH):
+		return say("The device found no route to the peer's GID: on Soft-RoCE the IP route to the peer decides which netdev the packets leave by.",
+			"设备找不到到对端 GID 的路由：在 Soft-RoCE 上，到对端的 IP 路由决定报文从哪个网卡发出。")
+	case call == "ibv_post_send" || call == "ibv_post_recv":
+		if errno == syscall.EINVAL {
+			return say("The work request was refused when posted: the QP is not in a state that accepts it (SEND needs RTS, RECV needs at least INIT), or the request itself is malformed.",
+				"投递工作请求时被拒绝：QP 所处的状态不接受它（SEND 需要 RTS，RECV 至少需要 INIT），或请求本身不合法。")
+		}
+		if errno == syscall.ENOMEM {
+			return say("The queue is full: more work requests are outstanding than the QP was created for. Poll completions before posting more.",
+				"队列已满：未完成的工作请求比创建 QP 时声明的多。先轮询完成再继续投递。")
+		}
+	case call == "ibv_get_device_list" || call == "ibv_open_device":
+		return say("No usable RDMA device: Soft-RoCE (rdma_rxe) is not set up on this machine, or its user-space provider is missing.",
+			"没有可用的 RDMA 设备：这台机器没有配置 Soft-RoCE（rdma_rxe），或缺少它的用户态驱动。")
+	}
+	return say(fmt.Sprintf("%s failed with %s: the device or the kernel refused the request.", call, verbs.ErrnoName(errno)),
+		fmt.Sprintf("%s 失败，错误为 %s：设备或内核拒绝了这个请求。", call, verbs.ErrnoName(errno)))
+}
+
+// verbsError emits the error event for a failed verbs call — call, errno,
+// its name and what it means — and returns err for the caller to pass up.
+// Errors that are not verbs calls are returned unchanged (the agent reports
+// them when the run fails).
+func verbsError(emit sandbox.Emitter, err error) error {
+	var ve *verbs.Error
+	if !errors.As(err, &ve) {
+		return err
+	}
+	t := explain(ve.Call, ve.Errno)
+	en := fmt.Sprintf("%s: %s (%s). %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), t["en"])
+	zh := fmt.Sprintf("%s：%s（%s）。%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), t["zh"])
+	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno),
+		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+	return &reported{err}
+}
+
+// reported marks an error whose event was already emitted.
+type reported struct{ error }
+
+func (r *reported) Unwrap() error { return r.error }
+
+// wcError emits the error event for a failed work completion: the verbs
+// call (ibv_post_send) worked, the operation did not. ErrnoName carries the
+// completion status name, the closest thing to an errno a completion has.
+func wcError(emit sandbox.Emitter, wc verbs.WC, why sandbox.Text) {
+	en := fmt.Sprintf("work completion: %s (%s). %s", wc.Status.Description(), wc.Status, why["en"])
+	zh := fmt.Sprintf("工作完成：%s（%s）。%s", wc.Status.Description(), wc.Status, why["zh"])
+	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_poll_cq", ErrnoName: wc.Status.String(),
+		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+}
+
+// human formats a byte count ("64 KiB", "1.5 MiB", "2 B").
+func human(n int64) string {
+	trim := func(f float64) string { return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") }
+	switch {
+	case n >= 1<<30:
+		return trim(float64(n)/(1<<30)) + " GiB"
+	case n >= 1<<20:
+		return trim(float64(n)/(1<<20)) + " MiB"
+	case n >= 1<<10:
+		return trim(float64(n)/(1<<10)) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
