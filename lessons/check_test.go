@@ -12,7 +12,8 @@ func TestCheckBrokenCourse(t *testing.T) {
 	diags := Check(os.DirFS("testdata/broken"), Options{})
 	var out []string
 	for _, d := range diags {
-		out = append(out, d.String())
+		// Other features register diagrams too; the list must not break this golden.
+		out = append(out, strings.ReplaceAll(d.String(), strings.Join(diagramIDs(), ", "), "<known diagrams>"))
 	}
 	golden(t, "broken.check.golden", strings.Join(out, "\n")+"\n")
 }
