@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-func openAttemptsDB(t *testing.T) *DB {
+// openTest opens a fresh database in a temp dir (shared by the store tests).
+func openTest(t *testing.T) *DB {
 	t.Helper()
 	db, err := Open(filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
@@ -22,7 +23,7 @@ func openAttemptsDB(t *testing.T) *DB {
 
 func TestAttempts(t *testing.T) {
 	ctx := context.Background()
-	db := openAttemptsDB(t)
+	db := openTest(t)
 	ann, bob := NewLearnerID(), NewLearnerID()
 	add := func(learner, q, answer string, correct bool) Attempt {
 		t.Helper()
@@ -90,7 +91,7 @@ func TestAttempts(t *testing.T) {
 
 func TestAddAttemptRejects(t *testing.T) {
 	ctx := context.Background()
-	db := openAttemptsDB(t)
+	db := openTest(t)
 	if _, err := db.AddAttempt(ctx, "not-a-learner", "q", json.RawMessage(`"a"`), true); err == nil {
 		t.Error("invalid learner id accepted")
 	}
@@ -105,7 +106,7 @@ func TestAddAttemptRejects(t *testing.T) {
 // Concurrent submissions (two tabs, a double click) are all kept.
 func TestAddAttemptConcurrent(t *testing.T) {
 	ctx := context.Background()
-	db := openAttemptsDB(t)
+	db := openTest(t)
 	learner := NewLearnerID()
 	const n = 16
 	var wg sync.WaitGroup
@@ -132,7 +133,7 @@ func TestAddAttemptConcurrent(t *testing.T) {
 // Deleting a learner removes their attempts (foreign key with cascade).
 func TestAttemptsFollowLearner(t *testing.T) {
 	ctx := context.Background()
-	db := openAttemptsDB(t)
+	db := openTest(t)
 	learner := NewLearnerID()
 	if _, err := db.AddAttempt(ctx, learner, "q", json.RawMessage(`"a"`), true); err != nil {
 		t.Fatal(err)
