@@ -238,3 +238,25 @@ func TestDirectivesAcrossPieces(t *testing.T) {
 		t.Errorf("fenced directive text lost: %s", p.Body[2].HTML)
 	}
 }
+
+// TestLoadConcurrent: loads share one goldmark instance; run under -race to
+// hold that sharing to account (live reload and requests may overlap).
+func TestLoadConcurrent(t *testing.T) {
+	done := make(chan string)
+	for i := 0; i < 4; i++ {
+		go func() {
+			c, err := Load(Builtin, Options{})
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- dumpPage(c.Lesson("01-why-rdma").Page("en"))
+		}()
+	}
+	first := <-done
+	for i := 1; i < 4; i++ {
+		if got := <-done; got != first {
+			t.Errorf("concurrent loads rendered differently:\n%s", diffLines(first, got))
+		}
+	}
+}
