@@ -34,6 +34,10 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 			Completed: pr.Completed(),
 		})
 	}
+	if err := s.quizScores(r, v.Lessons); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, views.HomeView(v))
 }
 

@@ -18,9 +18,9 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 	case lessons.SegExperiment:
 		return views.Placeholder(string(seg.Kind), seg.ID, trf(lr.Lang, "placeholder.experiment", seg.ID))
 	case lessons.SegQuiz:
-		return views.Placeholder(string(seg.Kind), seg.ID, trf(lr.Lang, "placeholder.quiz", seg.ID))
+		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:
-		return views.Placeholder(string(seg.Kind), lr.Lesson.Slug, trf(lr.Lang, "placeholder.checkpoint"))
+		return s.checkpointSegment(lr)
 	default:
 		// A kind this build does not know (content newer than the server):
 		// say so rather than drop it silently.

@@ -14,7 +14,7 @@ import (
 // lessonShow is GET /lessons/{slug}. The body was rendered when the content
 // was loaded; this handler only records the visit and assembles the page.
 func (s *Server) lessonShow(w http.ResponseWriter, r *http.Request) {
-	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK})
+	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK, Quiz: s.quizFromQuery(r)})
 }
 
 // lessonState is what a request adds to a lesson page. Handlers that
@@ -25,6 +25,9 @@ type lessonState struct {
 	// QuizResults are graded answers from a form post, by question id, shown
 	// in place of the empty question forms.
 	QuizResults map[string]*quiz.Result
+	// Quiz is the quiz feature's per-request state (quiz_view.go): a graded
+	// attempt or a rejected submission to show, the learner's records.
+	Quiz *quizPage
 }
 
 // lessonRequest is everything a segment renderer may need.

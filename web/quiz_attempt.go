@@ -1,0 +1,216 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// maxAttemptBody bounds a submission: the longest real answer (an order
+// question's ids) is a few hundred bytes.
+const maxAttemptBody = 16 << 10
+
+// attemptRequest is the JSON body of POST /api/quiz/{id}/attempts. Anchor
+// and Lesson are optional: quiz.js sends them so the HTML it gets back has
+// the ids of the placement it replaces.
+type attemptRequest struct {
+	Answer json.RawMessage `json:"answer"`
+	Anchor string          `json:"anchor,omitempty"`
+	Lesson string          `json:"lesson,omitempty"`
+}
+
+// attemptResponse is quiz.Result plus what the page needs to update itself.
+type attemptResponse struct {
+	quiz.Result
+	AttemptID int64  `json:"attempt_id"`
+	Attempts  int    `json:"attempts"`     // the learner's attempts at this question so far
+	Best      bool   `json:"ever_correct"` // answered correctly at least once
+	HTML      string `json:"html"`         // the question re-rendered with this result
+}
+
+// quizAttempt is POST /api/quiz/{questionID...}/attempts. Question ids
+// contain '/', so the route is a wildcard and "/attempts" is cut off here.
+// A JSON body gets the graded result as JSON; a form post (no JavaScript)
+// is redirected to the lesson page showing the stored attempt. A rejected
+// answer is a 400 and stores nothing.
+func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutSuffix(chi.URLParam(r, "*"), "/attempts")
+	c := s.course()
+	q := c.Questions[id]
+	if !ok || q == nil {
+		s.writeError(w, r, Errorf(CodeNotFound, trf(langOf(r), "quiz.err.unknown", id)))
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if !sameOrigin(r) {
+		if mt == "application/x-www-form-urlencoded" {
+			s.errorPage(w, r, http.StatusForbidden)
+			return
+		}
+		s.writeError(w, r, Errorf(CodeForbidden, tr(langOf(r))("error.403.message")))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxAttemptBody)
+	switch mt {
+	case "application/json":
+		s.quizAttemptJSON(w, r, c, q)
+	case "application/x-www-form-urlencoded":
+		s.quizAttemptForm(w, r, c, q)
+	default:
+		s.writeError(w, r, Errorf(CodeBadRequest, tr(langOf(r))("quiz.err.content_type")))
+	}
+}
+
+func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *lessons.Course, q *quiz.Question) {
+	lang := langOf(r)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.writeError(w, r, bodyError(lang, err))
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		s.writeError(w, r, Errorf(CodeBadRequest, tr(lang)("quiz.err.empty")))
+		return
+	}
+	var req attemptRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.json"), Err: err})
+		return
+	}
+	a, err := quiz.DecodeAnswer(q, req.Answer)
+	if err != nil {
+		s.writeError(w, r, answerError(lang, err))
+		return
+	}
+	att, err := s.saveAttempt(r, q, a, lang)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), att.Learner, []string{q.ID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	slug := lessonFor(c, q.ID, req.Lesson)
+	anchor := req.Anchor
+	if !validAnchor(q.ID, anchor) {
+		anchor = inlinePrefix + q.ID
+	}
+	v := questionView(lang, q, anchor, slug, 0, st[q.ID], &quizShown{QuestionID: q.ID, Answer: &a})
+	var html bytes.Buffer
+	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, attemptResponse{
+		Result:    quiz.Grade(q, a, lang),
+		AttemptID: att.ID,
+		Attempts:  st[q.ID].Attempts,
+		Best:      st[q.ID].Best != nil,
+		HTML:      html.String(),
+	})
+}
+
+func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *lessons.Course, q *quiz.Question) {
+	lang := langOf(r)
+	parseErr := r.ParseForm()
+	slug := lessonFor(c, q.ID, r.PostForm.Get("lesson"))
+	anchor := r.PostForm.Get("anchor")
+	if !validAnchor(q.ID, anchor) {
+		anchor = "" // show the result at every placement of the question
+	}
+	values := r.PostForm["answer"]
+	var a quiz.Answer
+	var rejected *Error
+	if parseErr != nil {
+		rejected = bodyError(lang, parseErr)
+	} else if a, parseErr = quiz.FormAnswer(q, values); parseErr != nil {
+		rejected = answerError(lang, parseErr)
+	}
+	if rejected != nil {
+		// Re-render the page with the message at the question and the
+		// learner's input kept; nothing was stored, so there is nothing to
+		// redirect to.
+		s.serveLesson(w, r, lessonState{Slug: slug, Status: http.StatusBadRequest,
+			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: rejected.Message}}})
+		return
+	}
+	att, err := s.saveAttempt(r, q, a, lang)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if anchor == "" {
+		anchor = inlinePrefix + q.ID
+	}
+	// POST/redirect/GET: reloading the result page does not submit again.
+	http.Redirect(w, r, lessonAnchorURL(slug, att.ID, anchor), http.StatusSeeOther)
+}
+
+// saveAttempt grades a and stores it for the request's learner.
+func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string) (store.Attempt, error) {
+	res := quiz.Grade(q, a, lang)
+	return s.cfg.Store.AddAttempt(r.Context(), learnerID(r), q.ID, quiz.EncodeAnswer(q, a), res.Correct)
+}
+
+// lessonFor is the lesson a submission returns to: the page it came from
+// when that lesson exists, else the lesson whose quiz.yaml holds the question.
+func lessonFor(c *lessons.Course, questionID, from string) string {
+	if from != "" && c.Lesson(from) != nil {
+		return from
+	}
+	for _, l := range c.Lessons {
+		if l.Quiz == nil {
+			continue
+		}
+		for _, q := range l.Quiz.Questions {
+			if q.ID == questionID {
+				return l.Slug
+			}
+		}
+	}
+	return from
+}
+
+// bodyError is the 400 for a body that could not be read.
+func bodyError(lang string, err error) *Error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &Error{Code: CodeBadRequest, Message: trf(lang, "quiz.err.too_large", maxAttemptBody/1024), Err: err}
+	}
+	return &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.body"), Err: err}
+}
+
+// answerError turns a *quiz.AnswerError into a 400 in the learner's language.
+func answerError(lang string, err error) *Error {
+	var ae *quiz.AnswerError
+	if !errors.As(err, &ae) {
+		return &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+	}
+	msg := tr(lang)("quiz.err." + string(ae.Kind))
+	if ae.Option != "" {
+		msg = trf(lang, "quiz.err."+string(ae.Kind)+".option", truncateRunes(ae.Option, 40))
+	}
+	return &Error{Code: CodeBadRequest, Message: msg, Err: err}
+}
+
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
