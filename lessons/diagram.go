@@ -58,11 +58,11 @@ var tcpSteps = []pathStep{
 		title:  [2]string{"网卡发送到线路上", "NIC puts it on the wire"},
 		detail: [2]string{"到这里硬件才开始工作", "only now does the hardware take over"}},
 	{id: "tcp-rx", zone: "peer", removed: true,
-		title:  [2]string{"对端：中断、协议栈、再拷贝", "Peer: interrupt, stack, copy again"},
-		detail: [2]string{"接收方把上面的步骤倒着再做一遍", "the receiver repeats it all in reverse"}},
+		title:  [2]string{"对端：中断 + 协议栈", "Peer: interrupt + stack again"},
+		detail: [2]string{"收包中断，软中断里再走一遍协议栈", "rx interrupt; softirq runs the stack again"}},
 	{id: "tcp-wakeup", zone: "peer", removed: true,
-		title:  [2]string{"唤醒 + 上下文切换", "Wakeup + context switch"},
-		detail: [2]string{"接收线程被调度回来才能读数据", "the reader thread must be scheduled in"}},
+		title:  [2]string{"唤醒、切换、再拷贝", "Wakeup, switch, copy out"},
+		detail: [2]string{"接收线程被调度回来，把数据拷出内核", "the reader is scheduled in and copies out"}},
 }
 
 var rdmaSteps = []pathStep{
