@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -234,5 +235,42 @@ func TestDisplayName(t *testing.T) {
 	}
 	if err := db.SetDisplayName(ctx, "not-an-id", "x"); err == nil {
 		t.Fatal("invalid learner id accepted")
+	}
+}
+
+// An unknown username must cost the same bcrypt work as a wrong password,
+// or response times would tell which usernames exist. Measured as a ratio of
+// medians in the same run (interleaved), not as a time limit: skipping the
+// dummy comparison makes unknown users ~20-100x faster and fails this test.
+func TestAuthenticateTimingSimilar(t *testing.T) {
+	old := PasswordCost
+	PasswordCost = 5
+	t.Cleanup(func() { PasswordCost = old })
+	ctx := context.Background()
+	db := openInstructorsDB(t)
+	if _, err := db.CreateInstructor(ctx, "ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	measure := func(user string) time.Duration {
+		start := time.Now()
+		if _, err := db.Authenticate(ctx, user, "wrong password!"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	measure("nobody") // build the dummy hash outside the measurement
+	var unknown, wrong []time.Duration
+	for range 11 {
+		unknown = append(unknown, measure("nobody"))
+		wrong = append(wrong, measure("ada"))
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	ratio := float64(median(unknown)) / float64(median(wrong))
+	t.Logf("median unknown user %v, wrong password %v, ratio %.2f", median(unknown), median(wrong), ratio)
+	if ratio < 0.5 || ratio > 2 {
+		t.Fatalf("unknown user / wrong password time ratio %.2f, want within 0.5–2", ratio)
 	}
 }
