@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
@@ -24,18 +23,28 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
-	port, err := os.OpenFile(args[0], os.O_RDWR, 0)
+	// Init starts us early and links PORT once the guest is set up.
+	port, err := vm.WaitPort(ctx, args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1
 	}
 	defer port.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
+		return 1
+	}
+	runner := &vm.SpareRunner{Argv: []string{exe, "agent"}}
+	defer runner.Close()
 	srv := &vm.GuestServer{
-		Run:       (&sandbox.HostBackend{}).Exec,
+		Run:       runner.Run,
 		Lab:       vm.GuestLab,
 		Hello:     vm.GuestHello(),
 		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects
 	}
+	// The first run's agent starts now, while the host sees the hello.
+	go runner.Prepare()
 	if err := srv.Serve(ctx, port); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1

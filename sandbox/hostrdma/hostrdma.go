@@ -8,7 +8,6 @@ package hostrdma
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,13 +30,13 @@ const maxGIDScan = 16
 func Devices() ([]sandbox.Device, error) {
 	names := rdmamap.GetRdmaDeviceList()
 	sort.Strings(names)
-	netdevs := netdevsByDevice()
 	devs := make([]sandbox.Device, 0, len(names))
 	for _, name := range names {
-		d := sandbox.Device{Name: name, Netdev: netdevs[name], GIDIndex: -1}
+		d := sandbox.Device{Name: name, GIDIndex: -1}
 		if idx, gid, ok := IPv4GID(name); ok {
 			d.GID, d.GIDIndex = gid, idx
 		}
+		d.Netdev = netdevOf(name, max(d.GIDIndex, 0))
 		stats, err := rdmamap.GetRdmaSysfsHwStats(name, 1)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("hw_counters of %s: %w", name, err)
@@ -56,22 +55,16 @@ func Devices() ([]sandbox.Device, error) {
 	return devs, nil
 }
 
-// netdevsByDevice maps RDMA device → network interface, asking rdmamap for
-// every interface of this network namespace.
-func netdevsByDevice() map[string]string {
-	m := map[string]string{}
-	ifs, err := net.Interfaces()
+// netdevOf reads which network interface GID index idx of port 1 of dev
+// belongs to. (rdmamap's netdev lookup scans every entry of the GID table,
+// 1024 sysfs files per device for rxe: seconds under TCG.)
+func netdevOf(dev string, idx int) string {
+	b, err := os.ReadFile(filepath.Join(rdmamap.RdmaClassDir, dev, rdmamap.RdmaPortsdir, "1",
+		rdmamap.RdmaGidAttrDir, rdmamap.RdmaGidAttrNdevDir, strconv.Itoa(idx)))
 	if err != nil {
-		return m
+		return ""
 	}
-	for _, i := range ifs {
-		if dev, err := rdmamap.GetRdmaDeviceForNetdevice(i.Name); err == nil && dev != "" {
-			if _, dup := m[dev]; !dup {
-				m[dev] = i.Name
-			}
-		}
-	}
-	return m
+	return strings.TrimSpace(string(b))
 }
 
 // IPv4GID finds the first IPv4-mapped GID (::ffff:a.b.c.d) of port 1 of dev:

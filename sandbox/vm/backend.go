@@ -155,7 +155,8 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	if lab.State != StateReady || g == nil {
 		return lab
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Generous: a guest under TCG on a busy host can take seconds to answer.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	gl, err := g.Lab(ctx)
 	if err != nil {

@@ -31,8 +31,18 @@ const setupErrFile = "/run/rdmalab-setup-error"
 // serial console (labserver vm shell).
 const shellParam = "rdmalab.shell=1"
 
+// PortLink is where init links the agent's virtio-serial port once the
+// guest is set up (the path udev would create). The agent waits for it, so
+// it can start while init still loads modules: its Go start-up, seconds
+// under TCG, overlaps with the setup instead of following it.
+const PortLink = "/dev/virtio-ports/" + PortName
+
+// initMSFile carries init's duration to the agent's hello.
+const initMSFile = "/run/rdmalab-init-ms"
+
 // GuestInit prepares the guest and then supervises the agent forever. It
 // only returns on a fatal error, after which the caller powers off.
+// agentArgv is the agent's command line; PortLink is appended.
 func GuestInit(agentArgv []string) error {
 	start := time.Now()
 	say := func(format string, a ...any) {
@@ -46,10 +56,13 @@ func GuestInit(agentArgv []string) error {
 	_ = unix.Sethostname([]byte("rdmalab-guest"))
 	say("init at uptime %s", uptime())
 
-	var setupErr error
-	if err := loadModules(); err != nil {
-		setupErr = err
+	argv := append(append([]string{}, agentArgv...), PortLink)
+	agent, err := spawn(argv, false)
+	if err != nil {
+		return fmt.Errorf("start agent: %w", err)
 	}
+
+	setupErr := loadModules()
 	say("modules loaded at uptime %s", uptime())
 	if setupErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -66,13 +79,14 @@ func GuestInit(agentArgv []string) error {
 	if err != nil {
 		return err
 	}
-	os.Setenv("RDMALAB_INIT_MS", fmt.Sprint(time.Since(start).Milliseconds()))
-	argv := append(append([]string{}, agentArgv...), port)
-	agent, err := spawn(argv, false)
-	if err != nil {
-		return fmt.Errorf("start agent: %w", err)
+	_ = os.WriteFile(initMSFile, []byte(fmt.Sprint(time.Since(start).Milliseconds())), 0o644)
+	if err := os.MkdirAll(filepath.Dir(PortLink), 0o755); err != nil {
+		return err
 	}
-	say("agent %d serving %s at uptime %s", agent, port, uptime())
+	if err := os.Symlink(port, PortLink); err != nil {
+		return fmt.Errorf("link agent port: %w", err)
+	}
+	say("agent %d serves %s at uptime %s", agent, port, uptime())
 
 	shell := 0
 	if cmdline, _ := os.ReadFile("/proc/cmdline"); strings.Contains(string(cmdline), shellParam) {
@@ -250,17 +264,32 @@ func uptime() string {
 	return f[0] + "s"
 }
 
+// WaitPort waits until init has linked the agent port (the guest is set
+// up) and opens it.
+func WaitPort(ctx context.Context, path string) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // GuestHello is the agent's hello inside the guest: kernel, uptime, the
-// init's setup error if any.
+// init's setup error if any. Call it after WaitPort.
 func GuestHello() Hello {
 	h := Hello{}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		h.Uptime = float64(si.Uptime)
 	}
 	if b, err := os.ReadFile("/proc/uptime"); err == nil {
 		fmt.Sscanf(string(b), "%f", &h.Uptime)
@@ -268,7 +297,9 @@ func GuestHello() Hello {
 	if b, err := os.ReadFile(setupErrFile); err == nil {
 		h.SetupErr = strings.TrimSpace(string(b))
 	}
-	fmt.Sscanf(os.Getenv("RDMALAB_INIT_MS"), "%d", &h.InitMS)
+	if b, err := os.ReadFile(initMSFile); err == nil {
+		fmt.Sscanf(string(b), "%d", &h.InitMS)
+	}
 	return h
 }
 
