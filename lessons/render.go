@@ -257,15 +257,9 @@ func (r *pageRenderer) directive(p piece) {
 	r.body = append(r.body, seg)
 }
 
-// finish gives each ::checkpoint the lesson's questions not placed by ::quiz
-// and lists the page's questions in order of appearance.
+// finish gives each ::checkpoint every question of the lesson and lists
+// the page's questions in order of first appearance.
 func (r *pageRenderer) finish() {
-	placed := map[string]bool{}
-	for _, s := range r.body {
-		if s.Kind == SegQuiz {
-			placed[s.ID] = true
-		}
-	}
 	seen := map[string]bool{}
 	add := func(id string) {
 		if !seen[id] {
@@ -279,14 +273,12 @@ func (r *pageRenderer) finish() {
 		case SegQuiz:
 			add(s.ID)
 		case SegCheckpoint:
+			// The checkpoint is the lesson's whole question set: questions
+			// placed in the text with ::quiz appear there and again here,
+			// so the end of the lesson works as a self-test.
 			for _, q := range r.lesson.Quiz.Questions {
-				if !placed[q.ID] {
-					s.Questions = append(s.Questions, q.ID)
-					add(q.ID)
-				}
-			}
-			if len(s.Questions) == 0 {
-				r.warnAt(s.Line, "::checkpoint shows nothing: every question of %s/quiz.yaml is already placed with ::quiz", r.lesson.Slug)
+				s.Questions = append(s.Questions, q.ID)
+				add(q.ID)
 			}
 		}
 	}
