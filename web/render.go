@@ -50,9 +50,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 
 // chrome is the layout data for a page in the request's language.
 func (s *Server) chrome(r *http.Request, title string) views.Chrome {
-	lang := langOf(r)
+	return s.chromeFor(langOf(r), r.URL.EscapedPath(), title)
+}
+
+// chromeFor is the layout data for the page at path (already escaped) in lang.
+func (s *Server) chromeFor(lang, path, title string) views.Chrome {
 	links := make([]views.LangLink, len(langNames))
-	path := r.URL.EscapedPath()
 	for i, l := range langNames {
 		links[i] = views.LangLink{Code: l.Code, Label: l.Label, Href: path + "?lang=" + l.Code, Current: l.Code == lang}
 	}

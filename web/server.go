@@ -30,6 +30,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	handler http.Handler
+
+	skeletons skeletonCache // lesson pages, rendered once per content load
 }
 
 // New checks cfg and builds the router.

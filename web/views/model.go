@@ -71,17 +71,16 @@ type Home struct {
 }
 
 // Lesson is a lesson page. Body holds one component per body segment,
-// already chosen by the web layer (HTML, diagrams, widgets, quiz forms).
+// already chosen by the web layer (HTML, diagrams, widgets, quiz forms);
+// Complete is the learner's completion box (CompleteBox).
 type Lesson struct {
 	Chrome
-	Slug           string
-	Page           *lessons.Page
-	Prereqs        []Link
-	Prev, Next     *Link
-	Body           []templ.Component
-	Opened         bool
-	Completed      bool
-	CompleteAction string // URL of the mark-complete form
+	Slug       string
+	Page       *lessons.Page
+	Prereqs    []Link
+	Prev, Next *Link
+	Body       []templ.Component
+	Complete   templ.Component
 }
 
 // ErrorPage is the 404 and 500 page.

@@ -1,0 +1,186 @@
+package web
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/store"
+)
+
+// The lesson page handler is measured against the cheapest possible way to
+// serve the same response: http.ServeContent of the exact bytes the handler
+// produced. `make bench` prints the throughput ratio (target ≥ 0.7).
+//
+// Both sides run in-process against a discarding ResponseWriter, so the
+// figure is handler cost, not network cost. Requests carry a returning
+// learner's cookie (the common case). The full production middleware stack
+// (request id, slog logging, recovery, gzip middleware, learner, language)
+// is included; requests send no Accept-Encoding, so neither side compresses.
+// The Gzip pair compresses on both sides.
+
+const benchSlug = "01-why-rdma"
+
+type benchSetup struct {
+	handler http.Handler
+	cookie  *http.Cookie
+}
+
+func newBench(b *testing.B) benchSetup {
+	b.Helper()
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	srv, err := New(Config{
+		Course: func() *lessons.Course { return course },
+		Store:  db,
+		// Real formatting work, like production; only the sink differs.
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchSetup{handler: srv.Handler(), cookie: &http.Cookie{Name: learnerCookie, Value: store.NewLearnerID()}}
+}
+
+func (s benchSetup) request(gzip bool) *http.Request {
+	r := httptest.NewRequest("GET", "/lessons/"+benchSlug, nil)
+	r.AddCookie(s.cookie)
+	r.Header.Set("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8")
+	if gzip {
+		r.Header.Set("Accept-Encoding", "gzip")
+	}
+	return r
+}
+
+// discardWriter is a ResponseWriter that keeps only what the benchmark checks.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(s int)   { w.status = s }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+func (w *discardWriter) reset() {
+	clear(w.h)
+	w.status, w.n = 0, 0
+}
+
+// body runs the handler once (which also records the first visit) and
+// returns the identity body it produced.
+func (s benchSetup) body(b *testing.B) []byte {
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, s.request(false))
+	rec = httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, s.request(false))
+	if rec.Code != 200 || rec.Body.Len() < 10_000 {
+		b.Fatalf("lesson page: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	return rec.Body.Bytes()
+}
+
+func benchHandler(b *testing.B, gzip bool) {
+	s := newBench(b)
+	want := len(s.body(b))
+	w := &discardWriter{h: http.Header{}}
+	r := s.request(gzip)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.reset()
+		s.handler.ServeHTTP(w, r)
+	}
+	b.StopTimer()
+	if w.status != 200 || (!gzip && w.n != want) || (gzip && w.h.Get("Content-Encoding") != "gzip") {
+		b.Fatalf("last response: %d, %d bytes (want %d), encoding %q", w.status, w.n, want, w.h.Get("Content-Encoding"))
+	}
+	b.SetBytes(int64(want))
+}
+
+func benchServeContent(b *testing.B, gzip bool) {
+	s := newBench(b)
+	body := s.body(b)
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	})
+	if gzip {
+		h = middleware.Compress(5, "text/html")(h)
+	}
+	w := &discardWriter{h: http.Header{}}
+	r := s.request(gzip)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.reset()
+		h.ServeHTTP(w, r)
+	}
+	b.StopTimer()
+	if w.status != 200 || (!gzip && w.n != len(body)) || (gzip && w.h.Get("Content-Encoding") != "gzip") {
+		b.Fatalf("last response: %d, %d bytes (want %d)", w.status, w.n, len(body))
+	}
+	b.SetBytes(int64(len(body)))
+}
+
+func BenchmarkLessonPage(b *testing.B)                { benchHandler(b, false) }
+func BenchmarkServeContentSameBytes(b *testing.B)     { benchServeContent(b, false) }
+func BenchmarkLessonPageGzip(b *testing.B)            { benchHandler(b, true) }
+func BenchmarkServeContentSameBytesGzip(b *testing.B) { benchServeContent(b, true) }
+
+// BenchmarkLessonPageVsServeContent alternates the two sides request by
+// request, so load from other processes hits both alike, and reports
+// their throughput ratio (handler ÷ ServeContent; target ≥ 0.7) as the
+// "ratio" metric. `make bench` prints it.
+func BenchmarkLessonPageVsServeContent(b *testing.B) {
+	s := newBench(b)
+	body := s.body(b)
+	base := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	})
+	w := &discardWriter{h: http.Header{}}
+	r := s.request(false)
+	var handlerTime, baseTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.reset()
+		t0 := time.Now()
+		s.handler.ServeHTTP(w, r)
+		t1 := time.Now()
+		if w.n != len(body) {
+			b.Fatalf("handler wrote %d bytes, want %d", w.n, len(body))
+		}
+		w.reset()
+		base.ServeHTTP(w, r)
+		t2 := time.Now()
+		handlerTime += t1.Sub(t0)
+		baseTime += t2.Sub(t1)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(baseTime)/float64(handlerTime), "ratio")
+	b.ReportMetric(float64(handlerTime.Nanoseconds())/float64(b.N), "handler-ns/op")
+	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "servecontent-ns/op")
+}

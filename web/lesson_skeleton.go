@@ -1,0 +1,170 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/a-h/templ"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// skeleton is a lesson page rendered once per content load and language,
+// cut at its holes: the page is chunks[0] hole[0] chunks[1] … hole[n-1]
+// chunks[n].
+type skeleton struct {
+	chunks [][]byte
+	holes  []skeletonHole
+}
+
+// skeletonHole says what fills a hole: body segment index, or -1 for the
+// completion box.
+type skeletonHole struct{ segment int }
+
+// holeMarker opens the marker written where hole N goes while the skeleton
+// is built: "\x00hole N\x00". NUL never occurs in rendered pages (goldmark
+// and templ replace it), so a marker cannot collide with content.
+const holeMarker = "\x00hole "
+
+// buildSkeleton renders the lesson with markers in its holes and cuts it.
+func (s *Server) buildSkeleton(c *lessons.Course, l *lessons.Lesson, lang string) (*skeleton, error) {
+	var placed []skeletonHole
+	v := s.lessonView(c, l, lang, func(segment int) templ.Component {
+		n := len(placed)
+		placed = append(placed, skeletonHole{segment: segment})
+		return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s%d\x00", holeMarker, n)
+			return err
+		})
+	})
+	var buf bytes.Buffer
+	if err := views.LessonView(v).Render(context.Background(), &buf); err != nil {
+		return nil, fmt.Errorf("render lesson %s (%s): %w", l.Slug, lang, err)
+	}
+	sk, err := cutSkeleton(buf.Bytes(), placed)
+	if err != nil {
+		return nil, fmt.Errorf("render lesson %s (%s): %w", l.Slug, lang, err)
+	}
+	return sk, nil
+}
+
+// cutSkeleton splits a page rendered with hole markers. Holes come out in
+// page order, whatever order the view model placed them in; each placed
+// hole must appear exactly once.
+func cutSkeleton(page []byte, placed []skeletonHole) (*skeleton, error) {
+	sk := &skeleton{}
+	seen := make([]bool, len(placed))
+	for {
+		i := bytes.Index(page, []byte(holeMarker))
+		if i < 0 {
+			break
+		}
+		rest := page[i+len(holeMarker):]
+		j := bytes.IndexByte(rest, 0)
+		if j < 0 {
+			return nil, fmt.Errorf("unterminated hole marker")
+		}
+		n, err := strconv.Atoi(string(rest[:j]))
+		if err != nil || n < 0 || n >= len(placed) || seen[n] {
+			return nil, fmt.Errorf("bad or repeated hole marker %q", rest[:j])
+		}
+		seen[n] = true
+		sk.chunks = append(sk.chunks, page[:i])
+		sk.holes = append(sk.holes, placed[n])
+		page = rest[j+1:]
+	}
+	sk.chunks = append(sk.chunks, page)
+	if len(sk.holes) != len(placed) {
+		return nil, fmt.Errorf("%d holes placed, %d rendered (a component dropped one)", len(placed), len(sk.holes))
+	}
+	return sk, nil
+}
+
+// skeletonCache holds the skeletons of one content load; a new load (a
+// different *Course) starts it afresh, so a reload never serves old pages.
+type skeletonCache struct {
+	mu     sync.Mutex
+	course *lessons.Course
+	m      map[skeletonKey]*skeleton
+}
+
+type skeletonKey struct{ slug, lang string }
+
+func (sc *skeletonCache) get(c *lessons.Course, l *lessons.Lesson, lang string,
+	build func(*lessons.Course, *lessons.Lesson, string) (*skeleton, error)) (*skeleton, error) {
+	key := skeletonKey{l.Slug, lang}
+	sc.mu.Lock()
+	if sc.course == c {
+		if sk := sc.m[key]; sk != nil {
+			sc.mu.Unlock()
+			return sk, nil
+		}
+	}
+	sc.mu.Unlock()
+	sk, err := build(c, l, lang)
+	if err != nil {
+		return nil, err
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.course != c {
+		sc.course, sc.m = c, map[skeletonKey]*skeleton{}
+	}
+	sc.m[key] = sk
+	return sk, nil
+}
+
+// renderSkeleton writes the page: the holes are rendered first (into one
+// pooled buffer), so a failing component still yields a clean 500 and the
+// response carries a Content-Length; the static chunks are written straight
+// from the skeleton without copying.
+func (s *Server) renderSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *skeleton, holes []templ.Component) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuf {
+			bufPool.Put(buf)
+		}
+	}()
+	var ends [16]int
+	end := ends[:0]
+	for _, h := range holes {
+		if err := h.Render(r.Context(), buf); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		end = append(end, buf.Len())
+	}
+	size := buf.Len()
+	for _, c := range sk.chunks {
+		size += len(c)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(size))
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Vary", "Cookie, Accept-Language")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	filled := buf.Bytes()
+	start := 0
+	for i, c := range sk.chunks {
+		if _, err := w.Write(c); err != nil {
+			return // the client went away
+		}
+		if i < len(end) {
+			if _, err := w.Write(filled[start:end[i]]); err != nil {
+				return
+			}
+			start = end[i]
+		}
+	}
+}
