@@ -10,7 +10,11 @@ APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-d
 # Tests also drive a real headless browser.
 APT_TEST := $(APT_RUN) chromium
 
-.PHONY: all build run test lint bench fuzz deps-run deps-test generate clean
+.PHONY: all build run test lint bench fuzz load deps-run deps-test generate clean
+
+# Fuzz time per target: short in `make test`, long in `make fuzz`.
+FUZZTIME_TEST ?= 5s
+FUZZTIME      ?= 60s
 
 all: build
 
@@ -32,6 +36,7 @@ run: deps-run build
 
 test: deps-test build
 	$(GO) test -race -count=1 -timeout 40m ./...
+	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME_TEST)
 
 lint: generate
 	@git diff --exit-code -- '*_templ.go' || { echo "generated templ files are out of date: run make generate and commit"; exit 1; }
@@ -42,7 +47,7 @@ bench: deps-test build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 fuzz:
-	@echo "make fuzz: added with the fuzz targets"
+	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME)
 
 clean:
 	rm -rf bin
