@@ -504,3 +504,22 @@ func TestValidAnchor(t *testing.T) {
 
 // byID is a selector for the element with id, which may hold '/' and ':'.
 func byID(id string) string { return `[id="` + id + `"]` }
+
+// quiz.css and quiz.js are loaded exactly once on a page with questions.
+func TestQuizAssetsOnce(t *testing.T) {
+	env := newEnv(t, quizCourse(t))
+	d := env.doc(env.client(), "/lessons/01-quiz", 200)
+	if n := d.Find(`script[src*="js/quiz.js"]`).Length(); n != 1 {
+		t.Errorf("%d quiz.js scripts", n)
+	}
+	if n := d.Find(`link[href*="css/quiz.css"]`).Length(); n != 1 {
+		t.Errorf("%d quiz.css links", n)
+	}
+	for _, asset := range []string{"js/quiz.js", "css/quiz.css"} {
+		res := env.get(env.client(), "/static/"+asset)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s: status %d", asset, res.StatusCode)
+		}
+	}
+}

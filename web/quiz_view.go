@@ -35,6 +35,14 @@ type quizPage struct {
 	status   map[string]store.QuestionStatus // the learner's records, loaded once per page
 	loaded   bool
 	placedAt map[string]int // ::quiz placements so far, for unique DOM ids
+	assets   bool           // quiz.css/quiz.js already placed on the page
+}
+
+// takeAssets is true for the first quiz component of the page only.
+func (qp *quizPage) takeAssets() bool {
+	first := !qp.assets
+	qp.assets = true
+	return first
 }
 
 // quizShown is what one question shows instead of an empty form.
@@ -124,7 +132,9 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if n := qp.placedAt[q.ID]; n > 1 {
 		dom += "~" + strconv.Itoa(n)
 	}
-	return views.QuizQuestionView(questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, qp.status[q.ID], qp.Shown))
+	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, qp.status[q.ID], qp.Shown)
+	v.Assets = qp.takeAssets()
+	return views.QuizQuestionView(v)
 }
 
 // checkpointSegment renders ::checkpoint: every question of the lesson's
@@ -138,7 +148,7 @@ func (s *Server) checkpointSegment(lr *lessonRequest) templ.Component {
 	if err != nil {
 		return failing(err)
 	}
-	v := views.Quiz{T: lr.T}
+	v := views.Quiz{T: lr.T, Assets: qp.takeAssets()}
 	for i, q := range lr.Lesson.Quiz.Questions {
 		st := qp.status[q.ID]
 		if st.Best != nil {

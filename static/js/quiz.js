@@ -5,6 +5,9 @@
 // so both paths show the same thing and no answer ever lives in the page.
 (function () {
   "use strict";
+  // Loaded once per page, but be safe: a second copy must not submit twice.
+  if (window.rdmalabQuiz) return;
+  window.rdmalabQuiz = true;
 
   function answerOf(form, type) {
     var values = new FormData(form).getAll("answer").map(String);
