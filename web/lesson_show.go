@@ -43,6 +43,12 @@ type lessonRequest struct {
 }
 
 // serveLesson renders the lesson page for st.Slug, or the 404 page.
+//
+// Everything that is the same for every learner (layout, head, objectives,
+// TOC, pre-rendered body HTML, references, pager) comes from the page's
+// skeleton, built once per content load; per request only the holes are
+// rendered: directive segments (quiz forms, experiment widgets) and the
+// learner's completion box.
 func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonState) {
 	c := s.course()
 	l := c.Lesson(st.Slug)
@@ -67,15 +73,36 @@ func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonSt
 		s.internalError(w, r, err)
 		return
 	}
-	pr, opened := progress[l.Slug]
+	sk, err := s.skeletons.get(c, l, lang, s.buildSkeleton)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: page, State: st}
+	holes := make([]templ.Component, len(sk.holes))
+	for i, h := range sk.holes {
+		if h.segment < 0 {
+			holes[i] = views.CompleteBox(lr.T, progress[l.Slug].Completed(), lessonHref(l.Slug)+"/complete")
+		} else {
+			holes[i] = s.segment(lr, page.Body[h.segment])
+		}
+	}
+	status := st.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.renderSkeleton(w, r, status, sk, holes)
+}
 
+// lessonView is the learner-independent view of a lesson page. Per-request
+// parts are left to holes: body segments that are not plain HTML, and the
+// completion box. Add only what is the same for every learner here.
+func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, hole func(segment int) templ.Component) views.Lesson {
+	page := l.Page(lang)
 	v := views.Lesson{
-		Chrome:         s.chrome(r, page.Title),
-		Slug:           l.Slug,
-		Page:           page,
-		Opened:         opened,
-		Completed:      pr.Completed(),
-		CompleteAction: lessonHref(l.Slug) + "/complete",
+		Chrome: s.chromeFor(lang, lessonHref(l.Slug), page.Title),
+		Slug:   l.Slug,
+		Page:   page,
 	}
 	for _, slug := range page.Prerequisites {
 		v.Prereqs = append(v.Prereqs, lessonLink(c, slug, lang))
@@ -89,16 +116,17 @@ func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonSt
 		link := lessonLink(c, next.Slug, lang)
 		v.Next = &link
 	}
-	lr := &lessonRequest{r: r, Lang: lang, T: v.T, Learner: learner, Course: c, Lesson: l, Page: page, State: st}
 	v.Body = make([]templ.Component, len(page.Body))
 	for i, seg := range page.Body {
-		v.Body[i] = s.segment(lr, seg)
+		switch seg.Kind {
+		case lessons.SegHTML, lessons.SegDiagram:
+			v.Body[i] = templ.Raw(seg.HTML) // trusted: rendered by lessons from the course's own files
+		default:
+			v.Body[i] = hole(i)
+		}
 	}
-	status := st.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	s.render(w, r, status, views.LessonView(v))
+	v.Complete = hole(-1)
+	return v
 }
 
 // lessonLink links to the lesson with slug, titled in lang. An unknown slug
