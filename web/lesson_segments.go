@@ -16,7 +16,7 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 		// Trusted: rendered by lessons from the course's own Markdown/SVG.
 		return templ.Raw(seg.HTML)
 	case lessons.SegExperiment:
-		return views.Placeholder(string(seg.Kind), seg.ID, trf(lr.Lang, "placeholder.experiment", seg.ID))
+		return s.experimentSegment(lr, seg)
 	case lessons.SegQuiz:
 		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:

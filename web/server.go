@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -23,6 +24,14 @@ type Config struct {
 	Logger *slog.Logger // nil discards
 	// NoCompress turns gzip off (benchmarks compare like with like).
 	NoCompress bool
+
+	// The sandbox (run_*.go, experiment_*.go): the experiment registry, the
+	// runner that queues runs, and the hub that stores and streams their
+	// events (the runner's Sink). Nil Runner or Runs: the experiment API
+	// answers 503 and widgets say experiments are off.
+	Experiments *sandbox.Registry
+	Runner      Runner
+	Runs        *RunHub
 }
 
 // Server serves the lab. It is safe for concurrent use.

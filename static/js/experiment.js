@@ -1,0 +1,347 @@
+// rdmalab experiment widget: submits a run, follows its Server-Sent Events
+// and draws them — status and queue position, the backend, phases, live
+// uPlot charts (one per unit), tables, the verdict, errors with errno, log
+// lines. The run page uses the same code to replay a stored run.
+// Without JavaScript the widget's form posts to /runs instead.
+(function () {
+  "use strict";
+  if (window.rdmalabExperiments) return; // loaded once per page
+  window.rdmalabExperiments = true;
+
+  var MAX_LOG = 500;
+  var COLORS = ["#2f6fde", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
+
+  function h(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) if (attrs[k] != null) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text;
+    return e;
+  }
+
+  // fmt replaces each %d / %s in order.
+  function fmt(s) {
+    var args = Array.prototype.slice.call(arguments, 1), i = 0;
+    return String(s).replace(/%[ds]/g, function () { return String(args[i++]); });
+  }
+
+  function Widget(root) {
+    this.root = root;
+    this.lang = root.dataset.lang || "zh";
+    try { this.s = JSON.parse(root.dataset.strings || "{}"); } catch (e) { this.s = {}; }
+    this.exp = root.dataset.experiment;
+    this.form = root.querySelector(".exp-form");
+    this.out = root.querySelector(".exp-out");
+    this.runBtn = root.querySelector('[data-action="run"]');
+    this.cancelBtn = root.querySelector('[data-action="cancel"]');
+    this.replay = root.querySelector(".exp-replay");
+    this.es = null;
+    this.runID = null;
+    this.key = "rdmalab.run." + this.exp;
+    this.bind();
+  }
+
+  Widget.prototype.t = function (k) { return this.s[k] || k; };
+  Widget.prototype.text = function (ev) {
+    return (ev.messages && ev.messages[this.lang]) || ev.message || "";
+  };
+
+  Widget.prototype.bind = function () {
+    var w = this;
+    if (this.form) {
+      this.form.querySelectorAll("[data-preset]").forEach(function (b) {
+        b.addEventListener("click", function (e) {
+          e.preventDefault(); // with JS a preset fills the form; Run runs it
+          w.fill(JSON.parse(b.dataset.preset));
+          w.form.querySelectorAll("[data-preset]").forEach(function (x) { x.classList.toggle("active", x === b); });
+        });
+      });
+      this.form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        w.submit();
+      });
+      if (this.cancelBtn) this.cancelBtn.addEventListener("click", function () { w.cancel(); });
+    }
+    if (this.root.dataset.run) { // the run page: replay, then follow live
+      this.attach(this.root.dataset.run);
+      return;
+    }
+    var last = null;
+    try { last = localStorage.getItem(this.key); } catch (e) { /* private mode */ }
+    if (last) { // came back while a run was still going: follow it again
+      fetch("/api/runs/" + encodeURIComponent(last), { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (run) {
+          if (run && run.mine && (run.status === "queued" || run.status === "running")) w.attach(run.id);
+        })
+        .catch(function () {});
+    }
+  };
+
+  Widget.prototype.fill = function (values) {
+    for (var name in values) {
+      var f = this.form.elements[name];
+      if (f) f.value = String(values[name]);
+    }
+  };
+
+  Widget.prototype.params = function () {
+    var p = {};
+    this.form.querySelectorAll(".exp-params [name]").forEach(function (f) {
+      var kind = f.dataset.kind;
+      if (kind === "int" || kind === "bytes") p[f.name] = Number(f.value);
+      else if (kind === "bool") p[f.name] = f.value === "true";
+      else p[f.name] = f.value;
+    });
+    return p;
+  };
+
+  Widget.prototype.submit = function () {
+    var w = this;
+    if (!this.form.reportValidity()) return;
+    this.runBtn.disabled = true;
+    fetch("/api/runs", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ experiment: this.exp, params: this.params() })
+    }).then(function (r) {
+      return r.json().then(function (body) { return { ok: r.ok, body: body }; });
+    }).then(function (res) {
+      if (!res.ok) {
+        w.reset();
+        w.errorBox(res.body.error ? res.body.error.message : "error", "");
+        w.runBtn.disabled = false;
+        return;
+      }
+      try { localStorage.setItem(w.key, res.body.id); } catch (e) { /* ignore */ }
+      w.attach(res.body.id);
+    }).catch(function (err) {
+      w.reset();
+      w.errorBox(String(err), "");
+      w.runBtn.disabled = false;
+    });
+  };
+
+  Widget.prototype.cancel = function () {
+    if (!this.runID) return;
+    this.cancelBtn.disabled = true;
+    fetch("/api/runs/" + encodeURIComponent(this.runID) + "/cancel", { method: "POST", credentials: "same-origin" });
+  };
+
+  // reset empties the output area and the run's drawing state.
+  Widget.prototype.reset = function () {
+    if (this.es) { this.es.close(); this.es = null; }
+    for (var u in (this.charts || {})) if (this.charts[u].plot) this.charts[u].plot.destroy();
+    this.out.innerHTML = "";
+    this.out.hidden = false;
+    this.charts = {};
+    this.logCount = 0;
+    this.status = h("p", { "class": "exp-status", "data-testid": "run-status" });
+    this.conn = h("p", { "class": "exp-conn", hidden: "" }, this.t("run.connection"));
+    this.backend = h("p", { "class": "exp-backend", "data-testid": "run-backend", hidden: "" });
+    this.phases = h("ol", { "class": "exp-phases", "aria-label": this.t("run.phases") });
+    this.chartBox = h("div", { "class": "exp-charts", "aria-label": this.t("run.charts") });
+    this.tables = h("div", { "class": "exp-tables" });
+    this.errors = h("div", { "class": "exp-errors" });
+    this.verdict = h("div", { "class": "exp-verdict", "data-testid": "run-verdict", hidden: "" });
+    this.log = h("details", { "class": "exp-log", open: "" });
+    this.log.appendChild(h("summary", null, this.t("run.log")));
+    this.logList = h("ol");
+    this.log.appendChild(this.logList);
+    [this.status, this.conn, this.backend, this.phases, this.chartBox, this.tables, this.errors, this.verdict, this.log]
+      .forEach(function (e) { this.out.appendChild(e); }, this);
+  };
+
+  Widget.prototype.attach = function (id) {
+    var w = this;
+    this.reset();
+    this.runID = id;
+    this.out.dataset.run = id;
+    if (this.form) {
+      this.runBtn.disabled = true;
+      this.cancelBtn.hidden = false;
+      this.cancelBtn.disabled = false;
+      this.replay.hidden = false;
+      this.replay.href = "/runs/" + encodeURIComponent(id);
+    }
+    var es = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
+    this.es = es;
+    es.onmessage = function (m) {
+      w.conn.hidden = true;
+      var ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      w.handle(ev);
+    };
+    es.addEventListener("end", function () { es.close(); w.finished(); });
+    es.onerror = function () {
+      // EventSource reconnects by itself with Last-Event-ID.
+      if (es.readyState !== EventSource.CLOSED) w.conn.hidden = false;
+    };
+  };
+
+  Widget.prototype.finished = function () {
+    this.es = null;
+    this.root.dataset.final = "true";
+    if (this.form) {
+      this.runBtn.disabled = false;
+      this.cancelBtn.hidden = true;
+    }
+    try { if (localStorage.getItem(this.key) === this.runID) localStorage.removeItem(this.key); } catch (e) { /* ignore */ }
+  };
+
+  Widget.prototype.handle = function (ev) {
+    this.out.dataset.lastSeq = ev.seq;
+    switch (ev.type) {
+      case "status": return this.onStatus(ev);
+      case "phase": return this.onPhase(ev);
+      case "log": return this.onLog(ev.level || "info", this.text(ev));
+      case "metric": return this.onMetric(ev);
+      case "table": return this.onTable(ev.table);
+      case "result": return this.onResult(ev);
+      case "error": return this.errorBox(this.text(ev), ev.call, ev.errno_name, ev.errno);
+    }
+  };
+
+  Widget.prototype.onStatus = function (ev) {
+    var st = ev.status;
+    this.out.dataset.status = st;
+    this.status.className = "exp-status status-" + st;
+    this.status.textContent = "";
+    this.status.appendChild(h("strong", null, this.t("run.status." + st)));
+    if (st === "queued" && ev.position > 0) {
+      this.status.appendChild(h("span", { "class": "exp-position", "data-testid": "run-position" },
+        fmt(this.t("run.position"), ev.position - 1, ev.position)));
+    }
+    if (ev.message && st !== "done" && st !== "queued" && st !== "running") {
+      this.status.appendChild(h("span", { "class": "exp-final" }, ev.message));
+    }
+    if (ev.backend) {
+      this.backend.hidden = false;
+      this.backend.dataset.backend = ev.backend;
+      this.backend.textContent = "";
+      this.backend.appendChild(h("strong", null, this.t("run.backend") + ": " + ev.backend + ". "));
+      var note = this.s["run.backend." + ev.backend];
+      if (note) this.backend.appendChild(document.createTextNode(note));
+    }
+    if (st !== "queued" && st !== "running") {
+      this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
+      this.log.open = false;
+    }
+  };
+
+  Widget.prototype.onPhase = function (ev) {
+    this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
+    this.phases.appendChild(h("li", { "class": "current", "data-phase": ev.name }, this.text(ev) || ev.name));
+  };
+
+  Widget.prototype.onLog = function (level, text) {
+    if (this.logCount++ >= MAX_LOG) return;
+    this.logList.appendChild(h("li", { "class": "log-" + level }, text));
+    this.log.querySelector("summary").textContent = this.t("run.log") + " (" + this.logCount + ")";
+  };
+
+  Widget.prototype.onTable = function (tb) {
+    if (!tb) return;
+    var t = h("table", { "class": "exp-table", "data-testid": "run-table" });
+    if (tb.title) t.appendChild(h("caption", null, tb.title));
+    var tr = h("tr");
+    (tb.columns || []).forEach(function (c) { tr.appendChild(h("th", { scope: "col" }, c)); });
+    t.appendChild(h("thead")).appendChild(tr);
+    var body = h("tbody");
+    (tb.rows || []).forEach(function (row) {
+      var r = h("tr");
+      row.forEach(function (c) { r.appendChild(h("td", null, c)); });
+      body.appendChild(r);
+    });
+    t.appendChild(body);
+    this.tables.appendChild(t);
+  };
+
+  Widget.prototype.onResult = function (ev) {
+    var ok = ev.ok !== false;
+    this.verdict.hidden = false;
+    this.verdict.className = "exp-verdict " + (ok ? "ok" : "not-ok");
+    this.verdict.textContent = "";
+    this.verdict.appendChild(h("strong", null, this.t("run.verdict")));
+    this.verdict.appendChild(h("p", null, this.text(ev)));
+  };
+
+  Widget.prototype.errorBox = function (message, call, errnoName, errno) {
+    var box = h("div", { "class": "exp-error", role: "alert", "data-testid": "run-error" });
+    var head = h("p");
+    head.appendChild(h("strong", null, this.t("run.error")));
+    if (call) head.appendChild(h("code", null, call));
+    if (errnoName) head.appendChild(h("code", { "class": "errno" }, errnoName + (errno ? " (" + errno + ")" : "")));
+    box.appendChild(head);
+    box.appendChild(h("p", null, message));
+    (this.errors || this.out).appendChild(box);
+  };
+
+  // Charts: one uPlot per unit, one line per series. Points are kept by x so
+  // series with different sample times still line up.
+  Widget.prototype.onMetric = function (ev) {
+    var unit = ev.unit || "";
+    var c = this.charts[unit];
+    if (!c) {
+      c = this.charts[unit] = { unit: unit, series: [], labels: {}, points: {}, xs: {}, box: h("div", { "class": "exp-chart", "data-unit": unit }) };
+      this.chartBox.appendChild(c.box);
+    }
+    if (!(ev.series in c.points)) {
+      c.series.push(ev.series);
+      c.points[ev.series] = {};
+      c.labels[ev.series] = (ev.messages && ev.messages[this.lang]) || ev.series;
+      if (c.plot) { c.plot.destroy(); c.plot = null; }
+    }
+    c.points[ev.series][ev.x] = ev.y;
+    c.xs[ev.x] = true;
+    this.schedule(c);
+  };
+
+  Widget.prototype.schedule = function (c) {
+    if (c.pending) return;
+    c.pending = true;
+    var w = this;
+    (window.requestAnimationFrame || setTimeout)(function () { c.pending = false; w.draw(c); });
+  };
+
+  Widget.prototype.draw = function (c) {
+    if (typeof window.uPlot !== "function") return; // the library did not load: the tables still tell
+    var xs = Object.keys(c.xs).map(Number).sort(function (a, b) { return a - b; });
+    var data = [xs];
+    c.series.forEach(function (s) {
+      var p = c.points[s];
+      data.push(xs.map(function (x) { return x in p ? p[x] : null; }));
+    });
+    if (!c.plot) {
+      var width = Math.max(280, c.box.clientWidth || this.out.clientWidth || 600);
+      var series = [{ label: "s" }];
+      c.series.forEach(function (s, i) {
+        series.push({ label: c.labels[s] + (c.unit ? " (" + c.unit + ")" : ""), stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true });
+      });
+      c.plot = new window.uPlot({
+        width: width,
+        height: 220,
+        scales: { x: { time: false } },
+        axes: [{ label: "s" }, { label: c.unit, size: 60 }],
+        series: series
+      }, data, c.box);
+      c.box._plot = c.plot;
+      return;
+    }
+    c.plot.setData(data);
+  };
+
+  window.addEventListener("resize", function () {
+    document.querySelectorAll(".exp-chart").forEach(function (box) {
+      if (box._plot) box._plot.setSize({ width: box.clientWidth, height: 220 });
+    });
+  });
+
+  function init() {
+    document.querySelectorAll(".experiment[data-experiment]").forEach(function (root) {
+      if (root.querySelector(".exp-out")) root.rdmalab = new Widget(root);
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,120 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// maxRunBody bounds a run request: an experiment id and a few params.
+const maxRunBody = 64 << 10
+
+// runRequest is the body of POST /api/runs.
+type runRequest struct {
+	Experiment string         `json:"experiment"`
+	Params     map[string]any `json:"params"`
+}
+
+// runCreated is the answer to POST /api/runs.
+type runCreated struct {
+	ID       string         `json:"id"`
+	Status   sandbox.Status `json:"status"`
+	Position int            `json:"position"`
+}
+
+// runCreate is POST /api/runs: validate, queue, and answer 201 with the
+// run's id, status and queue position. The run goes on whether or not
+// anyone watches it.
+func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
+	if !s.sandboxOn() {
+		s.writeError(w, r, errSandboxOff)
+		return
+	}
+	var req runRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxRunBody))
+	if err := dec.Decode(&req); err != nil {
+		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: `the body must be JSON {"experiment": "...", "params": {...}}`, Err: err})
+		return
+	}
+	info, err := s.cfg.Runner.Submit(learnerID(r), req.Experiment, req.Params)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrBusy) {
+			w.Header().Set("Retry-After", "60")
+		}
+		s.writeError(w, r, submitError(r, err))
+		return
+	}
+	w.Header().Set("Location", "/api/runs/"+info.ID)
+	writeJSON(w, http.StatusCreated, runCreated{ID: info.ID, Status: info.Status, Position: info.Position})
+}
+
+// runCreateForm is POST /runs, the widget without JavaScript: the form's
+// fields (or a preset button) become the params, and the learner lands on
+// the run page, which refreshes until the run ends.
+func (s *Server) runCreateForm(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		s.errorPage(w, r, http.StatusForbidden)
+		return
+	}
+	if !s.sandboxOn() {
+		s.refused(w, r, errSandboxOff)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.refused(w, r, &Error{Code: CodeBadRequest, Message: "unreadable form", Err: err})
+		return
+	}
+	id := r.PostForm.Get("experiment")
+	exp := s.cfg.Experiments.Get(id)
+	if exp == nil {
+		s.refused(w, r, submitError(r, sandbox.ErrUnknownExperiment))
+		return
+	}
+	raw := formParams(exp, r.PostForm)
+	info, err := s.cfg.Runner.Submit(learnerID(r), exp.ID, raw)
+	if err != nil {
+		s.refused(w, r, submitError(r, err))
+		return
+	}
+	http.Redirect(w, r, runHref(info.ID), http.StatusSeeOther)
+}
+
+// formParams reads an experiment's params from a form: a pressed preset
+// button wins; otherwise each param's field, when present.
+func formParams(exp *sandbox.Experiment, form url.Values) map[string]any {
+	if pid := form.Get("preset"); pid != "" {
+		for _, p := range exp.Presets {
+			if p.ID == pid {
+				return p.Values
+			}
+		}
+	}
+	raw := map[string]any{}
+	for _, p := range exp.Params {
+		if v, ok := form[p.Name]; ok && len(v) > 0 && v[0] != "" {
+			raw[p.Name] = v[0]
+		}
+	}
+	return raw
+}
+
+// refused shows why a form-posted run did not start.
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		s.internalError(w, r, err)
+		return
+	}
+	t := tr(langOf(r))
+	s.render(w, r, e.Code.Status(), views.ErrorView(views.ErrorPage{
+		Chrome: s.chrome(r, t("run.refused")), Status: e.Code.Status(), Heading: t("run.refused"), Message: e.Message,
+	}))
+}
+
+// runHref is the replay page of a run.
+func runHref(id string) string { return "/runs/" + url.PathEscape(id) }

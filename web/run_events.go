@@ -1,0 +1,91 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/store"
+)
+
+// runEvents is GET /api/runs/{id}/events: the run's events as Server-Sent
+// Events — the stored ones after Last-Event-ID first, then live ones as the
+// runner emits them — ending with `event: end` after the final status.
+// A finished run replays and ends at once.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	hub := s.cfg.Runs
+	if hub == nil {
+		s.writeError(w, r, errSandboxOff)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrRunNotFound) {
+			s.writeError(w, r, Errorf(CodeNotFound, "no run with id "+id))
+			return
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	after := lastEventID(r)
+
+	// Subscribe before reading the backlog: an event stored in between is
+	// then both in the backlog and on the channel, and the seq check below
+	// drops the copy. The other order could lose it.
+	sub := hub.subscribe(id)
+	defer hub.unsubscribe(id, sub)
+
+	backlog, err := s.cfg.Store.RunEvents(r.Context(), id, after, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sse := newSSEWriter(w)
+	_ = sse.retry(2 * time.Second)
+	sent := after
+	for _, ev := range backlog {
+		if err := sse.event(ev); err != nil {
+			return
+		}
+		sent = ev.Seq
+		if isFinalStatus(ev) {
+			_ = sse.named("end", `{}`)
+			return
+		}
+	}
+	if err := sse.comment("live"); err != nil {
+		return
+	}
+
+	beat := time.NewTicker(hub.heartbeat())
+	defer beat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return // the learner closed the tab; the run goes on
+		case <-beat.C:
+			if err := sse.comment("ping"); err != nil {
+				return
+			}
+		case ev, ok := <-sub.ch:
+			if !ok {
+				// Dropped for being slow: end this response; the browser
+				// reconnects with Last-Event-ID and resumes from the store.
+				return
+			}
+			if ev.Seq <= sent {
+				continue
+			}
+			if err := sse.event(ev); err != nil {
+				return
+			}
+			sent = ev.Seq
+			if isFinalStatus(ev) {
+				_ = sse.named("end", `{}`)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// maxHistory is how many runs the history page lists.
+const maxHistory = 100
+
+// runList is GET /runs: the learner's runs, newest first, each linking to
+// its replay page.
+func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
+	runs, err := s.cfg.Store.LearnerRuns(r.Context(), learnerID(r), maxHistory)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	lang := langOf(r)
+	t := tr(lang)
+	v := views.RunList{Chrome: s.chrome(r, t("run.history"))}
+	for _, run := range runs {
+		title := run.Experiment
+		if s.cfg.Experiments != nil {
+			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
+				title = text(e.Title, lang)
+			}
+		}
+		row := views.RunRow{
+			Href: runHref(run.ID), When: run.CreatedAt.Local().Format("2006-01-02 15:04"), Experiment: title,
+			Status: string(run.Status), StatusLabel: t("run.status." + string(run.Status)), Backend: run.Backend,
+		}
+		if run.Result != nil {
+			row.Verdict = clipText(localized(*run.Result, lang), 160)
+		} else if run.Error != "" {
+			row.Verdict = clipText(run.Error, 160)
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	s.render(w, r, http.StatusOK, views.RunListView(v))
+}
+
+// clipText shortens s to about n characters on a rune boundary.
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

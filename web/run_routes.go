@@ -1,0 +1,17 @@
+package web
+
+import "github.com/go-chi/chi/v5"
+
+// runRoutes are the experiment and run URLs (docs/architecture.md, "HTTP
+// interface"). They need a learner and a language, like the pages.
+func (s *Server) runRoutes(r chi.Router) {
+	r.Get("/api/experiments", s.experimentList)
+	r.Post("/api/runs", s.runCreate)
+	r.Get("/api/runs/{id}", s.runShow)
+	r.Get("/api/runs/{id}/events", s.runEvents)
+	r.Post("/api/runs/{id}/cancel", s.runCancel)
+	r.Get("/runs", s.runList)
+	r.Post("/runs", s.runCreateForm)
+	r.Get("/runs/{id}", s.runPage)
+	r.Post("/runs/{id}/cancel", s.runCancelForm)
+}

@@ -1,0 +1,195 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/store"
+)
+
+// DefaultHeartbeat is how often an idle event stream gets a comment, so
+// proxies and browsers keep the connection open.
+const DefaultHeartbeat = 15 * time.Second
+
+// subscriberBuffer bounds the events waiting for one slow watcher. Beyond
+// it the watcher is dropped; its browser reconnects with Last-Event-ID and
+// catches up from the store, so a slow client never slows a run.
+const subscriberBuffer = 256
+
+// RunHub is the sandbox.Sink of the web layer: every run event is stored
+// first, then fanned out to the live event streams watching that run, so a
+// replay shows exactly what was streamed.
+type RunHub struct {
+	db  *store.DB
+	log *slog.Logger
+	// Heartbeat is the idle interval of event streams (DefaultHeartbeat when 0).
+	Heartbeat time.Duration
+
+	mu   sync.Mutex
+	subs map[string]map[*subscription]struct{}
+}
+
+// subscription is one live event stream of one run. ch is closed when the
+// hub drops it (too slow) or it unsubscribes.
+type subscription struct {
+	ch     chan sandbox.Event
+	closed bool
+}
+
+// NewRunHub returns a hub storing into db. Pass it as the runner's Sink
+// and as Config.Runs.
+func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}}
+}
+
+// RunCreated implements sandbox.RunRecorder: the run row exists before its
+// first event.
+func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return h.db.CreateRun(ctx, info)
+}
+
+// RunEvent implements sandbox.Sink.
+func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := h.db.AppendRunEvent(ctx, runID, ev)
+	cancel()
+	if err != nil {
+		// Live watchers still get it; the replay will miss it, and the log says so.
+		h.log.Error("store run event", "run", runID, "seq", ev.Seq, "type", ev.Type, "err", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs[runID] {
+		select {
+		case sub.ch <- ev:
+		default:
+			h.dropLocked(runID, sub)
+		}
+	}
+}
+
+// subscribe starts receiving a run's events as they are stored.
+func (h *RunHub) subscribe(runID string) *subscription {
+	sub := &subscription{ch: make(chan sandbox.Event, subscriberBuffer)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[runID] == nil {
+		h.subs[runID] = map[*subscription]struct{}{}
+	}
+	h.subs[runID][sub] = struct{}{}
+	return sub
+}
+
+func (h *RunHub) unsubscribe(runID string, sub *subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropLocked(runID, sub)
+}
+
+func (h *RunHub) dropLocked(runID string, sub *subscription) {
+	if sub.closed {
+		return
+	}
+	sub.closed = true
+	close(sub.ch)
+	delete(h.subs[runID], sub)
+	if len(h.subs[runID]) == 0 {
+		delete(h.subs, runID)
+	}
+}
+
+// watchers is the number of live streams of a run (tests, metrics).
+func (h *RunHub) watchers(runID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs[runID])
+}
+
+func (h *RunHub) heartbeat() time.Duration {
+	if h.Heartbeat > 0 {
+		return h.Heartbeat
+	}
+	return DefaultHeartbeat
+}
+
+// isFinalStatus reports whether ev ends a run's stream.
+func isFinalStatus(ev sandbox.Event) bool {
+	return ev.Type == sandbox.EvStatus && ev.Status.Final()
+}
+
+// sseWriter writes Server-Sent Events, flushing each one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	return s
+}
+
+// event writes one run event: `id:` is its seq, so a reconnecting
+// EventSource sends Last-Event-ID and resumes after it.
+func (s *sseWriter) event(ev sandbox.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %d: %w", ev.Seq, err)
+	}
+	if _, err := fmt.Fprintf(s.w, "id: %d\ndata: %s\n\n", ev.Seq, b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// named writes an event of another type (end) with a small JSON body.
+func (s *sseWriter) named(name string, data string) error {
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// comment writes a heartbeat that EventSource ignores.
+func (s *sseWriter) comment(text string) error {
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// retry tells the browser how soon to reconnect after a dropped stream.
+func (s *sseWriter) retry(d time.Duration) error {
+	_, err := fmt.Fprintf(s.w, "retry: %d\n\n", d.Milliseconds())
+	return err
+}
+
+// lastEventID is where a stream resumes: the Last-Event-ID header of a
+// reconnecting EventSource, else ?after= (a page that already rendered
+// some events), else the start.
+func lastEventID(r *http.Request) int64 {
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return 0
+}
