@@ -19,6 +19,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver check [DIR]         validate a course folder (default: the built-in course)
        labserver agent               run one experiment request (used by the sandbox)
        labserver vm ...              build and manage the Soft-RoCE guest
+       labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
 
 serve flags (environment fallbacks in brackets):
   --addr ADDR      listen address [LAB_ADDR] (default 127.0.0.1:8080)
