@@ -105,6 +105,12 @@ func checkList(q *Question, ids []string) (Answer, error) {
 	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		if id == "" { // an unset select or checkbox value, not an option name
+			if q.Type == Order {
+				return Answer{}, answerErr(q, AnswerIncomplete, "", "choose a step for every position")
+			}
+			return Answer{}, answerErr(q, AnswerMissing, "", "empty option id")
+		}
 		if q.option(id) == nil {
 			return Answer{}, answerErr(q, AnswerUnknownOption, id, fmt.Sprintf("unknown option %q", truncate(id, 40)))
 		}

@@ -182,6 +182,8 @@ func TestDecodeAnswer(t *testing.T) {
 		{"steps", `["first","second","fourth"]`, Answer{}, AnswerUnknownOption},
 		{"steps", `[]`, Answer{}, AnswerIncomplete},
 		{"steps", `"first"`, Answer{}, AnswerWrongType},
+		{"steps", `["first","","third"]`, Answer{}, AnswerIncomplete},
+		{"pick-many", `["a",""]`, Answer{}, AnswerMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.q+" "+tt.raw, func(t *testing.T) {
