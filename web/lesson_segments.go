@@ -12,9 +12,11 @@ import (
 // and sandbox features replace the placeholders below with their components.
 func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component {
 	switch seg.Kind {
-	case lessons.SegHTML, lessons.SegDiagram:
+	case lessons.SegHTML:
 		// Trusted: rendered by lessons from the course's own Markdown/SVG.
 		return templ.Raw(seg.HTML)
+	case lessons.SegDiagram:
+		return s.diagramSegment(lr, seg) // lesson_visuals.go
 	case lessons.SegExperiment:
 		return s.experimentSegment(lr, seg)
 	case lessons.SegQuiz:

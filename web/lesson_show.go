@@ -119,8 +119,10 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 	v.Body = make([]templ.Component, len(page.Body))
 	for i, seg := range page.Body {
 		switch seg.Kind {
-		case lessons.SegHTML, lessons.SegDiagram:
+		case lessons.SegHTML:
 			v.Body[i] = templ.Raw(seg.HTML) // trusted: rendered by lessons from the course's own files
+		case lessons.SegDiagram:
+			v.Body[i] = s.diagramSkeleton(lang, seg, func() templ.Component { return hole(i) }) // lesson_visuals.go
 		default:
 			v.Body[i] = hole(i)
 		}
