@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
+	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 )
 
 func init() {
@@ -21,6 +22,7 @@ func init() {
 func experimentRegistry() *sandbox.Registry {
 	reg := sandbox.NewRegistry()
 	hostexp.Register(reg)
+	rdmaexp.Register(reg)
 	return reg
 }
 

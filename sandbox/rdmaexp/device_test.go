@@ -1,6 +1,7 @@
 package rdmaexp
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -81,13 +82,17 @@ func TestRKeyStatuses(t *testing.T) {
 	needDevices(t)
 	rec := runExp(t, "rkey", map[string]any{"case": "all"})
 	r := rec.result(t)
-	want := map[string]verbs.WCStatus{"correct": verbs.WCSuccess, "wrong-rkey": verbs.WCRemAccessErr,
-		"out-of-bounds": verbs.WCRemAccessErr, "no-remote-write": verbs.WCRemAccessErr, "other-pd": verbs.WCLocProtErr}
+	want := map[string][]verbs.WCStatus{"correct": {verbs.WCSuccess}, "wrong-rkey": {verbs.WCRemAccessErr},
+		"out-of-bounds": {verbs.WCRemAccessErr}, "no-remote-write": {verbs.WCRemAccessErr},
+		"other-pd": {verbs.WCLocProtErr, verbs.WCLocQPOpErr}} // rxe says "local QP operation error"
 	for k, v := range want {
-		if got := verbs.WCStatus(r.Figures[k]); got != v {
+		if got := verbs.WCStatus(r.Figures[k]); !slices.Contains(v, got) {
 			rec.dump(t)
-			t.Errorf("%s: %s, want %s", k, got, v)
+			t.Errorf("%s: %s, want %v", k, got, v)
 		}
+	}
+	if r.OK == nil || !*r.OK {
+		t.Errorf("rkey verdict not ok: %s", r.Message)
 	}
 }
 
@@ -129,4 +134,48 @@ func TestPingpongEventMode(t *testing.T) {
 			t.Fatalf("%s event: %v", tr, f)
 		}
 	}
+}
+
+// TestResourcesReturnToStart runs every experiment many times (20, or 2
+// with -short) and checks that the kernel's RDMA resource counts (what
+// `rdma resource` prints: PDs, CQs, QPs, MRs, contexts) are back where they
+// started — on success paths and on the failures the experiments provoke.
+func TestResourcesReturnToStart(t *testing.T) {
+	needDevices(t)
+	rounds := 20
+	if testing.Short() {
+		rounds = 2
+	}
+	before, err := verbs.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		id  string
+		raw map[string]any
+	}{
+		{"reg-mr", map[string]any{"size": 256 << 10, "limit": "65536", "ipc_lock": "drop"}},
+		{"write-silent", map[string]any{"mode": "write", "messages": 20, "size": 1024, "seconds": 1}},
+		{"write-silent", map[string]any{"mode": "no-recv", "messages": 1, "size": 64, "seconds": 1}},
+		{"pingpong", map[string]any{"transport": "send", "mode": "event", "iterations": 10, "max_size": 16}},
+		{"rkey", map[string]any{"case": "all"}},
+		{"qp-states", map[string]any{"mistakes": true}},
+	}
+	for i := 0; i < rounds; i++ {
+		for _, r := range runs {
+			runExp(t, r.id, r.raw)
+		}
+	}
+	after, err := verbs.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dev, counts := range before {
+		for k, v := range counts {
+			if after[dev][k] != v {
+				t.Errorf("%s %s: %d before %d rounds, %d after", dev, k, v, rounds, after[dev][k])
+			}
+		}
+	}
+	t.Logf("rdma resource after %d rounds of %d runs: %v", rounds, len(runs), after)
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -182,10 +181,8 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		logf(emit, "%s: min %.1f µs median %.1f µs, p99 %.1f µs, CPU per round trip: client %.1f µs, server %.1f µs",
 			human(int64(size)), us(st.Min), us(st.Median), us(st.P99), us(st.ClientCPU), us(st.ServerCPU))
 	}
-	if end.r != nil {
-		if err := end.reapSends(0); err != nil {
-			return verbsError(emit, err)
-		}
+	if err := end.goodbye(false); err != nil {
+		return err
 	}
 	if err := srv.wait(); err != nil {
 		return err
@@ -353,7 +350,28 @@ func (e *ppEnd) handshake(server bool) error {
 	return nil
 }
 
-var spinYield, _ = strconv.Atoi(os.Getenv("RDMALAB_SPIN_YIELD"))
+// goodbye keeps the server's QP alive until the client has every reply:
+// the last replies may be unsignaled, so only the client knows they landed.
+func (e *ppEnd) goodbye(server bool) error {
+	if e.r != nil {
+		if err := e.reapSends(0); err != nil {
+			return err
+		}
+	}
+	_ = e.conn.SetDeadline(time.Now().Add(20 * time.Second))
+	defer e.conn.SetDeadline(time.Time{})
+	b := []byte{'b'}
+	var err error
+	if server {
+		_, err = io.ReadFull(e.conn, b)
+	} else {
+		_, err = e.conn.Write(b)
+	}
+	if err != nil {
+		return fmt.Errorf("pingpong: closing handshake: %w", err)
+	}
+	return nil
+}
 
 func marker(k int) byte { return byte(k%255) + 1 }
 
@@ -389,7 +407,13 @@ func (e *ppEnd) send(k, size int) error {
 	}
 	buf := e.r.buf.Bytes()
 	buf[e.max+size-1] = marker(k)
-	wr := verbs.SendWR{ID: uint64(k), Flags: verbs.SendSignaled, MR: e.r.mr, Offset: e.max, Length: size}
+	// Signal one WRITE/SEND in 16, as perftest does: every completion costs
+	// a poll, and an unsignaled request is retired by the next signaled one.
+	signaled := k%16 == 15
+	wr := verbs.SendWR{ID: uint64(k), MR: e.r.mr, Offset: e.max, Length: size}
+	if signaled {
+		wr.Flags = verbs.SendSignaled
+	}
 	if size <= e.r.qp.Caps().MaxInline {
 		wr.Flags |= verbs.SendInline
 	}
@@ -404,18 +428,18 @@ func (e *ppEnd) send(k, size int) error {
 	if err := e.r.qp.PostSend(wr); err != nil {
 		return err
 	}
-	e.outstanding++
-	if e.outstanding >= 48 {
-		return e.reapSends(16)
+	if !signaled {
+		return nil
 	}
-	return e.reapSends(-1)
+	e.outstanding++
+	return e.reapSends(1) // at most 2 × 16 requests in flight: the send queue never fills
 }
 
 // reapSends takes send completions off the CQ until at most limit are
 // outstanding; limit -1 polls once without waiting.
 func (e *ppEnd) reapSends(limit int) error {
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		n, err := e.r.sendCQ.Poll(e.wcs)
 		if err != nil {
 			return err
@@ -432,6 +456,7 @@ func (e *ppEnd) reapSends(limit int) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("send completions: %w", errCompletionTimeout)
 		}
+		relax(i)
 	}
 }
 
@@ -457,9 +482,7 @@ func (e *ppEnd) await(ctx context.Context, k, size int) error {
 		shift := uint(off&3) * 8
 		deadline := time.Now().Add(10 * time.Second)
 		for i := 0; (e.r.buf.Load32(off)>>shift)&0xff != want; i++ {
-			if spinYield > 0 && i%spinYield == spinYield-1 {
-				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			}
+			relax(i)
 			if i&0xffff == 0xffff {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -541,10 +564,8 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
-	if e.r != nil { // the last replies must complete before the QP goes away
-		if err := e.reapSends(0); err != nil {
-			return h.fail(err)
-		}
+	if err := e.goodbye(true); err != nil {
+		return h.fail(err)
 	}
 	return nil
 }

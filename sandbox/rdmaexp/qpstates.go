@@ -66,13 +66,36 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	if err != nil {
 		return err
 	}
+	// Posts in a wrong state go to a scratch twin of the QP, destroyed
+	// before the real QP sends: Soft-RoCE's provider returns EINVAL for them
+	// but has already queued the request, which would run at RTS.
+	var scratch *rc
+	if mistakes {
+		if scratch, err = openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7}); err != nil {
+			return verbsError(emit, err)
+		}
+		defer scratch.Close()
+		note(emit, "info", say("Wrong-state posts are made on a scratch twin of this QP, walked alongside it and destroyed before the real QP sends: Soft-RoCE refuses them with EINVAL but has already queued them, and they would run once the QP reached RTS.",
+			"错误状态下的投递在这个 QP 的一个“替身”上进行，它与真 QP 同步推进，并在真 QP 发送前销毁：Soft-RoCE 会以 EINVAL 拒绝这些投递，但已把请求放进队列，等 QP 到达 RTS 时它们就会被执行。"))
+	}
 	var steps []qpStep
 	refused := 0 // mistakes the device refused
 	tried := 0
 	state := func() verbs.QPState { s, _ := qp.qp.State(); return s }
-	send := func(id uint64) error {
-		copy(qp.buf.Bytes(), "hello from a QP in RTS")
-		return qp.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: qp.mr, Length: 22})
+	sendOn := func(r *rc, id uint64) error {
+		copy(r.buf.Bytes(), "hello from a QP in RTS")
+		return r.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: r.mr, Length: 22})
+	}
+	send := func(id uint64) error { return sendOn(qp, id) }
+	scratchSend := func(to verbs.QPState) func() error {
+		return func() error {
+			if to != verbs.StateReset {
+				if err := scratch.qp.Modify(to, a); err != nil {
+					return fmt.Errorf("move the scratch QP to %s: %w", to, err)
+				}
+			}
+			return sendOn(scratch, 100+uint64(to))
+		}
 	}
 	tryMistake := func(step string, attrs string, f func() error, why sandbox.Text) {
 		tried++
@@ -110,7 +133,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	phase(emit, "reset", say("A new QP starts in RESET", "新建的 QP 处于 RESET 状态"))
 	steps = append(steps, qpStep{step: "ibv_create_qp", state: state(), attrs: "send_cq, recv_cq, qp_type RC, max_send_wr 8, max_recv_wr 8", result: fmt.Sprintf("QPN 0x%x", qp.qp.Num())})
 	if mistakes {
-		tryMistake("post SEND in RESET", "", func() error { return send(100) },
+		tryMistake("post SEND in RESET", "", scratchSend(verbs.StateReset),
 			say("A QP in RESET has no peer and no queues that run.", "RESET 状态的 QP 没有对端，队列也不工作。"))
 	}
 	initAttrs := fmt.Sprintf("port_num %d, pkey_index %d, qp_access_flags %s", a.Port, a.PKeyIndex, a.AccessFlags)
@@ -118,7 +141,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	if mistakes {
-		tryMistake("post SEND in INIT", "", func() error { return send(101) },
+		tryMistake("post SEND in INIT", "", scratchSend(verbs.StateInit),
 			say("INIT may receive work requests for the receive queue, but nothing can be sent yet: there is no peer address.", "INIT 状态可以往接收队列投递请求，但还不能发送：还没有对端地址。"))
 		tryMistake("modify INIT → RTS (skipping RTR)", "sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic", func() error { return qp.qp.Modify(verbs.StateRTS, a) },
 			say("RTS is only reachable from RTR: the QP must first learn where its peer is.", "只有从 RTR 才能进入 RTS：QP 必须先知道对端在哪里。"))
@@ -129,7 +152,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	if mistakes {
-		tryMistake("post SEND in RTR", "", func() error { return send(102) },
+		tryMistake("post SEND in RTR", "", scratchSend(verbs.StateRTR),
 			say("RTR can receive, not send: the send queue's PSN, timeouts and retries are still unset.", "RTR 只能接收不能发送：发送队列的 PSN、超时和重试还没有设置。"))
 	}
 	rtsAttrs := fmt.Sprintf("sq_psn %d, timeout %d, retry_cnt %d, rnr_retry %d, max_rd_atomic %d", a.SQPSN, a.Timeout, a.RetryCnt, a.RNRRetry, a.MaxRdAtomic)
@@ -137,6 +160,11 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 
+	if scratch != nil {
+		if err := scratch.Close(); err != nil {
+			return verbsError(emit, err)
+		}
+	}
 	phase(emit, "send", say("Sending in RTS", "在 RTS 状态发送"))
 	if err := send(1); err != nil {
 		return verbsError(emit, err)

@@ -3,6 +3,8 @@ package rdmaexp
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -41,7 +43,7 @@ type rkeyCase struct {
 	targetAccess verbs.Access
 	otherPD      bool
 	mutate       func(wr *verbs.SendWR, target verbs.Endpoint)
-	want         verbs.WCStatus
+	want         []verbs.WCStatus // the first is the IB spec's; others are what Soft-RoCE says
 	why          sandbox.Text
 }
 
@@ -51,20 +53,21 @@ func rkeyCases() []rkeyCase {
 	rw := verbs.AccessLocalWrite | verbs.AccessRemoteWrite
 	return []rkeyCase{
 		{id: "correct", title: say("by the rules: right rkey, inside the MR, remote write granted", "守规矩：rkey 正确、在 MR 范围内、授予了远程写"),
-			targetAccess: rw, want: verbs.WCSuccess,
+			targetAccess: rw, want: []verbs.WCStatus{verbs.WCSuccess},
 			why: say("The target NIC checked rkey, range and access and wrote the bytes — without the target's CPU.", "目标网卡检查了 rkey、范围和权限后写入了数据——没有用到目标的 CPU。")},
 		{id: "wrong-rkey", title: say("wrong rkey", "错误的 rkey"), targetAccess: rw,
-			mutate: func(wr *verbs.SendWR, t verbs.Endpoint) { wr.RKey = t.RKey ^ 0x5a5a00 }, want: verbs.WCRemAccessErr,
+			mutate: func(wr *verbs.SendWR, t verbs.Endpoint) { wr.RKey = t.RKey ^ 0x5a5a00 }, want: []verbs.WCStatus{verbs.WCRemAccessErr},
 			why: say("The rkey names no MR the target registered: the target NIC refused the access (NAK), and the error came back to the sender's completion queue.", "这个 rkey 不对应目标注册过的任何 MR：目标网卡拒绝访问（NAK），错误回到了发送方的完成队列。")},
 		{id: "out-of-bounds", title: say("64 bytes starting 16 bytes before the MR's end", "从 MR 末尾前 16 字节开始写 64 字节"), targetAccess: rw,
-			mutate: func(wr *verbs.SendWR, t verbs.Endpoint) { wr.RemoteAddr = t.Addr + t.Len - 16; wr.Length = 64 }, want: verbs.WCRemAccessErr,
+			mutate: func(wr *verbs.SendWR, t verbs.Endpoint) { wr.RemoteAddr = t.Addr + t.Len - 16; wr.Length = 64 }, want: []verbs.WCStatus{verbs.WCRemAccessErr},
 			why: say("An rkey grants exactly [addr, addr+length) of the MR; one byte past it and the whole WRITE is refused.", "rkey 只授权 MR 的 [addr, addr+length)；越界一个字节，整个 WRITE 都会被拒绝。")},
 		{id: "no-remote-write", title: say("the target MR was registered without REMOTE_WRITE", "目标 MR 注册时没有 REMOTE_WRITE"), targetAccess: verbs.AccessLocalWrite,
-			want: verbs.WCRemAccessErr,
-			why: say("The rkey is right but the MR only allows local writes: access rights are part of the registration.", "rkey 没错，但这个 MR 只允许本地写：访问权限是注册时就定下的。")},
+			want: []verbs.WCStatus{verbs.WCRemAccessErr},
+			why:  say("The rkey is right but the MR only allows local writes: access rights are part of the registration.", "rkey 没错，但这个 MR 只允许本地写：访问权限是注册时就定下的。")},
 		{id: "other-pd", title: say("local buffer registered in another PD than the QP's", "本地缓冲区注册在与 QP 不同的 PD 里"), targetAccess: rw, otherPD: true,
-			want: verbs.WCLocProtErr,
-			why: say("A QP may only use MRs of its own protection domain: the sender's own NIC refused to read the buffer.", "QP 只能使用同一保护域中的 MR：发送方自己的网卡拒绝读取这块缓冲区。")},
+			want: []verbs.WCStatus{verbs.WCLocProtErr, verbs.WCLocQPOpErr},
+			why: say("A QP may only use MRs of its own protection domain: the sender's own NIC refused to read the buffer. The IB spec calls this a local protection error; Soft-RoCE reports a local QP operation error — either way the request never left.",
+				"QP 只能使用同一保护域中的 MR：发送方自己的网卡拒绝读取这块缓冲区。IB 规范称之为本地保护错误；Soft-RoCE 报告为本地 QP 操作错误——无论哪种，请求都没有发出。")},
 	}
 }
 
@@ -93,10 +96,14 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		} else {
 			note(emit, "info", c.why)
 		}
-		ok := wc.Status == c.want
+		ok := slices.Contains(c.want, wc.Status)
 		allOK = allOK && ok
 		figs[c.id] = float64(wc.Status)
-		t.Rows = append(t.Rows, []string{c.id, c.want.String(), wc.Status.String(), states[0].String(), states[1].String()})
+		want := make([]string, len(c.want))
+		for i, w := range c.want {
+			want[i] = w.String()
+		}
+		t.Rows = append(t.Rows, []string{c.id, strings.Join(want, " or "), wc.Status.String(), states[0].String(), states[1].String()})
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	v := say("The NIC enforced every rule on its own: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target's CPU was never asked.",
