@@ -59,7 +59,11 @@ func (s *Server) chromeFor(lang, path, title string) views.Chrome {
 	for i, l := range langNames {
 		links[i] = views.LangLink{Code: l.Code, Label: l.Label, Href: path + "?lang=" + l.Code, Current: l.Code == lang}
 	}
-	return views.Chrome{Lang: lang, T: tr(lang), Title: title, Langs: links}
+	c := views.Chrome{Lang: lang, T: tr(lang), Title: title, Langs: links}
+	if s.cfg.Live != nil {
+		c.Scripts = append(c.Scripts, "js/reload.js") // live reload of watched lessons
+	}
+	return c
 }
 
 // errorPage renders the 404/405/500 page in the learner's language.

@@ -14,6 +14,7 @@ func (s *Server) routes() http.Handler {
 	r.Use(middleware.RequestID)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
+	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
 	if !s.cfg.NoCompress {
 		// text/event-stream is deliberately absent: SSE must not be buffered.
 		r.Use(middleware.Compress(5, "text/html", "text/css", "text/plain", "text/javascript",
@@ -22,6 +23,7 @@ func (s *Server) routes() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Handle(staticPrefix+"*", s.staticHandler())
+	s.instructorRoutes(r) // /instructor/*, /api/reload, /me
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLearner)

@@ -32,6 +32,11 @@ type Config struct {
 	Experiments *sandbox.Registry
 	Runner      Runner
 	Runs        *RunHub
+
+	// Live is the watched course of `serve --lessons DIR` (nil otherwise):
+	// /api/reload streams its changes to open pages and its errors to
+	// instructors. Course should then be Live.Course.
+	Live *lessons.Live
 }
 
 // Server serves the lab. It is safe for concurrent use.

@@ -1,0 +1,325 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// Instructor sessions live server-side in SQLite; the cookie carries only a
+// random token whose hash is the row key. Policy (docs/authoring.md,
+// "Instructor accounts"):
+//   - no instructor cookie and no learner cookie (a fresh browser) → redirect
+//     to the login page;
+//   - a learner cookie but no instructor cookie (a learner who follows an
+//     instructor URL) → 403 with the login form and no class data, so an
+//     instructor who browsed the lessons first can still log in right there;
+//   - an instructor cookie that is forged or expired → cleared, redirect to
+//     the login page.
+
+const (
+	instructorCookie = "lab_instructor"
+	// SessionTTL is how long an instructor stays logged in.
+	SessionTTL = 12 * time.Hour
+	// Login rate limit: failed attempts within loginWindow, per client ip
+	// and username (reset by a success), and per ip across usernames.
+	loginWindow    = 15 * time.Minute
+	loginPairLimit = 5
+	loginIPLimit   = 20
+	// setupTokenTTL is the validity of the first-start setup link.
+	setupTokenTTL = 24 * time.Hour
+	// AdminUser is the account LAB_ADMIN_PASSWORD sets.
+	AdminUser = "admin"
+)
+
+// instructorKey holds the store.Instructor of an authenticated request.
+const instructorKey ctxKey = 100
+
+// secureRequest reports whether the client reached us over TLS, directly or
+// through a TLS-terminating proxy, so cookies get the Secure flag. A spoofed
+// header only makes the spoofer's own cookie stricter.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func setInstructorCookie(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     instructorCookie,
+		Value:    token,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   int(time.Until(expires) / time.Second),
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+		Secure:   secureRequest(r),
+	})
+}
+
+func clearInstructorCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: instructorCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
+	})
+}
+
+// clientIP is the peer address. X-Forwarded-For is not trusted: anyone could
+// send a fresh value with each guess and escape the rate limit; behind a
+// proxy all clients share the proxy's address and the per-user limit.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// sessionInstructor returns the instructor of the request's session cookie.
+// present tells whether the request carried an instructor cookie at all.
+func (s *Server) sessionInstructor(r *http.Request) (in store.Instructor, present bool, err error) {
+	c, cerr := r.Cookie(instructorCookie)
+	if cerr != nil {
+		return store.Instructor{}, false, store.ErrNoSession
+	}
+	in, err = s.cfg.Store.SessionInstructor(r.Context(), c.Value)
+	return in, true, err
+}
+
+// currentInstructor is the instructor set by requireInstructor.
+func currentInstructor(r *http.Request) (store.Instructor, bool) {
+	in, ok := r.Context().Value(instructorKey).(store.Instructor)
+	return in, ok
+}
+
+// requireInstructor guards instructor routes (see the policy above).
+func (s *Server) requireInstructor(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, present, err := s.sessionInstructor(r)
+		switch {
+		case err == nil:
+			w.Header().Set("Cache-Control", "no-store")
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), instructorKey, in)))
+		case !errors.Is(err, store.ErrNoSession):
+			s.internalError(w, r, err)
+		case present:
+			clearInstructorCookie(w, r)
+			http.Redirect(w, r, loginHref(r.URL.RequestURI(), "expired"), http.StatusSeeOther)
+		case hasLearnerCookie(r):
+			s.renderLogin(w, r, http.StatusForbidden, views.InstructorLogin{
+				Next: safeNext(r.URL.RequestURI()), Notice: tr(langOf(r))("instr.login.only"),
+			})
+		default:
+			http.Redirect(w, r, loginHref(r.URL.RequestURI(), ""), http.StatusSeeOther)
+		}
+	})
+}
+
+func hasLearnerCookie(r *http.Request) bool {
+	c, err := r.Cookie(learnerCookie)
+	return err == nil && store.ValidLearnerID(c.Value)
+}
+
+// loginHref is the login page that returns to next; why adds a notice.
+func loginHref(next, why string) string {
+	q := url.Values{}
+	if n := safeNext(next); n != "/instructor" {
+		q.Set("next", n)
+	}
+	if why != "" {
+		q.Set(why, "1")
+	}
+	if len(q) == 0 {
+		return "/instructor/login"
+	}
+	return "/instructor/login?" + q.Encode()
+}
+
+// safeNext keeps redirects after login inside the instructor area, so the
+// login form cannot be used to bounce someone to another site.
+func safeNext(next string) string {
+	if next == "/instructor" || strings.HasPrefix(next, "/instructor/") || strings.HasPrefix(next, "/instructor?") {
+		if !strings.Contains(next, "//") && !strings.Contains(next, `\`) &&
+			!strings.HasPrefix(next, "/instructor/login") && !strings.HasPrefix(next, "/instructor/logout") {
+			return next
+		}
+	}
+	return "/instructor"
+}
+
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, v views.InstructorLogin) {
+	t := tr(langOf(r))
+	v.Chrome = s.chrome(r, t("instr.login.title"))
+	v.Action = "/instructor/login"
+	if v.Next == "" {
+		v.Next = "/instructor"
+	}
+	if n, err := s.cfg.Store.InstructorCount(r.Context()); err == nil && n == 0 {
+		v.Setup = true
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, status, views.InstructorLoginView(v))
+}
+
+// instructorLoginForm is GET /instructor/login.
+func (s *Server) instructorLoginForm(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	next := safeNext(q.Get("next"))
+	if _, _, err := s.sessionInstructor(r); err == nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	t := tr(langOf(r))
+	v := views.InstructorLogin{Next: next}
+	switch {
+	case q.Has("expired"):
+		v.Notice = t("instr.login.expired")
+	case q.Has("bye"):
+		v.Notice = t("instr.login.bye")
+	}
+	s.renderLogin(w, r, http.StatusOK, v)
+}
+
+// instructorLogin is POST /instructor/login. Unknown user and wrong password
+// get the same message, status and bcrypt work; the rate limit answers
+// before any password is checked.
+func (s *Server) instructorLogin(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	lang := langOf(r)
+	user := strings.TrimSpace(r.PostFormValue("username"))
+	pw := r.PostFormValue("password")
+	next := safeNext(r.PostFormValue("next"))
+	ip := clientIP(r)
+	db := s.cfg.Store
+
+	pair, byIP, err := db.LoginFailures(ctx, ip, user, time.Now().Add(-loginWindow))
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if pair >= loginPairLimit || byIP >= loginIPLimit {
+		w.Header().Set("Retry-After", strconv.Itoa(int(loginWindow/time.Second)))
+		s.renderLogin(w, r, http.StatusTooManyRequests, views.InstructorLogin{
+			Username: user, Next: next, Error: trf(lang, "instr.login.limited", int(loginWindow/time.Minute)),
+		})
+		return
+	}
+	in, err := db.Authenticate(ctx, user, pw)
+	if errors.Is(err, store.ErrBadCredentials) {
+		if err := db.RecordLogin(ctx, ip, user, false); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		s.log.Warn("instructor login failed", "ip", ip, "user", user)
+		s.renderLogin(w, r, http.StatusUnauthorized, views.InstructorLogin{
+			Username: user, Next: next, Error: tr(lang)("instr.login.bad"),
+		})
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if err := db.RecordLogin(ctx, ip, user, true); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	s.startSession(w, r, in, next)
+}
+
+// startSession creates a session for in and redirects to next.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, in store.Instructor, next string) {
+	token, expires, err := s.cfg.Store.CreateSession(r.Context(), in.ID, SessionTTL)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	s.log.Info("instructor logged in", "user", in.Username, "ip", clientIP(r))
+	setInstructorCookie(w, r, token, expires)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// instructorLogout is POST /instructor/logout: the session row is deleted,
+// so the token is dead even if the cookie survives somewhere.
+func (s *Server) instructorLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(instructorCookie); err == nil {
+		if err := s.cfg.Store.DeleteSession(r.Context(), c.Value); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+	}
+	clearInstructorCookie(w, r)
+	http.Redirect(w, r, "/instructor/login?bye=1", http.StatusSeeOther)
+}
+
+// instructorSetupForm is GET /instructor/setup?token=…, the one-time link.
+func (s *Server) instructorSetupForm(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	ok, err := s.cfg.Store.SetupTokenValid(r.Context(), token)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusNotFound
+	}
+	s.renderSetup(w, r, status, views.InstructorSetup{Token: token, Invalid: !ok})
+}
+
+// instructorSetup is POST /instructor/setup: create the first account, log in.
+func (s *Server) instructorSetup(w http.ResponseWriter, r *http.Request) {
+	token := r.PostFormValue("token")
+	user := strings.TrimSpace(r.PostFormValue("username"))
+	in, err := s.cfg.Store.RedeemSetupToken(r.Context(), token, user, r.PostFormValue("password"))
+	var ve *store.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		s.renderSetup(w, r, http.StatusUnprocessableEntity, views.InstructorSetup{Token: token, Username: user, Error: ve.Message})
+		return
+	case errors.Is(err, store.ErrBadSetupToken):
+		s.renderSetup(w, r, http.StatusNotFound, views.InstructorSetup{Invalid: true})
+		return
+	case err != nil:
+		s.internalError(w, r, err)
+		return
+	}
+	s.log.Info("first instructor account created", "user", in.Username)
+	s.startSession(w, r, in, "/instructor")
+}
+
+func (s *Server) renderSetup(w http.ResponseWriter, r *http.Request, status int, v views.InstructorSetup) {
+	v.Chrome = s.chrome(r, tr(langOf(r))("instr.setup.title"))
+	v.Action = "/instructor/setup"
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, status, views.InstructorSetupView(v))
+}
+
+// SetupInstructors prepares instructor access at start-up. With
+// adminPassword it makes sure the account "admin" exists with that password
+// and returns "". Otherwise, while no instructor exists, it returns the path
+// of a new one-time setup link (valid 24 h) for the caller to print; a
+// restart prints a new link and the old one stops working.
+func SetupInstructors(ctx context.Context, db *store.DB, adminPassword string) (setupPath string, err error) {
+	if adminPassword != "" {
+		if _, err := db.SetInstructorPassword(ctx, AdminUser, adminPassword); err != nil {
+			return "", err
+		}
+		return "", nil
+	}
+	n, err := db.InstructorCount(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	token, err := db.CreateSetupToken(ctx, setupTokenTTL)
+	if err != nil {
+		return "", err
+	}
+	return "/instructor/setup?token=" + url.QueryEscape(token), nil
+}

@@ -1,0 +1,248 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// activeWindow: a learner with any activity this recent counts as active.
+const activeWindow = 15 * time.Minute
+
+// instructorDashboard is GET /instructor: who is active, progress per
+// lesson, per-question statistics (quiz.ComputeStats) and run outcomes.
+func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	lang := langOf(r)
+	t := tr(lang)
+	db := s.cfg.Store
+	in, _ := currentInstructor(r)
+	course := s.course()
+
+	learners, err := db.ClassLearners(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	counts, err := db.ClassLessonCounts(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	stored, err := db.AllAttempts(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	runs, err := db.ClassRunCounts(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+
+	v := views.Dashboard{
+		Chrome:       s.chrome(r, t("instr.dash.title")),
+		Instructor:   in.Username,
+		LogoutAction: "/instructor/logout",
+		Warnings:     len(course.Warnings),
+		ActiveWindow: trf(lang, "instr.window", int(activeWindow/time.Minute)),
+		Exports: []views.Link{
+			{Href: "/instructor/export/progress.csv", Title: t("instr.export.progress")},
+			{Href: "/instructor/export/attempts.csv", Title: t("instr.export.attempts")},
+			{Href: "/instructor/export/runs.csv", Title: t("instr.export.runs")},
+		},
+	}
+	if s.cfg.Live != nil {
+		for _, d := range s.cfg.Live.Snapshot().Errors {
+			v.CourseErrors = append(v.CourseErrors, d.String())
+		}
+	}
+
+	now := time.Now()
+	for _, l := range learners {
+		active := now.Sub(l.LastActive) <= activeWindow
+		if active {
+			v.Active++
+		}
+		v.Learners = append(v.Learners, views.DashLearner{
+			Name: l.DisplayName, Short: shortID(l.ID), LastActive: ago(lang, now.Sub(l.LastActive), l.LastActive),
+			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs,
+		})
+	}
+
+	attempts := quizAttempts(stored)
+	for _, l := range course.Lessons {
+		p := l.Page(lang)
+		c := counts[l.Slug]
+		dl := views.DashLesson{Slug: l.Slug, Title: p.Title, Href: lessonHref(l.Slug),
+			Opened: c.Opened, Completed: c.Completed, Learners: len(learners)}
+		if l.Quiz != nil {
+			stats := quiz.ComputeStats(l.Quiz.Questions, attempts)
+			for i, q := range l.Quiz.Questions {
+				dl.Questions = append(dl.Questions, dashQuestion(q, stats[i], attempts, lang))
+			}
+		}
+		v.Lessons = append(v.Lessons, dl)
+	}
+
+	for _, e := range runs {
+		de := views.DashExperiment{ID: e.Experiment, Title: e.Experiment, Total: e.Total, Learners: e.Learners}
+		if s.cfg.Experiments != nil {
+			if x := s.cfg.Experiments.Get(e.Experiment); x != nil {
+				de.Title = x.Title[lang]
+				if de.Title == "" {
+					de.Title = e.Experiment
+				}
+			}
+		}
+		for _, st := range runStatusOrder {
+			if n := e.ByStatus[string(st)]; n > 0 {
+				de.Statuses = append(de.Statuses, views.DashStatus{Status: string(st), Label: string(st), Count: n})
+			}
+		}
+		v.Experiments = append(v.Experiments, de)
+	}
+	s.render(w, r, http.StatusOK, views.DashboardView(v))
+}
+
+// runStatusOrder is the order outcomes are listed in.
+var runStatusOrder = []sandbox.Status{
+	sandbox.StatusDone, sandbox.StatusFailed, sandbox.StatusTimedOut, sandbox.StatusCancelled,
+	sandbox.StatusInterrupted, sandbox.StatusRunning, sandbox.StatusQueued,
+}
+
+// quizAttempts converts stored attempts for quiz.ComputeStats. Answers are
+// read by shape alone (quiz.StoredAnswer), so attempts at options an author
+// has since removed stay readable.
+func quizAttempts(stored []store.Attempt) []quiz.Attempt {
+	out := make([]quiz.Attempt, len(stored))
+	for i, a := range stored {
+		out[i] = quiz.Attempt{Learner: a.Learner, QuestionID: a.QuestionID, Answer: quiz.StoredAnswer(a.Answer), Correct: a.Correct}
+	}
+	return out
+}
+
+// dashQuestion is one question's statistics for the page, plus the choices
+// of options that no longer exist (counted from the raw attempts, which
+// ComputeStats ignores).
+func dashQuestion(q *quiz.Question, st quiz.QuestionStats, attempts []quiz.Attempt, lang string) views.DashQuestion {
+	dq := views.DashQuestion{
+		ID: q.ID, Type: string(q.Type), Prompt: plainPrompt(q.Prompt.Get(lang)),
+		Learners: st.Learners, Attempts: st.Attempts, Facility: "–",
+	}
+	if st.Learners > 0 {
+		dq.FacPct = int(st.Facility*100 + 0.5)
+		dq.Facility = strconv.Itoa(dq.FacPct) + "%"
+	}
+	if st.MostPickedWrong != nil {
+		dq.WrongPick = st.MostPickedWrong.ID
+	}
+	text := map[string]string{}
+	for _, o := range q.Options {
+		text[o.ID] = o.Text.Get(lang)
+	}
+	pct := func(n int) int {
+		if st.Attempts == 0 {
+			return 0
+		}
+		return n * 100 / st.Attempts
+	}
+	for _, o := range st.Options {
+		dq.Options = append(dq.Options, views.DashOption{ID: o.ID, Text: text[o.ID], Correct: o.Correct,
+			Chosen: o.Chosen, FirstChosen: o.FirstChosen, Pct: pct(o.Chosen)})
+	}
+	if q.Type == quiz.Single || q.Type == quiz.Multi {
+		removed := map[string]*views.DashOption{}
+		var order []string
+		seen := map[string]bool{}
+		for _, a := range attempts {
+			if a.QuestionID != q.ID {
+				continue
+			}
+			first := !seen[a.Learner]
+			seen[a.Learner] = true
+			ids := a.Answer.Choices
+			if q.Type == quiz.Single {
+				ids = []string{a.Answer.Choice}
+			}
+			for _, id := range uniqIDs(ids) {
+				if _, ok := text[id]; ok || id == "" {
+					continue
+				}
+				o := removed[id]
+				if o == nil {
+					o = &views.DashOption{ID: id, Removed: true}
+					removed[id] = o
+					order = append(order, id)
+				}
+				o.Chosen++
+				if first {
+					o.FirstChosen++
+				}
+			}
+		}
+		slices.Sort(order)
+		for _, id := range order {
+			o := removed[id]
+			o.Pct = pct(o.Chosen)
+			dq.Options = append(dq.Options, *o)
+		}
+	}
+	for _, val := range st.Values {
+		dq.Values = append(dq.Values, views.DashValue{
+			Value: strconv.FormatFloat(val.Value, 'g', -1, 64), Correct: val.Correct, Count: val.Count})
+	}
+	return dq
+}
+
+func uniqIDs(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// plainPrompt is a one-line version of a Markdown prompt for the overview.
+func plainPrompt(md string) string {
+	s := strings.Join(strings.Fields(md), " ")
+	s = strings.NewReplacer("**", "", "`", "", "__", "").Replace(s)
+	if r := []rune(s); len(r) > 140 {
+		s = string(r[:139]) + "…"
+	}
+	return s
+}
+
+// shortID is enough of an anonymous learner id to tell learners apart.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// ago says how long ago t was, in lang.
+func ago(lang string, d time.Duration, t time.Time) string {
+	switch {
+	case t.IsZero():
+		return "–"
+	case d < time.Minute:
+		return tr(lang)("instr.ago.now")
+	case d < time.Hour:
+		return trf(lang, "instr.ago.min", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return trf(lang, "instr.ago.hour", int(d/time.Hour))
+	case d < 14*24*time.Hour:
+		return trf(lang, "instr.ago.day", int(d/(24*time.Hour)))
+	}
+	return t.Local().Format("2006-01-02")
+}

@@ -1,0 +1,149 @@
+package web
+
+import (
+	"bytes"
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/lessons"
+)
+
+// The CSV exports give instructors the raw class data. Files start with a
+// UTF-8 byte order mark so spreadsheet programs read Chinese names right;
+// learner-written text that a spreadsheet would run as a formula (=, +, -, @)
+// is prefixed with a quote. Times are RFC 3339 UTC.
+
+// csvTime formats t for CSV ("" when zero).
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// csvText defuses spreadsheet formulas in text a learner wrote.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// writeCSV sends rows as a download named name.
+func (s *Server) writeCSV(w http.ResponseWriter, r *http.Request, name string, rows [][]string) {
+	var buf bytes.Buffer
+	buf.WriteString("\ufeff")
+	cw := csv.NewWriter(&buf)
+	if err := cw.WriteAll(rows); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+// exportProgress is GET /instructor/export/progress.csv: one row per learner
+// and opened lesson.
+func (s *Server) exportProgress(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.cfg.Store.ClassProgress(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	course := s.course()
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "opened_at", "completed_at"}}
+	for _, p := range rows {
+		out = append(out, []string{p.Learner, csvText(p.DisplayName), p.Lesson, lessonTitle(course, p.Lesson, langOf(r)),
+			csvTime(p.OpenedAt), csvTime(p.CompletedAt)})
+	}
+	s.writeCSV(w, r, "progress.csv", out)
+}
+
+// exportAttempts is GET /instructor/export/attempts.csv: every quiz
+// attempt, the answer as the stored JSON (readable even when the question
+// or its options changed since).
+func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	attempts, err := s.cfg.Store.AllAttempts(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	names, err := s.cfg.Store.DisplayNames(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	course := s.course()
+	lessonOf := map[string]string{}
+	for _, l := range course.Lessons {
+		if l.Quiz != nil {
+			for _, q := range l.Quiz.Questions {
+				lessonOf[q.ID] = l.Slug
+			}
+		}
+	}
+	out := [][]string{{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "created_at"}}
+	for _, a := range attempts {
+		typ := ""
+		if q := course.Questions[a.QuestionID]; q != nil {
+			typ = string(q.Type)
+		}
+		out = append(out, []string{strconv.FormatInt(a.ID, 10), a.Learner, csvText(names[a.Learner]), lessonOf[a.QuestionID],
+			a.QuestionID, typ, string(a.Answer), strconv.FormatBool(a.Correct), csvTime(a.CreatedAt)})
+	}
+	s.writeCSV(w, r, "attempts.csv", out)
+}
+
+// exportRuns is GET /instructor/export/runs.csv: every experiment run and
+// how it ended.
+func (s *Server) exportRuns(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	runs, err := s.cfg.Store.ClassRuns(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	names, err := s.cfg.Store.DisplayNames(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := [][]string{{"run", "learner", "display_name", "experiment", "params", "status", "backend",
+		"result_ok", "result", "error", "created_at", "started_at", "finished_at", "duration_s"}}
+	for _, run := range runs {
+		ok, verdict := "", ""
+		if run.Result != nil {
+			verdict = run.Result.Message
+			if run.Result.OK != nil {
+				ok = strconv.FormatBool(*run.Result.OK)
+			}
+		}
+		dur := ""
+		if !run.StartedAt.IsZero() && !run.FinishedAt.IsZero() {
+			dur = strconv.FormatFloat(run.FinishedAt.Sub(run.StartedAt).Seconds(), 'f', 3, 64)
+		}
+		out = append(out, []string{run.ID, run.Learner, csvText(names[run.Learner]), run.Experiment, string(run.Params),
+			string(run.Status), run.Backend, ok, verdict, run.Error,
+			csvTime(run.CreatedAt), csvTime(run.StartedAt), csvTime(run.FinishedAt), dur})
+	}
+	s.writeCSV(w, r, "runs.csv", out)
+}
+
+// lessonTitle is a lesson's title in lang ("" for a lesson no longer in the course).
+func lessonTitle(c *lessons.Course, slug, lang string) string {
+	if l := c.Lesson(slug); l != nil {
+		if p := l.Page(lang); p != nil {
+			return p.Title
+		}
+	}
+	return ""
+}

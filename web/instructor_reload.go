@@ -1,0 +1,125 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/rdmalab/rdmalab/lessons"
+)
+
+// reloadHeartbeat keeps idle reload streams open through proxies.
+const reloadHeartbeat = 15 * time.Second
+
+// bootID makes course versions unique per process: a page that reconnects
+// to a restarted server (whose version counter restarted) reloads too.
+var bootID = func() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+// courseToken names a course version for reload.js.
+func courseToken(s *lessons.Snapshot) string { return fmt.Sprintf("%s-%d", bootID, s.Version) }
+
+// reloadDiag is one error of a failed reload as sent to instructors.
+type reloadDiag struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+}
+
+func reloadDiags(ds []lessons.Diagnostic) []reloadDiag {
+	out := make([]reloadDiag, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, reloadDiag{File: d.File, Line: d.Line, Message: d.Message})
+	}
+	return out
+}
+
+// reloadEvents is GET /api/reload, the live-reload stream (SSE) that
+// static/js/reload.js listens to:
+//
+//	event: state   data: <course token>   first, on every (re)connection
+//	event: reload  data: <course token>   the course changed: reload the page
+//	event: errors  data: [{file,line,message}…]  instructors only: the
+//	               errors of the last reload ([] when fixed)
+//
+// Learners never see errors and only reload to a good version. Without live
+// reload (the built-in course) it answers 204, which tells EventSource not
+// to reconnect.
+func (s *Server) reloadEvents(w http.ResponseWriter, r *http.Request) {
+	live := s.cfg.Live
+	if live == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	_, _, err := s.sessionInstructor(r)
+	instructor := err == nil
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	send := func(event, data string) error {
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	sendErrors := func(snap *lessons.Snapshot) error {
+		b, err := json.Marshal(reloadDiags(snap.Errors))
+		if err != nil {
+			return err
+		}
+		return send("errors", string(b))
+	}
+
+	ch := live.Changed()
+	snap := live.Snapshot()
+	if err := send("state", courseToken(snap)); err != nil {
+		return
+	}
+	if instructor {
+		if err := sendErrors(snap); err != nil {
+			return
+		}
+	}
+	tick := time.NewTicker(reloadHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			continue
+		case <-ch:
+		}
+		ch = live.Changed()
+		cur := live.Snapshot()
+		if instructor && !slices.Equal(cur.Errors, snap.Errors) {
+			if err := sendErrors(cur); err != nil {
+				return
+			}
+		}
+		if cur.Version != snap.Version {
+			if err := send("reload", courseToken(cur)); err != nil {
+				return
+			}
+		}
+		snap = cur
+	}
+}

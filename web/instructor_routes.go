@@ -1,0 +1,35 @@
+package web
+
+import "github.com/go-chi/chi/v5"
+
+// instructorRoutes adds the instructor area, the live-reload stream and the
+// learner's display-name page (routes.go calls it once).
+func (s *Server) instructorRoutes(r chi.Router) {
+	r.Get("/api/reload", s.reloadEvents)
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.withLang)
+		r.Get("/instructor/login", s.instructorLoginForm)
+		r.Post("/instructor/login", s.instructorLogin)
+		r.Post("/instructor/logout", s.instructorLogout)
+		r.Get("/instructor/setup", s.instructorSetupForm)
+		r.Post("/instructor/setup", s.instructorSetup)
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireInstructor)
+			r.Get("/instructor", s.instructorDashboard)
+			r.Get("/instructor/export/progress.csv", s.exportProgress)
+			r.Get("/instructor/export/attempts.csv", s.exportAttempts)
+			r.Get("/instructor/export/runs.csv", s.exportRuns)
+			// Any other instructor URL is guarded too (403/redirect before 404).
+			r.HandleFunc("/instructor/*", s.notFound)
+		})
+	})
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.withLearner)
+		r.Use(s.withLang)
+		r.Get("/me", s.meShow)
+		r.Post("/me", s.meUpdate)
+	})
+}

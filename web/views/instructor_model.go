@@ -1,0 +1,140 @@
+package views
+
+import (
+	"strconv"
+
+	"github.com/a-h/templ"
+)
+
+// View models of the instructor pages (instructor.templ) and the learner's
+// display-name page. Handlers in web/instructor_*.go fill them.
+
+// InstructorLogin is the login form. It is also the body of the 403 answer
+// to a learner who opens an instructor URL: no class data, just the form.
+type InstructorLogin struct {
+	Chrome
+	Action   string // form action
+	Next     string // where to go after logging in
+	Username string
+	Error    string // wrong credentials, rate limit
+	Notice   string // logged out, session expired, instructors only
+	Setup    bool   // no instructor exists yet: say how to get the setup link
+}
+
+// InstructorSetup is the one-time setup form reached by the link printed at
+// the first start.
+type InstructorSetup struct {
+	Chrome
+	Action   string
+	Token    string
+	Username string
+	Error    string
+	Invalid  bool // the link is used, expired or wrong
+}
+
+// DisplayNameForm is the learner's /me page.
+type DisplayNameForm struct {
+	Chrome
+	Action string
+	Name   string
+	Saved  bool
+	Error  string
+}
+
+// Dashboard is the instructor's class overview.
+type Dashboard struct {
+	Chrome
+	Instructor   string
+	LogoutAction string
+	CourseErrors []string // file:line: message of the last failed reload
+	Warnings     int
+	ActiveWindow string // e.g. "15 min"
+	Active       int
+	Learners     []DashLearner
+	Lessons      []DashLesson
+	Experiments  []DashExperiment
+	Exports      []Link
+}
+
+// DashLearner is one row of the learners table.
+type DashLearner struct {
+	Name       string // display name, or "" (the table shows Short)
+	Short      string // first characters of the anonymous id
+	LastActive string
+	Active     bool
+	Opened     int
+	Completed  int
+	Attempts   int
+	Correct    int
+	Runs       int
+}
+
+// DashLesson is one lesson with its class progress and question statistics.
+type DashLesson struct {
+	Slug      string
+	Title     string
+	Href      string
+	Opened    int
+	Completed int
+	Learners  int // denominator of the bars: all learners
+	Questions []DashQuestion
+}
+
+// DashQuestion is one question's statistics.
+type DashQuestion struct {
+	ID        string
+	Type      string
+	Prompt    string
+	Learners  int
+	Attempts  int
+	Facility  string // "67%" or "–" when nobody answered
+	FacPct    int
+	Options   []DashOption
+	Values    []DashValue
+	WrongPick string // most-picked wrong option id (single/multi)
+}
+
+// DashOption is how often one option was chosen (for order questions: put
+// at a wrong place). Removed marks choices of an option the author has since
+// deleted: old attempts stay counted and readable.
+type DashOption struct {
+	ID          string
+	Text        string
+	Correct     bool
+	Chosen      int
+	FirstChosen int
+	Pct         int // of attempts
+	Removed     bool
+}
+
+// DashValue is one numeric answer and its count.
+type DashValue struct {
+	Value   string
+	Correct bool
+	Count   int
+}
+
+// DashExperiment is how the runs of one experiment ended.
+type DashExperiment struct {
+	ID       string
+	Title    string
+	Total    int
+	Learners int
+	Statuses []DashStatus
+}
+
+// DashStatus is the number of runs that ended in one state.
+type DashStatus struct {
+	Status string
+	Label  string
+	Count  int
+}
+
+// barWidth is the inline width of a bar for n out of of (0–100 %).
+func barWidth(n, of int) templ.SafeCSS {
+	pct := 0
+	if of > 0 {
+		pct = min(100, max(0, n*100/of))
+	}
+	return templ.SafeCSS("width:" + strconv.Itoa(pct) + "%")
+}
