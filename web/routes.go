@@ -34,6 +34,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/lessons/{slug}/assets/*", s.lessonAsset)
 		r.Post("/lessons/{slug}/complete", s.lessonComplete)
 		s.runRoutes(r)
+		s.labRoutes(r)
 		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a

@@ -33,6 +33,10 @@ type Config struct {
 	Runner      Runner
 	Runs        *RunHub
 
+	// Lab is the RDMA backend's state for GET /api/lab and /lab (lab_*.go);
+	// nil: the lab says no backend was started.
+	Lab LabSource
+
 	// Live is the watched course of `serve --lessons DIR` (nil otherwise):
 	// /api/reload streams its changes to open pages and its errors to
 	// instructors. Course should then be Live.Course.

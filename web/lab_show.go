@@ -1,0 +1,71 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// LabSource reports where RDMA experiments run and in what state: the RDMA
+// backend (the Soft-RoCE guest, the host's devices, or none).
+type LabSource interface {
+	Lab(ctx context.Context) sandbox.Lab
+}
+
+// lab is the current lab state; a server without an RDMA backend says so.
+func (s *Server) lab(ctx context.Context) sandbox.Lab {
+	if s.cfg.Lab == nil {
+		return sandbox.Lab{Backend: "none", State: "none", Reason: "this server was started without an RDMA backend", Devices: []sandbox.Device{}}
+	}
+	l := s.cfg.Lab.Lab(ctx)
+	if l.Devices == nil {
+		l.Devices = []sandbox.Device{}
+	}
+	return l
+}
+
+// labJSON is GET /api/lab: {backend, state, reason, kernel, accel, devices}.
+func (s *Server) labJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store") // counters change all the time
+	writeJSON(w, http.StatusOK, s.lab(r.Context()))
+}
+
+// labPage is GET /lab: the same for people, with the counters as a table.
+func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
+	l := s.lab(r.Context())
+	lang := langOf(r)
+	t := tr(lang)
+	v := views.LabView{
+		Chrome:  s.chrome(r, t("lab.title")),
+		Backend: l.Backend, State: l.State, Status: vm.StatusLine(l), Reason: l.Reason,
+		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
+	}
+	switch l.Backend {
+	case "vm", "host", "none":
+		v.Note = t("lab.note." + l.Backend)
+	}
+	names := map[string]bool{}
+	for _, d := range l.Devices {
+		v.Devices = append(v.Devices, views.LabDevice{Name: d.Name, Netdev: d.Netdev, GID: d.GID, GIDIndex: d.GIDIndex})
+		for k := range d.Counters {
+			names[k] = true
+		}
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c := views.LabCounter{Name: k}
+		for _, d := range l.Devices {
+			c.Values = append(c.Values, d.Counters[k])
+		}
+		v.Counters = append(v.Counters, c)
+	}
+	s.render(w, r, http.StatusOK, views.LabPage(v))
+}

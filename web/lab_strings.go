@@ -1,0 +1,48 @@
+package web
+
+func init() {
+	addStrings("zh", map[string]string{
+		"lab.title":         "Soft-RoCE 实验环境",
+		"lab.backend":       "实验运行在",
+		"lab.backend.vm":    "Soft-RoCE 虚拟机（QEMU 里的 rdma_rxe）",
+		"lab.backend.host":  "本服务器的内核（它有 RDMA 设备）",
+		"lab.backend.none":  "无：这台机器跑不了 RDMA 实验",
+		"lab.kernel":        "内核",
+		"lab.accel":         "虚拟化加速",
+		"lab.accel.kvm":     "KVM（硬件虚拟化）",
+		"lab.accel.tcg":     "TCG（纯软件模拟，较慢）",
+		"lab.devices":       "RDMA 设备",
+		"lab.col.device":    "设备",
+		"lab.col.netdev":    "网络接口",
+		"lab.col.gid":       "IPv4 映射的 GID",
+		"lab.col.counter":   "计数器",
+		"lab.counters":      "硬件计数器（此刻）",
+		"lab.counters.lede": "rdma_rxe 在 /sys/class/infiniband/*/ports/1/hw_counters 里记录的数字；运行实验后刷新，看看哪些在变。",
+		"lab.refresh":       "刷新",
+		"lab.note.vm":       "Soft-RoCE 是软件实现的 RoCE：操作的语义和 CPU 参与是真实的，但包由虚拟机里的内核处理，延迟和带宽不是硬件数字（硬件 RDMA 单向延迟约 1–3 µs）。rxe0 和 rxe1 位于一对 veth 的两端，代表两台主机。",
+		"lab.note.host":     "实验直接使用本服务器内核的 RDMA 设备。",
+		"lab.note.none":     "需要 RDMA 设备的实验不会运行，并会说明原因和修复方法；其余实验照常可用。",
+	})
+	addStrings("en", map[string]string{
+		"lab.title":         "Soft-RoCE lab",
+		"lab.backend":       "Experiments run on",
+		"lab.backend.vm":    "the Soft-RoCE guest (rdma_rxe inside QEMU)",
+		"lab.backend.host":  "this server's kernel (it has RDMA devices)",
+		"lab.backend.none":  "nothing: this machine cannot run RDMA experiments",
+		"lab.kernel":        "Kernel",
+		"lab.accel":         "Acceleration",
+		"lab.accel.kvm":     "KVM (hardware virtualization)",
+		"lab.accel.tcg":     "TCG (pure software emulation, slower)",
+		"lab.devices":       "RDMA devices",
+		"lab.col.device":    "Device",
+		"lab.col.netdev":    "Network interface",
+		"lab.col.gid":       "IPv4-mapped GID",
+		"lab.col.counter":   "Counter",
+		"lab.counters":      "Hardware counters (now)",
+		"lab.counters.lede": "What rdma_rxe counts in /sys/class/infiniband/*/ports/1/hw_counters; refresh after a run to see which ones moved.",
+		"lab.refresh":       "Refresh",
+		"lab.note.vm":       "Soft-RoCE is RoCE in software: the semantics of the operations and the CPU involvement are real, but a kernel inside the guest moves the packets, so latency and bandwidth are not hardware figures (hardware RDMA: about 1–3 µs one way). rxe0 and rxe1 sit on the two ends of a veth pair and stand for two hosts.",
+		"lab.note.host":     "Experiments use the RDMA devices of this server's kernel directly.",
+		"lab.note.none":     "Experiments that need RDMA devices will not run and say why and how to fix it; the others work as usual.",
+	})
+}
