@@ -73,7 +73,7 @@ func TestBuiltinCourse(t *testing.T) {
 		if got := fmt.Sprint(kinds[lessons.SegExperiment]); got != "[tcp-cost pingpong memlock reg-mr write-silent]" {
 			t.Errorf("%s experiments in order: %s", lang, got)
 		}
-		if got := fmt.Sprint(kinds[lessons.SegDiagram]); got != "[tcp-vs-rdma]" {
+		if got := fmt.Sprint(kinds[lessons.SegDiagram]); got != "[cpu-budget tcp-vs-rdma worth-it]" {
 			t.Errorf("%s diagrams: %s", lang, got)
 		}
 		if len(kinds[lessons.SegCheckpoint]) != 1 {
