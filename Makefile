@@ -44,7 +44,10 @@ lint: generate
 	$(GO) vet ./...
 
 bench: deps-test build
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	@mkdir -p bin
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 2s ./... | tee bin/bench.txt
+	@awk '/VsServeContent/ { for (i = 2; i <= NF; i++) if ($$i == "ratio") \
+	  printf "%s: lesson page handler / http.ServeContent of the same bytes, throughput ratio %s (target >= 0.7)\n", $$1, $$(i-1) }' bin/bench.txt
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME)

@@ -153,8 +153,47 @@ func BenchmarkServeContentSameBytesGzip(b *testing.B) { benchServeContent(b, tru
 // request, so load from other processes hits both alike, and reports
 // their throughput ratio (handler ÷ ServeContent; target ≥ 0.7) as the
 // "ratio" metric. `make bench` prints it.
-func BenchmarkLessonPageVsServeContent(b *testing.B) {
+func BenchmarkLessonPageVsServeContent(b *testing.B) { benchPair(b, newBench(b)) }
+
+// BenchmarkLessonPageStaticVsServeContent is the same pair for the lesson
+// without its directive segments (quiz forms, experiment widgets): the
+// cost of the page machinery itself, apart from the features' components.
+func BenchmarkLessonPageStaticVsServeContent(b *testing.B) {
+	b.Helper()
 	s := newBench(b)
+	course, _ := lessons.Load(lessons.Builtin, lessons.Options{})
+	static := *course
+	static.Lessons = nil
+	for _, l := range course.Lessons {
+		lc := *l
+		lc.Pages = map[string]*lessons.Page{}
+		for lang, p := range l.Pages {
+			pc := *p
+			pc.Body = nil
+			for _, seg := range p.Body {
+				if seg.Kind == lessons.SegHTML || seg.Kind == lessons.SegDiagram {
+					pc.Body = append(pc.Body, seg)
+				}
+			}
+			lc.Pages[lang] = &pc
+		}
+		static.Lessons = append(static.Lessons, &lc)
+	}
+	db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	srv, err := New(Config{Course: func() *lessons.Course { return &static }, Store: db,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.handler = srv.Handler()
+	benchPair(b, s)
+}
+
+func benchPair(b *testing.B, s benchSetup) {
 	body := s.body(b)
 	base := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -183,4 +222,5 @@ func BenchmarkLessonPageVsServeContent(b *testing.B) {
 	b.ReportMetric(float64(baseTime)/float64(handlerTime), "ratio")
 	b.ReportMetric(float64(handlerTime.Nanoseconds())/float64(b.N), "handler-ns/op")
 	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "servecontent-ns/op")
+	b.SetBytes(int64(len(body)))
 }
