@@ -91,8 +91,16 @@ func (c *Course) OpenAsset(slug, name string) (fs.File, error) {
 	if c.Lesson(slug) == nil || c.fsys == nil || !fs.ValidPath(name) || name == "." || !IsAsset(name) {
 		return nil, errors.Join(ErrNotAsset, fs.ErrNotExist)
 	}
+	p := slug
 	for _, part := range strings.Split(name, "/") {
 		if strings.HasPrefix(part, ".") {
+			return nil, errors.Join(ErrNotAsset, fs.ErrNotExist)
+		}
+		// os.DirFS follows symlinks, and a symlink in an instructor's
+		// folder may point anywhere on the server (the database, /etc):
+		// assets are served only as real files and folders of the lesson.
+		p += "/" + part
+		if fi, err := fs.Lstat(c.fsys, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return nil, errors.Join(ErrNotAsset, fs.ErrNotExist)
 		}
 	}

@@ -5,13 +5,14 @@ import "github.com/go-chi/chi/v5"
 // runRoutes are the experiment and run URLs (docs/architecture.md, "HTTP
 // interface"). They need a learner and a language, like the pages.
 func (s *Server) runRoutes(r chi.Router) {
+	limit := s.limitRuns() // run_ratelimit.go: one bucket per learner for both submit routes
 	r.Get("/api/experiments", s.experimentList)
-	r.Post("/api/runs", s.runCreate)
+	r.With(limit).Post("/api/runs", s.runCreate)
 	r.Get("/api/runs/{id}", s.runShow)
 	r.Get("/api/runs/{id}/events", s.runEvents)
 	r.Post("/api/runs/{id}/cancel", s.runCancel)
 	r.Get("/runs", s.runList)
-	r.Post("/runs", s.runCreateForm)
+	r.With(limit).Post("/runs", s.runCreateForm)
 	r.Get("/runs/{id}", s.runPage)
 	r.Post("/runs/{id}/cancel", s.runCancelForm)
 }
