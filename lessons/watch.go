@@ -25,6 +25,9 @@ type Live struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed (and replaced) on every publish
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
 }
 
 // Snapshot is one published state of a Live course.
@@ -47,7 +50,7 @@ type Snapshot struct {
 
 // NewLive returns a Live serving c (version 1).
 func NewLive(c *Course) *Live {
-	l := &Live{changed: make(chan struct{})}
+	l := &Live{changed: make(chan struct{}), done: make(chan struct{})}
 	l.cur.Store(&Snapshot{Course: c, Version: 1, Seq: 1, At: time.Now()})
 	return l
 }
@@ -66,6 +69,13 @@ func (l *Live) Changed() <-chan struct{} {
 	defer l.mu.Unlock()
 	return l.changed
 }
+
+// Close marks the course as no longer watched (server shutdown): Done is
+// closed, so long-lived streams waiting for changes can end.
+func (l *Live) Close() { l.closeOnce.Do(func() { close(l.done) }) }
+
+// Done is closed by Close.
+func (l *Live) Done() <-chan struct{} { return l.done }
 
 // Publish makes c the served course and clears any errors.
 func (l *Live) Publish(c *Course) {
@@ -267,6 +277,12 @@ func (w *Watcher) Reload() {
 		return
 	}
 	diags := Diagnostics(err, w.dir)
+	for i := range diags {
+		// The same paths `labserver check DIR` prints: ones the author's editor can open.
+		if diags[i].File != w.dir {
+			diags[i].File = filepath.Join(w.dir, diags[i].File)
+		}
+	}
 	w.live.Fail(diags)
 	w.log.Warn("lessons reload failed; still serving the last good version",
 		"dir", w.dir, "errors", len(diags))

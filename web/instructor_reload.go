@@ -98,6 +98,8 @@ func (s *Server) reloadEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-live.Done(): // server shutting down: let Shutdown finish
+			return
 		case <-tick.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return

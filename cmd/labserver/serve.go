@@ -37,6 +37,7 @@ type Main struct {
 
 	DB     *store.DB
 	Course atomic.Pointer[lessons.Course]
+	watch  liveCourse // --lessons DIR: live reload (serve_watch.go)
 	HTTP   *http.Server
 	ln     net.Listener
 	served chan error
@@ -102,6 +103,9 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Log.Warn("course", "finding", d.String())
 	}
 	m.Course.Store(course)
+	if err := m.watch.start(ctx, m.Config.LessonsDir, course, m.Log); err != nil {
+		return err
+	}
 
 	db, err := store.Open(m.Config.DBPath)
 	if err != nil {
@@ -109,7 +113,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.DB = db
 
-	srv, err := web.New(web.Config{Course: m.Course.Load, Store: db, Logger: m.Log})
+	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log})
 	if err != nil {
 		return err
 	}
@@ -129,6 +133,9 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { m.served <- m.HTTP.Serve(ln) }()
 	m.Log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "db", m.Config.DBPath,
 		"course", where, "lessons", len(course.Lessons))
+	if err := m.announceInstructorSetup(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -147,6 +154,7 @@ func (m *Main) Served() <-chan error { return m.served }
 // to 10 s), then closes the database.
 func (m *Main) Close() error {
 	var errs []error
+	m.watch.stop() // ends live-reload streams before the HTTP shutdown waits on them
 	if m.HTTP != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
