@@ -147,7 +147,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 
 	im := &Image{Dir: opt.Dir, Format: imageFormat, Hash: p.hash, Release: p.kernel.Release, Initrd: "initramfs.cpio"}
 	t := time.Now()
-	if err := extractVmlinux(ctx, p.kernel.Image, filepath.Join(opt.Dir, "vmlinux")); err != nil {
+	if err := cachedVmlinux(ctx, p.kernel.Image, filepath.Join(opt.Dir, "vmlinux")); err != nil {
 		// Still bootable, only slower: QEMU runs the kernel's own decompressor.
 		say("no PVH kernel (%v); booting the compressed kernel", err)
 		if err := copyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
@@ -156,7 +156,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 		im.Kernel = "vmlinuz"
 	} else {
 		im.Kernel = "vmlinux"
-		say("extracted uncompressed vmlinux (%.1f s)", time.Since(t).Seconds())
+		say("uncompressed vmlinux ready (%.1f s)", time.Since(t).Seconds())
 	}
 
 	t = time.Now()
@@ -169,6 +169,9 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 		return nil, false, err
 	}
 	say("staged %d kernel modules and ran depmod (%.1f s)", len(p.modules), time.Since(t).Seconds())
+	if n, ok := stripAgent(ctx, p, stage); ok {
+		say("labserver without DWARF for the guest: %d MB (stack traces keep working)", n>>20)
+	}
 
 	t = time.Now()
 	out := filepath.Join(opt.Dir, im.Initrd)
@@ -545,6 +548,27 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 		p.files.file("usr/"+filepath.ToSlash(r), f, 0o644)
 		return nil
 	})
+}
+
+// stripAgent puts a copy of labserver without its DWARF sections in the
+// image when objcopy (binutils, which gcc pulls in) is there: a quarter of
+// the binary that the guest kernel would unpack at every boot for nothing
+// (Go prints stack traces from its own tables, not from DWARF).
+func stripAgent(ctx context.Context, p *plan, stage string) (int64, bool) {
+	objcopy, err := lookProgram("objcopy")
+	if err != nil {
+		return 0, false
+	}
+	out := filepath.Join(stage, "labserver")
+	if err := exec.CommandContext(ctx, objcopy, "--strip-debug", p.agent, out).Run(); err != nil {
+		return 0, false
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		return 0, false
+	}
+	p.files.file("usr/bin/labserver", out, 0o755)
+	return fi.Size(), true
 }
 
 func decompressXZ(ctx context.Context, src, dst string) error {

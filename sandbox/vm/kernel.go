@@ -104,6 +104,26 @@ func extractVmlinux(ctx context.Context, bzImage, out string) error {
 	return os.Rename(tmp, out)
 }
 
+// cachedVmlinux extracts vmlinux unless the one at out was extracted from
+// the same bzImage (path, size, mtime): a new labserver binary rebuilds the
+// initramfs, not the kernel.
+func cachedVmlinux(ctx context.Context, bzImage, out string) error {
+	fi, err := os.Stat(bzImage)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	stamp := fmt.Sprintf("%s %d %d\n", bzImage, fi.Size(), fi.ModTime().UnixNano())
+	if b, err := os.ReadFile(out + ".src"); err == nil && string(b) == stamp {
+		if _, err := os.Stat(out); err == nil {
+			return nil
+		}
+	}
+	if err := extractVmlinux(ctx, bzImage, out); err != nil {
+		return err
+	}
+	return os.WriteFile(out+".src", []byte(stamp), 0o644)
+}
+
 // unxz decompresses the first xz stream of r into the file out.
 func unxz(ctx context.Context, r io.Reader, out string) error {
 	f, err := os.Create(out)
