@@ -123,7 +123,7 @@ func (s *Server) requireInstructor(next http.Handler) http.Handler {
 
 func hasLearnerCookie(r *http.Request) bool {
 	c, err := r.Cookie(learnerCookie)
-	return err == nil && store.ValidLearnerID(c.Value)
+	return err == nil && store.ValidLearnerID(cookieIDPart(c.Value))
 }
 
 // loginHref is the login page that returns to next; why adds a notice.
@@ -190,6 +190,9 @@ func (s *Server) instructorLoginForm(w http.ResponseWriter, r *http.Request) {
 // get the same message, status and bcrypt work; the rate limit answers
 // before any password is checked.
 func (s *Server) instructorLogin(w http.ResponseWriter, r *http.Request) {
+	if !s.parseForm(w, r) {
+		return
+	}
 	ctx := r.Context()
 	lang := langOf(r)
 	user := strings.TrimSpace(r.PostFormValue("username"))
@@ -275,6 +278,9 @@ func (s *Server) instructorSetupForm(w http.ResponseWriter, r *http.Request) {
 
 // instructorSetup is POST /instructor/setup: create the first account, log in.
 func (s *Server) instructorSetup(w http.ResponseWriter, r *http.Request) {
+	if !s.parseForm(w, r) {
+		return
+	}
 	token := r.PostFormValue("token")
 	user := strings.TrimSpace(r.PostFormValue("username"))
 	in, err := s.cfg.Store.RedeemSetupToken(r.Context(), token, user, r.PostFormValue("password"))

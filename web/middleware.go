@@ -32,13 +32,14 @@ const learnerCookieAge = 365 * 24 * time.Hour
 func (s *Server) withLearner(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := ""
-		if c, err := r.Cookie(learnerCookie); err == nil && store.ValidLearnerID(c.Value) {
-			id = c.Value
-		} else {
+		if c, err := r.Cookie(learnerCookie); err == nil {
+			id = s.cookieLearner(c.Value) // learner_sign.go: "" unless valid (and signed, with a key)
+		}
+		if id == "" {
 			id = store.NewLearnerID()
 			http.SetCookie(w, &http.Cookie{
 				Name:     learnerCookie,
-				Value:    id,
+				Value:    s.learnerCookieValue(id),
 				Path:     "/",
 				MaxAge:   int(learnerCookieAge / time.Second),
 				HttpOnly: true,
