@@ -36,42 +36,82 @@ type browser struct {
 	console  []string // console.error/warn lines, shown on failure
 }
 
-// newBrowser starts Chromium for t against l. On failure it saves a
-// screenshot, the page's HTML and the server log tail (see saveArtifacts).
+// chromium is the one browser process of the package run: starting
+// Chromium costs seconds on a loaded machine, so tests share the process
+// and each gets its own browser context (own cookies, localStorage and
+// cache: a new learner), which is as fresh as a new profile.
+var chromium struct {
+	once   sync.Once
+	ctx    context.Context // the browser's root context
+	cancel context.CancelFunc
+	err    error
+}
+
+// startChromium launches the shared headless Chromium with a fresh profile
+// directory under dir.
+func startChromium(dir string) (context.Context, error) {
+	chromium.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(chromiumPath),
+			chromedp.Headless,
+			chromedp.NoSandbox, // tests run as root
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("accept-lang", "en-US,en"),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1280, 900),
+		)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+		chromium.cancel = func() { cancelBrowser(); cancelAlloc() }
+		// The first Do starts the browser; it must not carry a deadline (that
+		// would end the browser), so a watchdog bounds it instead.
+		watchdog := time.AfterFunc(browserStartTimeout, cancelAlloc)
+		err := chromedp.Do(ctx)
+		watchdog.Stop()
+		if err != nil {
+			chromium.err = fmt.Errorf("start Chromium (%s): %w", chromiumPath, err)
+			return
+		}
+		chromium.ctx = ctx
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopChromium ends the shared browser, if it was started.
+func stopChromium() {
+	if chromium.cancel != nil {
+		chromium.cancel()
+	}
+}
+
+// newBrowser opens a tab in a new browser context for t, against l. On
+// failure it saves a screenshot, the page's HTML and the server log tail
+// (see saveArtifacts).
 func newBrowser(t *testing.T, l *lab) *browser {
 	t.Helper()
 	need(t)
+	root, err := startChromium(profileDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := &browser{t: t, lab: l, name: t.Name()}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("accept-lang", "en-US,en"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(b.listen))
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-	})
-	// The first Do starts the browser; it must not carry a deadline, so a
-	// watchdog bounds it instead.
-	watchdog := time.AfterFunc(browserStartTimeout, cancelAlloc)
-	err := chromedp.Do(ctx)
+	ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(b.listen))
+	t.Cleanup(cancel)
+	// As with the browser, the first Do binds the tab to its context: no
+	// deadline on it, a watchdog instead.
+	watchdog := time.AfterFunc(stepTimeout, cancel)
+	err = chromedp.Do(ctx)
 	watchdog.Stop()
 	if err != nil {
-		t.Fatalf("start Chromium (%s): %v", chromiumPath, err)
+		t.Fatalf("open a tab: %v", err)
 	}
 	b.ctx = ctx
-	// Registered after the browser's cleanup, so it runs first (LIFO).
+	// Registered after the tab's cleanup, so it runs first (LIFO).
 	t.Cleanup(b.finish)
 	return b
 }

@@ -29,6 +29,8 @@ var (
 	// setupErr, when set, fails every test with the reason (a missing
 	// browser, a build that failed): never a silent skip.
 	setupErr error
+	// profileDir is the shared Chromium's fresh --user-data-dir.
+	profileDir string
 	// shared is one labserver that the learner flows share; each test has
 	// its own browser profile, hence its own learner cookie.
 	shared *lab
@@ -57,6 +59,8 @@ func runMain(m *testing.M) int {
 	if setupErr == nil {
 		shared, setupErr = startLab(filepath.Join(tmp, "shared"), nil)
 	}
+	profileDir = filepath.Join(tmp, "chromium-profile")
+	defer stopChromium()
 	t0 := time.Now()
 	code := m.Run()
 	total := time.Since(t0)
@@ -127,12 +131,14 @@ func startLab(dir string, extraEnv []string) (*lab, error) {
 		return nil, err
 	}
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "lab.db")}
-	args = append(args, serveExtraArgs()...)
 	cmd := exec.Command(labBinary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"LAB_VM_DIR="+filepath.Join(dir, "vm"),
 		"LAB_ADMIN_PASSWORD="+instructorPassword,
+		// RDMA experiments are not part of these flows: no Soft-RoCE guest
+		// boots on the shared CPU.
+		"LAB_BACKEND=none",
 	)
 	cmd.Env = append(cmd.Env, extraEnv...)
 	// Its own process group, so a stuck server and its agents can be
@@ -182,18 +188,6 @@ func startLab(dir string, extraEnv []string) (*lab, error) {
 
 // servingRE finds the address in the "serving" log line.
 var servingRE = regexp.MustCompile(`msg=serving url=(http://\S+)`)
-
-// serveExtraArgs are flags the tests need when this build has them: RDMA
-// experiments are not part of these flows, so no Soft-RoCE guest is booted
-// on the shared CPU.
-func serveExtraArgs() []string {
-	help, _ := exec.Command(labBinary, "serve", "-h").CombinedOutput()
-	var args []string
-	if strings.Contains(string(help), "--backend") || strings.Contains(string(help), "-backend") {
-		args = append(args, "--backend", "none")
-	}
-	return args
-}
 
 func (l *lab) waitHealthy() error {
 	deadline := time.Now().Add(labStartTimeout)

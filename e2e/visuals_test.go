@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+const lesson01EN = "/lessons/" + lesson01 + "?lang=en"
+
+// TestDiagramStepThrough: the TCP vs RDMA drawing steps through a
+// message's trip with buttons and keys, shows the cost of each step RDMA
+// removes, switches path, and plays.
+func TestDiagramStepThrough(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	b.open(lesson01EN)
+	b.waitFor("diagram controls", `document.querySelector("[data-testid=diagram-controls]")`, stepTimeout)
+
+	now := func() string { return eval[string](b, `document.querySelector("[data-testid=diagram-now]").dataset.step`) }
+	current := func() []string {
+		return eval[[]string](b, `Array.from(document.querySelectorAll("figure[data-diagram=tcp-vs-rdma] g.step.is-current")).map(g => g.dataset.step)`)
+	}
+	if s := now(); s != "tcp-app" {
+		t.Fatalf("the trip starts at %q, want tcp-app", s)
+	}
+	if !eval[bool](b, `document.querySelector(".rd-controls .rd-prev").disabled`) {
+		t.Error("Previous is enabled on the first step")
+	}
+
+	// Next: the copy, a step RDMA removes, highlighted with its cost.
+	b.click(".rd-controls .rd-next")
+	if s := now(); s != "tcp-copy" {
+		t.Fatalf("after Next the step is %q, want tcp-copy", s)
+	}
+	if c := current(); len(c) != 1 || c[0] != "tcp-copy" {
+		t.Errorf("highlighted in the drawing: %v, want [tcp-copy]", c)
+	}
+	cost := b.text("[data-testid=diagram-cost]")
+	if !strings.Contains(cost, "12.5 GB") {
+		t.Errorf("the copy step's cost reads %q, want the lesson's 12.5 GB/s figure", cost)
+	}
+	if !eval[bool](b, `document.querySelector("[data-testid=diagram-now]").classList.contains("is-removed")`) {
+		t.Error("a removed step is not marked as removed")
+	}
+
+	// Keyboard: → steps, End jumps to the last step and its summary, Home back.
+	b.do("focus Next", chromedp.Focus(chromedp.CSS(".rd-controls .rd-next")))
+	b.do("press →", chromedp.KeyEvent(kb.ArrowRight))
+	if s := now(); s != "tcp-stack" {
+		t.Errorf("after → the step is %q, want tcp-stack", s)
+	}
+	b.do("press End", chromedp.KeyEvent(kb.End))
+	if s := now(); s != "tcp-wakeup" {
+		t.Errorf("after End the step is %q, want tcp-wakeup", s)
+	}
+	if sum := b.text("[data-testid=diagram-now] .rd-summary"); !strings.Contains(sum, "RDMA removes 5 of these 7 steps") {
+		t.Errorf("the last TCP step's summary reads %q", sum)
+	}
+	// Next became disabled under the focus: the focus must stay in the controls.
+	if !eval[bool](b, `document.activeElement && document.activeElement.closest(".rd-controls") !== null`) {
+		t.Errorf("focus left the controls at the last step (now on %s)", eval[string](b, `document.activeElement.outerHTML.slice(0, 80)`))
+	}
+	b.do("press Home", chromedp.KeyEvent(kb.Home))
+	if s := now(); s != "tcp-app" {
+		t.Errorf("after Home the step is %q, want tcp-app", s)
+	}
+	// Space on a focused button is a click: the keyboard reaches the path switch.
+	b.do("focus RDMA path", chromedp.Focus(chromedp.CSS(`.rd-controls .rd-path[data-path=rdma]`)))
+	b.do("press Space", chromedp.KeyEvent(" "))
+	if s := now(); s != "rdma-post" {
+		t.Errorf("after choosing the RDMA path the step is %q, want rdma-post", s)
+	}
+	if !eval[bool](b, `document.querySelector("figure[data-diagram=tcp-vs-rdma] svg[data-path=tcp]").classList.contains("is-inactive")`) {
+		t.Error("the TCP drawing is not marked inactive on the RDMA path")
+	}
+	if p := eval[string](b, `document.querySelector(".rd-path[data-path=rdma]").getAttribute("aria-pressed")`); p != "true" {
+		t.Errorf("RDMA path button aria-pressed = %q", p)
+	}
+	if n := b.count("[data-testid=diagram-cost]"); n != 0 {
+		t.Error("an RDMA step shows a cost of a removed step")
+	}
+
+	// Play advances by itself; pressing it again pauses.
+	b.click(".rd-controls .rd-play")
+	b.waitFor("Play to advance", `document.querySelector("[data-testid=diagram-now]").dataset.step !== "rdma-post"`, 30*time.Second)
+	b.click(".rd-controls .rd-play")
+	if p := eval[string](b, `document.querySelector(".rd-play").getAttribute("aria-pressed")`); p != "false" {
+		t.Errorf("after pausing, Play aria-pressed = %q", p)
+	}
+	if s := now(); s == "rdma-kernel" {
+		t.Error("the trip stopped on the bypassed setup step, which is off the data path")
+	}
+}
+
+// TestCalculatorAndWorthIt drives both widgets with JavaScript: live
+// results without a page load, the same text the server renders for the
+// same values, presets, and the worth-it recommendation swapped in place.
+func TestCalculatorAndWorthIt(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	b.open(lesson01EN)
+	b.waitFor("calculator ready", `document.querySelector("section.calc[data-ready]")`, stepTimeout)
+	if src := eval[string](b, `document.querySelector("[data-testid=cpu-budget]").dataset.source`); src != "rule" {
+		t.Errorf("a new learner's calculator source = %q, want rule", src)
+	}
+	sentence := `document.querySelector("[data-testid=cpu-budget-result] .calc-sentence").textContent`
+	if s := eval[string](b, sentence); s != "100 Gbps × 1 GHz per Gbps = 100 GHz of CPU ≈ 33.3 cores of 3 GHz" {
+		t.Errorf("rule-of-thumb result %q", s)
+	}
+
+	// Type 400 Gbps: the result follows without a page load.
+	b.do("mark page", chromedp.Evaluate[chromedp.Void](`window.__e2eStay = true`))
+	b.do("type 400 Gbps",
+		chromedp.SetValue(chromedp.CSS("#cb-gbps"), ""),
+		chromedp.SendKeys(chromedp.CSS("#cb-gbps"), "400"),
+	)
+	want := "400 Gbps × 1 GHz per Gbps = 400 GHz of CPU ≈ 133 cores of 3 GHz"
+	b.waitFor("live result", sentence+` === "`+want+`"`, stepTimeout)
+	if !eval[bool](b, `window.__e2eStay === true`) {
+		t.Fatal("typing reloaded the page")
+	}
+	if n := b.count("[data-testid=cpu-budget-result] .cores-bar .core"); n != 134 {
+		t.Errorf("cores bar has %d squares for 133.3 cores, want 133 and a part", n)
+	}
+	// An impossible value: flagged, no invented result.
+	b.do("type a bad clock", chromedp.SetValue(chromedp.CSS("#cb-core"), ""), chromedp.SendKeys(chromedp.CSS("#cb-core"), "99"))
+	b.waitFor("invalid flagged", `document.querySelector("#cb-core").getAttribute("aria-invalid") === "true" && !document.querySelector("[data-testid=cpu-budget-result] .calc-sentence")`, stepTimeout)
+	b.click(`[data-testid=cpu-budget] a[data-preset=rule]`)
+	b.waitFor("rule preset", sentence+` === "`+want+`"`, stepTimeout)
+
+	// The URL remembers the values; the server renders the same sentence.
+	b.do("blur", chromedp.Blur(chromedp.CSS("#cb-gbps")))
+	b.waitFor("URL keeps the values", `location.search.includes("cb_gbps=400")`, stepTimeout)
+	b.do("reload", chromedp.Reload())
+	b.waitLoaded("reload")
+	if s := eval[string](b, sentence); s != want {
+		t.Errorf("after reload (server-rendered) the result is %q, want the live %q", s, want)
+	}
+
+	// Worth it: three answers → InfiniBand, with a reason per answer, in place.
+	b.do("mark page", chromedp.Evaluate[chromedp.Void](`window.__e2eStay = true`))
+	for _, sel := range []string{`input[name=wi_lib][value=yes]`, `input[name=wi_net][value=yes]`, `input[name=wi_lossless][value=ib]`} {
+		b.click(sel)
+	}
+	res := `document.querySelector("[data-testid=worth-it-result]")`
+	b.waitFor("recommendation go-ib", res+`.dataset.verdict === "go-ib"`, stepTimeout)
+	if n := b.count("[data-testid=worth-it-result] .reasons li"); n != 3 {
+		t.Errorf("recommendation has %d reasons, want one per question", n)
+	}
+	// Change one answer by keyboard (arrow keys move within a radio group).
+	b.do("focus the network answer", chromedp.Focus(chromedp.CSS(`input[name=wi_net][value=yes]`)))
+	b.do("arrow to 'no'", chromedp.KeyEvent(kb.ArrowDown))
+	b.waitFor("recommendation not-network", res+`.dataset.verdict === "not-network"`, stepTimeout)
+	if !eval[bool](b, `window.__e2eStay === true`) {
+		t.Error("answering reloaded the page")
+	}
+	if !eval[bool](b, `location.search.includes("wi_net=no") && location.search.includes("cb_gbps=400")`) {
+		t.Errorf("URL %q does not keep both widgets' values", eval[string](b, `location.search`))
+	}
+}
+
+// TestVisualsWithoutJavaScript: with scripts off the diagram still reads
+// (the step list with costs) and both widgets answer through GET forms.
+func TestVisualsWithoutJavaScript(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatalf("disable scripts: %v", err)
+	}
+	b.open(lesson01EN)
+	if n := b.count("[data-testid=diagram-controls]"); n != 0 {
+		t.Error("step controls exist without JavaScript")
+	}
+	b.click("[data-testid=diagram-steps] summary")
+	if n := b.count("[data-testid=diagram-steps] li.removed .cost"); n != 5 {
+		t.Errorf("step list shows %d costs, want one per removed step", n)
+	}
+	if !eval[bool](b, `document.querySelector("[data-testid=diagram-steps] li.removed .cost").getClientRects().length > 0`) {
+		t.Error("the costs in the opened step list are not visible")
+	}
+
+	// Calculator: type and press Enter; the server answers.
+	b.do("type 25 Gbps", chromedp.SetValue(chromedp.CSS("#cb-gbps"), ""), chromedp.SendKeys(chromedp.CSS("#cb-gbps"), "25"))
+	b.navigates("submit the calculator with Enter", chromedp.SendKeys(chromedp.CSS("#cb-gbps"), kb.Enter))
+	if s := b.text("[data-testid=cpu-budget-result] .calc-sentence"); s != "25 Gbps × 1 GHz per Gbps = 25 GHz of CPU ≈ 8.33 cores of 3 GHz" {
+		t.Errorf("server-rendered result %q", s)
+	}
+	if h := eval[string](b, `location.hash`); h != "#cpu-budget" {
+		t.Errorf("after submitting, the page is at %q, want #cpu-budget", h)
+	}
+
+	// Worth it: answer and submit; the calculator's value is kept.
+	for _, sel := range []string{`input[name=wi_lib][value=yes]`, `input[name=wi_net][value=unmeasured]`, `input[name=wi_lossless][value=yes]`} {
+		b.click(sel)
+	}
+	b.navigates("submit the worth-it form", chromedpClick(`[data-testid=worth-it-form] button[type=submit]`))
+	if v := eval[string](b, `document.querySelector("[data-testid=worth-it-result]").dataset.verdict`); v != "measure" {
+		t.Errorf("verdict %q, want measure", v)
+	}
+	if v := eval[string](b, `document.querySelector("#cb-gbps").value`); v != "25" {
+		t.Errorf("the calculator lost its value (%q) when the other form was submitted", v)
+	}
+}
