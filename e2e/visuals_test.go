@@ -21,7 +21,9 @@ func TestDiagramStepThrough(t *testing.T) {
 	b.open(lesson01EN)
 	b.waitFor("diagram controls", `document.querySelector("[data-testid=diagram-controls]")`, stepTimeout)
 
-	now := func() string { return eval[string](b, `document.querySelector("[data-testid=diagram-now]").dataset.step`) }
+	now := func() string {
+		return eval[string](b, `document.querySelector("[data-testid=diagram-now]").dataset.step`)
+	}
 	current := func() []string {
 		return eval[[]string](b, `Array.from(document.querySelectorAll("figure[data-diagram=tcp-vs-rdma] g.step.is-current")).map(g => g.dataset.step)`)
 	}
