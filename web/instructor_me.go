@@ -23,6 +23,9 @@ func (s *Server) meShow(w http.ResponseWriter, r *http.Request) {
 
 // meUpdate is POST /me (form field "name"; empty clears it).
 func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
+	if !s.parseForm(w, r) {
+		return
+	}
 	name := r.PostFormValue("name")
 	err := s.cfg.Store.SetDisplayName(r.Context(), learnerID(r), name)
 	var ve *store.ValidationError
@@ -42,4 +45,16 @@ func (s *Server) renderMe(w http.ResponseWriter, r *http.Request, status int, v 
 	v.Chrome = s.chrome(r, tr(langOf(r))("me.title"))
 	v.Action = "/me"
 	s.render(w, r, status, views.DisplayNameView(v))
+}
+
+// parseForm parses a form post and answers 400 when it is malformed: a
+// body that fails to parse must not look like an empty form (which would,
+// say, clear a display name).
+func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		s.log.Warn("malformed form", "path", r.URL.Path, "err", err)
+		s.errorPage(w, r, http.StatusBadRequest)
+		return false
+	}
+	return true
 }

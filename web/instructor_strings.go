@@ -68,6 +68,9 @@ func init() {
 		"me.saved":   "已保存。",
 		"me.link":    "我的名字",
 		"me.toolong": "名字最多 %d 个字符，且不能包含控制字符。",
+
+		"error.400.title":   "请求有误",
+		"error.400.message": "提交的表单无法解析，没有执行。请回到页面重新提交。",
 	})
 	addStrings("en", map[string]string{
 		"instr.login.title":    "Instructor login",
@@ -136,5 +139,8 @@ func init() {
 		"me.saved":   "Saved.",
 		"me.link":    "Your name",
 		"me.toolong": "The name may have at most %d characters and no control characters.",
+
+		"error.400.title":   "Bad request",
+		"error.400.message": "The form that was sent could not be read and was not acted on. Please go back and send it again.",
 	})
 }

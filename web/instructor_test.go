@@ -979,3 +979,26 @@ func TestReloadOffWithoutWatch(t *testing.T) {
 		t.Error("reload.js loaded without a watched course")
 	}
 }
+
+// A form body that does not parse must not act like an empty form.
+func TestMalformedFormRefused(t *testing.T) {
+	e := newInstrEnv(t)
+	learner := e.browser()
+	res := e.do(learner, "POST", "/me", url.Values{"name": {"Ann"}})
+	res.Body.Close()
+	id := learnerOf(t, learner, e.HTTP.URL)
+	req, _ := http.NewRequest("POST", e.HTTP.URL+"/me", strings.NewReader("name=%zz"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := learner.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte("表单")) {
+		t.Fatalf("malformed form: %d", res.StatusCode)
+	}
+	if name, _ := e.DB.DisplayName(context.Background(), id); name != "Ann" {
+		t.Fatalf("display name after a malformed post = %q", name)
+	}
+}
