@@ -8,12 +8,26 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// These tests need RDMA devices on the kernel they run on: inside the lab's
-// Soft-RoCE guest they run for real; on a host without devices they skip.
+// TestOnDevices runs every experiment for real with small params and checks
+// the effect each one teaches. Where this kernel has RDMA devices they run
+// here; otherwise they run in the lab's Soft-RoCE guest through the vm
+// backend and the agent protocol, exactly as a learner's run does.
+func TestOnDevices(t *testing.T) {
+	ex := pickExecutor(t)
+	t.Run("reg-mr", func(t *testing.T) { testRegMR(t, ex) })
+	t.Run("write-silent/write", func(t *testing.T) { testWriteSilent(t, ex) })
+	t.Run("write-silent/send-recv", func(t *testing.T) { testSendRecv(t, ex) })
+	t.Run("write-silent/no-recv", func(t *testing.T) { testNoRecv(t, ex) })
+	t.Run("rkey", func(t *testing.T) { testRKey(t, ex) })
+	t.Run("qp-states", func(t *testing.T) { testQPStates(t, ex) })
+	t.Run("pingpong", func(t *testing.T) { testPingpong(t, ex) })
+	t.Run("pingpong/event", func(t *testing.T) { testPingpongEvent(t, ex) })
+	t.Run("perftest", func(t *testing.T) { testPerftest(t, ex) })
+	t.Run("resources", func(t *testing.T) { testResources(t, ex) })
+}
 
-func TestRegMRFailsThenFixes(t *testing.T) {
-	needDevices(t)
-	rec := runExp(t, "reg-mr", map[string]any{"size": 1 << 20, "limit": "65536", "ipc_lock": "drop"})
+func testRegMR(t *testing.T, ex executor) {
+	rec := ex.run(t, "reg-mr", map[string]any{"size": 1 << 20, "limit": "65536", "ipc_lock": "drop"})
 	r := rec.result(t)
 	f := r.Figures
 	if f["ok"] != 0 || f["fix_grant_ipc_lock"] != 1 || f["fix_raise_limit"] != 1 {
@@ -33,10 +47,9 @@ func TestRegMRFailsThenFixes(t *testing.T) {
 	t.Logf("reg-mr: %s", r.Message)
 }
 
-func TestWriteSilentReceiverSleeps(t *testing.T) {
-	needDevices(t)
+func testWriteSilent(t *testing.T, ex executor) {
 	const n = 300
-	rec := runExp(t, "write-silent", map[string]any{"mode": "write", "messages": n, "size": 4096, "seconds": 1})
+	rec := ex.run(t, "write-silent", map[string]any{"mode": "write", "messages": n, "size": 4096, "seconds": 1})
 	f := rec.result(t).Figures
 	t.Logf("write-silent write: %v", f)
 	if f["receiver_cpu_ticks"] != 0 || f["receiver_voluntary_cs"] != 0 {
@@ -54,9 +67,8 @@ func TestWriteSilentReceiverSleeps(t *testing.T) {
 	}
 }
 
-func TestWriteSilentSendRecvUsesReceiverCPU(t *testing.T) {
-	needDevices(t)
-	rec := runExp(t, "write-silent", map[string]any{"mode": "send-recv", "messages": 300, "size": 4096, "seconds": 1})
+func testSendRecv(t *testing.T, ex executor) {
+	rec := ex.run(t, "write-silent", map[string]any{"mode": "send-recv", "messages": 300, "size": 4096, "seconds": 1})
 	f := rec.result(t).Figures
 	t.Logf("write-silent send-recv: %v", f)
 	if f["receiver_completions"] != 300 || f["bytes_match"] != 1 {
@@ -68,19 +80,18 @@ func TestWriteSilentSendRecvUsesReceiverCPU(t *testing.T) {
 	}
 }
 
-func TestWriteSilentNoRecvIsRNR(t *testing.T) {
-	needDevices(t)
-	rec := runExp(t, "write-silent", map[string]any{"mode": "no-recv", "messages": 1, "size": 64, "seconds": 1})
+func testNoRecv(t *testing.T, ex executor) {
+	rec := ex.run(t, "write-silent", map[string]any{"mode": "no-recv", "messages": 1, "size": 64, "seconds": 1})
 	r := rec.result(t)
 	if r.OK == nil || !*r.OK || r.Figures["wc_status"] != float64(verbs.WCRNRRetryExcErr) || r.Figures["rcvd_rnr_err"] < 1 {
 		rec.dump(t)
 		t.Fatalf("no-recv: %v", r.Figures)
 	}
+	t.Logf("no-recv: %s", r.Message)
 }
 
-func TestRKeyStatuses(t *testing.T) {
-	needDevices(t)
-	rec := runExp(t, "rkey", map[string]any{"case": "all"})
+func testRKey(t *testing.T, ex executor) {
+	rec := ex.run(t, "rkey", map[string]any{"case": "all"})
 	r := rec.result(t)
 	want := map[string][]verbs.WCStatus{"correct": {verbs.WCSuccess}, "wrong-rkey": {verbs.WCRemAccessErr},
 		"out-of-bounds": {verbs.WCRemAccessErr}, "no-remote-write": {verbs.WCRemAccessErr},
@@ -96,60 +107,85 @@ func TestRKeyStatuses(t *testing.T) {
 	}
 }
 
-func TestQPStatesWalk(t *testing.T) {
-	needDevices(t)
-	rec := runExp(t, "qp-states", map[string]any{"mistakes": true})
+func testQPStates(t *testing.T, ex executor) {
+	rec := ex.run(t, "qp-states", map[string]any{"mistakes": true})
 	r := rec.result(t)
-	rec.dump(t)
-	if r.Figures["send_ok"] != 1 || r.Figures["refused"] < 2 {
+	if r.Figures["send_ok"] != 1 || r.Figures["refused"] != r.Figures["tried"] || r.Figures["tried"] < 4 {
+		rec.dump(t)
 		t.Fatalf("qp-states: %v", r.Figures)
 	}
-}
-
-func TestPingpongWriteBeatsTCP(t *testing.T) {
-	needDevices(t)
-	med := map[string]float64{}
-	for _, tr := range []string{"tcp", "write", "send"} {
-		rec := runExp(t, "pingpong", map[string]any{"transport": tr, "mode": "poll", "iterations": 300, "max_size": 2})
-		f := rec.result(t).Figures
-		if f["median_us"] <= 0 || f["p99_us"] < f["median_us"] {
-			rec.dump(t)
-			t.Fatalf("%s: %v", tr, f)
+	var einval int
+	for _, e := range rec.of(sandbox.EvError) {
+		if e.ErrnoName == "EINVAL" && (e.Call == "ibv_post_send" || e.Call == "ibv_modify_qp") {
+			einval++
 		}
-		med[tr] = f["median_us"]
 	}
-	t.Logf("median round trip, 2 B: %v µs", med)
-	if med["write"] >= med["tcp"] {
-		t.Errorf("RDMA WRITE with polling (%.1f µs) not below TCP (%.1f µs)", med["write"], med["tcp"])
+	if einval < 4 {
+		rec.dump(t)
+		t.Errorf("%d EINVAL error events, want one per wrong-state attempt", einval)
 	}
 }
 
-func TestPingpongEventMode(t *testing.T) {
-	needDevices(t)
+// testPingpong compares TCP with RDMA WRITE polling. Two rounds,
+// interleaved, best median of each: the guest's vCPUs share two host cores
+// with everything else on this machine.
+func testPingpong(t *testing.T, ex executor) {
+	best := map[string]float64{}
+	for round := 0; round < 2; round++ {
+		for _, tr := range []string{"tcp", "write", "send"} {
+			rec := ex.run(t, "pingpong", map[string]any{"transport": tr, "mode": "poll", "iterations": 300, "max_size": 2})
+			f := rec.result(t).Figures
+			if f["median_us"] <= 0 || f["p99_us"] < f["median_us"] || f["client_cpu_us"] <= 0 {
+				rec.dump(t)
+				t.Fatalf("%s: %v", tr, f)
+			}
+			if b, ok := best[tr]; !ok || f["median_us"] < b {
+				best[tr] = f["median_us"]
+			}
+		}
+		if best["write"] < best["tcp"] {
+			break
+		}
+	}
+	t.Logf("best median round trip, 2 B: %v µs", best)
+	if best["write"] >= best["tcp"] {
+		t.Errorf("RDMA WRITE with polling (%.1f µs) not below TCP (%.1f µs)", best["write"], best["tcp"])
+	}
+}
+
+func testPingpongEvent(t *testing.T, ex executor) {
 	for _, tr := range []string{"write", "send"} {
-		rec := runExp(t, "pingpong", map[string]any{"transport": tr, "mode": "event", "iterations": 50, "max_size": 1024})
+		rec := ex.run(t, "pingpong", map[string]any{"transport": tr, "mode": "event", "iterations": 50, "max_size": 1024})
 		f := rec.result(t).Figures
-		if f["median_us_1024"] <= 0 {
-			rec.dump(t)
-			t.Fatalf("%s event: %v", tr, f)
+		for _, s := range []string{"2", "16", "128", "1024"} {
+			if f["median_us_"+s] <= 0 {
+				rec.dump(t)
+				t.Fatalf("%s event, %s B: %v", tr, s, f)
+			}
 		}
 	}
 }
 
-// TestResourcesReturnToStart runs every experiment many times (20, or 2
-// with -short) and checks that the kernel's RDMA resource counts (what
-// `rdma resource` prints: PDs, CQs, QPs, MRs, contexts) are back where they
-// started — on success paths and on the failures the experiments provoke.
-func TestResourcesReturnToStart(t *testing.T) {
-	needDevices(t)
+func testPerftest(t *testing.T, ex executor) {
+	rec := ex.run(t, "perftest", map[string]any{"test": "write", "size": 2, "iterations": 200})
+	f := rec.result(t).Figures
+	if f["typical_us"] <= 0 || f["avg_us"] < f["min_us"] {
+		rec.dump(t)
+		t.Fatalf("perftest: %v", f)
+	}
+	t.Logf("ib_write_lat 2 B: %v", f)
+}
+
+// testResources runs every experiment many times (20, or 2 with -short) in
+// one machine and checks that the kernel's RDMA resource counts — what
+// `rdma resource` prints — are back where they started, on the success
+// paths and on the failures the experiments provoke.
+func testResources(t *testing.T, ex executor) {
 	rounds := 20
 	if testing.Short() {
 		rounds = 2
 	}
-	before, err := verbs.Resources()
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := ex.run(t, "rdma-resource", nil).result(t).Figures
 	runs := []struct {
 		id  string
 		raw map[string]any
@@ -163,18 +199,16 @@ func TestResourcesReturnToStart(t *testing.T) {
 	}
 	for i := 0; i < rounds; i++ {
 		for _, r := range runs {
-			runExp(t, r.id, r.raw)
+			ex.run(t, r.id, r.raw)
 		}
 	}
-	after, err := verbs.Resources()
-	if err != nil {
-		t.Fatal(err)
+	after := ex.run(t, "rdma-resource", nil).result(t).Figures
+	if len(before) == 0 {
+		t.Fatal("rdma-resource reported no devices")
 	}
-	for dev, counts := range before {
-		for k, v := range counts {
-			if after[dev][k] != v {
-				t.Errorf("%s %s: %d before %d rounds, %d after", dev, k, v, rounds, after[dev][k])
-			}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %v before %d rounds, %v after", k, v, rounds, after[k])
 		}
 	}
 	t.Logf("rdma resource after %d rounds of %d runs: %v", rounds, len(runs), after)

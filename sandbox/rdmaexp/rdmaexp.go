@@ -27,6 +27,8 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(Pingpong())
 	reg.Register(RKey())
 	reg.Register(QPStates())
+	reg.Register(Perftest())
+	reg.Register(Resources())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeGuest()
+	os.Exit(code)
 }
 
 type recorder struct {
@@ -176,33 +178,6 @@ func TestExplainNamesTheCause(t *testing.T) {
 	if err == nil || len(evs) != 1 || evs[0].Call != "ibv_reg_mr" || evs[0].ErrnoName != "ENOMEM" || evs[0].Errno != int(syscall.ENOMEM) ||
 		!strings.Contains(evs[0].Message, "Cannot allocate memory") || evs[0].Messages["zh"] == "" {
 		t.Fatalf("verbsError: %v, events %+v", err, evs)
-	}
-}
-
-// runExp validates raw like the agent does and runs the experiment here.
-func runExp(t *testing.T, id string, raw map[string]any) *recorder {
-	t.Helper()
-	e := registry().Get(id)
-	p, err := e.Validate(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
-	defer cancel()
-	if err := e.Run(ctx, p, rec); err != nil {
-		rec.dump(t)
-		t.Fatalf("%s: %v", id, err)
-	}
-	return rec
-}
-
-// needDevices skips when this kernel has no RDMA device: the development
-// machines' host kernel has none; these tests then run inside the guest.
-func needDevices(t testing.TB) {
-	t.Helper()
-	if _, err := pickTopology(); err != nil {
-		t.Skipf("skipped: %v", err)
 	}
 }
 

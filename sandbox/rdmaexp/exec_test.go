@@ -1,0 +1,140 @@
+package rdmaexp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+)
+
+// executor runs one experiment with raw params and returns its events; it
+// fails the test when the run fails.
+type executor interface {
+	run(t testing.TB, id string, raw map[string]any) *recorder
+	name() string
+}
+
+// localExec runs experiments in this process (this kernel has devices).
+type localExec struct{}
+
+func (localExec) name() string { return "this machine" }
+
+func (localExec) run(t testing.TB, id string, raw map[string]any) *recorder {
+	t.Helper()
+	e := registry().Get(id)
+	p, err := e.Validate(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
+	defer cancel()
+	if err := e.Run(ctx, p, rec); err != nil {
+		rec.dump(t)
+		t.Fatalf("%s: %v", id, err)
+	}
+	return rec
+}
+
+// guestExec runs experiments in the lab's Soft-RoCE guest through the vm
+// backend: params validated here (as the server does), again by the agent
+// in the guest.
+type guestExec struct{ b *vm.Backend }
+
+func (guestExec) name() string { return "the Soft-RoCE guest" }
+
+func (g guestExec) run(t testing.TB, id string, raw map[string]any) *recorder {
+	t.Helper()
+	e := registry().Get(id)
+	p, err := e.Validate(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout+time.Minute)
+	defer cancel()
+	if err := g.b.Exec(ctx, sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, rec.Emit); err != nil {
+		rec.dump(t)
+		t.Fatalf("%s in the guest: %v", id, err)
+	}
+	return rec
+}
+
+// pickExecutor uses this machine when its kernel has RDMA devices, else
+// boots the lab guest (once for the whole test binary).
+func pickExecutor(t *testing.T) executor {
+	t.Helper()
+	if _, err := pickTopology(); err == nil {
+		t.Log("RDMA devices on this kernel: experiments run here")
+		return localExec{}
+	} else {
+		t.Logf("this kernel has no usable RDMA device (%v): experiments run in the Soft-RoCE guest", err)
+	}
+	b := labGuest(t)
+	return guestExec{b: b}
+}
+
+var (
+	guestOnce sync.Once
+	guestB    *vm.Backend
+	guestErr  error
+	guestTmp  string
+)
+
+// labGuest builds labserver and the guest image from this tree into a temp
+// dir and boots one guest for the whole test binary (closed in TestMain).
+func labGuest(t testing.TB) *vm.Backend {
+	t.Helper()
+	guestOnce.Do(func() {
+		guestErr = func() error {
+			dir, err := os.MkdirTemp("", "rdmaexp-guest-")
+			if err != nil {
+				return err
+			}
+			guestTmp = dir
+			bin := filepath.Join(dir, "labserver")
+			_, file, _, _ := runtime.Caller(0)
+			cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/labserver")
+			cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build ./cmd/labserver: %w\n%s", err, out)
+			}
+			img := filepath.Join(dir, "image")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			if _, _, err := vm.Build(ctx, vm.BuildOptions{Dir: img, Agent: bin}); err != nil {
+				return fmt.Errorf("build the guest image: %w", err)
+			}
+			guestB = vm.New(vm.Config{Dir: img, Agent: bin, MemoryMiB: 512, BootTimeout: 3 * time.Minute,
+				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			guestB.Start()
+			if _, err := guestB.WaitReady(ctx); err != nil {
+				return err
+			}
+			return nil
+		}()
+	})
+	if guestErr != nil {
+		t.Fatalf("the Soft-RoCE guest: %v", guestErr)
+	}
+	return guestB
+}
+
+func closeGuest() {
+	if guestB != nil {
+		guestB.Close()
+	}
+	if guestTmp != "" && strings.Contains(guestTmp, "rdmaexp-guest-") {
+		os.RemoveAll(guestTmp)
+	}
+}

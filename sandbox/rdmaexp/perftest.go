@@ -1,0 +1,163 @@
+package rdmaexp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// Perftest is the cross-check "what does the field's own tool say?": it runs
+// perftest's ib_write_lat or ib_send_lat between the same devices pingpong
+// uses, so our figures can be compared with the tool everyone trusts. Its
+// command lines are fixed; only validated numbers reach them.
+func Perftest() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "perftest",
+		Title: say("Cross-check with perftest", "用 perftest 交叉验证"),
+		Summary: say("Runs perftest's ib_write_lat or ib_send_lat between the same Soft-RoCE devices as pingpong and reports its one-way latency (perftest prints half the round trip).",
+			"在与 pingpong 相同的 Soft-RoCE 设备之间运行 perftest 的 ib_write_lat 或 ib_send_lat，报告它的单程时延（perftest 输出的是往返时间的一半）。"),
+		Needs: sandbox.NeedRDMA,
+		Params: []sandbox.Param{
+			{Name: "test", Kind: sandbox.ParamEnum, Title: say("Test", "测试"), Default: "write", Choices: []sandbox.Choice{
+				{Value: "write", Title: say("ib_write_lat (RDMA WRITE)", "ib_write_lat（RDMA WRITE）")},
+				{Value: "send", Title: say("ib_send_lat (SEND/RECV)", "ib_send_lat（SEND/RECV）")},
+			}},
+			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 2, Max: 64 << 10, Default: int64(2)},
+			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("Round trips", "往返次数"), Min: 5, Max: 20000, Default: int64(1000)},
+		},
+		Presets: []sandbox.Preset{{ID: "write", Title: say("ib_write_lat 2 B", "ib_write_lat 2 B"), Values: map[string]any{"test": "write"}}},
+		Timeout: 3 * time.Minute,
+		Run:     runPerftest,
+	}
+}
+
+// perftestLat is one line of perftest's latency table, in µs (one way).
+type perftestLat struct {
+	Min, Max, Typical, Avg, Stdev, P99 float64
+}
+
+// parsePerftestLat finds the result row ("#bytes #iterations t_min …").
+func parsePerftestLat(out string) (perftestLat, error) {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, "t_typical") {
+			continue
+		}
+		for _, row := range lines[i+1:] {
+			f := strings.Fields(row)
+			if len(f) < 8 {
+				continue
+			}
+			var v [8]float64
+			ok := true
+			for j := range v {
+				x, err := strconv.ParseFloat(f[j], 64)
+				if err != nil {
+					ok = false
+					break
+				}
+				v[j] = x
+			}
+			if ok {
+				return perftestLat{Min: v[2], Max: v[3], Typical: v[4], Avg: v[5], Stdev: v[6], P99: v[7]}, nil
+			}
+		}
+	}
+	return perftestLat{}, fmt.Errorf("no latency table in perftest's output: %q", clip(out))
+}
+
+func runPerftest(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	tool := "ib_" + p["test"].(string) + "_lat"
+	size := strconv.FormatInt(p["size"].(int64), 10)
+	iters := strconv.FormatInt(p["iterations"].(int64), 10)
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	bin, err := exec.LookPath(tool)
+	if err != nil {
+		return fmt.Errorf("perftest: %s is not installed here (apt-get install perftest): %w", tool, err)
+	}
+	note(emit, "info", top.describe())
+	port := strconv.Itoa(18515 + int(time.Now().UnixNano()%1000))
+	common := []string{"-F", "-s", size, "-n", iters, "-p", port}
+	srvArgs := append([]string{"-d", top.Server.Dev, "-x", strconv.Itoa(top.Server.GID.Index)}, common...)
+	cliArgs := append(append([]string{"-d", top.Client.Dev, "-x", strconv.Itoa(top.Client.GID.Index)}, common...), top.Server.IP())
+	logf(emit, "server: %s %s", tool, strings.Join(srvArgs, " "))
+	logf(emit, "client: %s %s", tool, strings.Join(cliArgs, " "))
+
+	phase(emit, "run", say("Running "+tool, "运行 "+tool))
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	srv := exec.CommandContext(cctx, bin, srvArgs...)
+	var srvOut bytes.Buffer
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("perftest: start %s server: %w", tool, err)
+	}
+	defer func() { cancel(); _ = srv.Wait() }()
+	var out []byte
+	for attempt := 0; ; attempt++ {
+		time.Sleep(300 * time.Millisecond) // the server needs a moment to listen
+		cli := exec.CommandContext(cctx, bin, cliArgs...)
+		out, err = cli.CombinedOutput()
+		if err == nil || attempt == 5 || !strings.Contains(string(out), "Couldn't connect") {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("perftest: %s client failed: %w: %s | server: %s", tool, err, clip(string(out)), clip(srvOut.String()))
+	}
+	lat, err := parsePerftestLat(string(out))
+	if err != nil {
+		return err
+	}
+	t := &sandbox.Table{Title: tool + " (one way, µs)", Columns: []string{"size", "t_min", "t_typical", "t_avg", "99%", "t_max"},
+		Rows: [][]string{{size, f1(lat.Min), f1(lat.Typical), f1(lat.Avg), f1(lat.P99), f1(lat.Max)}}}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	v := say(fmt.Sprintf("%s: typical one-way latency %.1f µs (average %.1f µs) for %s B between %s and %s. pingpong's median round trip divided by two should land close to the typical figure.", tool, lat.Typical, lat.Avg, size, top.Client.Dev, top.Server.Dev),
+		fmt.Sprintf("%s：%s B 消息在 %s 与 %s 之间的典型单程时延 %.1f µs（平均 %.1f µs）。pingpong 的往返中位数除以二应当接近这个典型值。", tool, size, top.Client.Dev, top.Server.Dev, lat.Typical, lat.Avg))
+	result(emit, lat.Typical > 0, v, map[string]float64{"typical_us": lat.Typical, "avg_us": lat.Avg, "min_us": lat.Min, "p99_us": lat.P99})
+	return nil
+}
+
+// Resources is the experiment behind `rdma resource`: how many PDs, CQs,
+// QPs and MRs each device holds right now. The lab page can show it; tests
+// use it to prove that runs leave nothing behind.
+func Resources() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "rdma-resource",
+		Title: say("What the RDMA devices hold now", "RDMA 设备当前持有的资源"),
+		Summary: say("The kernel's count of protection domains, completion queues, queue pairs and memory regions per device — what `rdma resource` prints.",
+			"内核统计的每个设备上的保护域、完成队列、队列对和内存区域数量——即 `rdma resource` 的输出。"),
+		Needs:   sandbox.NeedRDMA,
+		Timeout: 20 * time.Second,
+		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+			res, err := verbs.Resources()
+			if err != nil {
+				return err
+			}
+			kinds := []string{"pd", "cq", "qp", "mr", "ctx", "cm_id", "srq"}
+			t := &sandbox.Table{Title: "rdma resource", Columns: append([]string{"device"}, kinds...)}
+			figs := map[string]float64{}
+			for _, dev := range verbs.DeviceNames() {
+				row := []string{dev}
+				for _, k := range kinds {
+					row = append(row, strconv.FormatUint(res[dev][k], 10))
+					figs[dev+"."+k] = float64(res[dev][k])
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+			result(emit, true, say(fmt.Sprintf("%d RDMA devices and what they hold.", len(t.Rows)), fmt.Sprintf("%d 个 RDMA 设备及其持有的资源。", len(t.Rows))), figs)
+			return nil
+		},
+	}
+}
