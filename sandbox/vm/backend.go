@@ -278,7 +278,7 @@ func (b *Backend) watch(g *Guest) error {
 					return fmt.Errorf("the Soft-RoCE guest died: %w", g.exitError())
 				default:
 				}
-				return fmt.Errorf("the Soft-RoCE guest stopped answering (health ping: %v)", err)
+				return fmt.Errorf("the Soft-RoCE guest stopped answering: no reply to a health ping within %s (%v)", b.cfg.PingTimeout, err)
 			}
 		}
 	}

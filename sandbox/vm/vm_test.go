@@ -18,11 +18,14 @@ import (
 // reason and a fresh guest come back.
 func TestWarmGuest(t *testing.T) {
 	cfg := testConfig(t)
+	// Pings often enough for the hang subtest; generous enough for a
+	// guest under TCG on a busy machine.
+	cfg.PingEvery, cfg.PingTimeout = 2*time.Second, 15*time.Second
 	b := New(cfg)
 	b.Start()
 	t.Cleanup(func() { b.Close() })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if _, err := b.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -129,6 +132,45 @@ func TestWarmGuest(t *testing.T) {
 			Params: sandbox.Params{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}},
 			func(sandbox.Event) {}); err != nil {
 			t.Fatalf("run after restart: %v", err)
+		}
+	})
+
+	t.Run("hang", func(t *testing.T) {
+		// A guest that stops answering (here: QEMU stopped, as a hung
+		// guest would look) fails the run in flight once the health pings
+		// go unanswered, and is replaced.
+		pid := b.GuestPID()
+		first := make(chan struct{})
+		var once sync.Once
+		done := make(chan error, 1)
+		go func() {
+			done <- b.Exec(ctx, sandbox.Request{RunID: "t4", Experiment: "tcp-cost",
+				Params: sandbox.Params{"seconds": 10, "msg_size": 65536}},
+				func(sandbox.Event) { once.Do(func() { close(first) }) })
+		}()
+		select {
+		case <-first:
+		case err := <-done:
+			t.Fatalf("run ended before it started: %v", err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		err := <-done
+		if err == nil || !strings.Contains(err.Error(), "stopped answering") {
+			t.Fatalf("run in flight: err = %v, want it to fail because the guest hung", err)
+		}
+		t.Logf("in-flight run failed with: %v", err)
+		if _, err := b.WaitReady(ctx); err != nil {
+			t.Fatalf("no fresh guest: %v", err)
+		}
+		if np := b.GuestPID(); np == pid {
+			t.Fatal("the hung guest is still the lab's guest")
+		}
+		// The backend killed the stopped QEMU (SIGKILL works on stopped
+		// processes); make sure it is gone.
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("hung QEMU %d still exists", pid)
 		}
 	})
 }
