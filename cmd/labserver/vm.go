@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -30,6 +31,7 @@ const vmUsage = `usage: labserver vm build [--if-needed] [--force]   build the g
 common flags (environment fallbacks in brackets):
   --dir DIR        image cache [LAB_VM_DIR] (default $XDG_CACHE_HOME/rdmalab or ./.cache/vm)
   --accel A        auto|kvm|tcg [LAB_VM_ACCEL] (default auto: KVM when it really works)
+  --memory MIB     guest RAM [LAB_VM_MEMORY] (default 256)
   --backend B      auto|host|vm|none [LAB_BACKEND], for build --if-needed
   --append ARGS    boot/shell: extra kernel parameters (loglevel=7 shows the boot)
 `
@@ -50,6 +52,7 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := vm.Config{}
 	fset.StringVar(&cfg.Dir, "dir", vm.DefaultDir(), "image cache directory")
 	fset.StringVar(&cfg.Accel, "accel", envOr("LAB_VM_ACCEL", "auto"), "auto|kvm|tcg")
+	fset.IntVar(&cfg.MemoryMiB, "memory", vmMemory(), "guest RAM in MiB")
 	backend := fset.String("backend", envOr("LAB_BACKEND", choose.Auto), "auto|host|vm|none")
 	ifNeeded := fset.Bool("if-needed", false, "build: only when RDMA experiments would run in the guest")
 	force := fset.Bool("force", false, "build: rebuild even when up to date")
@@ -85,6 +88,14 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// vmMemory is $LAB_VM_MEMORY (MiB), else 256.
+func vmMemory() int {
+	if n, err := strconv.Atoi(os.Getenv("LAB_VM_MEMORY")); err == nil && n > 0 {
+		return n
+	}
+	return 256
 }
 
 func envOr(key, def string) string {
@@ -225,7 +236,7 @@ func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog
 		}
 		return &hostrdma.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), Logger: log})
+		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log})
 		b.Start()
 		return b, b.Close, d, nil
 	default:
