@@ -193,11 +193,12 @@ func (b *Backend) supervise() {
 		b.setState(StateReady, "", g)
 		reason := b.watch(g)
 		g.Fail(reason)
+		tail := consoleTail(g.Console, 10)
 		g.Stop()
 		if b.ctx.Err() != nil {
 			break
 		}
-		b.cfg.Logger.Warn("lab guest lost; booting a fresh one", "reason", reason)
+		b.cfg.Logger.Warn("lab guest lost; booting a fresh one", "reason", reason, "console", tail)
 		if time.Since(g.Ready) < 30*time.Second {
 			quickDeaths++
 		} else {
