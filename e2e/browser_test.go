@@ -233,6 +233,13 @@ func eval[T any](b *browser, expr string) T {
 	return run(b, "evaluate "+short(expr), chromedp.Evaluate[T](expr))
 }
 
+// evalAsync evaluates a JavaScript expression that yields a promise (a
+// fetch) and decodes what it resolves to.
+func evalAsync[T any](b *browser, expr string) T {
+	b.t.Helper()
+	return run(b, "evaluate "+short(expr), chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+}
+
 // waitFor polls a JavaScript condition until it is truthy (what names it).
 // Evaluation errors count as "not yet": during a navigation the old
 // document's context disappears under the poll. Events arriving live (SSE)

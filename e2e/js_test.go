@@ -57,3 +57,8 @@ const contrastLibJS = `(function(){
     return (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
   };
 })()`
+
+// evalVoid runs JavaScript for its effect.
+func evalVoid(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](expr)
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestCheckpointQuiz: a checkpoint question answered wrong, then right,
+// inline (quiz.js, no page load): per-option feedback, the explanation, the
+// attempt count, and the score on the home page.
+func TestCheckpointQuiz(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	b.open(lesson01EN)
+	q := `[data-testid=checkpoint] [data-testid=quiz][data-question="why-rdma/overheads"]`
+	if n := b.count(q); n != 1 {
+		t.Fatalf("checkpoint shows the overheads question %d times", n)
+	}
+	if n := b.count(q + ` [data-testid=feedback], ` + q + ` [data-testid=explanation]`); n != 0 {
+		t.Fatal("feedback or explanation is in the page before any answer")
+	}
+	b.waitFor("quiz.js loaded", `document.querySelector('script[src*="js/quiz.js"]') && document.readyState === "complete"`, stepTimeout)
+	b.do("mark page", evalVoid(`window.__e2eStay = true`))
+
+	// choose sets the checkboxes to exactly the given options, by clicking.
+	choose := func(want ...string) {
+		t.Helper()
+		opts := eval[[]string](b, `Array.from(document.querySelectorAll('`+q+` input[name=answer]')).map(i => i.value)`)
+		for _, o := range opts {
+			sel := fmt.Sprintf(`%s input[name=answer][value=%q]`, q, o)
+			checked := eval[bool](b, `document.querySelector('`+strings.ReplaceAll(sel, `'`, `\'`)+`').checked`)
+			if checked != contains(want, o) {
+				b.click(sel)
+			}
+		}
+	}
+	submit := func() {
+		t.Helper()
+		b.do("clear marker", evalVoid(`document.querySelector('`+q+`').dataset.e2eOld = "1"`))
+		b.click(q + ` button[type=submit]`)
+		// quiz.js replaces the whole question with the server's rendering.
+		b.waitFor("graded question", `(function(){var e=document.querySelector('`+q+`');return e && !e.dataset.e2eOld && e.querySelector("[data-testid=result]")})()`, stepTimeout)
+	}
+
+	// Wrong: a real overhead plus a distractor (the NIC's DMA is not removed, it is how RDMA works).
+	choose("copies", "dma")
+	submit()
+	if c := eval[string](b, `document.querySelector('`+q+` [data-testid=result]').dataset.correct`); c != "false" {
+		t.Fatalf("copies+dma graded correct=%s, want false", c)
+	}
+	if fb := b.text(q + ` [data-option=dma] [data-testid=feedback]`); fb == "" {
+		t.Error("the wrong option chosen shows no feedback")
+	}
+	if fb := b.text(q + ` [data-option=stack] [data-testid=feedback]`); fb == "" {
+		t.Error("a missed correct option shows no feedback")
+	}
+	if !eval[bool](b, `window.__e2eStay === true`) {
+		t.Fatal("answering loaded a new page: the inline (JavaScript) path was not used")
+	}
+
+	// Right: exactly the three overheads RDMA removes.
+	choose("copies", "stack", "switches")
+	submit()
+	if c := eval[string](b, `document.querySelector('`+q+` [data-testid=result]').dataset.correct`); c != "true" {
+		t.Fatalf("copies+stack+switches graded correct=%s, want true", c)
+	}
+	if ex := b.text(q + ` [data-testid=explanation]`); len(ex) < 20 {
+		t.Errorf("explanation %q", ex)
+	}
+	st := eval[map[string]string](b, `Object.assign({}, document.querySelector('`+q+` [data-testid=quiz-status]').dataset)`)
+	if st["attempts"] != "2" || st["best"] != "true" {
+		t.Errorf("status after wrong then right: %v, want 2 attempts, best right", st)
+	}
+	if !eval[bool](b, `window.__e2eStay === true`) {
+		t.Fatal("the second answer loaded a new page")
+	}
+
+	// The home page counts the checkpoint question as solved.
+	b.open("/")
+	score := b.text(`[data-testid=lesson][data-slug="` + lesson01 + `"] [data-testid=score]`)
+	if !regexp.MustCompile(`(^|\D)1/\d+`).MatchString(score) {
+		t.Errorf("home score after one right answer = %q, want 1/N", score)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
