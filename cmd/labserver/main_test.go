@@ -183,7 +183,7 @@ func TestServeShutsDownOnSignal(t *testing.T) {
 	select {
 	case code := <-done:
 		if code != 0 {
-			t.Errorf("exit %d after shutdown", code)
+			t.Errorf("exit %d after shutdown:\n%s", code, stderr.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not shut down")

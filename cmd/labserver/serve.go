@@ -131,11 +131,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.HTTP.Serve(ln) }()
-	m.Log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "db", m.Config.DBPath,
-		"course", where, "lessons", len(course.Lessons))
 	if err := m.announceInstructorSetup(ctx); err != nil {
 		return err
 	}
+	// Last, so "serving" in the log means start-up is complete.
+	m.Log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "db", m.Config.DBPath,
+		"course", where, "lessons", len(course.Lessons))
 	return nil
 }
 
