@@ -1,0 +1,258 @@
+// Package labproc builds `labserver` and runs it as a child process on a
+// loopback port with its own database, for the tests that need the real
+// server as a separate process: the load test (loadtest/), the fault tests
+// that stop, kill and restart it (faults/), and the benchmark report.
+package labproc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StartTimeout bounds the wait for a started server to answer /healthz:
+// generous, because the machines' two cores are shared with builds and a
+// QEMU guest.
+const StartTimeout = 90 * time.Second
+
+// Build compiles cmd/labserver into dir and returns the binary's path.
+// race builds it with the race detector (tests under -race then also
+// check the server they load). $LAB_TEST_LABSERVER names a prebuilt binary
+// instead.
+func Build(ctx context.Context, dir string, race bool) (string, error) {
+	if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
+		return p, nil
+	}
+	out := filepath.Join(dir, "labserver")
+	args := []string{"build", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/rdmalab/rdmalab/cmd/labserver")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build labserver: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// Options says how to start a server. Zero fields take defaults.
+type Options struct {
+	Bin string   // the labserver binary (required)
+	Dir string   // working directory; the database is Dir/lab.db unless DB is set
+	DB  string   // database path
+	Env []string // added to the environment (KEY=value)
+	// Args are extra `serve` flags.
+	Args []string
+	// Output, when set, also receives the server's log lines.
+	Output io.Writer
+}
+
+// Server is one running `labserver serve`.
+type Server struct {
+	URL string // http://127.0.0.1:PORT
+	DB  string
+	Pid int
+
+	cmd  *exec.Cmd
+	logs *logBuffer
+	done chan error
+}
+
+// servingRE finds the address in the "serving" log line.
+var servingRE = regexp.MustCompile(`msg=serving url=(http://\S+)`)
+
+// Start starts `labserver serve` on 127.0.0.1:0 and returns once it
+// answers /healthz. The child leads its own process group (its agents
+// join it), so Kill can take everything down at once. By default no
+// Soft-RoCE guest boots (LAB_BACKEND=none); pass another LAB_BACKEND in
+// Env to change that.
+func Start(opt Options) (*Server, error) {
+	if opt.Bin == "" {
+		return nil, errors.New("labproc: Options.Bin is required")
+	}
+	if opt.Dir == "" {
+		return nil, errors.New("labproc: Options.Dir is required")
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if opt.DB == "" {
+		opt.DB = filepath.Join(opt.Dir, "lab.db")
+	}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", opt.DB}, opt.Args...)
+	cmd := exec.Command(opt.Bin, args...)
+	cmd.Dir = opt.Dir
+	cmd.Env = append(os.Environ(), "LAB_VM_DIR="+filepath.Join(opt.Dir, "vm"), "LAB_BACKEND=none")
+	cmd.Env = append(cmd.Env, opt.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s := &Server{DB: opt.DB, cmd: cmd, logs: &logBuffer{tee: opt.Output}, done: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("labproc: start %s: %w", opt.Bin, err)
+	}
+	s.Pid = cmd.Process.Pid
+	go func() { s.done <- cmd.Wait(); pw.Close() }()
+
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.add(line)
+			if m := servingRE.FindStringSubmatch(line); m != nil {
+				select {
+				case urlc <- strings.TrimSuffix(m[1], "/"):
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case u := <-urlc:
+		s.URL = u
+	case err := <-s.done:
+		s.done <- err
+		return nil, fmt.Errorf("labproc: labserver exited before serving (%v):\n%s", err, s.Logs())
+	case <-time.After(StartTimeout):
+		_ = s.Kill()
+		return nil, fmt.Errorf("labproc: labserver did not report its address within %s:\n%s", StartTimeout, s.Logs())
+	}
+	if err := s.waitHealthy(); err != nil {
+		_ = s.Kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitHealthy() error {
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		res, err := http.Get(s.URL + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", res.Status)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("labproc: labserver at %s never became healthy: %w\n%s", s.URL, err, s.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop asks the server to shut down (SIGTERM) and waits up to timeout for
+// it to exit; past that it kills the process group and says so.
+func (s *Server) Stop(timeout time.Duration) error {
+	if s.cmd.Process == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		s.done <- err
+		if err != nil {
+			return fmt.Errorf("labproc: labserver exited with %v:\n%s", err, s.Tail(40))
+		}
+		return nil
+	case <-time.After(timeout):
+		_ = s.Kill()
+		return fmt.Errorf("labproc: labserver ignored SIGTERM for %s; killed", timeout)
+	}
+}
+
+// Kill kills the server's whole process group (SIGKILL: no shutdown work
+// at all, like a power cut for the process) and waits for it.
+func (s *Server) Kill() error {
+	if s.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-s.Pid, syscall.SIGKILL)
+	err := <-s.done
+	s.done <- err
+	return nil
+}
+
+// Exited reports whether the process has ended, without waiting.
+func (s *Server) Exited() bool {
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// Logs is everything the server has printed so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Tail is the last n lines of the server's output.
+func (s *Server) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(s.Logs(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// logBuffer keeps the server's output for failure messages, bounded: a
+// loaded server logs a line per request, so past 1 MiB only the last
+// tailLines lines are kept beside the start (how it came up).
+type logBuffer struct {
+	mu      sync.Mutex
+	head    strings.Builder
+	tail    []string
+	dropped int
+	tee     io.Writer
+}
+
+const tailLines = 500
+
+func (b *logBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tee != nil {
+		fmt.Fprintln(b.tee, line)
+	}
+	if b.head.Len() < 1<<20 {
+		b.head.WriteString(line + "\n")
+		return
+	}
+	if len(b.tail) == tailLines {
+		b.tail = b.tail[1:]
+		b.dropped++
+	}
+	b.tail = append(b.tail, line)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out strings.Builder
+	out.WriteString(b.head.String())
+	if b.dropped > 0 {
+		fmt.Fprintf(&out, "… %d lines not kept …\n", b.dropped)
+	}
+	for _, l := range b.tail {
+		out.WriteString(l + "\n")
+	}
+	return out.String()
+}
