@@ -33,7 +33,7 @@ var uiStrings = map[string]map[string]string{
 		"status.opened":    "学习中",
 		"status.completed": "已完成",
 
-		"lesson.kicker":     "第",
+		"lesson.kicker":     "第 %s 课",
 		"lesson.duration":   "时长",
 		"lesson.objectives": "学完这节你能做到",
 		"lesson.prereqs":    "先修内容",
@@ -76,7 +76,7 @@ var uiStrings = map[string]map[string]string{
 		"status.opened":    "In progress",
 		"status.completed": "Completed",
 
-		"lesson.kicker":     "Lesson",
+		"lesson.kicker":     "Lesson %s",
 		"lesson.duration":   "Duration",
 		"lesson.objectives": "After this lesson you can",
 		"lesson.prereqs":    "Before this lesson",
