@@ -61,7 +61,11 @@ func (m *Main) envOr(key, def string) string {
 func (m *Main) ParseFlags(args []string) error {
 	fset := flag.NewFlagSet("labserver serve", flag.ContinueOnError)
 	fset.SetOutput(m.Stderr)
-	fset.Usage = func() { fmt.Fprint(m.Stderr, usage) }
+	fset.Usage = func() {
+		fmt.Fprint(m.Stderr, usage)
+		fmt.Fprintln(m.Stderr, "\nevery serve flag of this build:")
+		fset.PrintDefaults()
+	}
 	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address")
 	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file")
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder (default: built-in)")
