@@ -29,6 +29,8 @@
   // "state" arrives first on every (re)connection; a version that differs from
   // the one we first saw means the course changed while we were disconnected.
   es.addEventListener("state", (e) => {
+    // Marks the page as live (tests and styles can see the stream is up).
+    document.documentElement.dataset.liveReload = "on";
     const v = e.data;
     if (baseline === null) baseline = v;
     else if (v !== baseline) reload();
