@@ -46,11 +46,16 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	_ = sse.retry(2 * time.Second)
 	sent := after
 	for _, ev := range backlog {
-		if err := sse.event(ev); err != nil {
+		f, err := encodeFrame(ev)
+		if err != nil {
+			s.log.Error("encode stored event", "run", id, "seq", ev.Seq, "err", err)
+			return
+		}
+		if err := sse.frame(f); err != nil {
 			return
 		}
 		sent = ev.Seq
-		if isFinalStatus(ev) {
+		if f.final {
 			_ = sse.named("end", `{}`)
 			return
 		}
@@ -69,21 +74,37 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			if err := sse.comment("ping"); err != nil {
 				return
 			}
-		case ev, ok := <-sub.ch:
+		case f, ok := <-sub.ch:
 			if !ok {
 				// Dropped for being slow: end this response; the browser
 				// reconnects with Last-Event-ID and resumes from the store.
 				return
 			}
-			if ev.Seq <= sent {
-				continue
+			// Write this event and every other one already waiting, then
+			// flush once: each event still leaves as soon as it is here.
+		drain:
+			for {
+				if f.seq > sent {
+					if err := sse.frame(f); err != nil {
+						return
+					}
+					sent = f.seq
+					if f.final {
+						_ = sse.named("end", `{}`)
+						return
+					}
+				}
+				select {
+				case f, ok = <-sub.ch:
+					if !ok {
+						_ = sse.flush()
+						return
+					}
+				default:
+					break drain
+				}
 			}
-			if err := sse.event(ev); err != nil {
-				return
-			}
-			sent = ev.Seq
-			if isFinalStatus(ev) {
-				_ = sse.named("end", `{}`)
+			if err := sse.flush(); err != nil {
 				return
 			}
 		}

@@ -42,6 +42,7 @@ func gate(key int64) chan struct{} {
 func runTestRegistry() *sandbox.Registry {
 	reg := sandbox.NewRegistry()
 	reg.Register(hostexp.TCPCost())
+	reg.Register(hostexp.Memlock()) // shown in widgets; never run here (its helper re-executes the binary)
 	// ticks emits n points of a series a few ms apart, a table and a verdict.
 	reg.Register(&sandbox.Experiment{
 		ID: "ticks", Title: sandbox.Text{"en": "Ticks", "zh": "滴答"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
@@ -116,11 +117,19 @@ func (b pipeBackend) Exec(ctx context.Context, req sandbox.Request, emit func(sa
 
 func newRunEnv(t *testing.T, cfg sandbox.RunnerConfig) *runEnv {
 	t.Helper()
+	env := newRunEnvTB(t, cfg)
+	env.t = t
+	return env
+}
+
+// newRunEnvTB builds the environment for a test or a benchmark.
+func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
+	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &testEnv{t: t, DB: db, Logs: new(bytes.Buffer)}
+	env := &testEnv{DB: db, Logs: new(bytes.Buffer)}
 	env.Course.Store(fixtureCourse())
 	log := slog.New(slog.NewTextHandler(env.Logs, nil))
 	reg := runTestRegistry()

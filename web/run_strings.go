@@ -46,6 +46,7 @@ func submitError(r *http.Request, err error) error {
 
 func init() {
 	addStrings("zh", map[string]string{
+		"run.kicker":             "实验",
 		"run.run":                "运行",
 		"run.cancel":             "取消",
 		"run.presets":            "预设",
@@ -102,6 +103,7 @@ func init() {
 		"run.connection":         "与服务器的连接断了，正在重连……",
 	})
 	addStrings("en", map[string]string{
+		"run.kicker":             "Experiment",
 		"run.run":                "Run",
 		"run.cancel":             "Cancel",
 		"run.presets":            "Presets",

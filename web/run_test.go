@@ -280,8 +280,15 @@ func TestRunFormWithoutJavaScript(t *testing.T) {
 	// The lesson page shows the widget with the directive's values.
 	doc := env.doc(c, "/lessons/01-one?lang=en", 200)
 	w := doc.Find("[data-testid=experiment][data-experiment=memlock]")
-	if w.Length() != 1 || w.Find("[data-testid=experiment-unavailable]").Length() != 1 {
-		t.Errorf("memlock is not in the test registry: the widget must say so; got %q", w.Text())
+	if w.Length() != 1 || w.Find("[data-testid=experiment-form]").Length() != 1 || w.Find("[data-testid=preset]").Length() != 3 {
+		t.Fatalf("memlock widget: %q", w.Text())
+	}
+	// The directive's limit=65536 is selected; the other fields show defaults.
+	if v, _ := w.Find("select[name=limit] option[selected]").Attr("value"); v != "65536" {
+		t.Errorf("limit preset from the directive: %q", v)
+	}
+	if v, _ := w.Find("input[name=size]").Attr("value"); v != "1048576" {
+		t.Errorf("size default: %q", v)
 	}
 
 	key := time.Now().UnixNano()%(1<<40) + 4
@@ -341,5 +348,22 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 	if n != subscriberBuffer || hub.watchers("r-slow") != 0 {
 		t.Errorf("slow subscriber got %d events and is still subscribed: %v", n, hub.watchers("r-slow"))
+	}
+}
+
+// TestRunPagesHaveNoMissingStrings renders every sandbox page in both
+// languages and looks for UI keys that have no text.
+func TestRunPagesHaveNoMissingStrings(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	c := env.client()
+	id := env.submit(c, "ticks", map[string]any{"n": 3})
+	waitFinal(t, env, id)
+	for _, lang := range []string{"zh", "en"} {
+		for _, path := range []string{"/lessons/01-one", "/runs/" + id, "/runs"} {
+			text := env.doc(c, path+"?lang="+lang, 200).Find("main").Text()
+			if i := strings.Index(text, "run."); i >= 0 {
+				t.Errorf("%s in %s shows a raw key: %q", path, lang, text[i:min(len(text), i+30)])
+			}
+		}
 	}
 }

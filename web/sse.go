@@ -40,8 +40,32 @@ type RunHub struct {
 // subscription is one live event stream of one run. ch is closed when the
 // hub drops it (too slow) or it unsubscribes.
 type subscription struct {
-	ch     chan sandbox.Event
+	ch     chan *sseFrame
 	closed bool
+}
+
+// sseFrame is one event encoded once as an SSE message and shared by
+// every subscriber: with 200 watchers the JSON is built once, not 200 times.
+type sseFrame struct {
+	seq   int64
+	final bool
+	b     []byte
+}
+
+// encodeFrame writes ev as an SSE message whose `id:` is its seq, so a
+// reconnecting EventSource sends Last-Event-ID and resumes after it.
+func encodeFrame(ev sandbox.Event) (*sseFrame, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %d: %w", ev.Seq, err)
+	}
+	b := make([]byte, 0, len(data)+32)
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	return &sseFrame{seq: ev.Seq, final: isFinalStatus(ev), b: b}, nil
 }
 
 // NewRunHub returns a hub storing into db. Pass it as the runner's Sink
@@ -70,11 +94,16 @@ func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 		// Live watchers still get it; the replay will miss it, and the log says so.
 		h.log.Error("store run event", "run", runID, "seq", ev.Seq, "type", ev.Type, "err", err)
 	}
+	frame, err := encodeFrame(ev)
+	if err != nil {
+		h.log.Error("encode run event", "run", runID, "seq", ev.Seq, "err", err)
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs[runID] {
 		select {
-		case sub.ch <- ev:
+		case sub.ch <- frame:
 		default:
 			h.dropLocked(runID, sub)
 		}
@@ -83,7 +112,7 @@ func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 
 // subscribe starts receiving a run's events as they are stored.
 func (h *RunHub) subscribe(runID string) *subscription {
-	sub := &subscription{ch: make(chan sandbox.Event, subscriberBuffer)}
+	sub := &subscription{ch: make(chan *sseFrame, subscriberBuffer)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[runID] == nil {
@@ -147,18 +176,15 @@ func newSSEWriter(w http.ResponseWriter) *sseWriter {
 	return s
 }
 
-// event writes one run event: `id:` is its seq, so a reconnecting
-// EventSource sends Last-Event-ID and resumes after it.
-func (s *sseWriter) event(ev sandbox.Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("encode event %d: %w", ev.Seq, err)
-	}
-	if _, err := fmt.Fprintf(s.w, "id: %d\ndata: %s\n\n", ev.Seq, b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+// frame writes one encoded event without flushing: the caller flushes
+// once it has written every event that is ready.
+func (s *sseWriter) frame(f *sseFrame) error {
+	_, err := s.w.Write(f.b)
+	return err
 }
+
+// flush sends what was written to the client now.
+func (s *sseWriter) flush() error { return s.rc.Flush() }
 
 // named writes an event of another type (end) with a small JSON body.
 func (s *sseWriter) named(name string, data string) error {

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web"
 )
 
 func init() {
@@ -50,4 +54,80 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1
 	}
+}
+
+// sandboxConfig is what `labserver serve` is told about the sandbox.
+type sandboxConfig struct {
+	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (1)
+	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (20)
+	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
+	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
+}
+
+// sandboxFlags adds the sandbox flags to fset, defaulting from env.
+func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string) string) {
+	atoi := func(key string, def int) int {
+		if n, err := strconv.Atoi(env(key, "")); err == nil && n > 0 {
+			return n
+		}
+		return def
+	}
+	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once")
+	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy")
+	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
+	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
+}
+
+// labSandbox is serve's sandbox: the experiments, the hub that stores and
+// streams run events, the runner, and the backend of RDMA experiments.
+type labSandbox struct {
+	Registry  *sandbox.Registry
+	Hub       *web.RunHub
+	Runner    *sandbox.Runner
+	RDMA      sandbox.Backend
+	closeRDMA func() error
+}
+
+// startSandbox marks the runs a previous server left unfinished as
+// interrupted, picks the RDMA backend and starts the runner. Experiments
+// that need only the host kernel always run in a `labserver agent` child.
+func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.Logger) (*labSandbox, error) {
+	n, err := db.InterruptRuns(ctx, "the lab server stopped while this run was going")
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		log.Warn("runs left unfinished by the last server marked interrupted", "runs", n)
+	}
+	rdma, closeRDMA, _, err := rdmaBackend(ctx, c.Backend, c.SetupSoftRoCE, log)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA backend: %w", err)
+	}
+	host := &sandbox.HostBackend{}
+	reg := experimentRegistry()
+	hub := web.NewRunHub(db, log)
+	runner := sandbox.NewRunner(sandbox.RunnerConfig{
+		Registry: reg,
+		Backend: func(n sandbox.Need) sandbox.Backend {
+			if n == sandbox.NeedRDMA {
+				return rdma
+			}
+			return host
+		},
+		Concurrency: c.Concurrency,
+		QueueMax:    c.QueueMax,
+		Sink:        hub,
+		Logger:      log,
+	})
+	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
+}
+
+// Close ends every active run as interrupted (killing its processes, so
+// its event streams end) and stops the RDMA backend.
+func (l *labSandbox) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.Runner.Close()
+	return l.closeRDMA()
 }

@@ -80,18 +80,22 @@ func TestFlagsAndEnv(t *testing.T) {
 	if err := m.ParseFlags(nil); err != nil {
 		t.Fatal(err)
 	}
-	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: ""}) {
+	sb := sandboxConfig{Concurrency: 1, QueueMax: 20, Backend: "auto"}
+	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb}) {
 		t.Errorf("defaults %+v", m.Config)
 	}
-	env := map[string]string{"LAB_ADDR": ":9999", "LAB_DB": "/tmp/x.db", "LAB_LESSONS": "/srv/course"}
+	env := map[string]string{"LAB_ADDR": ":9999", "LAB_DB": "/tmp/x.db", "LAB_LESSONS": "/srv/course",
+		"LAB_CONCURRENCY": "2", "LAB_QUEUE_MAX": "5", "LAB_BACKEND": "none"}
 	m, _ = newMain(env)
 	m.ParseFlags(nil)
-	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course"}) {
+	envSB := sandboxConfig{Concurrency: 2, QueueMax: 5, Backend: "none"}
+	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course", Sandbox: envSB}) {
 		t.Errorf("from env %+v", m.Config)
 	}
 	m, _ = newMain(env)
-	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir"})
-	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir"}) {
+	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir", "--concurrency", "3", "--queue-max", "7", "--backend", "host"})
+	flagSB := sandboxConfig{Concurrency: 3, QueueMax: 7, Backend: "host"}
+	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir", Sandbox: flagSB}) {
 		t.Errorf("flags over env %+v", m.Config)
 	}
 	m, _ = newMain(nil)

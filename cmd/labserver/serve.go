@@ -24,6 +24,7 @@ type Config struct {
 	Addr       string // LAB_ADDR
 	DBPath     string // LAB_DB
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
+	Sandbox    sandboxConfig
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -35,12 +36,13 @@ type Main struct {
 	Getenv func(string) string // os.Getenv unless a test says otherwise
 	Log    *slog.Logger
 
-	DB     *store.DB
-	Course atomic.Pointer[lessons.Course]
-	watch  liveCourse // --lessons DIR: live reload (serve_watch.go)
-	HTTP   *http.Server
-	ln     net.Listener
-	served chan error
+	DB      *store.DB
+	Sandbox *labSandbox
+	Course  atomic.Pointer[lessons.Course]
+	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
+	HTTP    *http.Server
+	ln      net.Listener
+	served  chan error
 }
 
 // NewMain returns a Main writing to the process's stdout/stderr.
@@ -69,6 +71,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address")
 	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file")
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder (default: built-in)")
+	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
 	if err := fset.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -88,7 +91,9 @@ func courseFS(dir string) (fs.FS, string) {
 
 // lessonOptions wires the lesson loader to the rest of the lab (the
 // sandbox registry checks experiment directives once it exists).
-func lessonOptions() lessons.Options { return lessons.Options{} }
+func lessonOptions() lessons.Options {
+	return lessons.Options{CheckExperiment: experimentRegistry().CheckParams}
+}
 
 // Run loads the course, opens the database and starts serving. It returns
 // once the listener is up (or with the reason it could not start: content
@@ -116,8 +121,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.DB = db
+	sb, err := startSandbox(ctx, m.Config.Sandbox, db, m.Log)
+	if err != nil {
+		return err
+	}
+	m.Sandbox = sb
 
-	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log})
+	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
+		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub})
 	if err != nil {
 		return err
 	}
@@ -160,6 +171,12 @@ func (m *Main) Served() <-chan error { return m.served }
 func (m *Main) Close() error {
 	var errs []error
 	m.watch.stop() // ends live-reload streams before the HTTP shutdown waits on them
+	// Runs first: their event streams end with an interrupted status, so
+	// the HTTP shutdown below does not wait on open streams.
+	if m.Sandbox != nil {
+		errs = append(errs, m.Sandbox.Close())
+		m.Sandbox = nil
+	}
 	if m.HTTP != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
