@@ -156,8 +156,9 @@ func BenchmarkServeContentSameBytesGzip(b *testing.B) { benchServeContent(b, tru
 func BenchmarkLessonPageVsServeContent(b *testing.B) { benchPair(b, newBench(b)) }
 
 // BenchmarkLessonPageStaticVsServeContent is the same pair for the lesson
-// without its directive segments (quiz forms, experiment widgets): the
-// cost of the page machinery itself, apart from the features' components.
+// with only its Markdown segments (no quiz forms, experiment widgets or
+// interactive diagrams): the cost of the page machinery itself, apart from
+// the features' per-request components.
 func BenchmarkLessonPageStaticVsServeContent(b *testing.B) {
 	b.Helper()
 	s := newBench(b)
@@ -171,7 +172,7 @@ func BenchmarkLessonPageStaticVsServeContent(b *testing.B) {
 			pc := *p
 			pc.Body = nil
 			for _, seg := range p.Body {
-				if seg.Kind == lessons.SegHTML || seg.Kind == lessons.SegDiagram {
+				if seg.Kind == lessons.SegHTML {
 					pc.Body = append(pc.Body, seg)
 				}
 			}
