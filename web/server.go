@@ -24,14 +24,6 @@ type Config struct {
 	Logger *slog.Logger // nil discards
 	// NoCompress turns gzip off (benchmarks compare like with like).
 	NoCompress bool
-
-	// The sandbox (run_*.go, experiment_*.go): the experiment registry, the
-	// runner that queues runs, and the hub that stores and streams their
-	// events (the runner's Sink). Nil Runner or Runs: the experiment API
-	// answers 503 and widgets say experiments are off.
-	Experiments *sandbox.Registry
-	Runner      Runner
-	Runs        *RunHub
 	// LearnerKey, when set, signs the lab_learner cookie (HMAC-SHA256,
 	// learner_sign.go): knowing a learner's id (CSV exports show it) is
 	// then not enough to act as them. serve sets it from a key kept in the
