@@ -13,7 +13,7 @@ import (
 // runs without a result, other experiments and other learners do not count.
 func TestLatestResult(t *testing.T) {
 	ctx := context.Background()
-	db := openTemp(t)
+	db := openTest(t)
 	me, other := NewLearnerID(), NewLearnerID()
 	if _, err := db.LatestResult(ctx, me, "tcp-cost"); !errors.Is(err, ErrRunNotFound) {
 		t.Fatalf("no runs yet: err = %v, want ErrRunNotFound", err)

@@ -10,16 +10,6 @@ import (
 	"testing"
 )
 
-func openTemp(t *testing.T) *DB {
-	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "lab.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 func TestMigrationsFromEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
 	db, err := Open(path)
@@ -169,7 +159,7 @@ func TestOpenRefusesDirectory(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	db := openTemp(t)
+	db := openTest(t)
 	ctx := context.Background()
 	me, other := NewLearnerID(), NewLearnerID()
 	p, err := db.LearnerProgress(ctx, me)
@@ -225,7 +215,7 @@ func TestProgress(t *testing.T) {
 // The cache must never answer with data older than the last write, even
 // when the write happens through the other pool's view.
 func TestProgressCacheFollowsWrites(t *testing.T) {
-	db := openTemp(t)
+	db := openTest(t)
 	ctx := context.Background()
 	me := NewLearnerID()
 	db.MarkOpened(ctx, me, "01-a")
