@@ -20,11 +20,15 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver agent               run one experiment request (used by the sandbox)
        labserver vm ...              build and manage the Soft-RoCE guest
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
+       labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
 
 serve flags (environment fallbacks in brackets):
   --addr ADDR      listen address [LAB_ADDR] (default 127.0.0.1:8080)
   --db PATH        SQLite database file [LAB_DB] (default ./rdmalab.db)
-  --lessons DIR    course folder [LAB_LESSONS] (default: the built-in course)
+  --lessons DIR    course folder [LAB_LESSONS] (default: the built-in course);
+                   watched: saving a file reloads open pages
+  LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
+                   prints a one-time setup link for /instructor)
 `
 
 // Command is a subcommand. It returns the process exit code.
