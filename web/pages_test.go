@@ -440,3 +440,19 @@ func TestStringsComplete(t *testing.T) {
 		t.Error("objectives titles changed")
 	}
 }
+
+func TestHeadRequests(t *testing.T) {
+	env := newEnv(t, nil)
+	for _, path := range []string{"/", "/lessons/01-one", "/healthz"} {
+		req, _ := http.NewRequest("HEAD", env.HTTP.URL+path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || len(b) != 0 {
+			t.Errorf("HEAD %s: %d with %d body bytes", path, res.StatusCode, len(b))
+		}
+	}
+}
