@@ -94,7 +94,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+		if e = s.storeUnavailable(w, r, err); e == nil { // store_errors.go: locked or full database → 503
+			e = &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+		}
 	}
 	if e.Code == CodeInternal {
 		s.log.Error("request failed", "req", middleware.GetReqID(r.Context()), "path", r.URL.Path, "err", err)
