@@ -14,7 +14,7 @@ func (s *Server) routes() http.Handler {
 	r.Use(middleware.RequestID)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
-	r.Use(middleware.GetHead) // HEAD is answered by the GET route (monitors, link checkers)
+	r.Use(middleware.GetHead)      // HEAD is answered by the GET route (monitors, link checkers)
 	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
 	r.Use(s.limitBodies)           // every body read up front, at most maxBody (body_limit.go)
 	if !s.cfg.NoCompress {
