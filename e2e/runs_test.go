@@ -118,6 +118,12 @@ func TestTCPCostPrefillsCalculator(t *testing.T) {
 	if n := b.count(w + ` .exp-chart .u-legend .u-series`); n < 2 {
 		t.Errorf("chart legend has %d entries", n)
 	}
+	// Axis labels say what is measured, with units (chart-bands.js).
+	axes := eval[[]string](b, `(function(){ var p = document.querySelector('`+w+` .exp-chart[data-unit="Gbps"]')._plot;
+		return p ? p.axes.map(a => a.label) : []; })()`)
+	if len(axes) != 2 || axes[0] != "time (s)" || axes[1] != "throughput (Gbps)" {
+		t.Errorf("throughput chart axes %q, want [time (s) throughput (Gbps)]", axes)
+	}
 	figs := evalAsync[map[string]float64](b, `fetch("/api/runs/`+id+`", {credentials: "same-origin"}).then(r => r.json()).then(j => j.result.figures)`)
 	ghz, clock := figs["ghz_per_gbps"], figs["cpu_ghz"]
 	b.open(lesson01EN)

@@ -208,3 +208,65 @@ func TestVisualsWithoutJavaScript(t *testing.T) {
 		t.Errorf("the calculator lost its value (%q) when the other form was submitted", v)
 	}
 }
+
+// TestChartBands runs chart-bands.js in the browser on a ping-pong latency
+// chart (RDMA experiments need a Soft-RoCE backend these tests do not
+// boot): both hardware reference bands are drawn behind the data on a log
+// scale wide enough for both bands and a Soft-RoCE-like 300 µs, the same
+// figures are written under the chart, and the axes carry their units.
+func TestChartBands(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	b.open(lesson01EN)
+	b.waitFor("uPlot and chart-bands.js", `typeof window.uPlot === "function" && typeof window.rdmalabChart === "function"`, stepTimeout)
+	type chart struct {
+		Drawn   int      `json:"drawn"`
+		Distr   int      `json:"distr"`
+		Min     float64  `json:"min"`
+		Max     float64  `json:"max"`
+		Axes    []string `json:"axes"`
+		Legend  []string `json:"legend"`
+		Caption string   `json:"caption"`
+		Last    bool     `json:"captionLast"`
+	}
+	got := evalAsync[chart](b, `(function(){
+		var box = document.createElement("div"); box.className = "exp-chart"; box.style.width = "600px";
+		document.querySelector("main").appendChild(box);
+		var opts = { width: 600, height: 220, scales: { x: { time: false } },
+			axes: [{ label: "s" }, { label: "µs", size: 60 }],
+			series: [{ label: "s" }, { label: "rtt_us_64 B (µs)", stroke: "#2f6fde" }] };
+		opts = window.rdmalabChart(opts, { experiment: "pingpong", unit: "µs", series: ["rtt_us_64 B"], lang: "en" });
+		var u = new window.uPlot(opts, [[1, 2, 3, 4], [310, 290, 305, 300]], box);
+		// uPlot draws on its next frame.
+		return new Promise(function(done){ requestAnimationFrame(function(){ setTimeout(function(){ done({ drawn: u.rdmalabBandsDrawn || 0, distr: u.scales.y.distr, min: u.scales.y.min, max: u.scales.y.max,
+			axes: u.axes.map(a => a.label), legend: u.series.map(s => s.label),
+			caption: (box.querySelector("[data-testid=chart-ref]") || {}).textContent || "",
+			captionLast: box.lastElementChild && box.lastElementChild.dataset.testid === "chart-ref" }); }, 50); }); });
+	})()`)
+	if got.Drawn != 2 {
+		t.Errorf("%d reference bands drawn, want 2", got.Drawn)
+	}
+	if got.Distr != 3 || got.Min > 2 || got.Max < 310 {
+		t.Errorf("y scale distr=%d [%v, %v], want a log scale covering 2–310 µs", got.Distr, got.Min, got.Max)
+	}
+	if len(got.Axes) != 2 || got.Axes[0] != "round trip (#)" || !strings.Contains(got.Axes[1], "µs") {
+		t.Errorf("axes %q", got.Axes)
+	}
+	if len(got.Legend) != 2 || got.Legend[1] != "round trip, 64 B messages" {
+		t.Errorf("legend %q", got.Legend)
+	}
+	for _, want := range []string{"2–6 µs", "1–3 µs one way", "40–100 µs", "20–50 µs one way"} {
+		if !strings.Contains(got.Caption, want) {
+			t.Errorf("chart caption %q lacks %q", got.Caption, want)
+		}
+	}
+	if !got.Last {
+		t.Error("the reference caption is not under the chart")
+	}
+	// Other charts get axis names but no bands.
+	plain := eval[int](b, `(function(){ var o = window.rdmalabChart({ axes: [{}, {}], series: [{}, {}] },
+		{ experiment: "tcp-cost", unit: "Gbps", series: ["throughput"], lang: "en" }); return (o.plugins || []).length; })()`)
+	if plain != 0 {
+		t.Errorf("tcp-cost throughput chart got %d band plugins", plain)
+	}
+}

@@ -40,8 +40,8 @@ type DiagramStep struct {
 // CPU per Gbps, 20–50 µs kernel TCP latency against 1–3 µs for RDMA.
 var stepCosts = map[string][2]string{
 	"tcp-copy": {
-		"代价：CPU 要亲手搬运每个字节。100 Gbps 时每一端每秒要拷贝 12.5 GB，光这一项就能占满至少一个核。",
-		"Cost: the CPU moves every byte itself. At 100 Gbps that is 12.5 GB to copy every second on each side — enough to keep at least one core busy on its own.",
+		"代价：100 Gbps 时每一端每秒要拷贝 12.5 GB，光这一项就能占满至少一个核。",
+		"Cost: at 100 Gbps that is 12.5 GB to copy every second on each side — enough to keep at least one core busy on its own.",
 	},
 	"tcp-stack": {
 		"代价：分段、校验和、TCP 状态机和 netfilter 按包在 CPU 上运行，是\"每 Gbps 约 1 GHz\"经验法则里的一大块。",

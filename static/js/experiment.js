@@ -318,13 +318,18 @@
       c.series.forEach(function (s, i) {
         series.push({ label: c.labels[s] + (c.unit ? " (" + c.unit + ")" : ""), stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true });
       });
-      c.plot = new window.uPlot({
+      var opts = {
         width: width,
         height: 220,
         scales: { x: { time: false } },
         axes: [{ label: "s" }, { label: c.unit, size: 60 }],
         series: series
-      }, data, c.box);
+      };
+      // chart-bands.js, when loaded, names the axes and adds reference bands.
+      if (typeof window.rdmalabChart === "function") {
+        opts = window.rdmalabChart(opts, { experiment: this.exp, unit: c.unit, series: c.series.slice(), lang: this.lang }) || opts;
+      }
+      c.plot = new window.uPlot(opts, data, c.box);
       c.box._plot = c.plot;
       return;
     }

@@ -1,0 +1,163 @@
+// chart-bands.js makes the experiment charts readable: experiment.js hands
+// each uPlot's options to window.rdmalabChart before drawing, and this file
+// names the axes with what they measure and their units, gives series
+// readable legend labels, and, where the lesson has hardware reference
+// figures, draws them as shaded bands behind the measured line (with the
+// same figures as text under the chart, for readers who cannot see it).
+//
+// Reference figures are the lesson's: one-way latency 1–3 µs for RDMA (IB
+// or RoCE on real NICs) and 20–50 µs for kernel TCP in a data centre; a
+// ping-pong measures round trips, so the bands are those figures doubled.
+// Soft-RoCE is software: its round trips land far above the RDMA band,
+// which is exactly what the learner should see.
+(function () {
+  "use strict";
+  if (window.rdmalabChart) return;
+
+  var T = {
+    en: {
+      time: "time (s)", roundtrip: "round trip (#)",
+      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round-trip time (µs, log scale)",
+      "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
+      rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
+    },
+    zh: {
+      time: "时间（秒）", roundtrip: "第几次往返",
+      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数刻度）",
+      "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
+      rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
+    },
+  };
+
+  // Bands by experiment and unit. lo/hi in the chart's unit.
+  var BANDS = {
+    "pingpong|µs": [
+      { lo: 2, hi: 6, color: "--diagram-rdma", fallback: "#1f7a4d",
+        en: "RDMA NIC (InfiniBand or RoCE): 2–6 µs round trip (1–3 µs one way)",
+        zh: "RDMA 硬件网卡（InfiniBand 或 RoCE）：往返 2–6 µs（单程 1–3 µs）",
+        short: { en: "RDMA NIC", zh: "RDMA 网卡" } },
+      { lo: 40, hi: 100, color: "--diagram-removed", fallback: "#d1343b",
+        en: "kernel TCP in a data centre: 40–100 µs round trip (20–50 µs one way)",
+        zh: "数据中心里的内核 TCP：往返 40–100 µs（单程 20–50 µs）",
+        short: { en: "kernel TCP", zh: "内核 TCP" } },
+    ],
+  };
+
+  // The x axis of each experiment's series.
+  var XAXIS = { "pingpong": "roundtrip" };
+
+  function cssColor(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  function bandsPlugin(bands, lang, t) {
+    return {
+      hooks: {
+        // The text version goes under the chart (moved there again when a
+        // new series makes experiment.js rebuild the plot).
+        ready: function (u) {
+          caption(u.root.parentNode, bands, lang, t);
+        },
+        // Under the series: drawClear runs after the canvas is cleared.
+        drawClear: function (u) {
+          var ctx = u.ctx, dpr = window.devicePixelRatio || 1;
+          var top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+          var drawn = 0;
+          ctx.save();
+          bands.forEach(function (b) {
+            var y1 = u.valToPos(b.hi, "y", true), y2 = u.valToPos(b.lo, "y", true);
+            var a = Math.max(Math.min(y1, y2), top), z = Math.min(Math.max(y1, y2), bottom);
+            if (!(z > a)) return;
+            var c = cssColor(b.color, b.fallback);
+            ctx.globalAlpha = 0.16;
+            ctx.fillStyle = c;
+            ctx.fillRect(u.bbox.left, a, u.bbox.width, z - a);
+            ctx.globalAlpha = 1;
+            ctx.font = Math.round(11 * dpr) + "px system-ui, sans-serif";
+            ctx.textBaseline = "top";
+            ctx.fillStyle = c;
+            ctx.fillText(b.short[lang] || b.short.en, u.bbox.left + 6 * dpr, a + 2 * dpr);
+            drawn++;
+          });
+          ctx.restore();
+          u.rdmalabBandsDrawn = drawn;
+        },
+      },
+    };
+  }
+
+  var styled = false;
+  function style() {
+    if (styled) return;
+    styled = true;
+    var s = document.createElement("style");
+    s.textContent = ".chart-ref{font-size:.85rem;margin:.3rem 0 0;color:var(--text,inherit)}" +
+      ".chart-ref ul{margin:.2rem 0 0;padding-left:0;list-style:none}" +
+      ".chart-ref li{display:flex;gap:.4rem;align-items:baseline}" +
+      ".chart-ref .sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;flex:none;opacity:.6}";
+    document.head.appendChild(s);
+  }
+
+  // caption writes the bands as text under the chart.
+  function caption(box, bands, lang, t) {
+    if (!box) return;
+    var old = box.querySelector(".chart-ref");
+    if (old) { box.appendChild(old); return; }
+    style();
+    var p = document.createElement("div");
+    p.className = "chart-ref";
+    p.dataset.testid = "chart-ref";
+    p.appendChild(document.createTextNode(t.ref));
+    var ul = document.createElement("ul");
+    bands.forEach(function (b) {
+      var li = document.createElement("li");
+      var sw = document.createElement("span");
+      sw.className = "sw";
+      sw.style.background = cssColor(b.color, b.fallback);
+      sw.setAttribute("aria-hidden", "true");
+      li.appendChild(sw);
+      li.appendChild(document.createTextNode(b[lang] || b.en));
+      ul.appendChild(li);
+    });
+    p.appendChild(ul);
+    box.appendChild(p);
+  }
+
+  // rdmalabChart(opts, info) adjusts uPlot options before the chart is made.
+  // info: {experiment, unit, series: [names], lang}.
+  window.rdmalabChart = function (opts, info) {
+    var lang = info.lang === "zh" ? "zh" : "en";
+    var t = T[lang];
+    var axes = opts.axes || [{}, {}];
+    axes[0] = Object.assign({}, axes[0], { label: t[XAXIS[info.experiment] || "time"] });
+    axes[1] = Object.assign({}, axes[1], { label: t[info.unit] || info.unit });
+    opts.axes = axes;
+
+    // Readable legend labels for series named by the experiment's code.
+    (opts.series || []).forEach(function (s, i) {
+      if (i === 0) { s.label = axes[0].label; return; }
+      var name = info.series[i - 1] || "";
+      var m = /^rtt_us_(.+)$/.exec(name);
+      if (m) s.label = t.rtt.replace("%s", m[1]);
+    });
+
+    var bands = BANDS[info.experiment + "|" + info.unit];
+    if (bands) {
+      var lo = Math.min.apply(null, bands.map(function (b) { return b.lo; }));
+      var hi = Math.max.apply(null, bands.map(function (b) { return b.hi; }));
+      opts.scales = opts.scales || {};
+      // Log scale, always wide enough to show both bands and the data.
+      opts.scales.y = {
+        distr: 3,
+        range: function (u, min, max) {
+          var a = Math.min(isFinite(min) && min > 0 ? min : lo, lo * 0.8);
+          var z = Math.max(isFinite(max) ? max : hi, hi * 1.25);
+          return window.uPlot.rangeLog(a, z, 10, true);
+        },
+      };
+      opts.plugins = (opts.plugins || []).concat(bandsPlugin(bands, lang, t));
+    }
+    return opts;
+  };
+})();
