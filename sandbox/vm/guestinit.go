@@ -62,7 +62,7 @@ func GuestInit(agentArgv []string) error {
 		return fmt.Errorf("start agent: %w", err)
 	}
 
-	setupErr := loadModules()
+	setupErr := loadModules(guestModuleList)
 	say("modules loaded at uptime %s", uptime())
 	if setupErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -87,6 +87,11 @@ func GuestInit(agentArgv []string) error {
 		return fmt.Errorf("link agent port: %w", err)
 	}
 	say("agent %d serves %s at uptime %s", agent, port, uptime())
+	go func() {
+		if err := loadModules(guestLateModuleList); err != nil {
+			say("late modules: %v", err)
+		}
+	}()
 
 	shell := 0
 	if cmdline, _ := os.ReadFile("/proc/cmdline"); strings.Contains(string(cmdline), shellParam) {
@@ -159,9 +164,10 @@ func mountAll() error {
 	return nil
 }
 
-// loadModules loads the modules in the order the image build recorded.
-func loadModules() error {
-	b, err := os.ReadFile("/" + guestModuleList)
+// loadModules loads the modules of a list file in the order the image
+// build recorded.
+func loadModules(list string) error {
+	b, err := os.ReadFile("/" + list)
 	if err != nil {
 		return fmt.Errorf("module list: %w", err)
 	}
@@ -173,9 +179,6 @@ func loadModules() error {
 	for _, m := range strings.Fields(string(b)) {
 		t := time.Now()
 		if err := hostrdma.LoadModuleFile(m); err != nil {
-			if strings.Contains(m, "crc32-pclmul") || strings.Contains(m, "crc32_pclmul") {
-				continue // only an accelerator; the CPU may lack PCLMULQDQ
-			}
 			return err
 		}
 		slow = append(slow, took{strings.TrimSuffix(filepath.Base(m), ".ko"), time.Since(t)})
@@ -186,7 +189,7 @@ func loadModules() error {
 	for _, s := range slow[:min(3, len(slow))] {
 		top = append(top, fmt.Sprintf("%s %dms", s.name, s.d.Milliseconds()))
 	}
-	fmt.Fprintf(os.Stdout, "rdmalab-guest: %d modules; slowest: %s\n", len(slow), strings.Join(top, ", "))
+	fmt.Fprintf(os.Stdout, "rdmalab-guest: %s: %d modules; slowest: %s\n", filepath.Base(list), len(slow), strings.Join(top, ", "))
 	return nil
 }
 

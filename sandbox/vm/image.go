@@ -41,15 +41,16 @@ var guestPrograms = []string{
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
 var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ib_read_bw", "capsh", "setpriv", "prlimit"}
 
-// guestModules are loaded in this order; --show-depends puts each module's
-// dependencies before it. crc32_generic is a hidden dependency of rdma_rxe
-// (it asks the crypto API for "crc32"), so it comes before rdma_rxe.
-var guestModules = []string{
-	"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth", "rdma_ucm", "ib_umad",
-}
+// guestModules are loaded in this order before the agent says it is ready;
+// --show-depends puts each module's dependencies before it. crc32_generic
+// is a hidden dependency of rdma_rxe (it asks the crypto API for "crc32"),
+// so it comes first.
+var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth"}
 
-// optionalModules may be missing or built in; they only make things faster.
-var optionalModules = []string{"crc32_pclmul"}
+// lateModules are loaded after the agent is ready, off the boot's critical
+// path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm
+// users (qperf -cm1, rping), which no experiment starts in the first second.
+var lateModules = []string{"rdma_ucm"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
@@ -85,6 +86,7 @@ type plan struct {
 	kernel  Kernel
 	files   tree     // everything except the module index made by depmod
 	modules []string // host paths of the .ko files, in load order
+	late    int      // modules[late:] are loaded after the agent is ready
 	inputs  []string // host paths whose size+mtime decide a rebuild
 	agent   string
 	hash    string
@@ -480,12 +482,12 @@ func (p *plan) addProvider(ctx context.Context) error {
 // modprobe against the guest kernel's module tree.
 func (p *plan) planModules(ctx context.Context) error {
 	seen := map[string]bool{}
-	for _, m := range append(slices.Clone(guestModules), optionalModules...) {
+	for i, m := range append(slices.Clone(guestModules), lateModules...) {
+		if i == len(guestModules) {
+			p.late = len(p.modules)
+		}
 		out, err := exec.CommandContext(ctx, "modprobe", "-S", p.kernel.Release, "--show-depends", m).Output()
 		if err != nil {
-			if slices.Contains(optionalModules, m) {
-				continue
-			}
 			return fmt.Errorf("modprobe -S %s --show-depends %s: %w", p.kernel.Release, m, err)
 		}
 		for _, line := range strings.Split(string(out), "\n") {
@@ -587,11 +589,15 @@ func (p *plan) addEtc() {
 	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644)
 	t.bytes("etc/nsswitch.conf", []byte("passwd: files\ngroup: files\nhosts: files\n"), 0o644)
 	t.bytes("etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
-	var order strings.Builder
-	for _, m := range p.modules {
-		order.WriteString(strings.TrimSuffix(guestModulePath(m), ".xz") + "\n")
+	list := func(mods []string) []byte {
+		var b strings.Builder
+		for _, m := range mods {
+			b.WriteString(strings.TrimSuffix(guestModulePath(m), ".xz") + "\n")
+		}
+		return []byte(b.String())
 	}
-	t.bytes(guestModuleList, []byte(order.String()), 0o644)
+	t.bytes(guestModuleList, list(p.modules[:p.late]), 0o644)
+	t.bytes(guestLateModuleList, list(p.modules[p.late:]), 0o644)
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {
 			if e.Type().IsRegular() {
@@ -606,6 +612,9 @@ func (p *plan) addEtc() {
 // guestModuleList lists the modules' guest paths in load order; the guest
 // init loads them with finit_module.
 const guestModuleList = "etc/rdmalab/modules"
+
+// guestLateModuleList lists the modules loaded after the agent is ready.
+const guestLateModuleList = "etc/rdmalab/modules.late"
 
 func guestModulePath(host string) string { return "/" + guestLibPath(host) }
 

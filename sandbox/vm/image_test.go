@@ -171,7 +171,11 @@ func TestBuildImage(t *testing.T) {
 	if c, r := idx("crc32_generic"), idx("rdma_rxe"); c < 0 || r < 0 || c > r {
 		t.Errorf("module order %v: want crc32_generic before rdma_rxe", mods)
 	}
-	for _, m := range mods {
+	late := strings.Fields(string(files[guestLateModuleList].data))
+	if len(late) == 0 || !strings.HasSuffix(late[len(late)-1], "/rdma_ucm.ko") {
+		t.Errorf("late modules %v: want rdma_ucm last", late)
+	}
+	for _, m := range append(mods, late...) {
 		if _, ok := files[strings.TrimPrefix(m, "/")]; !ok {
 			t.Errorf("module %s listed but not in the image", m)
 		}
