@@ -20,7 +20,7 @@ func TestWarmGuest(t *testing.T) {
 	cfg := testConfig(t)
 	// Pings often enough for the hang subtest; generous enough for a
 	// guest under TCG on a busy machine.
-	cfg.PingEvery, cfg.PingTimeout = 2*time.Second, 15*time.Second
+	cfg.PingEvery, cfg.PingTimeout = 2*time.Second, 30*time.Second
 	b := New(cfg)
 	b.Start()
 	t.Cleanup(func() { b.Close() })
