@@ -13,13 +13,14 @@ import (
 	"time"
 )
 
-// newMain is a Main with a fake environment and captured output.
-func newMain(env map[string]string) (*Main, *bytes.Buffer) {
+// newMain is a Main with a fake environment and captured output (written
+// from the server's goroutines too, hence the lock).
+func newMain(env map[string]string) (*Main, *syncBuffer) {
 	m := NewMain()
-	var out bytes.Buffer
-	m.Stdout, m.Stderr = &out, &out
+	out := new(syncBuffer)
+	m.Stdout, m.Stderr = out, out
 	m.Getenv = func(k string) string { return env[k] }
-	return m, &out
+	return m, out
 }
 
 func get(t *testing.T, url string) (int, string) {
