@@ -127,8 +127,14 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Sandbox = sb
 
+	// Learner cookies are signed with a key kept in the database, so a
+	// learner id seen in a CSV export cannot be used as a cookie.
+	learnerKey, err := db.Secret(ctx, "learner-cookie", 32)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
-		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub})
+		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey})
 	if err != nil {
 		return err
 	}
