@@ -356,5 +356,7 @@ func HelperCommand(ctx context.Context, name string) (*exec.Cmd, error) {
 		}
 	}
 	cmd.Env = append(env, EnvHelper+"="+name)
+	// A helper never outlives the agent that started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }

@@ -86,7 +86,10 @@ func (h *HostBackend) Exec(ctx context.Context, req Request, emit func(Event)) e
 	// grandchild still holds the pipe.
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if labserver itself dies (SIGKILL, OOM) the agent must not
+	// run on unwatched until its time limit; the agent's own children are
+	// in its group and see their pipes close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
