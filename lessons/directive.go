@@ -115,10 +115,8 @@ func isASCIILetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <
 
 var (
 	// idPattern is the form of experiment and diagram ids.
-	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	// questionIDPattern allows the "lesson/question" form of quiz ids.
-	questionIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)*$`)
-	paramKeyPattern   = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	paramKeyPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
 
 // splitArgs splits directive arguments at spaces; a double-quoted part may

@@ -19,6 +19,8 @@ import (
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+
+	"github.com/rdmalab/rdmalab/quiz"
 )
 
 // markdown is shared by every load: goldmark keeps per-document state in the
@@ -216,7 +218,7 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		id := args[0]
-		if !questionIDPattern.MatchString(id) {
+		if !quiz.ValidQuestionID(id) {
 			r.errAt(p.line, "::quiz: malformed question id %q", id)
 			return
 		}

@@ -278,7 +278,7 @@ func (p *fileParser) parseQuestion(item ast.Node) *Question {
 	}
 	if kv, ok := fields["id"]; ok {
 		if id, ok := p.str(kv.value, "id"); ok {
-			if questionIDPattern.MatchString(id) {
+			if ValidQuestionID(id) {
 				q.ID = id
 			} else {
 				p.errorf(kv.value, "question id %q must be lowercase words (a-z, 0-9, '-', '_', '.') joined by '/'", id)
@@ -501,4 +501,11 @@ func lineOf(n ast.Node) int {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// ValidQuestionID reports whether id has the form of a question id
+// ("lesson/question", lower case, digits, '.', '_' and '-'). Lessons use it
+// for ::quiz directives so both places accept the same ids.
+func ValidQuestionID(id string) bool {
+	return questionIDPattern.MatchString(id)
 }
