@@ -137,7 +137,10 @@ func (s *Server) cpuBudget(lr *lessonRequest) views.CPUBudgetView {
 			RunHref: "/runs/" + url.PathEscape(m.RunID),
 			MsgSize: humanBytes(m.MsgSize),
 		}
-		ghz, core = m.GHzPerGbps, m.CoreGHz
+		// Calculate with the figures as shown (three digits), as
+		// calculator.js does with the input values: both print the same.
+		ghz, _ = strconv.ParseFloat(fmtNum(m.GHzPerGbps), 64)
+		core, _ = strconv.ParseFloat(fmtNum(m.CoreGHz), 64)
 		v.Source = "measured"
 	} else {
 		v.Source = "rule"

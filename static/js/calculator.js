@@ -116,6 +116,7 @@
     form.addEventListener("input", function () {
       compute();
       says("srcQuery");
+      root.dataset.source = "query";
     });
     form.addEventListener("change", remember);
     form.addEventListener("submit", function (e) {
@@ -123,16 +124,68 @@
       compute();
       remember();
     });
-    root.querySelectorAll("a[data-preset]").forEach(function (a) {
+    function usePreset(a) {
+      inputs[1].value = a.dataset.ghz;
+      inputs[2].value = a.dataset.core;
+      compute();
+      remember();
+      says(a.dataset.preset === "measured" ? "srcMeasured" : "srcRule");
+      root.dataset.source = a.dataset.preset;
+    }
+    function bindPreset(a) {
       a.addEventListener("click", function (e) {
         e.preventDefault();
-        inputs[1].value = a.dataset.ghz;
-        inputs[2].value = a.dataset.core;
-        compute();
-        remember();
-        says(a.dataset.preset === "measured" ? "srcMeasured" : "srcRule");
+        usePreset(a);
       });
+    }
+    root.querySelectorAll("a[data-preset]").forEach(bindPreset);
+
+    // A tcp-cost run that just finished on this page offers its figures at
+    // once, as the server does on the next visit: the measured preset, and
+    // the values themselves unless the learner typed their own.
+    document.addEventListener("rdmalab:run-done", function (e) {
+      var d = e.detail || {};
+      var f = d.figures || {};
+      if (d.experiment !== "tcp-cost" || !(f.ghz_per_gbps > 0) || !(f.cpu_ghz > 0)) return;
+      var presets = root.querySelector(".calc-presets");
+      if (!presets) return;
+      var hint = presets.querySelector(".hint");
+      if (hint) hint.remove();
+      presets.querySelectorAll(".calc-measured").forEach(function (x) { x.remove(); });
+      var a = document.createElement("a");
+      a.dataset.preset = "measured";
+      a.dataset.testid = "cpu-budget-measured";
+      a.dataset.ghz = fmtNum(f.ghz_per_gbps);
+      a.dataset.core = fmtNum(f.cpu_ghz);
+      var args = [a.dataset.ghz, a.dataset.core, humanBytes(f.msg_size)], k = 0;
+      a.textContent = String(root.dataset.tplMeasured || "").replace(/%s/g, function () { return args[k++]; });
+      var u = new URL(location.href);
+      u.searchParams.set("cb_gbps", inputs[0].value.trim() || "100");
+      u.searchParams.set("cb_ghz", a.dataset.ghz);
+      u.searchParams.set("cb_core", a.dataset.core);
+      u.hash = "cpu-budget";
+      a.href = u.pathname + u.search + u.hash;
+      var run = document.createElement("a");
+      run.href = "/runs/" + encodeURIComponent(d.run);
+      run.textContent = root.dataset.msgSeerun || "";
+      var dot = document.createElement("span");
+      dot.setAttribute("aria-hidden", "true");
+      dot.textContent = "·";
+      var part = document.createElement("span");
+      part.className = "calc-measured";
+      part.append(dot, " ", a, " (", run, ")");
+      presets.appendChild(part);
+      bindPreset(a);
+      if (root.dataset.source !== "query") usePreset(a);
     });
+  }
+
+  // The message size as the experiment names it (web/lesson_visuals.go's humanBytes).
+  function humanBytes(n) {
+    if (!(n > 0)) return "";
+    if (n >= 1048576 && n % 1048576 === 0) return n / 1048576 + " MiB";
+    if (n >= 1024 && n % 1024 === 0) return n / 1024 + " KiB";
+    return Math.floor(n) + " B";
   }
 
   function init() {

@@ -131,6 +131,7 @@
   // reset empties the output area and the run's drawing state.
   Widget.prototype.reset = function () {
     if (this.es) { this.es.close(); this.es = null; }
+    this.result = null;
     for (var u in (this.charts || {})) if (this.charts[u].plot) this.charts[u].plot.destroy();
     this.out.innerHTML = "";
     this.out.hidden = false;
@@ -223,6 +224,12 @@
       var note = this.s["run.backend." + ev.backend];
       if (note) this.backend.appendChild(document.createTextNode(note));
     }
+    if (st === "done" && this.result) {
+      // Lesson widgets that use a run's figures (the CPU budget
+      // calculator, calculator.js) listen for this.
+      this.root.dispatchEvent(new CustomEvent("rdmalab:run-done", { bubbles: true,
+        detail: { experiment: this.exp, run: this.runID, figures: this.result.figures || {} } }));
+    }
     if (st !== "queued" && st !== "running") {
       this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
       this.log.open = false;
@@ -258,6 +265,7 @@
   };
 
   Widget.prototype.onResult = function (ev) {
+    this.result = ev;
     var ok = ev.ok !== false;
     this.verdict.hidden = false;
     this.verdict.className = "exp-verdict " + (ok ? "ok" : "not-ok");
