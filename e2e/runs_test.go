@@ -25,6 +25,23 @@ func runID(b *browser, exp string) string {
 	return eval[string](b, `document.querySelector('`+out+`').dataset.run`)
 }
 
+// runTCPCost opens lesson 01 and runs tcp-cost for seconds from its
+// widget; it returns the widget's selector and the run id.
+func runTCPCost(b *browser, seconds int) (w, id string) {
+	b.t.Helper()
+	b.open(lesson01EN)
+	w = widget("tcp-cost")
+	b.do("set the duration", chromedp.SetValue(chromedp.CSS(w+` [name=seconds]`), strconv.Itoa(seconds)))
+	b.click(w + ` [data-testid=run]`)
+	return w, runID(b, "tcp-cost")
+}
+
+// waitStatus waits until the widget w shows the run in status.
+func waitStatus(b *browser, w, status string) {
+	b.t.Helper()
+	b.waitFor("status "+status, `document.querySelector('`+w+` .exp-out').dataset.status === "`+status+`"`, runTimeout)
+}
+
 // TestMemlockLive: the memlock experiment with lesson 01's preset (1 MiB
 // under a 64 KiB limit, IPC_LOCK dropped) fails with ENOMEM, and the page
 // shows it as it arrives over the event stream, without a reload. The
@@ -51,7 +68,7 @@ func TestMemlockLive(t *testing.T) {
 	b.click(w + ` [data-testid=run]`)
 	id := runID(b, "memlock")
 	b.waitFor("ENOMEM shown", `Array.from(document.querySelectorAll('`+w+` [data-testid=run-error] .errno')).some(e => e.textContent.includes("ENOMEM"))`, runTimeout)
-	b.waitFor("run done", `document.querySelector('`+w+` .exp-out').dataset.status === "done"`, runTimeout)
+	waitStatus(b, w, "done")
 	if !eval[bool](b, `window.__e2eStay === true`) {
 		t.Fatal("the page reloaded: the run was not followed live")
 	}
@@ -85,14 +102,10 @@ func TestMemlockLive(t *testing.T) {
 func TestCancelRun(t *testing.T) {
 	flow(t)
 	b := newBrowser(t, shared)
-	b.open(lesson01EN)
-	w := widget("tcp-cost")
-	b.do("ask for 10 s", chromedp.SetValue(chromedp.CSS(w+` [name=seconds]`), "10"))
-	b.click(w + ` [data-testid=run]`)
-	id := runID(b, "tcp-cost")
-	b.waitFor("running", `document.querySelector('`+w+` .exp-out').dataset.status === "running"`, runTimeout)
+	w, id := runTCPCost(b, 10)
+	waitStatus(b, w, "running")
 	b.click(w + ` [data-testid=cancel]`)
-	b.waitFor("cancelled", `document.querySelector('`+w+` .exp-out').dataset.status === "cancelled"`, runTimeout)
+	waitStatus(b, w, "cancelled")
 	st := evalAsync[string](b, `fetch("/api/runs/`+id+`", {credentials: "same-origin"}).then(r => r.json()).then(j => j.status)`)
 	if st != "cancelled" {
 		t.Errorf("GET /api/runs/%s says %q, want cancelled", id, st)
@@ -107,12 +120,8 @@ func TestCancelRun(t *testing.T) {
 func TestTCPCostPrefillsCalculator(t *testing.T) {
 	flow(t)
 	b := newBrowser(t, shared)
-	b.open(lesson01EN)
-	w := widget("tcp-cost")
-	b.do("one second is enough", chromedp.SetValue(chromedp.CSS(w+` [name=seconds]`), "1"))
-	b.click(w + ` [data-testid=run]`)
-	id := runID(b, "tcp-cost")
-	b.waitFor("tcp-cost done", `document.querySelector('`+w+` .exp-out').dataset.status === "done"`, runTimeout)
+	w, id := runTCPCost(b, 1)
+	waitStatus(b, w, "done")
 	// The live chart is readable: axis labels with units and a legend.
 	b.waitFor("chart drawn", `document.querySelector('`+w+` .exp-chart .uplot')`, stepTimeout)
 	if n := b.count(w + ` .exp-chart .u-legend .u-series`); n < 2 {
