@@ -1,0 +1,295 @@
+// Command benchreport is `make bench`: it runs the project's benchmarks
+// one by one (printing progress — the Soft-RoCE guest ones take minutes
+// under TCG) and prints one table of ratios, each against a baseline
+// measured in the same run on the same machine:
+//
+//   - a lesson page vs http.ServeContent of the same bytes (web)
+//   - a quiz submission vs a bare SQLite INSERT of the same row (web)
+//   - SSE fan-out delay with 200 watchers vs 1 (web)
+//   - a warm guest's run start vs a host agent's (sandbox/vm)
+//   - a guest cold boot vs its kernel's own boot (sandbox/vm)
+//   - our pingpong vs perftest on the same devices (sandbox/rdmaexp)
+//
+// The benchmarks are the packages' own; this program only runs and reads
+// them. It exits 1 if any benchmark failed (the table still shows the rest).
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// bench is one `go test -bench` invocation.
+type bench struct {
+	Pkg, Name string // package path and benchmark (exact, sub-benchmarks included)
+	Benchtime string
+	Slow      bool // boots guests: minutes under TCG
+}
+
+// benches are run in this order: quick in-process ones first.
+var benches = []bench{
+	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContent", Benchtime: "2s"},
+	{Pkg: "./web", Name: "BenchmarkLessonPageStaticVsServeContent", Benchtime: "2s"},
+	{Pkg: "./web", Name: "BenchmarkQuizSubmitVsInsert", Benchtime: "2s"},
+	{Pkg: "./web", Name: "BenchmarkSSEFanout", Benchtime: "2s"},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkColdBoot", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkFidelity", Benchtime: "1x", Slow: true},
+}
+
+// row is one line of the report.
+type row struct {
+	What       string
+	Ours, Base string // the measured figure and its baseline, with units
+	Ratio      string
+	Target     string
+	Missing    string // why there is no figure
+}
+
+func main() {
+	raw := flag.String("raw", "bin/bench.txt", "also write the benchmarks' raw output here (\"\" = nowhere)")
+	only := flag.String("only", "", "run only benchmarks whose package or name contains this")
+	quick := flag.Bool("quick", false, "skip the guest benchmarks (minutes under TCG)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Stdout, *raw, *only, *quick))
+}
+
+func run(ctx context.Context, out io.Writer, rawPath, only string, quick bool) int {
+	var raw io.Writer = io.Discard
+	if rawPath != "" {
+		if err := os.MkdirAll(filepath.Dir(rawPath), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			return 1
+		}
+		f, err := os.Create(rawPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			return 1
+		}
+		defer f.Close()
+		raw = f
+	}
+	fmt.Fprintf(out, "bench: %d CPUs, load average %s; ratios are against baselines measured in the same run\n", runtime.NumCPU(), loadavg())
+	results := map[string]result{}
+	failed := map[string]string{}
+	begin := time.Now()
+	for _, b := range benches {
+		if only != "" && !strings.Contains(b.Pkg+" "+b.Name, only) {
+			continue
+		}
+		if quick && b.Slow {
+			failed[b.Name] = "skipped (-quick)"
+			continue
+		}
+		if err := runBench(ctx, out, raw, b, results); err != nil {
+			failed[b.Name] = err.Error()
+			fmt.Fprintf(out, "bench: %s FAILED: %v\n", b.Name, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(out, "\nbench: all done in %s\n\n", time.Since(begin).Round(time.Second))
+	rows := table(results, failed)
+	writeTable(out, rows)
+	code := 0
+	for name, why := range failed {
+		if !strings.HasPrefix(why, "skipped") {
+			fmt.Fprintf(out, "FAILED %s: %s\n", name, why)
+			code = 1
+		}
+	}
+	return code
+}
+
+// runBench runs one benchmark, echoing its result and log lines with a
+// progress line every 30 s, and adds its results.
+func runBench(ctx context.Context, out, raw io.Writer, b bench, results map[string]result) error {
+	args := []string{"test", "-run", "^$", "-bench", "^" + b.Name + "$", "-benchtime", b.Benchtime,
+		"-count", "1", "-timeout", "60m", b.Pkg}
+	note := ""
+	if b.Slow {
+		note = " — boots Soft-RoCE guests, minutes under TCG"
+	}
+	fmt.Fprintf(out, "bench: %s %s (-benchtime %s)%s\n", b.Pkg, b.Name, b.Benchtime, note)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout // build errors and panics land in the same stream
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(out, "bench:   … %s still running (%s)\n", b.Name, time.Since(start).Round(time.Second))
+			}
+		}
+	})
+	var tail []string
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	got := 0
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(raw, line)
+		if r, ok := parseLine(line); ok {
+			results[r.Name] = r
+			got++
+			fmt.Fprintf(out, "bench:   %s\n", strings.Join(strings.Fields(line), " "))
+			continue
+		}
+		if t := strings.TrimSpace(line); strings.Contains(t, "_test.go:") {
+			fmt.Fprintf(out, "bench:   %s\n", t) // the benchmark's own b.Logf
+		}
+		tail = append(tail, line)
+		if len(tail) > 20 {
+			tail = tail[1:]
+		}
+	}
+	err = cmd.Wait()
+	close(done)
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("%v after %s:\n%s", err, time.Since(start).Round(time.Second), strings.Join(tail, "\n"))
+	}
+	if got == 0 {
+		return fmt.Errorf("no result lines:\n%s", strings.Join(tail, "\n"))
+	}
+	return nil
+}
+
+// table builds the report rows from the results.
+func table(res map[string]result, failed map[string]string) []row {
+	get := func(name, key string) (float64, bool) {
+		r, ok := res[name]
+		if !ok {
+			return 0, false
+		}
+		v, ok := r.Metrics[key]
+		return v, ok
+	}
+	missing := func(bench string) string {
+		if why, ok := failed[bench]; ok {
+			if i := strings.IndexByte(why, '\n'); i > 0 {
+				why = why[:i]
+			}
+			return why
+		}
+		return "not run"
+	}
+	var rows []row
+	add := func(what, bench, name, oursK, baseK, ratioK string, scale float64, unit, target string) {
+		r := row{What: what, Target: target}
+		ours, ok1 := get(name, oursK)
+		base, ok2 := get(name, baseK)
+		ratio, ok3 := get(name, ratioK)
+		if ratioK == "" && ok1 && ok2 && base != 0 {
+			ratio, ok3 = ours/base, true
+		}
+		if !ok1 || !ok2 || !ok3 {
+			r.Missing = missing(bench)
+			rows = append(rows, r)
+			return
+		}
+		r.Ours, r.Base = fmtUnit(ours*scale, unit), fmtUnit(base*scale, unit)
+		r.Ratio = fmt.Sprintf("%.3g", ratio)
+		rows = append(rows, r)
+	}
+	add("lesson page vs http.ServeContent of the same bytes (throughput)",
+		"BenchmarkLessonPageVsServeContent", "BenchmarkLessonPageVsServeContent",
+		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "≥ 0.7")
+	add("lesson page, Markdown segments only, vs http.ServeContent (throughput)",
+		"BenchmarkLessonPageStaticVsServeContent", "BenchmarkLessonPageStaticVsServeContent",
+		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "≥ 0.7")
+	add("quiz submission vs bare SQLite INSERT of the row (throughput)",
+		"BenchmarkQuizSubmitVsInsert", "BenchmarkQuizSubmitVsInsert",
+		"handler-ns/op", "insert-ns/op", "ratio", 1e-3, "µs", "report")
+	if s, ok := get("BenchmarkQuizSubmitVsInsert", "submissions/s"); ok {
+		rows[len(rows)-1].What += fmt.Sprintf("; %.0f submissions/s", s)
+	}
+	fan := func(what, key string) {
+		r := row{What: what, Target: "report"}
+		many, ok1 := get("BenchmarkSSEFanout/watchers=200/paced=10ms", key)
+		one, ok2 := get("BenchmarkSSEFanout/watchers=1/paced=10ms", key)
+		if !ok1 || !ok2 || one == 0 {
+			r.Missing = missing("BenchmarkSSEFanout")
+		} else {
+			r.Ours, r.Base = fmtUnit(many/1000, "ms"), fmtUnit(one/1000, "ms")
+			r.Ratio = fmt.Sprintf("%.3g", many/one)
+		}
+		rows = append(rows, r)
+	}
+	fan("SSE fan-out delay p50, 200 watchers vs 1 (an event every 10 ms)", "p50-µs")
+	fan("SSE fan-out delay p99, 200 watchers vs 1 (an event every 10 ms)", "p99-µs")
+	add("warm run start: guest request → first event vs a host agent's",
+		"BenchmarkWarmFirstEvent", "BenchmarkWarmFirstEvent", "vm-ms", "host-ms", "vm/host", 1, "ms", "vm < 300 ms")
+	add("guest cold boot → agent ready vs the guest kernel reaching init",
+		"BenchmarkColdBoot", "BenchmarkColdBoot", "boot-s", "kernel-s", "boot/kernel", 1, "s", "boot < 6 s (TCG)")
+	add("pingpong RDMA WRITE one-way vs perftest ib_write_lat (same devices)",
+		"BenchmarkFidelity", "BenchmarkFidelity", "write-pingpong-us", "write-perftest-us", "write-ratio", 1, "µs", "0.8–1.25")
+	add("pingpong SEND/RECV one-way vs perftest ib_send_lat (same devices)",
+		"BenchmarkFidelity", "BenchmarkFidelity", "send-pingpong-us", "send-perftest-us", "send-ratio", 1, "µs", "0.8–1.25")
+	return rows
+}
+
+func fmtUnit(v float64, unit string) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
+
+func writeTable(w io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tours\tbaseline\tratio\ttarget")
+	for _, r := range rows {
+		if r.Missing != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t(%s)\n", r.What, r.Target, r.Missing)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.What, r.Ours, r.Base, r.Ratio, r.Target)
+	}
+	tw.Flush()
+}
+
+// loadavg is the 1-minute load average ("?" where unknown).
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
