@@ -23,8 +23,9 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
-	// Init starts us early and links PORT once the guest is set up.
-	port, err := vm.WaitPort(ctx, args[0])
+	// /init starts us while it loads the modules; we set up Soft-RoCE and
+	// link PORT (see sandbox/vm/guestinit.go).
+	port, err := vm.PrepareGuest(ctx, args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1

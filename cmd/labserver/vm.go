@@ -44,7 +44,7 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	sub, args := args[0], args[1:]
 	if sub == "guest-init" {
-		return runGuestInit(stderr)
+		return runGuestInit(args, stderr)
 	}
 	fset := flag.NewFlagSet("labserver vm "+sub, flag.ContinueOnError)
 	fset.SetOutput(stderr)
@@ -206,13 +206,18 @@ func vmShell(ctx context.Context, cfg vm.Config, stdout io.Writer) error {
 	return nil
 }
 
-// runGuestInit is `labserver vm guest-init`, PID 1 of the guest.
-func runGuestInit(stderr io.Writer) int {
-	if os.Getpid() != 1 {
-		fmt.Fprintln(stderr, "labserver vm guest-init: runs only as PID 1 inside the lab guest")
+// runGuestInit is `labserver vm guest-init AGENT_PID`, PID 1 of the guest
+// after /init has started the agent and loaded the modules.
+func runGuestInit(args []string, stderr io.Writer) int {
+	pid := 0
+	if len(args) == 1 {
+		pid, _ = strconv.Atoi(args[0])
+	}
+	if os.Getpid() != 1 || pid <= 0 {
+		fmt.Fprintln(stderr, "usage: labserver vm guest-init AGENT_PID   (PID 1 inside the lab guest, started by its /init)")
 		return 2
 	}
-	if err := vm.GuestInit([]string{"/usr/bin/labserver", "agent", "--serve"}); err != nil {
+	if err := vm.GuestInit(pid, []string{"/usr/bin/labserver", "agent", "--serve"}); err != nil {
 		fmt.Fprintf(os.Stdout, "rdmalab-guest: FATAL: %v\n", err)
 	}
 	vm.PowerOff()

@@ -108,7 +108,7 @@ func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell 
 		return nil, err
 	}
 	g.log.Info("guest ready", "pid", g.cmd.Process.Pid, "boot", g.Ready.Sub(g.Started).Round(time.Millisecond),
-		"kernel", g.Hello.Kernel, "guest_init_ms", g.Hello.InitMS)
+		"kernel", g.Hello.Kernel, "guest_uptime", g.Hello.Uptime)
 	return g, nil
 }
 

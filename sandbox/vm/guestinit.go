@@ -17,84 +17,88 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/hostrdma"
 )
 
-// Guest init: `labserver vm guest-init` is PID 1 of the lab guest (the
-// kernel starts it via rdinit= with the arguments after "--"). Doing this in
-// Go instead of a shell script saves a few dozen process starts, which cost
-// tens of milliseconds each under TCG, and reports setup errors to the host
-// through the agent's hello instead of a console nobody reads.
+// The guest boots like this (the order matters for boot time: a Go
+// program's start-up costs one to several seconds under TCG, so the boot
+// pays for exactly one, in parallel with loading the modules):
+//
+//  1. /init, a dash script written by the image build (initScript), mounts
+//     the file systems, starts the agent (`labserver agent --serve
+//     PortLink`) in the background, loads the modules with busybox
+//     modprobe (crc32_generic first), marks that with modulesDone, and
+//     execs `labserver vm guest-init AGENT_PID`.
+//  2. The agent, once its Go start-up is over and the modules are in,
+//     sets up Soft-RoCE (veth0/veth1, rxe0/rxe1, the wire routing) over
+//     netlink, links the virtio-serial port to PortLink and says hello to
+//     the host: the guest is ready (PrepareGuest).
+//  3. guest-init, now PID 1, loads the late modules, reaps orphans,
+//     restarts the agent if it dies, and starts a root shell on the
+//     console for `labserver vm shell`.
 
-// setupErrFile carries a Soft-RoCE setup failure from init to the agent,
-// which puts it in its hello so the host fails fast with the reason.
+// setupErrFile carries a Soft-RoCE setup failure to the agent's hello, so
+// the host fails fast with the reason instead of timing out.
 const setupErrFile = "/run/rdmalab-setup-error"
+
+// modulesDone is written by /init once the boot modules are loaded.
+const modulesDone = "/run/rdmalab-modules-loaded"
 
 // shellParam on the kernel command line asks init for a root shell on the
 // serial console (labserver vm shell).
 const shellParam = "rdmalab.shell=1"
 
-// PortLink is where init links the agent's virtio-serial port once the
-// guest is set up (the path udev would create). The agent waits for it, so
-// it can start while init still loads modules: its Go start-up, seconds
-// under TCG, overlaps with the setup instead of following it.
+// PortLink is where the agent links its virtio-serial port once the guest
+// is set up (the path udev would create; there is no udev).
 const PortLink = "/dev/virtio-ports/" + PortName
 
-// initMSFile carries init's duration to the agent's hello.
-const initMSFile = "/run/rdmalab-init-ms"
+// initScript is /init. Only busybox applets and dash builtins: every
+// process start costs tens of milliseconds under TCG.
+func initScript(modules []string) []byte {
+	return []byte(`#!/bin/sh
+# rdmalab guest init, written by labserver vm build (sandbox/vm/guestinit.go).
+export PATH=/usr/sbin:/usr/bin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /run
+read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
+/usr/bin/labserver agent --serve ` + PortLink + ` &
+agent=$!
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+hostname rdmalab-guest
+if ! modprobe -a ` + strings.Join(modules, " ") + ` 2>/run/modprobe.err; then
+	echo "loading kernel modules failed: $(cat /run/modprobe.err)" > ` + setupErrFile + `
+fi
+: > ` + modulesDone + `
+read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
+exec /usr/bin/labserver vm guest-init "$agent"
+`)
+}
 
-// GuestInit prepares the guest and then supervises the agent forever. It
-// only returns on a fatal error, after which the caller powers off.
-// agentArgv is the agent's command line; PortLink is appended.
-func GuestInit(agentArgv []string) error {
-	start := time.Now()
+// GuestInit is PID 1 once /init has done its part: it supervises the agent
+// (agentPID, started by /init; restarted with agentArgv) forever. It only
+// returns when the shell of `labserver vm shell` exits or on a fatal error;
+// the caller then powers off.
+func GuestInit(agentPID int, agentArgv []string) error {
 	say := func(format string, a ...any) {
 		fmt.Fprintf(os.Stdout, "rdmalab-guest: "+format+"\n", a...)
 	}
-	if err := mountAll(); err != nil {
-		return err
-	}
-	os.Setenv("PATH", "/usr/sbin:/usr/bin")
-	os.Setenv("HOME", "/root")
-	_ = unix.Sethostname([]byte("rdmalab-guest"))
-	say("init at uptime %s", uptime())
-
-	argv := append(append([]string{}, agentArgv...), PortLink)
-	agent, err := spawn(argv, false)
-	if err != nil {
-		return fmt.Errorf("start agent: %w", err)
-	}
-
-	setupErr := loadModules(guestModuleList)
-	say("modules loaded at uptime %s", uptime())
-	if setupErr == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		setupErr = hostrdma.SetupSoftRoCE(ctx, hostrdma.GuestTopology)
-		cancel()
-	}
-	if setupErr != nil {
-		say("Soft-RoCE setup FAILED: %v", setupErr)
-		_ = os.WriteFile(setupErrFile, []byte(setupErr.Error()), 0o644)
-	} else {
-		say("Soft-RoCE ready at uptime %s (rxe0, rxe1 on veth0/veth1)", uptime())
-	}
-	port, err := findPort(PortName, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	_ = os.WriteFile(initMSFile, []byte(fmt.Sprint(time.Since(start).Milliseconds())), 0o644)
-	if err := os.MkdirAll(filepath.Dir(PortLink), 0o755); err != nil {
-		return err
-	}
-	if err := os.Symlink(port, PortLink); err != nil {
-		return fmt.Errorf("link agent port: %w", err)
-	}
-	say("agent %d serves %s at uptime %s", agent, port, uptime())
+	agent := agentPID
 	go func() {
+		// Off the critical path: after the agent is up.
+		for {
+			if _, err := os.Lstat(PortLink); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if err := loadModules(guestLateModuleList); err != nil {
 			say("late modules: %v", err)
 		}
 	}()
-
 	shell := 0
 	if cmdline, _ := os.ReadFile("/proc/cmdline"); strings.Contains(string(cmdline), shellParam) {
+		var err error
 		if shell, err = spawnShell(); err != nil {
 			say("no shell: %v", err)
 		}
@@ -127,7 +131,7 @@ func GuestInit(agentArgv []string) error {
 			}
 			say("agent exited (%s); restarting", describeWait(ws))
 			time.Sleep(200 * time.Millisecond)
-			if agent, err = spawn(argv, false); err != nil {
+			if agent, err = spawn(append(agentArgv, PortLink), false); err != nil {
 				return fmt.Errorf("restart agent: %w", err)
 			}
 		}
@@ -140,28 +144,6 @@ func PowerOff() {
 	syscall.Sync()
 	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 	select {} // PID 1 must not return
-}
-
-func mountAll() error {
-	for _, m := range []struct {
-		src, dst, fs string
-		mode         os.FileMode
-	}{
-		{"proc", "/proc", "proc", 0o555},
-		{"sysfs", "/sys", "sysfs", 0o555},
-		{"devtmpfs", "/dev", "devtmpfs", 0o755},
-		{"devpts", "/dev/pts", "devpts", 0o755},
-		{"tmpfs", "/dev/shm", "tmpfs", 0o1777},
-		{"tmpfs", "/run", "tmpfs", 0o755},
-	} {
-		if err := os.MkdirAll(m.dst, m.mode); err != nil {
-			return fmt.Errorf("mkdir %s: %w", m.dst, err)
-		}
-		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount %s on %s: %w", m.fs, m.dst, err)
-		}
-	}
-	return nil
 }
 
 // loadModules loads the modules of a list file in the order the image
@@ -267,20 +249,49 @@ func uptime() string {
 	return f[0] + "s"
 }
 
-// WaitPort waits until init has linked the agent port (the guest is set
-// up) and opens it.
-func WaitPort(ctx context.Context, path string) (*os.File, error) {
-	for {
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
+// PrepareGuest is the agent's part of the boot (see the top of this
+// file): wait for /init's modules, set up Soft-RoCE, link the port to path
+// and open it. An agent restarted later finds path linked and just opens
+// it. A setup failure is recorded for the hello, not returned: the host
+// must hear why the guest is useless.
+func PrepareGuest(ctx context.Context, path string) (*os.File, error) {
+	if _, err := os.Lstat(path); err != nil {
+		if err := waitFile(ctx, modulesDone); err != nil {
 			return nil, err
+		}
+		if _, err := os.Stat(setupErrFile); err != nil { // modules loaded
+			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			err := hostrdma.SetupSoftRoCE(sctx, hostrdma.GuestTopology)
+			cancel()
+			if err != nil {
+				_ = os.WriteFile(setupErrFile, []byte(err.Error()), 0o644)
+				fmt.Fprintf(os.Stdout, "rdmalab-guest: Soft-RoCE setup FAILED: %v\n", err)
+			} else {
+				fmt.Fprintf(os.Stdout, "rdmalab-guest: Soft-RoCE ready at uptime %s (rxe0, rxe1 on veth0/veth1)\n", uptime())
+			}
+		}
+		port, err := findPort(PortName, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(port, path); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("link agent port: %w", err)
+		}
+	}
+	return os.OpenFile(path, os.O_RDWR, 0)
+}
+
+func waitFile(ctx context.Context, path string) error {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -299,9 +310,6 @@ func GuestHello() Hello {
 	}
 	if b, err := os.ReadFile(setupErrFile); err == nil {
 		h.SetupErr = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile(initMSFile); err == nil {
-		fmt.Sscanf(string(b), "%d", &h.InitMS)
 	}
 	return h
 }

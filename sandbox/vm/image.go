@@ -597,6 +597,7 @@ func (p *plan) addEtc() {
 		return []byte(b.String())
 	}
 	t.bytes(guestModuleList, list(p.modules[:p.late]), 0o644)
+	t.bytes("init", initScript(guestModules), 0o755)
 	t.bytes(guestLateModuleList, list(p.modules[p.late:]), 0o644)
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {

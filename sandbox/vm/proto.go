@@ -67,7 +67,6 @@ type Hello struct {
 	Kernel   string  `json:"kernel"`                // guest kernel release
 	Uptime   float64 `json:"uptime"`                // guest seconds since boot
 	SetupErr string  `json:"setup_error,omitempty"` // Soft-RoCE setup failed: runs would fail
-	InitMS   int64   `json:"init_ms,omitempty"`     // time spent in the guest init
 }
 
 // endError turns an end line into the error Exec returns.

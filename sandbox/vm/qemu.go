@@ -115,15 +115,13 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	// with initcall_debug: crypto_algapi_init). 8250.nr_uarts=1: we have one
 	// serial port, probing four costs a tenth of a second.
 	kargs := []string{"console=ttyS0", "quiet", "panic=-1", "mitigations=off",
-		"cryptomgr.notests", "8250.nr_uarts=1", "rdinit=/usr/bin/labserver"}
+		"cryptomgr.notests", "8250.nr_uarts=1"}
 	if shell {
 		kargs = append(kargs, shellParam)
 	}
 	if cfg.Append != "" {
 		kargs = append(kargs, cfg.Append)
 	}
-	// The kernel passes everything after "--" to init as arguments.
-	kargs = append(kargs, "--", "vm", "guest-init")
 	serial := []string{"-chardev", "file,id=con,path=" + console, "-serial", "chardev:con"}
 	if shell {
 		serial = []string{"-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con"}
