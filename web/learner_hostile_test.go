@@ -119,3 +119,17 @@ func flip(mac string) string {
 	}
 	return "A" + mac[1:]
 }
+
+// TestLearnerCookieSecureBehindProxy: behind nginx terminating TLS (it
+// sets X-Forwarded-Proto: https, as docs/operations.md configures it),
+// the learner cookie — a bearer credential — is Secure too.
+func TestLearnerCookieSecureBehindProxy(t *testing.T) {
+	env := newEnv(t, nil)
+	res := env.get(http.DefaultClient, "/", "X-Forwarded-Proto", "https")
+	res.Body.Close()
+	for _, c := range res.Cookies() {
+		if c.Name == learnerCookie && !c.Secure {
+			t.Errorf("learner cookie behind a TLS proxy is not Secure: %+v", c)
+		}
+	}
+}

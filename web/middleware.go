@@ -44,7 +44,7 @@ func (s *Server) withLearner(next http.Handler) http.Handler {
 				MaxAge:   int(learnerCookieAge / time.Second),
 				HttpOnly: true,
 				SameSite: http.SameSiteLaxMode,
-				Secure:   r.TLS != nil,
+				Secure:   secureRequest(r), // also behind a TLS-terminating proxy (X-Forwarded-Proto)
 			})
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), learnerKey, id)))
