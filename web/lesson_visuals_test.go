@@ -148,7 +148,7 @@ func TestLessonVisualsWithoutJS(t *testing.T) {
 	var learner string
 	for _, ck := range c.Jar.Cookies(u) {
 		if ck.Name == "lab_learner" {
-			learner = ck.Value
+			learner = env.Server.cookieLearner(ck.Value) // the id, signed or not
 		}
 	}
 	if learner == "" {
