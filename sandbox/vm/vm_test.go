@@ -93,21 +93,7 @@ func TestWarmGuest(t *testing.T) {
 		if pid == 0 {
 			t.Fatal("no guest pid")
 		}
-		first := make(chan struct{})
-		var once sync.Once
-		done := make(chan error, 1)
-		go func() {
-			done <- b.Exec(ctx, sandbox.Request{RunID: "t2", Experiment: "tcp-cost",
-				Params: sandbox.Params{"seconds": 10, "msg_size": 65536}},
-				func(sandbox.Event) { once.Do(func() { close(first) }) })
-		}()
-		select {
-		case <-first:
-		case err := <-done:
-			t.Fatalf("run ended before it started: %v", err)
-		case <-ctx.Done():
-			t.Fatal("no event from the run")
-		}
+		done := startLongRun(ctx, t, b)
 		// Only the QEMU this test's backend started, by its pid.
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -140,19 +126,7 @@ func TestWarmGuest(t *testing.T) {
 		// guest would look) fails the run in flight once the health pings
 		// go unanswered, and is replaced.
 		pid := b.GuestPID()
-		first := make(chan struct{})
-		var once sync.Once
-		done := make(chan error, 1)
-		go func() {
-			done <- b.Exec(ctx, sandbox.Request{RunID: "t4", Experiment: "tcp-cost",
-				Params: sandbox.Params{"seconds": 10, "msg_size": 65536}},
-				func(sandbox.Event) { once.Do(func() { close(first) }) })
-		}()
-		select {
-		case <-first:
-		case err := <-done:
-			t.Fatalf("run ended before it started: %v", err)
-		}
+		done := startLongRun(ctx, t, b)
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -173,6 +147,28 @@ func TestWarmGuest(t *testing.T) {
 			t.Errorf("hung QEMU %d still exists", pid)
 		}
 	})
+}
+
+// startLongRun starts a 10-second run in the guest and returns once its
+// first event arrived; the channel yields how the run ended.
+func startLongRun(ctx context.Context, t *testing.T, b *Backend) <-chan error {
+	t.Helper()
+	first := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Exec(ctx, sandbox.Request{RunID: "long", Experiment: "tcp-cost",
+			Params: sandbox.Params{"seconds": 10, "msg_size": 65536}},
+			func(sandbox.Event) { once.Do(func() { close(first) }) })
+	}()
+	select {
+	case <-first:
+	case err := <-done:
+		t.Fatalf("run ended before it started: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no event from the run")
+	}
+	return done
 }
 
 // TestBootFailure: a guest that cannot come up ends in state failed with the
