@@ -83,6 +83,8 @@ type pongReq struct {
 	Sizes     []int  `json:"sizes"`
 	Iters     int    `json:"iters"`
 	Warmup    int    `json:"warmup"`
+	// AcceptWait is how long the server waits for the client (20 s if 0).
+	AcceptWait time.Duration `json:"accept_wait,omitempty"`
 }
 
 type pongReady struct {
@@ -140,6 +142,11 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 
 	phase(emit, "measure", say(fmt.Sprintf("%d round trips per size over %s", iters, ppName(tr, mode)), fmt.Sprintf("每种大小 %d 次往返，经由 %s", iters, ppName(tr, mode))))
 	var stats []sizeStats
+	var est clockEstimate
+	est.Start()
+	time.Sleep(20 * time.Millisecond)
+	est.Stop()
+	sampleEvery := uint64(float64(100*time.Millisecond) / est.nsPerCycle())
 	runtime.LockOSThread() // CPU time per round trip is this thread's
 	defer runtime.UnlockOSThread()
 	k := 0
@@ -151,22 +158,34 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 			}
 			k++
 		}
-		rtts := make([]time.Duration, 0, iters)
+		// Round trips are timed with the cycle counter, like perftest:
+		// time.Now costs microseconds in the TCG guest. The window's
+		// wall-clock time converts cycles to nanoseconds afterwards; the
+		// live samples use the estimate made before the first size.
+		cyc := make([]uint64, 0, iters)
 		cpu0 := threadCPU()
-		lastEmit, window := time.Now(), 0
+		var clk verbs.Clock
+		clk.Start()
+		lastEmit, window := verbs.Cycles(), 0
 		for i := 0; i < iters; i++ {
-			t0 := time.Now()
+			c0 := verbs.Cycles()
 			if err := end.ping(ctx, k, size); err != nil {
 				return verbsError(emit, err)
 			}
-			rtts = append(rtts, time.Since(t0))
+			c1 := verbs.Cycles()
+			cyc = append(cyc, c1-c0)
 			k++
-			if now := time.Now(); now.Sub(lastEmit) >= 100*time.Millisecond {
-				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: float64(i + 1), Y: us(median(rtts[window:])), Unit: "µs"})
-				lastEmit, window = now, len(rtts)
+			if c1-lastEmit >= sampleEvery {
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: float64(i + 1), Y: us(median(est.durations(cyc[window:]))), Unit: "µs"})
+				lastEmit, window = c1, len(cyc)
 			}
 		}
+		clk.Stop()
 		cpu := threadCPU() - cpu0
+		rtts := make([]time.Duration, len(cyc))
+		for i, c := range cyc {
+			rtts[i] = clk.Duration(c)
+		}
 		var ps pongSize
 		if err := srv.recv(ctx, 30*time.Second, &ps); err != nil {
 			return verbsError(emit, err)
@@ -188,6 +207,25 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	return reportPingpong(emit, tr, mode, iters, top, stats)
+}
+
+// clockEstimate is a verbs.Clock calibrated once, for live samples.
+type clockEstimate struct{ verbs.Clock }
+
+func (c *clockEstimate) nsPerCycle() float64 {
+	d := c.Duration(1 << 20)
+	if d <= 0 {
+		return 1
+	}
+	return float64(d) / (1 << 20)
+}
+
+func (c *clockEstimate) durations(cyc []uint64) []time.Duration {
+	out := make([]time.Duration, len(cyc))
+	for i, x := range cyc {
+		out[i] = c.Duration(x)
+	}
+	return out
 }
 
 func ppName(tr, mode string) string {
@@ -282,6 +320,7 @@ type ppEnd struct {
 	max         int
 	fd          int      // TCP: blocking socket, read/write like a C program
 	file        *os.File // owns fd
+	tcpBuf      []byte   // receive area, then send area
 	conn        net.Conn
 	r           *rc
 	remote      verbs.Endpoint
@@ -308,6 +347,7 @@ func newPPEnd(ctx context.Context, s side, tr, mode string, maxSize int, conn ne
 			return nil, err
 		}
 		e.fd = int(e.file.Fd())
+		e.tcpBuf = make([]byte, 2*maxSize)
 		return e, e.handshake(server)
 	}
 	event := mode == mEvent
@@ -394,7 +434,7 @@ var errPeerSilent = errors.New("the peer stopped answering")
 // send puts message k of size bytes on the wire.
 func (e *ppEnd) send(k, size int) error {
 	if e.tr == trTCP {
-		b := make([]byte, size) // TCP copies: the buffer is the message
+		b := e.tcpBuf[e.max : e.max+size] // TCP copies: the buffer is the message
 		b[size-1] = marker(k)
 		for off := 0; off < size; {
 			n, err := unix.Write(e.fd, b[off:])
@@ -438,7 +478,7 @@ func (e *ppEnd) send(k, size int) error {
 // reapSends takes send completions off the CQ until at most limit are
 // outstanding; limit -1 polls once without waiting.
 func (e *ppEnd) reapSends(limit int) error {
-	deadline := time.Now().Add(10 * time.Second)
+	sw := spinWait{limit: 10 * time.Second, err: fmt.Errorf("send completions: %w", errCompletionTimeout)}
 	for i := 0; ; i++ {
 		n, err := e.r.sendCQ.Poll(e.wcs)
 		if err != nil {
@@ -453,17 +493,16 @@ func (e *ppEnd) reapSends(limit int) error {
 		if limit < 0 || e.outstanding <= limit {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("send completions: %w", errCompletionTimeout)
+		if err := sw.check(i); err != nil {
+			return err
 		}
-		relax(i)
 	}
 }
 
 // await waits for the peer's message k.
 func (e *ppEnd) await(ctx context.Context, k, size int) error {
 	if e.tr == trTCP {
-		b := make([]byte, size)
+		b := e.tcpBuf[:size]
 		for off := 0; off < size; {
 			n, err := unix.Read(e.fd, b[off:])
 			if err != nil {
@@ -480,16 +519,10 @@ func (e *ppEnd) await(ctx context.Context, k, size int) error {
 		want := uint32(marker(k))
 		off := size - 1
 		shift := uint(off&3) * 8
-		deadline := time.Now().Add(10 * time.Second)
+		sw := spinWait{ctx: ctx, limit: 10 * time.Second, err: errPeerSilent}
 		for i := 0; (e.r.buf.Load32(off)>>shift)&0xff != want; i++ {
-			relax(i)
-			if i&0xffff == 0xffff {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if time.Now().After(deadline) {
-					return errPeerSilent
-				}
+			if err := sw.check(i); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -534,7 +567,11 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err := h.reply(pongReady{Port: l.Addr().(*net.TCPAddr).Port, Pid: os.Getpid()}); err != nil {
 		return err
 	}
-	conn, err := verbs.Accept(ctx, l, 20*time.Second)
+	wait := req.AcceptWait
+	if wait <= 0 || wait > time.Minute {
+		wait = 20 * time.Second
+	}
+	conn, err := verbs.Accept(ctx, l, wait)
 	if err != nil {
 		return h.fail(err)
 	}

@@ -194,3 +194,31 @@ func TestNoDeviceIsAClearError(t *testing.T) {
 		t.Fatalf("qp-states without devices: %v", err)
 	}
 }
+
+// TestPeerThatNeverConnects starts the pong server as the experiments do
+// (a re-executed helper) and never connects: the helper must give up with
+// a message that says so, and the experiment side must pass it on.
+func TestPeerThatNeverConnects(t *testing.T) {
+	ctx := context.Background()
+	req := pongReq{Side: side{Dev: "lo", GID: verbs.GIDEntry{GID: loopbackGID()}}, Transport: trTCP, Mode: mPoll,
+		Sizes: []int{2}, Iters: 10, AcceptWait: 300 * time.Millisecond}
+	c, err := startChild(ctx, helperPong, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.kill()
+	var ready pongReady
+	if err := c.recv(ctx, 30*time.Second, &ready); err != nil {
+		t.Fatal(err)
+	}
+	err = c.recv(ctx, 30*time.Second, nil)
+	if err == nil || !strings.Contains(err.Error(), "did not connect in time") {
+		t.Fatalf("a server whose client never came: %v", err)
+	}
+	t.Logf("reported: %v", err)
+}
+
+func loopbackGID() verbs.GID {
+	g, _ := verbs.ParseGID("0000:0000:0000:0000:0000:ffff:7f00:0001")
+	return g
+}
