@@ -55,13 +55,15 @@ func initScript(modules []string) []byte {
 	return []byte(`#!/bin/sh
 # rdmalab guest init, written by labserver vm build (sandbox/vm/guestinit.go).
 export PATH=/usr/sbin:/usr/bin HOME=/root
+# The agent first: its Go start-up is the longest step of the boot, and it
+# needs nothing mounted until it is over.
+/usr/bin/labserver agent --serve ` + PortLink + ` &
+agent=$!
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /run
 read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
-/usr/bin/labserver agent --serve ` + PortLink + ` &
-agent=$!
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
@@ -256,6 +258,7 @@ func uptime() string {
 // must hear why the guest is useless.
 func PrepareGuest(ctx context.Context, path string) (*os.File, error) {
 	if _, err := os.Lstat(path); err != nil {
+		fmt.Fprintf(os.Stdout, "rdmalab-guest: agent started at uptime %s\n", uptime())
 		if err := waitFile(ctx, modulesDone); err != nil {
 			return nil, err
 		}
