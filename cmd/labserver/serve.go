@@ -134,7 +134,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
-		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey})
+		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA})
 	if err != nil {
 		return err
 	}
