@@ -41,6 +41,7 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 	if !json.Valid(answer) {
 		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
 	}
+	defer db.quiz.invalidate(learner)
 	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct}
 	ts := now()
 	err := func() error {
@@ -122,6 +123,48 @@ func (db *DB) LearnerQuestionStatus(ctx context.Context, learner string, questio
 		return nil, fmt.Errorf("store: learner attempts: %w", err)
 	}
 	return out, nil
+}
+
+// QuestionSummary is a learner's record on one question as a lesson page
+// shows it under the question's form.
+type QuestionSummary struct {
+	Attempts      int
+	EverCorrect   bool // at least one attempt was right
+	LatestCorrect bool // the most recent attempt was right
+}
+
+// LearnerQuizSummary returns the learner's record on every question they
+// attempted, by question id, from one query. Every lesson page view reads
+// it, so it is cached per learner until the learner's next AddAttempt. The
+// map is shared with the cache: callers must not modify it.
+func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[string]QuestionSummary, error) {
+	return db.quiz.load(learner, func() (map[string]QuestionSummary, error) {
+		// The attempts_learner_question index answers both the groups and
+		// each group's latest attempt.
+		rows, err := db.R.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct),
+			(SELECT l.correct FROM attempts l WHERE l.learner = a.learner AND l.question_id = a.question_id
+			 ORDER BY l.id DESC LIMIT 1)
+			FROM attempts a WHERE a.learner = ? GROUP BY a.question_id`, learner)
+		if err != nil {
+			return nil, fmt.Errorf("store: quiz summary: %w", err)
+		}
+		defer rows.Close()
+		out := map[string]QuestionSummary{}
+		for rows.Next() {
+			var (
+				id string
+				s  QuestionSummary
+			)
+			if err := rows.Scan(&id, &s.Attempts, &s.EverCorrect, &s.LatestCorrect); err != nil {
+				return nil, fmt.Errorf("store: quiz summary: %w", err)
+			}
+			out[id] = s
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: quiz summary: %w", err)
+		}
+		return out, nil
+	})
 }
 
 // CorrectQuestions returns the ids of questions the learner answered

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -74,10 +73,13 @@ func (db *DB) writeProgress(ctx context.Context, learner, lesson, query string) 
 // LearnerProgress returns the learner's progress by lesson slug. The map is
 // shared with the cache: callers must not modify it.
 func (db *DB) LearnerProgress(ctx context.Context, learner string) (map[string]Progress, error) {
-	if p, ok := db.progress.get(learner); ok {
-		return p, nil
-	}
-	gen := db.progress.generation()
+	return db.progress.load(learner, func() (map[string]Progress, error) {
+		return db.loadProgress(ctx, learner)
+	})
+}
+
+// loadProgress reads the learner's progress from the database.
+func (db *DB) loadProgress(ctx context.Context, learner string) (map[string]Progress, error) {
 	rows, err := db.R.QueryContext(ctx,
 		`SELECT lesson, opened_at, completed_at FROM progress WHERE learner = ?`, learner)
 	if err != nil {
@@ -107,55 +109,5 @@ func (db *DB) LearnerProgress(ctx context.Context, learner string) (map[string]P
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: progress: %w", err)
 	}
-	db.progress.put(learner, p, gen)
 	return p, nil
-}
-
-// progressCache keeps each recent learner's progress in memory. Every page
-// view needs it, and this process is the only writer of the table, so a
-// cache invalidated on each write stays exact while keeping SQLite off the
-// hot path of the lesson page.
-type progressCache struct {
-	mu  sync.Mutex
-	gen uint64 // bumped on every invalidation; a load started before it is not stored
-	m   map[string]map[string]Progress
-}
-
-// progressCacheMax bounds memory: past it the cache starts over (it is only a cache).
-const progressCacheMax = 20000
-
-func newProgressCache() *progressCache {
-	return &progressCache{m: map[string]map[string]Progress{}}
-}
-
-func (c *progressCache) get(learner string) (map[string]Progress, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.m[learner]
-	return p, ok
-}
-
-func (c *progressCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
-
-func (c *progressCache) put(learner string, p map[string]Progress, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return // a write happened while this was loading; the data may be stale
-	}
-	if len(c.m) >= progressCacheMax {
-		c.m = map[string]map[string]Progress{}
-	}
-	c.m[learner] = p
-}
-
-func (c *progressCache) invalidate(learner string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	delete(c.m, learner)
 }

@@ -67,6 +67,11 @@ func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev sandbox.Event
 	if err != nil {
 		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
 	}
+	if ev.Type == sandbox.EvResult || ev.Type == sandbox.EvStatus && ev.Status.Final() {
+		// The run may now be its learner's latest result; the event does
+		// not name the learner, and runs finish seldom: forget them all.
+		defer db.results.invalidateAll()
+	}
 	ts := formatTime(ev.Time)
 	err = db.runsTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`,

@@ -26,7 +26,11 @@ type DB struct {
 	W    *sql.DB // writer: exactly one connection
 	R    *sql.DB // readers
 
-	progress *progressCache
+	// Per-learner caches of what every lesson page view reads,
+	// invalidated by this process's writes (learner_cache.go).
+	progress *learnerCache[map[string]Progress]
+	quiz     *learnerCache[map[string]QuestionSummary]
+	results  *learnerCache[map[string]Run]
 }
 
 // dsn builds the connection string. busy_timeout comes first so that the
@@ -77,7 +81,10 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 
-	db := &DB{Path: path, W: w, R: r, progress: newProgressCache()}
+	db := &DB{Path: path, W: w, R: r, progress: newLearnerCache[map[string]Progress](learnerCacheMax),
+		quiz: newLearnerCache[map[string]QuestionSummary](learnerCacheMax),
+		// Runs carry their result event: fewer learners' worth.
+		results: newLearnerCache[map[string]Run](learnerCacheMax / 4)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := db.check(ctx); err != nil {

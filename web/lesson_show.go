@@ -47,9 +47,17 @@ type lessonRequest struct {
 // Everything that is the same for every learner (layout, head, objectives,
 // TOC, pre-rendered body HTML, references, pager) comes from the page's
 // skeleton, built once per content load; per request only the holes are
-// rendered: directive segments (quiz forms, experiment widgets) and the
-// learner's completion box.
+// rendered. A plain view uses the static skeleton (lesson_static.go), whose
+// holes are only the learner's records; a view showing a quiz answer or
+// answering a widget's form renders every directive segment (quiz forms,
+// experiment widgets) and the learner's completion box.
 func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonState) {
+	s.serveLessonFrom(w, r, st, plainRequest(r, st))
+}
+
+// serveLessonFrom is serveLesson from the static skeleton or the one with
+// every directive segment per request (tests compare the two).
+func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st lessonState, static bool) {
 	c := s.course()
 	l := c.Lesson(st.Slug)
 	if l == nil {
@@ -74,7 +82,7 @@ func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonSt
 		s.internalError(w, r, err)
 		return
 	}
-	sk, err := s.skeletons.get(c, l, lang, s.buildSkeleton)
+	sk, err := s.skeletons.get(c, l, lang, static, s.buildSkeleton)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -82,11 +90,7 @@ func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonSt
 	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: page, State: st}
 	holes := make([]templ.Component, len(sk.holes))
 	for i, h := range sk.holes {
-		if h.segment < 0 {
-			holes[i] = views.CompleteBox(lr.T, progress[l.Slug].Completed(), lessonHref(l.Slug)+"/complete")
-		} else {
-			holes[i] = s.segment(lr, page.Body[h.segment])
-		}
+		holes[i] = s.fillHole(lr, h, progress[l.Slug].Completed())
 	}
 	status := st.Status
 	if status == 0 {

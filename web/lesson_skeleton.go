@@ -23,9 +23,27 @@ type skeleton struct {
 	holes  []skeletonHole
 }
 
-// skeletonHole says what fills a hole: body segment index, or -1 for the
-// completion box.
-type skeletonHole struct{ segment int }
+// skeletonHole says what fills a hole.
+type skeletonHole struct {
+	kind    holeKind
+	segment int    // holeSegment, holeCPUBudget: the body segment
+	id      string // holeQuizStatus: the question
+	plain   string // holeCPUBudget: the widget as a learner without a measured figure sees it
+}
+
+// holeKind is what a hole holds. A page skeleton either leaves every
+// directive segment to the request (holeSegment), or, in the static
+// skeleton (lesson_static.go), renders them all once and leaves holes
+// only where the learner's own records go.
+type holeKind uint8
+
+const (
+	holeSegment    holeKind = iota // a body segment, rendered per request
+	holeComplete                   // the learner's completion box
+	holeQuizStatus                 // the learner's record on a question, under its form
+	holeQuizScore                  // the checkpoint's count of questions answered right
+	holeCPUBudget                  // the CPU budget calculator, prefilled from the learner's tcp-cost run if any
+)
 
 // holeMarker opens the marker written where hole N goes while the skeleton
 // is built: "\x00hole N\x00". NUL never occurs in rendered pages (goldmark
@@ -33,16 +51,29 @@ type skeletonHole struct{ segment int }
 const holeMarker = "\x00hole "
 
 // buildSkeleton renders the lesson with markers in its holes and cuts it.
-func (s *Server) buildSkeleton(c *lessons.Course, l *lessons.Lesson, lang string) (*skeleton, error) {
+// The static skeleton renders every segment for no learner and no query,
+// with holes for the learner's records only; the other one leaves each
+// directive segment to the request.
+func (s *Server) buildSkeleton(c *lessons.Course, l *lessons.Lesson, lang string, static bool) (*skeleton, error) {
 	var placed []skeletonHole
-	v := s.lessonView(c, l, lang, func(segment int) templ.Component {
+	mark := func(h skeletonHole) templ.Component {
 		n := len(placed)
-		placed = append(placed, skeletonHole{segment: segment})
+		placed = append(placed, h)
 		return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s%d\x00", holeMarker, n)
 			return err
 		})
-	})
+	}
+	hole := func(segment int) templ.Component {
+		if segment < 0 {
+			return mark(skeletonHole{kind: holeComplete})
+		}
+		return mark(skeletonHole{kind: holeSegment, segment: segment})
+	}
+	if static {
+		hole = s.staticSegments(c, l, lang, mark)
+	}
+	v := s.lessonView(c, l, lang, hole)
 	var buf bytes.Buffer
 	if err := views.LessonView(v).Render(context.Background(), &buf); err != nil {
 		return nil, fmt.Errorf("render lesson %s (%s): %w", l.Slug, lang, err)
@@ -94,11 +125,14 @@ type skeletonCache struct {
 	m      map[skeletonKey]*skeleton
 }
 
-type skeletonKey struct{ slug, lang string }
+type skeletonKey struct {
+	slug, lang string
+	static     bool
+}
 
-func (sc *skeletonCache) get(c *lessons.Course, l *lessons.Lesson, lang string,
-	build func(*lessons.Course, *lessons.Lesson, string) (*skeleton, error)) (*skeleton, error) {
-	key := skeletonKey{l.Slug, lang}
+func (sc *skeletonCache) get(c *lessons.Course, l *lessons.Lesson, lang string, static bool,
+	build func(*lessons.Course, *lessons.Lesson, string, bool) (*skeleton, error)) (*skeleton, error) {
+	key := skeletonKey{l.Slug, lang, static}
 	sc.mu.Lock()
 	if sc.course == c {
 		if sk := sc.m[key]; sk != nil {
@@ -107,7 +141,7 @@ func (sc *skeletonCache) get(c *lessons.Course, l *lessons.Lesson, lang string,
 		}
 	}
 	sc.mu.Unlock()
-	sk, err := build(c, l, lang)
+	sk, err := build(c, l, lang, static)
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,9 @@ type measuredTCPCost struct {
 // latestTCPCost reads the learner's newest done tcp-cost run (ok false when
 // there is none, or it could not state GHz per Gbps: no CPU clock).
 func (s *Server) latestTCPCost(ctx context.Context, learner string) (measuredTCPCost, bool, error) {
+	if learner == "" {
+		return measuredTCPCost{}, false, nil // the static page skeleton (lesson_static.go): nobody's runs
+	}
 	r, err := s.cfg.Store.LatestResult(ctx, learner, "tcp-cost")
 	if errors.Is(err, store.ErrRunNotFound) {
 		return measuredTCPCost{}, false, nil

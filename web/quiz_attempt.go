@@ -110,7 +110,7 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 	if !validAnchor(q.ID, anchor) {
 		anchor = inlinePrefix + q.ID
 	}
-	v := questionView(lang, q, anchor, slug, 0, st[q.ID], &quizShown{QuestionID: q.ID, Answer: &a})
+	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID]), &quizShown{QuestionID: q.ID, Answer: &a})
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
 		s.writeError(w, r, err)

@@ -32,10 +32,14 @@ type quizPage struct {
 	// to display; nil on a plain page view.
 	Shown *quizShown
 
-	status   map[string]store.QuestionStatus // the learner's records, loaded once per page
+	status   map[string]store.QuestionSummary // the learner's records, loaded once per page
 	loaded   bool
 	placedAt map[string]int // ::quiz placements so far, for unique DOM ids
 	assets   bool           // quiz.css/quiz.js already placed on the page
+
+	// hole, set while the static page skeleton is built (lesson_static.go),
+	// places a hole where a learner's record goes instead of rendering one.
+	hole func(skeletonHole) templ.Component
 }
 
 // takeAssets is true for the first quiz component of the page only.
@@ -94,7 +98,7 @@ func (s *Server) quizFromQuery(r *http.Request) *quizPage {
 }
 
 // quizState returns the request's quiz state, loading the learner's records
-// for every question the page can show on first use.
+// (every question they attempted, one cached query) on first use.
 func (s *Server) quizState(lr *lessonRequest) (*quizPage, error) {
 	qp := lr.State.Quiz
 	if qp == nil {
@@ -102,13 +106,7 @@ func (s *Server) quizState(lr *lessonRequest) (*quizPage, error) {
 		lr.State.Quiz = qp
 	}
 	if !qp.loaded {
-		ids := append([]string(nil), lr.Page.QuestionIDs...)
-		if lr.Lesson.Quiz != nil {
-			for _, q := range lr.Lesson.Quiz.Questions {
-				ids = append(ids, q.ID)
-			}
-		}
-		st, err := s.cfg.Store.LearnerQuestionStatus(lr.r.Context(), lr.Learner, ids)
+		st, err := s.cfg.Store.LearnerQuizSummary(lr.r.Context(), lr.Learner)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +130,11 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if n := qp.placedAt[q.ID]; n > 1 {
 		dom += "~" + strconv.Itoa(n)
 	}
-	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, qp.status[q.ID], qp.Shown)
+	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), qp.Shown)
 	v.Assets = qp.takeAssets()
+	if qp.hole != nil {
+		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
+	}
 	return views.QuizQuestionView(v)
 }
 
@@ -149,12 +150,19 @@ func (s *Server) checkpointSegment(lr *lessonRequest) templ.Component {
 		return failing(err)
 	}
 	v := views.Quiz{T: lr.T, Assets: qp.takeAssets()}
+	if qp.hole != nil {
+		v.ScoreSlot = qp.hole(skeletonHole{kind: holeQuizScore})
+	}
 	for i, q := range lr.Lesson.Quiz.Questions {
-		st := qp.status[q.ID]
-		if st.Best != nil {
+		st := views.QuizStatus(qp.status[q.ID])
+		if st.EverCorrect {
 			v.Correct++
 		}
-		v.Questions = append(v.Questions, questionView(lr.Lang, q, checkpointPrefix+q.ID, lr.Lesson.Slug, i+1, st, qp.Shown))
+		qv := questionView(lr.Lang, q, checkpointPrefix+q.ID, lr.Lesson.Slug, i+1, st, qp.Shown)
+		if qp.hole != nil {
+			qv.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
+		}
+		v.Questions = append(v.Questions, qv)
 	}
 	return views.QuizCheckpoint(v)
 }
@@ -168,7 +176,7 @@ func failing(err error) templ.Component {
 // questionView builds the form of q at DOM id dom. Only the texts a learner
 // needs to answer go in, unless shown carries a graded answer or a rejected
 // submission for this placement.
-func questionView(lang string, q *quiz.Question, dom, lesson string, number int, st store.QuestionStatus, shown *quizShown) views.QuizQuestion {
+func questionView(lang string, q *quiz.Question, dom, lesson string, number int, st views.QuizStatus, shown *quizShown) views.QuizQuestion {
 	v := views.QuizQuestion{
 		T:      tr(lang),
 		DOMID:  dom,
@@ -180,7 +188,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		Prompt: markdownInline(q.Prompt.Get(lang)),
 		Hint:   markdownInline(q.Hint.Get(lang)),
 		Unit:   q.Unit,
-		Status: views.QuizStatus{Attempts: st.Attempts, EverCorrect: st.Best != nil, LatestCorrect: st.Attempts > 0 && st.Latest.Correct},
+		Status: st,
 	}
 	text := map[string]string{}
 	for _, o := range q.DisplayOptions() {
@@ -222,6 +230,11 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	prefill(&v, q, a, v.Result.Number)
 	return v
+}
+
+// quizStatusOf is a stored record as the status line shows it.
+func quizStatusOf(st store.QuestionStatus) views.QuizStatus {
+	return views.QuizStatus{Attempts: st.Attempts, EverCorrect: st.Best != nil, LatestCorrect: st.Attempts > 0 && st.Latest.Correct}
 }
 
 // prefill puts an answer back into the form so "try again" starts from it.
