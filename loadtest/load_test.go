@@ -36,7 +36,7 @@ var (
 	flagLearners = flag.Int("load.learners", 200, "concurrent learners reading pages and answering questions")
 	flagWatchers = flag.Int("load.watchers", 100, "concurrent event-stream (SSE) watchers")
 	flagRunners  = flag.Int("load.runners", 3, "learners who keep starting runs for the watchers to watch")
-	flagThink    = flag.Duration("load.think", 200*time.Millisecond, "a learner's mean pause between requests (uniform in 0..2x)")
+	flagThink    = flag.Duration("load.think", time.Second, "a learner's mean pause between requests (uniform in 0..2x); 0 = as fast as the server answers")
 	flagRace     = flag.Bool("load.race", false, "build the server with -race (about 10x slower: a race hunt, not a measurement)")
 	flagGrace    = flag.Duration("load.grace", 60*time.Second, "how long requests and streams started before the end may take to finish")
 )
