@@ -21,11 +21,11 @@ import (
 // program's start-up costs one to several seconds under TCG, so the boot
 // pays for exactly one, in parallel with loading the modules):
 //
-//  1. /init, a dash script written by the image build (initScript), mounts
-//     the file systems, starts the agent (`labserver agent --serve
-//     PortLink`) in the background, loads the modules with busybox
-//     modprobe (crc32_generic first), marks that with modulesDone, and
-//     execs `labserver vm guest-init AGENT_PID`.
+//  1. /init, a dash script written by the image build (initScript), starts
+//     the agent (`labserver agent --serve PortLink`) in the background,
+//     mounts the file systems, loads the modules with busybox modprobe
+//     (crc32_generic first), marks that with modulesDone, and execs
+//     `labserver vm guest-init AGENT_PID`.
 //  2. The agent, once its Go start-up is over and the modules are in,
 //     sets up Soft-RoCE (veth0/veth1, rxe0/rxe1, the wire routing) over
 //     netlink, links the virtio-serial port to PortLink and says hello to
