@@ -222,3 +222,18 @@ func loopbackGID() verbs.GID {
 	g, _ := verbs.ParseGID("0000:0000:0000:0000:0000:ffff:7f00:0001")
 	return g
 }
+
+func TestParsePerftest(t *testing.T) {
+	out := `---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       1000          21.68          511.38       36.46    	       46.53       	35.84  		218.89  		511.38 
+---------------------------------------------------------------------------------------
+`
+	l, err := parsePerftestLat(out)
+	if err != nil || l.Typical != 36.46 || l.Avg != 46.53 || l.Min != 21.68 || l.P99 != 218.89 {
+		t.Fatalf("parsed %+v, %v", l, err)
+	}
+	if _, err := parsePerftestLat("Correlation coefficient r^2: 0.89 < 0.9\n----\n Send Latency Test\n"); err == nil {
+		t.Fatal("output without a table parsed")
+	}
+}
