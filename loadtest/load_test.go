@@ -398,14 +398,16 @@ func (l *load) waitRun(c *http.Client, id string) {
 	}
 }
 
-// watcher streams the newest run's events, checks them, and again, until
-// the end of the load; a stream it started is followed to its end.
+// watcher streams the newest run's events, checks them, then waits for
+// the next run (as a learner's open page would), until the end of the
+// load; a stream it started is followed to its end.
 func (l *load) watcher() {
 	c := l.client()
 	c.Timeout = 0 // streams live as long as their run
+	watched := ""
 	for l.stop.Err() == nil {
 		id, _ := l.latest.Load().(string)
-		if id == "" {
+		if id == "" || id == watched {
 			select {
 			case <-l.stop.Done():
 				return
@@ -414,6 +416,7 @@ func (l *load) watcher() {
 			continue
 		}
 		l.watch(l.hard, c, id)
+		watched = id
 	}
 }
 
