@@ -66,6 +66,29 @@ func TestWarmGuest(t *testing.T) {
 		t.Log(StatusLine(lab))
 	})
 
+	t.Run("traffic", func(t *testing.T) {
+		// RDMA traffic between rxe1 and rxe0 (perftest's ib_write_lat over
+		// the veth wire) moves the counters the lab page shows.
+		before := counters(ctx, t, b)
+		var last string
+		err := b.Exec(ctx, sandbox.Request{RunID: "tp", Experiment: "perftest", Params: sandbox.Params{}},
+			func(ev sandbox.Event) {
+				if ev.Message != "" {
+					last = ev.Message
+				}
+			})
+		if err != nil {
+			t.Fatalf("perftest in the guest: %v (last: %s)", err, last)
+		}
+		after := counters(ctx, t, b)
+		for _, c := range []string{"rxe0/rcvd_pkts", "rxe0/sent_pkts", "rxe1/rcvd_pkts", "rxe1/sent_pkts"} {
+			if after[c] <= before[c] {
+				t.Errorf("%s: %d before, %d after RDMA traffic", c, before[c], after[c])
+			}
+		}
+		t.Logf("rxe0 rcvd_pkts %d → %d; %s", before["rxe0/rcvd_pkts"], after["rxe0/rcvd_pkts"], last)
+	})
+
 	t.Run("memlock", func(t *testing.T) {
 		var events []sandbox.Event
 		err := b.Exec(ctx, sandbox.Request{RunID: "t1", Experiment: "memlock",
@@ -147,6 +170,22 @@ func TestWarmGuest(t *testing.T) {
 			t.Errorf("hung QEMU %d still exists", pid)
 		}
 	})
+}
+
+// counters reads the lab's counters as "device/name" → value.
+func counters(ctx context.Context, t *testing.T, b *Backend) map[string]int64 {
+	t.Helper()
+	lab := b.Lab(ctx)
+	if lab.State != StateReady {
+		t.Fatalf("lab %+v", lab)
+	}
+	m := map[string]int64{}
+	for _, d := range lab.Devices {
+		for k, v := range d.Counters {
+			m[d.Name+"/"+k] = v
+		}
+	}
+	return m
 }
 
 // startLongRun starts a 10-second run in the guest and returns once its
