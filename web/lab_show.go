@@ -44,6 +44,7 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 		Backend: l.Backend, State: l.State, Status: vm.StatusLine(l), Reason: l.Reason,
 		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
 	}
+	v.Use(views.TableAssets) // the device and counter tables
 	switch l.Backend {
 	case "vm", "host", "none":
 		v.Note = t("lab.note." + l.Backend)

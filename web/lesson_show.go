@@ -109,6 +109,7 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		Slug:   l.Slug,
 		Page:   page,
 	}
+	v.Use(lessonAssets(c, l, page, lang)...) // lesson_head.go
 	for _, slug := range page.Prerequisites {
 		v.Prereqs = append(v.Prereqs, lessonLink(c, slug, lang))
 	}

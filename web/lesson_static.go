@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -48,24 +47,15 @@ func (s *Server) staticSegments(c *lessons.Course, l *lessons.Lesson, lang strin
 		seg := page.Body[i]
 		if seg.Kind == lessons.SegDiagram && seg.ID == "cpu-budget" {
 			var plain bytes.Buffer
-			if err := alone(s.segment(lr, seg)).Render(context.Background(), &plain); err != nil {
+			if err := s.segment(lr, seg).Render(context.Background(), &plain); err != nil {
 				return failing(err)
 			}
 			return mark(skeletonHole{kind: holeCPUBudget, segment: i, plain: plain.String()})
 		}
-		// Built now, in page order: quiz DOM ids and the quiz assets
-		// follow the order of placements.
-		return alone(s.segment(lr, seg))
+		// Built now, in page order: quiz DOM ids follow the order of
+		// placements.
+		return s.segment(lr, seg)
 	}
-}
-
-// alone renders c in a templ render of its own, as the holes of a
-// per-request page are: assets that templ places once per render
-// (experiment and visuals scripts) come out exactly as they do there.
-func alone(c templ.Component) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		return c.Render(context.Background(), w)
-	})
 }
 
 // plainRequest reports whether the static skeleton shows the request's

@@ -35,18 +35,10 @@ type quizPage struct {
 	status   map[string]store.QuestionSummary // the learner's records, loaded once per page
 	loaded   bool
 	placedAt map[string]int // ::quiz placements so far, for unique DOM ids
-	assets   bool           // quiz.css/quiz.js already placed on the page
 
 	// hole, set while the static page skeleton is built (lesson_static.go),
 	// places a hole where a learner's record goes instead of rendering one.
 	hole func(skeletonHole) templ.Component
-}
-
-// takeAssets is true for the first quiz component of the page only.
-func (qp *quizPage) takeAssets() bool {
-	first := !qp.assets
-	qp.assets = true
-	return first
 }
 
 // quizShown is what one question shows instead of an empty form.
@@ -131,7 +123,6 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 		dom += "~" + strconv.Itoa(n)
 	}
 	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), qp.Shown)
-	v.Assets = qp.takeAssets()
 	if qp.hole != nil {
 		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 	}
@@ -149,7 +140,7 @@ func (s *Server) checkpointSegment(lr *lessonRequest) templ.Component {
 	if err != nil {
 		return failing(err)
 	}
-	v := views.Quiz{T: lr.T, Assets: qp.takeAssets()}
+	v := views.Quiz{T: lr.T}
 	if qp.hole != nil {
 		v.ScoreSlot = qp.hole(skeletonHole{kind: holeQuizScore})
 	}

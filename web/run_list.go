@@ -20,6 +20,7 @@ func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 	lang := langOf(r)
 	t := tr(lang)
 	v := views.RunList{Chrome: s.chrome(r, t("run.history"))}
+	v.Use(views.TableAssets)
 	for _, run := range runs {
 		title := run.Experiment
 		if s.cfg.Experiments != nil {

@@ -51,6 +51,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		HistoryHref: "/runs",
 		LessonHref:  s.lessonOf(run.Experiment, lang),
 	}
+	v.Use(views.ExperimentAssets)
 	s.render(w, r, http.StatusOK, views.RunPageView(v))
 }
 

@@ -28,6 +28,7 @@ type Chrome struct {
 	Title   string // page title; the layout appends the course name
 	Langs   []LangLink
 	Scripts []string // asset paths under static/ (e.g. "js/run.js") loaded with defer
+	Styles  []string // stylesheets under static/ linked after lab.css (see Use)
 }
 
 // HTMLLang is the value of <html lang>, specific enough for browsers to pick
