@@ -63,7 +63,11 @@ func main() {
 	raw := flag.String("raw", "bin/bench.txt", "also write the benchmarks' raw output here (\"\" = nowhere)")
 	only := flag.String("only", "", "run only benchmarks whose package or name contains this")
 	quick := flag.Bool("quick", false, "skip the guest benchmarks (minutes under TCG)")
+	from := flag.String("from", "", "print the table from an earlier run's raw output instead of running")
 	flag.Parse()
+	if *from != "" {
+		os.Exit(reprint(os.Stdout, *from))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Stdout, *raw, *only, *quick))
@@ -115,6 +119,23 @@ func run(ctx context.Context, out io.Writer, rawPath, only string, quick bool) i
 		}
 	}
 	return code
+}
+
+// reprint builds the table from a raw output file.
+func reprint(out io.Writer, path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		return 1
+	}
+	results := map[string]result{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if r, ok := parseLine(line); ok {
+			results[r.Name] = r
+		}
+	}
+	writeTable(out, table(results, nil))
+	return 0
 }
 
 // runBench runs one benchmark, echoing its result and log lines with a
