@@ -78,7 +78,9 @@ func testRegistry() *Registry {
 		},
 	})
 	reg.Register(&Experiment{
-		ID: "slow", Needs: NeedHost, Timeout: 1 * time.Second,
+		// The limit counts from the agent's start: it must leave room for a
+		// race-instrumented agent to start on a loaded machine and say its pids.
+		ID: "slow", Needs: NeedHost, Timeout: 8 * time.Second,
 		Run: func(ctx context.Context, p Params, emit Emitter) error {
 			cmd := exec.Command("sleep", "300")
 			if err := cmd.Start(); err != nil {

@@ -335,7 +335,7 @@ func TestHostTimeoutKillsProcessGroup(t *testing.T) {
 	}
 	agent, sleeper := pidsOf(t, rec, info.ID)
 	f := rec.final(info.ID)
-	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "time limit of 1s") {
+	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "time limit of 8s") {
 		t.Errorf("final %s %q, want timed-out", f.Status, f.Message)
 	}
 	checkGroupGone(t, agent, sleeper)
