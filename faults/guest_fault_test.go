@@ -3,8 +3,6 @@ package faults
 import (
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,16 +40,7 @@ func TestKillGuestMidRun(t *testing.T) {
 		return v.Status == sandbox.StatusRunning && len(l.replayLive(id)) > 3
 	})
 	qemu := waitChild(t, srv.Pid, "qemu-system", 10*time.Second)
-	if err := syscall.Kill(qemu, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	v := l.waitRun(id, 2*time.Minute, "a final status", final)
-	if v.Status != sandbox.StatusFailed {
-		t.Errorf("status %s, want failed", v.Status)
-	}
-	if !strings.Contains(strings.ToLower(v.Error), "guest") {
-		t.Errorf("the failure reason does not name the guest: %q", v.Error)
-	}
+	v := killFails(t, l, id, qemu, 2*time.Minute, "guest")
 	if v.Backend != "vm" {
 		t.Errorf("backend %q, want vm", v.Backend)
 	}

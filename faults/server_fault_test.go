@@ -74,6 +74,34 @@ func checkKept(t *testing.T, l *learner, id string, want sandbox.Status) []sandb
 	return evs
 }
 
+// killFails SIGKILLs pid (the agent or the guest running the run) and
+// waits for the run to fail with a reason that contains word.
+func killFails(t *testing.T, l *learner, id string, pid int, timeout time.Duration, word string) runView {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	v := l.waitRun(id, timeout, "a final status", final)
+	if v.Status != sandbox.StatusFailed {
+		t.Errorf("status %s, want failed", v.Status)
+	}
+	if !strings.Contains(strings.ToLower(v.Error), word) {
+		t.Errorf("the failure reason does not say %q: %q", word, v.Error)
+	}
+	return v
+}
+
+// restartInterrupted starts a new server on dir's database, moves the
+// learner to it and checks the run is interrupted with a reason.
+func restartInterrupted(t *testing.T, dir string, l *learner, id string) {
+	t.Helper()
+	srv := start(t, labproc.Options{Dir: dir})
+	l.moveTo(srv.URL)
+	if v := l.run(id); v.Status != sandbox.StatusInterrupted || v.Error == "" {
+		t.Errorf("after the restart: status %s, error %q; want interrupted with a reason", v.Status, v.Error)
+	}
+}
+
 // TestKillAgentMidRun: the agent running a learner's experiment is killed
 // from outside. The run fails with a reason that says so, its events up
 // to then are kept, nothing of it keeps running, and the server goes on
@@ -82,16 +110,7 @@ func TestKillAgentMidRun(t *testing.T) {
 	srv := start(t, labproc.Options{})
 	l, id, agent := startLongRun(t, srv)
 
-	if err := syscall.Kill(agent, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	v := l.waitRun(id, 30*time.Second, "a final status", final)
-	if v.Status != sandbox.StatusFailed {
-		t.Errorf("status %s, want failed", v.Status)
-	}
-	if !strings.Contains(strings.ToLower(v.Error), "kill") {
-		t.Errorf("the failure reason does not say the agent was killed: %q", v.Error)
-	}
+	v := killFails(t, l, id, agent, 30*time.Second, "kill")
 	checkKept(t, l, id, sandbox.StatusFailed)
 	waitGone(t, agent, 5*time.Second, "the killed agent")
 	if left := children(srv.Pid, " agent"); len(left) > 0 {
@@ -123,12 +142,7 @@ func TestServerStopMidRun(t *testing.T) {
 	t.Logf("server stopped %s after SIGTERM", time.Since(stopStart).Round(10*time.Millisecond))
 	waitGone(t, agent, 5*time.Second, "the agent of the stopped server")
 
-	srv2 := start(t, labproc.Options{Dir: dir})
-	l.moveTo(srv2.URL)
-	v := l.run(id)
-	if v.Status != sandbox.StatusInterrupted || v.Error == "" {
-		t.Errorf("after restart: status %s, error %q; want interrupted with a reason", v.Status, v.Error)
-	}
+	restartInterrupted(t, dir, l, id)
 	checkKept(t, l, id, sandbox.StatusInterrupted)
 	next := l.submit(quickRun)
 	if v := l.waitRun(next, 30*time.Second, "a final status", final); v.Status != sandbox.StatusDone {
@@ -154,12 +168,7 @@ func TestServerKilledMidRun(t *testing.T) {
 	// not outlive its run's time limit (tcp-cost: 30 s).
 	waitGone(t, agent, 35*time.Second, "the orphaned agent")
 
-	srv2 := start(t, labproc.Options{Dir: dir})
-	l.moveTo(srv2.URL)
-	v := l.run(id)
-	if v.Status != sandbox.StatusInterrupted || v.Error == "" {
-		t.Errorf("after a crash and restart: status %s, error %q; want interrupted with a reason", v.Status, v.Error)
-	}
+	restartInterrupted(t, dir, l, id)
 	evs := checkKept(t, l, id, sandbox.StatusInterrupted)
 	if len(evs) < before+1 {
 		t.Errorf("%d events streamed before the crash, %d kept (with the interrupted status)", before, len(evs))
