@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
+	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
 
 const helperPong = "rdma-pong"
@@ -149,6 +150,7 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	sampleEvery := uint64(float64(100*time.Millisecond) / est.nsPerCycle())
 	runtime.LockOSThread() // CPU time per round trip is this thread's
 	defer runtime.UnlockOSThread()
+	defer pinThread(runtime.NumCPU() - 1)()
 	k := 0
 	for _, size := range sizes {
 		series := "rtt_us_" + human(int64(size))
@@ -164,18 +166,20 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		// live samples use the estimate made before the first size.
 		cyc := make([]uint64, 0, iters)
 		cpu0 := threadCPU()
-		var clk verbs.Clock
+		var clk tsc.Clock
 		clk.Start()
-		lastEmit, window := verbs.Cycles(), 0
+		lastEmit, window := tsc.Now(), 0
 		for i := 0; i < iters; i++ {
-			c0 := verbs.Cycles()
+			c0 := tsc.Now()
 			if err := end.ping(ctx, k, size); err != nil {
 				return verbsError(emit, err)
 			}
-			c1 := verbs.Cycles()
-			cyc = append(cyc, c1-c0)
+			c1 := tsc.Now()
+			if c1 > c0 { // a thread moved between vCPUs whose counters differ: drop the sample
+				cyc = append(cyc, c1-c0)
+			}
 			k++
-			if c1-lastEmit >= sampleEvery {
+			if c1 > lastEmit && c1-lastEmit >= sampleEvery {
 				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: float64(i + 1), Y: us(median(est.durations(cyc[window:]))), Unit: "µs"})
 				lastEmit, window = c1, len(cyc)
 			}
@@ -209,8 +213,8 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	return reportPingpong(emit, tr, mode, iters, top, stats)
 }
 
-// clockEstimate is a verbs.Clock calibrated once, for live samples.
-type clockEstimate struct{ verbs.Clock }
+// clockEstimate is a tsc.Clock calibrated once, for live samples.
+type clockEstimate struct{ tsc.Clock }
 
 func (c *clockEstimate) nsPerCycle() float64 {
 	d := c.Duration(1 << 20)
@@ -253,6 +257,9 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 func summarize(size int, rtts []time.Duration) sizeStats {
+	if len(rtts) == 0 {
+		return sizeStats{Size: size}
+	}
 	return sizeStats{Size: size, Median: percentile(rtts, 50), P99: percentile(rtts, 99), Min: slices.Min(rtts)}
 }
 
@@ -411,6 +418,26 @@ func (e *ppEnd) goodbye(server bool) error {
 		return fmt.Errorf("pingpong: closing handshake: %w", err)
 	}
 	return nil
+}
+
+// pinThread keeps the calling (locked) thread on one CPU and returns the
+// undo. The client pins itself to the last CPU and the server to the first:
+// two spinners that the scheduler happens to put on one vCPU take turns in
+// whole time slices, and round trips jump from microseconds to
+// milliseconds. Nothing is pinned on a single-CPU machine.
+func pinThread(cpu int) func() {
+	if runtime.NumCPU() < 2 {
+		return func() {}
+	}
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return func() {}
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return func() {}
+	}
+	return func() { _ = unix.SchedSetaffinity(0, &old) }
 }
 
 func marker(k int) byte { return byte(k%255) + 1 }
@@ -582,6 +609,7 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	defer e.Close()
 	runtime.LockOSThread()
+	defer pinThread(0)()
 	k := 0
 	for _, size := range req.Sizes {
 		for i := 0; i < req.Warmup; i++ {

@@ -8,10 +8,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 /* Function pointers resolved from libibverbs.so.1. The header's macros
  * (ibv_reg_mr, ibv_query_port, ibv_get_device_list) wrap these symbols. */
@@ -244,12 +240,3 @@ int rl_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr, uint32_t len,
 	return errno_of(ibv_post_recv(qp, &wr, &bad));
 }
 
-uint64_t rl_cycles(void) {
-#if defined(__x86_64__) || defined(__i386__)
-	return __rdtsc();
-#else
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}

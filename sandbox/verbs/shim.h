@@ -51,8 +51,4 @@ int rl_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags,
                  uint64_t remote_addr, uint32_t rkey, uint32_t imm);
 int rl_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey);
 
-/* rl_cycles reads the CPU's time-stamp counter (x86) or CLOCK_MONOTONIC_RAW
- * in ns elsewhere: a clock cheap enough to read on every round trip. */
-uint64_t rl_cycles(void);
-
 #endif

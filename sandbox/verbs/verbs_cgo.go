@@ -38,13 +38,6 @@ func Load() error {
 	return loadErr
 }
 
-// Cycles reads a fast, monotonic counter: the CPU's time-stamp counter on
-// x86, like perftest's get_cycles. time.Now is a system call plus an
-// emulated HPET read inside the lab's TCG guest (microseconds, and it takes
-// QEMU's global lock); a round-trip timer must not cost more than the round
-// trip. Calibrate against time.Now over a whole measurement (Clock does).
-func Cycles() uint64 { return uint64(C.rl_cycles()) }
-
 // Context is an open RDMA device (struct ibv_context).
 type Context struct {
 	c    *C.struct_ibv_context

@@ -14,11 +14,6 @@ const Supported = false
 // Load reports that this build has no verbs support.
 func Load() error { return ErrNoVerbs }
 
-// Cycles is the monotonic clock in nanoseconds in this build.
-func Cycles() uint64 { return uint64(time.Since(clockBase)) }
-
-var clockBase = time.Now()
-
 // Context is an open RDMA device (unavailable in this build).
 type Context struct{}
 
