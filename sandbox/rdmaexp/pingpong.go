@@ -546,7 +546,7 @@ func (e *ppEnd) await(ctx context.Context, k, size int) error {
 		want := uint32(marker(k))
 		off := size - 1
 		shift := uint(off&3) * 8
-		sw := spinWait{ctx: ctx, limit: 10 * time.Second, err: errPeerSilent}
+		sw := spinWait{ctx: ctx, limit: 10 * time.Second, err: errPeerSilent, yieldEvery: 512}
 		for i := 0; (e.r.buf.Load32(off)>>shift)&0xff != want; i++ {
 			if err := sw.check(i); err != nil {
 				return err
