@@ -30,7 +30,8 @@ import (
 //     Event as one JSON line (no Seq: the runner numbers events);
 //   - the agent ends the run with a status Event whose Status is done or
 //     failed (with the reason in Message); a failure is preceded by an
-//     error Event. That final line is protocol, not forwarded: the runner
+//     error Event (the experiment's own when it returned a Reported error,
+//     else a generic one built from the error). That final line is protocol, not forwarded: the runner
 //     emits the run's own final status.
 //
 // ServeAgent handles exactly one request and never reads past its newline,
@@ -155,7 +156,9 @@ func (w *agentWriter) finish(runErr error) error {
 	if runErr == nil {
 		w.write(Event{Type: EvStatus, Status: StatusDone})
 	} else {
-		w.write(ErrorEvent("", runErr))
+		if !IsReported(runErr) {
+			w.write(ErrorEvent("", runErr))
+		}
 		w.write(Event{Type: EvStatus, Status: StatusFailed, Message: runErr.Error()})
 	}
 	w.mu.Lock()
@@ -169,6 +172,28 @@ func (w *agentWriter) finish(runErr error) error {
 	}
 	return nil
 }
+
+// Reported marks err as already explained to the learner: the experiment
+// emitted its own (bilingual) error event before returning it, so the agent
+// must not add a second, generic one. The run still fails with err's
+// message. Reported(nil) is nil.
+func Reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reportedError{err: err}
+}
+
+// IsReported reports whether err, or an error it wraps, came from Reported.
+func IsReported(err error) bool {
+	var r *reportedError
+	return errors.As(err, &r)
+}
+
+type reportedError struct{ err error }
+
+func (r *reportedError) Error() string { return r.err.Error() }
+func (r *reportedError) Unwrap() error { return r.err }
 
 // ErrorEvent builds an error event from err, filling Errno, ErrnoName and
 // Call when err wraps a system call error. call overrides the call name.

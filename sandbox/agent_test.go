@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func agentEvents(t *testing.T, out string) []Event {
@@ -76,5 +80,56 @@ func TestAgentReaderProtocolErrors(t *testing.T) {
 				t.Fatalf("err %v, want ProtocolError", err)
 			}
 		})
+	}
+}
+
+func TestServeAgentSkipsGenericErrorWhenReported(t *testing.T) {
+	// An experiment that explained its failure itself must not be followed
+	// by the agent's generic error event; one that did not still gets it.
+	reg := NewRegistry()
+	for _, reported := range []bool{true, false} {
+		id := "own-error"
+		if !reported {
+			id = "plain-error"
+		}
+		reg.Register(&Experiment{
+			ID: id, Needs: NeedHost, Timeout: 10 * time.Second,
+			Run: func(ctx context.Context, p Params, emit Emitter) error {
+				err := fmt.Errorf("reg: %w", syscall.ENOMEM)
+				if !reported {
+					return err
+				}
+				emit.Emit(Event{Type: EvError, Call: "ibv_reg_mr", Message: "explained", Messages: Text{"en": "explained", "zh": "已解释"}})
+				return fmt.Errorf("wrapped: %w", Reported(err))
+			},
+		})
+	}
+	for id, want := range map[string][]string{"own-error": {"explained"}, "plain-error": {"reg: cannot allocate memory"}} {
+		var out strings.Builder
+		in := strings.NewReader(`{"run_id":"r","experiment":"` + id + `","params":{}}` + "\n")
+		err := ServeAgent(context.Background(), reg, in, &out)
+		var af *AgentFailure
+		if !errors.As(err, &af) {
+			t.Fatalf("%s: err %v, want AgentFailure", id, err)
+		}
+		var got []string
+		evs := agentEvents(t, out.String())
+		for _, e := range evs {
+			if e.Type == EvError {
+				got = append(got, e.Message)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: error events %q, want %q", id, got, want)
+		}
+		if last := evs[len(evs)-1]; last.Status != StatusFailed || !strings.Contains(last.Message, "cannot allocate memory") {
+			t.Errorf("%s: final %+v, want failed with the error's message", id, last)
+		}
+	}
+	if Reported(nil) != nil {
+		t.Error("Reported(nil) is not nil")
+	}
+	if !errors.Is(Reported(syscall.EPERM), syscall.EPERM) {
+		t.Error("Reported hides the error it wraps")
 	}
 }

@@ -90,7 +90,8 @@ func explain(call string, errno syscall.Errno) sandbox.Text {
 }
 
 // verbsError emits the error event for a failed verbs call — call, errno,
-// its name and what it means — and returns err for the caller to pass up.
+// its name and what it means — and returns err marked sandbox.Reported for
+// the caller to pass up, so the agent adds no second, generic error event.
 // Errors that are not verbs calls are returned unchanged (the agent reports
 // them when the run fails).
 func verbsError(emit sandbox.Emitter, err error) error {
@@ -103,13 +104,8 @@ func verbsError(emit sandbox.Emitter, err error) error {
 	zh := fmt.Sprintf("%s：%s（%s）。%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), t["zh"])
 	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno),
 		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
-	return &reported{err}
+	return sandbox.Reported(err)
 }
-
-// reported marks an error whose event was already emitted.
-type reported struct{ error }
-
-func (r *reported) Unwrap() error { return r.error }
 
 // wcError emits the error event for a failed work completion: the verbs
 // call (ibv_post_send) worked, the operation did not. ErrnoName carries the

@@ -409,7 +409,8 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 
 	if o.wcFail != nil {
 		wcError(emit, *o.wcFail, say("A message did not complete.", "有消息没有完成。"))
-		return fmt.Errorf("write-silent: message %d completed with %s", o.wcFail.WRID, o.wcFail.Status)
+		// wcError explained it: the agent must not add a generic event.
+		return sandbox.Reported(fmt.Errorf("write-silent: message %d completed with %s", o.wcFail.WRID, o.wcFail.Status))
 	}
 	want := expectedBuffer(o.sent, o.slots, o.size, o.top.Client.Dev)
 	match := crc32.ChecksumIEEE(want) == o.done.CRC && o.done.Bytes == len(want)
