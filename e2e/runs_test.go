@@ -177,3 +177,25 @@ func TestTCPCostPrefillsCalculator(t *testing.T) {
 		t.Errorf("after reload the server says %q; live on the run's page it said %q", s, live)
 	}
 }
+
+// TestRDMAWidgetWaitsForLab: an RDMA experiment's widget shows the Soft-RoCE
+// lab's state from /api/lab and keeps Run disabled unless the lab is ready.
+// The e2e server runs with LAB_BACKEND=none, so the page must say there is
+// no lab, with the server's reason, and Run must stay disabled; the host
+// experiment beside it stays runnable.
+func TestRDMAWidgetWaitsForLab(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	b.open(lesson01EN)
+	lab := widget("write-silent") + ` [data-lab-status]`
+	b.waitFor("the lab state", `(document.querySelector('`+lab+`')||{dataset:{}}).dataset.state === "none"`, time.Minute)
+	if txt := eval[string](b, `document.querySelector('`+lab+`').textContent`); !strings.Contains(txt, "No Soft-RoCE lab") {
+		t.Errorf("lab line says %q", txt)
+	}
+	if !eval[bool](b, `document.querySelector('`+widget("write-silent")+` [data-testid=run]').disabled`) {
+		t.Error("write-silent's Run is enabled without a lab")
+	}
+	if eval[bool](b, `document.querySelector('`+widget("memlock")+` [data-testid=run]').disabled`) {
+		t.Error("memlock (a host experiment) has Run disabled")
+	}
+}

@@ -34,6 +34,7 @@ func (s *Server) experimentWidget(lang, id string, values map[string]string) vie
 		return w
 	}
 	w.Title, w.Summary = text(exp.Title, lang), text(exp.Summary, lang)
+	w.NeedsRDMA = exp.Needs == sandbox.NeedRDMA
 	raw := map[string]any{}
 	for k, v := range values {
 		raw[k] = v
@@ -104,6 +105,7 @@ var clientKeys = []string{
 	"run.backend", "run.backend.host", "run.backend.vm", "run.backend.none", "run.position", "run.replay",
 	"run.status.queued", "run.status.running", "run.status.done", "run.status.failed", "run.status.cancelled",
 	"run.status.timed-out", "run.status.interrupted", "run.connection",
+	"run.lab.booting", "run.lab.ready", "run.lab.failed", "run.lab.none", "run.lab.unknown",
 }
 
 // clientStrings is the JSON of clientKeys in lang, for data-strings.

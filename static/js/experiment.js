@@ -38,7 +38,52 @@
     this.runID = null;
     this.key = "rdmalab.run." + this.exp;
     this.bind();
+    this.lab = root.querySelector("[data-lab-status]");
+    if (this.lab) this.watchLab();
   }
+
+  // watchLab shows the Soft-RoCE lab's state above an RDMA experiment and
+  // keeps Run disabled until the lab is ready (GET /api/lab), polling while
+  // the guest boots. Without JS the line links to /lab and the server queues
+  // the run until the guest is up.
+  Widget.prototype.watchLab = function () {
+    var w = this;
+    var setRunnable = function (ok) {
+      if (!w.form) return;
+      w.form.querySelectorAll('button[type="submit"]').forEach(function (b) { b.disabled = !ok; });
+    };
+    var show = function (key, args, state) {
+      w.lab.textContent = fmt.apply(null, [w.t(key)].concat(args));
+      w.lab.dataset.state = state;
+    };
+    var poll = function () {
+      fetch("/api/lab", { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (lab) {
+          if (lab.state === "ready") {
+            var devs = (lab.devices || []).map(function (d) { return d.name + (d.netdev ? " → " + d.netdev : ""); }).join(", ");
+            show("run.lab.ready", [devs || "-", lab.kernel || "?", (lab.accel || lab.backend || "").toUpperCase()], "ready");
+            setRunnable(true);
+            return;
+          }
+          setRunnable(false);
+          if (lab.state === "booting") {
+            show("run.lab.booting", [], "booting");
+            setTimeout(poll, 2000);
+          } else if (lab.state === "failed") {
+            show("run.lab.failed", [lab.reason || "?"], "failed");
+            setTimeout(poll, 10000); // the server restarts a failed guest
+          } else {
+            show("run.lab.none", [lab.reason || "?"], "none");
+          }
+        })
+        .catch(function (e) {
+          show("run.lab.unknown", [String(e)], "unknown");
+          setTimeout(poll, 5000);
+        });
+    };
+    poll();
+  };
 
   Widget.prototype.t = function (k) { return this.s[k] || k; };
   Widget.prototype.text = function (ev) {
