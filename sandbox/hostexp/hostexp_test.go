@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 
 // TestMain lets this test binary serve as the re-executed agent helper
@@ -76,7 +77,7 @@ func run(t *testing.T, e *sandbox.Experiment, raw map[string]any) *collect {
 }
 
 func needIPCLock(t *testing.T) {
-	if !hasPermitted(unix.CAP_IPC_LOCK) {
+	if !expkit.HasPermitted(unix.CAP_IPC_LOCK) {
 		t.Skip("this process has no CAP_IPC_LOCK to keep or drop")
 	}
 }
@@ -131,7 +132,7 @@ func TestMemlockUnlimitedSaysWhenItCannot(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
 		t.Fatal(err)
 	}
-	if hasEffective(unix.CAP_SYS_RESOURCE) || lim.Max == unix.RLIM_INFINITY {
+	if expkit.HasEffective(unix.CAP_SYS_RESOURCE) || lim.Max == unix.RLIM_INFINITY {
 		t.Skip("this machine can raise RLIMIT_MEMLOCK; the refusal cannot be shown")
 	}
 	c := run(t, Memlock(), map[string]any{"limit": "unlimited", "size": 1 << 20, "ipc_lock": "drop"})

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 
 // Memlock is the experiment "why does registration fail with free
@@ -26,28 +27,14 @@ func Memlock() *sandbox.Experiment {
 			"在一个子进程里用 mlock() 锁定（钉住）一块内存，RLIMIT_MEMLOCK（ulimit -l）和 CAP_IPC_LOCK 由你选择——ibv_reg_mr 碰到的正是同一道检查——把错误码和本机空闲内存并排显示，然后演示修复。"),
 		Needs: sandbox.NeedHost,
 		Params: []sandbox.Param{
-			{Name: "limit", Kind: sandbox.ParamEnum, Title: say("RLIMIT_MEMLOCK (ulimit -l)", "RLIMIT_MEMLOCK（ulimit -l）"),
-				Help:    say("How much memory the process may lock without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能锁定多少内存。"),
-				Default: "65536", Choices: []sandbox.Choice{
-					{Value: "65536", Title: say("64 KiB (a common container default)", "64 KiB（常见的容器默认值）")},
-					{Value: "8388608", Title: say("8 MiB (this machine's hard limit)", "8 MiB（本机的硬上限）")},
-					{Value: "unlimited", Title: say("unlimited (where allowed)", "不限（在允许的地方）")},
-				}},
-			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Buffer to pin", "要钉住的缓冲区"),
-				Help: say("Like the length of a memory region passed to ibv_reg_mr.", "相当于传给 ibv_reg_mr 的内存区域长度。"),
-				Min:  4 << 10, Max: 64 << 20, Default: int64(1 << 20)},
-			{Name: "ipc_lock", Kind: sandbox.ParamEnum, Title: say("CAP_IPC_LOCK", "CAP_IPC_LOCK"),
-				Help:    say("The capability that lets a process lock memory beyond the limit (a container needs it granted).", "允许进程突破上限锁定内存的能力（容器里需要显式授予）。"),
-				Default: "drop", Choices: []sandbox.Choice{
-					{Value: "drop", Title: say("dropped (an ordinary container)", "去掉（普通容器）")},
-					{Value: "keep", Title: say("kept (granted IPC_LOCK)", "保留（授予 IPC_LOCK）")},
-				}},
+			expkit.LimitParam(say("How much memory the process may lock without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能锁定多少内存。"),
+				sandbox.Choice{Value: "8388608", Title: say("8 MiB (this machine's hard limit)", "8 MiB（本机的硬上限）")},
+				sandbox.Choice{Value: "unlimited", Title: say("unlimited (where allowed)", "不限（在允许的地方）")}),
+			expkit.SizeParam(say("Buffer to pin", "要钉住的缓冲区"),
+				say("Like the length of a memory region passed to ibv_reg_mr.", "相当于传给 ibv_reg_mr 的内存区域长度。")),
+			expkit.IPCLockParam(say("The capability that lets a process lock memory beyond the limit (a container needs it granted).", "允许进程突破上限锁定内存的能力（容器里需要显式授予）。")),
 		},
-		Presets: []sandbox.Preset{
-			{ID: "fails", Title: say("fails", "失败"), Values: map[string]any{"limit": "65536", "size": 1 << 20, "ipc_lock": "drop"}},
-			{ID: "fix-limit", Title: say("fix: raise limit", "修复：提高上限"), Values: map[string]any{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}},
-			{ID: "fix-ipc-lock", Title: say("fix: grant IPC_LOCK", "修复：授予 IPC_LOCK"), Values: map[string]any{"limit": "65536", "size": 1 << 20, "ipc_lock": "keep"}},
-		},
+		Presets: expkit.MemlockPresets("8388608"),
 		Timeout: 30 * time.Second,
 		Run:     runMemlock,
 	}
@@ -74,7 +61,7 @@ func runMemlock(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 
 	phase(emit, "inspect", say("Looking at this machine", "查看本机情况"))
-	avail, err := memAvailable()
+	avail, err := expkit.MemAvailable()
 	if err != nil {
 		return fmt.Errorf("memlock: %w", err)
 	}
@@ -82,10 +69,10 @@ func runMemlock(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &own); err != nil {
 		return fmt.Errorf("memlock: getrlimit: %w", err)
 	}
-	hard := rlim(own.Max)
-	canRaise := hasEffective(unix.CAP_SYS_RESOURCE)
-	haveIPCLock := hasPermitted(unix.CAP_IPC_LOCK)
-	logf(emit, "MemAvailable %s; this agent's RLIMIT_MEMLOCK soft %s, hard %s", human(avail), limitText(rlim(own.Cur)), limitText(hard))
+	hard := expkit.Rlim(own.Max)
+	canRaise := expkit.HasEffective(unix.CAP_SYS_RESOURCE)
+	haveIPCLock := expkit.HasPermitted(unix.CAP_IPC_LOCK)
+	logf(emit, "MemAvailable %s; this agent's RLIMIT_MEMLOCK soft %s, hard %s", human(avail), limitText(expkit.Rlim(own.Cur)), limitText(hard))
 	logf(emit, "agent holds CAP_IPC_LOCK: %v; CAP_SYS_RESOURCE (needed to raise the hard limit): %v", haveIPCLock, canRaise)
 
 	phase(emit, "attempt", say("Pinning the buffer in a child process", "在子进程里钉住缓冲区"))
@@ -256,33 +243,13 @@ func verdictMemlock(as []*attempt, avail int64) sandbox.Text {
 			size, r.ErrnoName, r.Error, human(avail), limitTextZh(r.SoftLimit), fixedZh))
 }
 
-func limitText(n int64) string {
-	if n == unlimited {
-		return "unlimited"
-	}
-	return human(n)
-}
-
-func limitTextZh(n int64) string {
-	if n == unlimited {
-		return "不限"
-	}
-	return human(n)
-}
-
-func onOff(b bool) string {
-	if b {
-		return "kept"
-	}
-	return "dropped"
-}
-
-func onOffZh(b bool) string {
-	if b {
-		return "保留"
-	}
-	return "去掉"
-}
+// Shared with reg-mr, so both widgets word limits and the capability alike.
+var (
+	limitText   = expkit.LimitText
+	limitTextZh = expkit.LimitTextZh
+	onOff       = expkit.Kept
+	onOffZh     = expkit.KeptZh
+)
 
 func resultText(r lockReply) string {
 	if r.OK {
@@ -292,13 +259,6 @@ func resultText(r lockReply) string {
 		return r.ErrnoName + " " + r.Error
 	}
 	return r.Error
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // limitedBuffer keeps at most max bytes of a child's output.

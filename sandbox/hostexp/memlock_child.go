@@ -1,21 +1,18 @@
 package hostexp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 
 // memlockHelperName is the hidden agent mode that performs one lock attempt
@@ -24,7 +21,7 @@ import (
 const memlockHelperName = "memlock-child"
 
 // unlimited stands for RLIM_INFINITY in lockRequest and lockReply.
-const unlimited = -1
+const unlimited = expkit.Unlimited
 
 // lockRequest is one attempt: set RLIMIT_MEMLOCK, keep or drop
 // CAP_IPC_LOCK, then mlock Size bytes.
@@ -73,34 +70,21 @@ func memlockHelper(_ context.Context, in io.Reader, out io.Writer) error {
 
 func tryLock(req lockRequest) lockReply {
 	var rep lockReply
-	rep.MemAvailableAt, _ = memAvailable()
+	rep.MemAvailableAt, _ = expkit.MemAvailable()
 
-	var cur unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &cur); err != nil {
-		rep.Error = "getrlimit: " + err.Error()
+	lim, err := expkit.SetLockLimit(req.Limit)
+	if err != nil {
+		rep.Error = err.Error()
 		return rep
 	}
-	want := uint64(req.Limit)
-	if req.Limit == unlimited {
-		want = unix.RLIM_INFINITY
+	if lim.SetErr != nil {
+		rep.LimitError = "setrlimit(RLIMIT_MEMLOCK): " + errText(lim.SetErr)
+		rep.LimitErrno = errnoName(lim.SetErr)
 	}
-	// Lowering the soft limit is always allowed; setting it above the hard
-	// limit means raising the hard limit, which needs CAP_SYS_RESOURCE.
-	next := unix.Rlimit{Cur: want, Max: cur.Max}
-	if want > cur.Max {
-		next.Max = want
-	}
-	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &next); err != nil {
-		rep.LimitError = "setrlimit(RLIMIT_MEMLOCK): " + errText(err)
-		rep.LimitErrno = errnoName(err)
-		_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: cur.Max, Max: cur.Max})
-	}
-	var now unix.Rlimit
-	_ = unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
-	rep.SoftLimit, rep.HardLimit = rlim(now.Cur), rlim(now.Max)
+	rep.SoftLimit, rep.HardLimit = lim.Soft, lim.Hard
 
 	if !req.KeepIPCLock {
-		if err := dropIPCLock(); err != nil {
+		if err := expkit.DropIPCLock(); err != nil {
 			rep.Error = err.Error()
 			return rep
 		}
@@ -110,7 +94,7 @@ func tryLock(req lockRequest) lockReply {
 			rep.BoundingNote = "bounding set kept CAP_IPC_LOCK: prctl(PR_CAPBSET_DROP): " + errText(err)
 		}
 	}
-	rep.CapIPCLock = hasEffective(unix.CAP_IPC_LOCK)
+	rep.CapIPCLock = expkit.HasEffective(unix.CAP_IPC_LOCK)
 
 	mem, err := unix.Mmap(-1, 0, int(req.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -127,75 +111,9 @@ func tryLock(req lockRequest) lockReply {
 		return rep
 	}
 	rep.OK = true
-	rep.VmLck = vmLck()
+	rep.VmLck = expkit.StatusBytes("VmLck")
 	_ = unix.Munlock(mem)
 	return rep
-}
-
-// dropIPCLock clears CAP_IPC_LOCK from this thread's effective, permitted
-// and inheritable sets with capset(2), the call capsh makes.
-func dropIPCLock() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	bit := uint32(1) << (unix.CAP_IPC_LOCK % 32)
-	i := unix.CAP_IPC_LOCK / 32
-	data[i].Effective &^= bit
-	data[i].Permitted &^= bit
-	data[i].Inheritable &^= bit
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset (drop CAP_IPC_LOCK): %w", err)
-	}
-	return nil
-}
-
-// hasEffective reports whether this thread holds capability c.
-func hasEffective(c int) bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	return data[c/32].Effective&(1<<(c%32)) != 0
-}
-
-// hasPermitted reports whether this thread could raise capability c.
-func hasPermitted(c int) bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	return data[c/32].Permitted&(1<<(c%32)) != 0
-}
-
-func rlim(v uint64) int64 {
-	if v == unix.RLIM_INFINITY {
-		return unlimited
-	}
-	return int64(v)
-}
-
-// vmLck reads the process's locked memory from /proc/self/status.
-func vmLck() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmLck:"); ok {
-			fields := strings.Fields(v)
-			if len(fields) > 0 {
-				kb, _ := strconv.ParseInt(fields[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 func errText(err error) string {

@@ -88,29 +88,3 @@ func readKernelCPU() (kernelCPU, error) {
 	}
 	return kernelCPU{}, fmt.Errorf("no cpu line in /proc/stat")
 }
-
-// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, fmt.Errorf("read meminfo: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != "MemAvailable" {
-			continue
-		}
-		fs := strings.Fields(v)
-		if len(fs) == 0 {
-			break
-		}
-		kb, err := strconv.ParseInt(fs[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse MemAvailable %q: %w", v, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("no MemAvailable in /proc/meminfo")
-}

@@ -12,11 +12,10 @@ package rdmaexp
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -34,26 +33,17 @@ func Register(reg *sandbox.Registry) {
 	reg.RegisterHelper(helperPong, pongHelper)
 }
 
-// say builds learner-facing text in both languages.
-func say(en, zh string) sandbox.Text { return sandbox.Text{"en": en, "zh": zh} }
-
-func phase(emit sandbox.Emitter, name string, t sandbox.Text) {
-	emit.Emit(sandbox.Event{Type: sandbox.EvPhase, Name: name, Message: t["en"], Messages: t})
-}
-
-// logf emits a machine log line (English: the machine's voice).
-func logf(emit sandbox.Emitter, format string, args ...any) {
-	emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "info", Message: fmt.Sprintf(format, args...)})
-}
-
-// note emits a bilingual log line the learner should read.
-func note(emit sandbox.Emitter, level string, t sandbox.Text) {
-	emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: level, Message: t["en"], Messages: t})
-}
-
-func result(emit sandbox.Emitter, ok bool, t sandbox.Text, figs map[string]float64) {
-	emit.Emit(sandbox.Event{Type: sandbox.EvResult, OK: &ok, Message: t["en"], Messages: t, Figures: figs})
-}
+// Short names for the helpers shared with hostexp (package expkit), used
+// on almost every line of the experiments.
+var (
+	say    = expkit.Say
+	phase  = expkit.Phase
+	logf   = expkit.Logf
+	note   = expkit.Note
+	result = expkit.Result
+	human  = expkit.Human
+	b2f    = expkit.B2F
+)
 
 // explain says what a failed verbs call means for a learner, in both
 // languages. Unknown combinations get a generic line; the call and errno
@@ -115,25 +105,4 @@ func wcError(emit sandbox.Emitter, wc verbs.WC, why sandbox.Text) {
 	zh := fmt.Sprintf("工作完成：%s（%s）。%s", wc.Status.Description(), wc.Status, why["zh"])
 	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_poll_cq", ErrnoName: wc.Status.String(),
 		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
-}
-
-// human formats a byte count ("64 KiB", "1.5 MiB", "2 B").
-func human(n int64) string {
-	trim := func(f float64) string { return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") }
-	switch {
-	case n >= 1<<30:
-		return trim(float64(n)/(1<<30)) + " GiB"
-	case n >= 1<<20:
-		return trim(float64(n)/(1<<20)) + " MiB"
-	case n >= 1<<10:
-		return trim(float64(n)/(1<<10)) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -32,28 +32,13 @@ func RegMR() *sandbox.Experiment {
 			"在一个子进程里用 ibv_reg_mr 在 Soft-RoCE 设备上注册内存区域，RLIMIT_MEMLOCK 和 CAP_IPC_LOCK 由你选择；把错误码和空闲内存并排显示，然后演示修复成功。"),
 		Needs: sandbox.NeedRDMA,
 		Params: []sandbox.Param{
-			{Name: "limit", Kind: sandbox.ParamEnum, Title: say("RLIMIT_MEMLOCK (ulimit -l)", "RLIMIT_MEMLOCK（ulimit -l）"),
-				Help:    say("How much memory the process may pin without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能钉住多少内存。"),
-				Default: "65536", Choices: []sandbox.Choice{
-					{Value: "65536", Title: say("64 KiB (a common container default)", "64 KiB（常见的容器默认值）")},
-					{Value: "8388608", Title: say("8 MiB", "8 MiB")},
-					{Value: "unlimited", Title: say("unlimited", "不限")},
-				}},
-			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Memory region size", "内存区域大小"),
-				Help: say("The length passed to ibv_reg_mr.", "传给 ibv_reg_mr 的长度。"),
-				Min:  4 << 10, Max: 64 << 20, Default: int64(1 << 20)},
-			{Name: "ipc_lock", Kind: sandbox.ParamEnum, Title: say("CAP_IPC_LOCK", "CAP_IPC_LOCK"),
-				Help:    say("The capability that lets a process pin memory beyond the limit.", "允许进程突破上限钉住内存的能力。"),
-				Default: "drop", Choices: []sandbox.Choice{
-					{Value: "drop", Title: say("dropped (an ordinary container)", "去掉（普通容器）")},
-					{Value: "keep", Title: say("kept (granted IPC_LOCK)", "保留（授予 IPC_LOCK）")},
-				}},
+			expkit.LimitParam(say("How much memory the process may pin without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能钉住多少内存。"),
+				sandbox.Choice{Value: "8388608", Title: say("8 MiB", "8 MiB")},
+				sandbox.Choice{Value: "unlimited", Title: say("unlimited", "不限")}),
+			expkit.SizeParam(say("Memory region size", "内存区域大小"), say("The length passed to ibv_reg_mr.", "传给 ibv_reg_mr 的长度。")),
+			expkit.IPCLockParam(say("The capability that lets a process pin memory beyond the limit.", "允许进程突破上限钉住内存的能力。")),
 		},
-		Presets: []sandbox.Preset{
-			{ID: "fails", Title: say("fails", "失败"), Values: map[string]any{"limit": "65536", "size": 1 << 20, "ipc_lock": "drop"}},
-			{ID: "fix-limit", Title: say("fix: raise limit", "修复：提高上限"), Values: map[string]any{"limit": "unlimited", "size": 1 << 20, "ipc_lock": "drop"}},
-			{ID: "fix-ipc-lock", Title: say("fix: grant IPC_LOCK", "修复：授予 IPC_LOCK"), Values: map[string]any{"limit": "65536", "size": 1 << 20, "ipc_lock": "keep"}},
-		},
+		Presets: expkit.MemlockPresets("unlimited"),
 		Timeout: 60 * time.Second,
 		Run:     runRegMR,
 	}
@@ -105,7 +90,7 @@ func runRegMR(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error
 	if err != nil {
 		return err
 	}
-	avail, err := memAvailable()
+	avail, err := expkit.MemAvailable()
 	if err != nil {
 		return err
 	}
@@ -216,33 +201,13 @@ func regVerdict(as []*regAttempt, avail int64) sandbox.Text {
 			size, verbs.ErrnoName(e), verbs.Strerror(e), human(avail), limitTextZh(r.SoftLimit), strings.Join(zh, "")))
 }
 
-func limitText(n int64) string {
-	if n < 0 {
-		return "unlimited"
-	}
-	return human(n)
-}
-
-func limitTextZh(n int64) string {
-	if n < 0 {
-		return "不限"
-	}
-	return human(n)
-}
-
-func keptText(b bool) string {
-	if b {
-		return "kept"
-	}
-	return "dropped"
-}
-
-func keptTextZh(b bool) string {
-	if b {
-		return "保留"
-	}
-	return "去掉"
-}
+// Shared with memlock, so both widgets word limits and the capability alike.
+var (
+	limitText   = expkit.LimitText
+	limitTextZh = expkit.LimitTextZh
+	keptText    = expkit.Kept
+	keptTextZh  = expkit.KeptZh
+)
 
 // regMRHelper is the child: limit, capability, then one ibv_reg_mr, all on
 // one OS thread — capabilities belong to a thread, and the kernel checks
@@ -259,29 +224,21 @@ func regMRHelper(_ context.Context, in io.Reader, out io.Writer) error {
 	}
 	runtime.LockOSThread()
 	var rep regRep
-	rep.MemAvail, _ = memAvailable()
-	var cur unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &cur); err != nil {
-		return h.fail(fmt.Errorf("getrlimit: %w", err))
+	rep.MemAvail, _ = expkit.MemAvailable()
+	lim, err := expkit.SetLockLimit(req.Limit)
+	if err != nil {
+		return h.fail(err)
 	}
-	want := uint64(req.Limit)
-	if req.Limit < 0 {
-		want = unix.RLIM_INFINITY
+	if lim.SetErr != nil {
+		rep.LimitError = "setrlimit: " + lim.SetErr.Error()
 	}
-	next := unix.Rlimit{Cur: want, Max: max(cur.Max, want)}
-	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &next); err != nil {
-		rep.LimitError = "setrlimit: " + err.Error()
-		_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: cur.Max, Max: cur.Max})
-	}
-	var now unix.Rlimit
-	_ = unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
-	rep.SoftLimit, rep.HardLimit = rlim(now.Cur), rlim(now.Max)
+	rep.SoftLimit, rep.HardLimit = lim.Soft, lim.Hard
 	if !req.KeepIPCLock {
-		if err := setIPCLock(false); err != nil {
+		if err := expkit.DropIPCLock(); err != nil {
 			return h.fail(err)
 		}
 	}
-	rep.CapIPCLock = hasIPCLock()
+	rep.CapIPCLock = expkit.HasEffective(unix.CAP_IPC_LOCK)
 
 	ctxv, err := verbs.Open(req.Dev)
 	if err != nil {
@@ -308,65 +265,9 @@ func regMRHelper(_ context.Context, in io.Reader, out io.Writer) error {
 		return h.reply(rep)
 	}
 	rep.OK = true
-	rep.VmPin = statusBytes("VmPin")
+	rep.VmPin = expkit.StatusBytes("VmPin")
 	if err := mr.Close(); err != nil {
 		return h.fail(err)
 	}
 	return h.reply(rep)
-}
-
-func rlim(v uint64) int64 {
-	if v == unix.RLIM_INFINITY {
-		return -1
-	}
-	return int64(v)
-}
-
-// setIPCLock drops (or checks) CAP_IPC_LOCK in this thread's effective,
-// permitted and inheritable sets with capset(2), as capsh --drop does.
-func setIPCLock(keep bool) error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	if keep {
-		return nil
-	}
-	bit := uint32(1) << (unix.CAP_IPC_LOCK % 32)
-	i := unix.CAP_IPC_LOCK / 32
-	data[i].Effective &^= bit
-	data[i].Permitted &^= bit
-	data[i].Inheritable &^= bit
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset (drop CAP_IPC_LOCK): %w", err)
-	}
-	return nil
-}
-
-func hasIPCLock() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	return data[unix.CAP_IPC_LOCK/32].Effective&(1<<(unix.CAP_IPC_LOCK%32)) != 0
-}
-
-// statusBytes reads a "kB" field of /proc/self/status ("VmPin") in bytes.
-func statusBytes(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			fs := strings.Fields(v)
-			if len(fs) > 0 {
-				kb, _ := strconv.ParseInt(fs[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
