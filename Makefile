@@ -43,7 +43,7 @@ vm-image: deps-run build
 # instead of linking one of their own.
 test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 
-test: deps-test build
+test: deps-test lint build
 	$(GO) test -race -count=1 -timeout 40m ./...
 	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME_TEST)
 
