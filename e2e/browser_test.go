@@ -14,6 +14,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/rdmalab/rdmalab/internal/labproc"
 )
 
 // Timeouts are generous because two cores are shared by several builds and
@@ -28,7 +30,7 @@ const (
 type browser struct {
 	t    *testing.T
 	ctx  context.Context // the tab; no deadline (a deadline would end the browser)
-	lab  *lab
+	lab  *labproc.Server
 	name string
 
 	mu       sync.Mutex
@@ -92,7 +94,7 @@ func stopChromium() {
 // newBrowser opens a tab in a new browser context for t, against l. On
 // failure it saves a screenshot, the page's HTML and the server log tail
 // (see saveArtifacts).
-func newBrowser(t *testing.T, l *lab) *browser {
+func newBrowser(t *testing.T, l *labproc.Server) *browser {
 	t.Helper()
 	need(t)
 	root, err := startChromium(profileDir)
@@ -185,7 +187,7 @@ func (b *browser) saveArtifacts() {
 	b.mu.Unlock()
 	_ = os.WriteFile(filepath.Join(dir, "console.txt"), []byte(console+"\n"), 0o644)
 	if b.lab != nil {
-		_ = os.WriteFile(filepath.Join(dir, "server.log"), []byte(tail(b.lab.logs.String(), 400)), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "server.log"), []byte(b.lab.Tail(400)), 0o644)
 	}
 	b.t.Logf("artifacts of the failure (screenshot, page HTML, console, server log): %s", dir)
 }

@@ -1,20 +1,17 @@
 package e2e
 
 import (
-	"bufio"
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/labproc"
 )
 
 // chromiumPackage is the Debian package that provides the browser; `make
@@ -33,7 +30,7 @@ var (
 	profileDir string
 	// shared is one labserver that the learner flows share; each test has
 	// its own browser profile, hence its own learner cookie.
-	shared *lab
+	shared *labproc.Server
 	// timings records how long each flow took, for the summary.
 	timings timingLog
 )
@@ -52,8 +49,11 @@ func runMain(m *testing.M) int {
 
 	chromiumPath, setupErr = findChromium()
 	if setupErr == nil {
+		// The experiments run in a child `labserver agent`, so the tests
+		// need the real binary ($LAB_E2E_LABSERVER or $LAB_TEST_LABSERVER
+		// name a prebuilt one), not an in-process server.
 		if labBinary = os.Getenv("LAB_E2E_LABSERVER"); labBinary == "" {
-			labBinary, setupErr = buildLabserver(tmp)
+			labBinary, setupErr = labproc.Build(context.Background(), tmp, false)
 		}
 	}
 	if setupErr == nil {
@@ -71,7 +71,7 @@ func runMain(m *testing.M) int {
 	code := m.Run()
 	total := time.Since(t0)
 	if shared != nil {
-		if err := shared.stop(); err != nil {
+		if err := shared.Stop(labStopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: stopping the shared labserver:", err)
 			code = 1
 		}
@@ -103,169 +103,19 @@ func findChromium() (string, error) {
 		"the browser tests never download a browser", chromiumPackage, chromiumPackage)
 }
 
-// buildLabserver builds cmd/labserver into dir ($LAB_E2E_LABSERVER names
-// a prebuilt binary instead). The experiments run in a
-// child `labserver agent`, so the tests need the real binary, not an
-// in-process server.
-func buildLabserver(dir string) (string, error) {
-	out := filepath.Join(dir, "labserver")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/rdmalab/rdmalab/cmd/labserver")
-	cmd.Env = os.Environ()
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build labserver: %w\n%s", err, b)
-	}
-	return out, nil
+// startLab starts `labserver serve` (internal/labproc: free loopback port,
+// fresh database in dir, no Soft-RoCE guest on the shared CPU) with the
+// instructor account the flows log in with; extraEnv adds KEY=value.
+func startLab(dir string, extraEnv []string) (*labproc.Server, error) {
+	return labproc.Start(labproc.Options{
+		Bin: labBinary,
+		Dir: dir,
+		Env: append([]string{"LAB_ADMIN_PASSWORD=" + instructorPassword}, extraEnv...),
+	})
 }
 
-// lab is one running labserver process.
-type lab struct {
-	URL  string // http://127.0.0.1:PORT (no trailing slash)
-	Dir  string // its working directory (database, VM cache)
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan error
-}
-
-// labStartTimeout bounds the wait for the "serving" log line: generous
-// because two cores are shared with builds and a QEMU guest.
-const labStartTimeout = 90 * time.Second
-
-// startLab starts `labserver serve` on a free loopback port with a fresh
-// database in dir. extraEnv adds environment variables (KEY=value).
-func startLab(dir string, extraEnv []string) (*lab, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "lab.db")}
-	cmd := exec.Command(labBinary, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"LAB_VM_DIR="+filepath.Join(dir, "vm"),
-		"LAB_ADMIN_PASSWORD="+instructorPassword,
-		// RDMA experiments are not part of these flows: no Soft-RoCE guest
-		// boots on the shared CPU.
-		"LAB_BACKEND=none",
-	)
-	cmd.Env = append(cmd.Env, extraEnv...)
-	// Its own process group, so a stuck server and its agents can be
-	// killed together by the group id of the process we started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	l := &lab{Dir: dir, cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
-	pr, pw := io.Pipe()
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start labserver: %w", err)
-	}
-	go func() { l.done <- cmd.Wait(); pw.Close() }()
-
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			l.logs.WriteString(line + "\n")
-			if m := servingRE.FindStringSubmatch(line); m != nil {
-				select {
-				case urlc <- strings.TrimSuffix(m[1], "/"):
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	select {
-	case u := <-urlc:
-		l.URL = u
-	case err := <-l.done:
-		l.done <- err
-		return nil, fmt.Errorf("labserver exited before serving (%v):\n%s", err, l.logs.String())
-	case <-time.After(labStartTimeout):
-		l.stop()
-		return nil, fmt.Errorf("labserver did not report its address within %s:\n%s", labStartTimeout, l.logs.String())
-	}
-	if err := l.waitHealthy(); err != nil {
-		l.stop()
-		return nil, err
-	}
-	return l, nil
-}
-
-// servingRE finds the address in the "serving" log line.
-var servingRE = regexp.MustCompile(`msg=serving url=(http://\S+)`)
-
-func (l *lab) waitHealthy() error {
-	deadline := time.Now().Add(labStartTimeout)
-	for {
-		resp, err := http.Get(l.URL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("labserver at %s never became healthy: %w\n%s", l.URL, err, l.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// stop asks the server to shut down (SIGTERM), then kills its process
-// group if it has not exited within 20 s.
-func (l *lab) stop() error {
-	if l.cmd.Process == nil {
-		return nil
-	}
-	_ = l.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-l.done:
-		l.done <- err
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("labserver exited with %v:\n%s", err, tail(l.logs.String(), 40))
-		}
-		return nil
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
-		err := <-l.done
-		l.done <- err
-		return fmt.Errorf("labserver ignored SIGTERM for 20 s; killed")
-	}
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-// syncBuffer collects the server's output from its reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.b.WriteString(s)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// labStopTimeout bounds a graceful stop before the process group is killed.
+const labStopTimeout = 20 * time.Second
 
 // timingLog records how long each flow took.
 type timingLog struct {

@@ -37,7 +37,7 @@ func TestLiveReloadInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.stop()
+	defer l.Stop(labStopTimeout)
 
 	learner := newBrowser(t, l)
 	learner.open("/lessons/01-live?lang=en")
