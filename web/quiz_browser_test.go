@@ -1,11 +1,8 @@
 package web
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -15,49 +12,9 @@ import (
 // graded version, a rejected answer shows the server's message, and "try
 // again" works from the replaced form.
 func TestQuizInlineInBrowser(t *testing.T) {
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("this test drives Debian's chromium (apt-get install chromium, or make test): ", err)
-	}
 	env := newEnv(t, quizCourse(t))
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	attr := func(sel, name string) string {
-		t.Helper()
-		r, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Value
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	eval := func(js string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	page := newBrowserPage(t)
+	do, attr, text, eval := page.do, page.attr, page.text, page.eval
 
 	const q = `[id="q-demo/pick-many"]`
 	do(

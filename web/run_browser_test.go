@@ -1,11 +1,8 @@
 package web
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -18,10 +15,6 @@ import (
 // phases, a uPlot chart, a table, the verdict), and the replay page shows
 // the same run again from the store.
 func TestExperimentWidgetInBrowser(t *testing.T) {
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("this test drives Debian's chromium (apt-get install chromium, or make test): ", err)
-	}
 	env := newRunEnv(t, sandbox.RunnerConfig{})
 	course := fixtureCourse()
 	for _, l := range course.Lessons {
@@ -35,35 +28,9 @@ func TestExperimentWidgetInBrowser(t *testing.T) {
 	}
 	env.Course.Store(course)
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	eval := func(js string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	page := newBrowserPage(t)
+	ctx := page.ctx
+	do, text, eval := page.do, page.text, page.eval
 
 	w := `.experiment[data-experiment=ticks]`
 	do(
