@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -25,6 +26,8 @@ func TestOnDevices(t *testing.T) {
 	t.Run("pingpong", func(t *testing.T) { testPingpong(t, ex) })
 	t.Run("pingpong/event", func(t *testing.T) { testPingpongEvent(t, ex) })
 	t.Run("perftest", func(t *testing.T) { testPerftest(t, ex) })
+	t.Run("syscalls", func(t *testing.T) { testSyscalls(t, ex) })
+	t.Run("syscalls/event", func(t *testing.T) { testSyscallsEvent(t, ex) })
 	t.Run("resources", func(t *testing.T) { testResources(t, ex) })
 }
 
@@ -219,4 +222,52 @@ func testResources(t *testing.T, ex executor) {
 		}
 	}
 	t.Logf("rdma resource after %d rounds of %d runs: %v", rounds, len(runs), after)
+}
+
+// testSyscalls checks what the syscalls experiment teaches, per round trip
+// and side: kernel TCP makes a write() and a read() on its socket; rxe makes
+// one write() doorbell on the uverbs file per post and no other system call
+// on the message path, however many times it polls the CQ.
+func testSyscalls(t *testing.T, ex executor) {
+	rec := ex.run(t, "syscalls", map[string]any{"round_trips": 100, "size": 64, "mode": "poll"})
+	r := rec.result(t)
+	f := r.Figures
+	t.Logf("syscalls poll: %v", f)
+	near := func(v, want float64) bool { return v >= want-0.05 && v <= want+0.05 }
+	for _, side := range []string{"client", "server"} {
+		tcp := "tcp_" + side + "_"
+		if !near(f[tcp+"write_per_rt"], 1) || !near(f[tcp+"read_per_rt"], 1) || !near(f[tcp+"message_per_rt"], 2) {
+			rec.dump(t)
+			t.Errorf("TCP %s: write %v, read %v, all %v per round trip; want 1, 1, 2", side, f[tcp+"write_per_rt"], f[tcp+"read_per_rt"], f[tcp+"message_per_rt"])
+		}
+		rd := "send_" + side + "_"
+		if !near(f[rd+"write_per_rt"], 1) || f[rd+"nonwrite_message_per_rt"] != 0 {
+			rec.dump(t)
+			t.Errorf("rxe %s: %v doorbell write()s and %v other message-path calls per round trip; want 1 and 0", side, f[rd+"write_per_rt"], f[rd+"nonwrite_message_per_rt"])
+		}
+		if f[rd+"polls_per_rt"] < 1 {
+			t.Errorf("rxe %s: %v ibv_poll_cq per round trip; a round trip polls at least once", side, f[rd+"polls_per_rt"])
+		}
+	}
+	if !strings.Contains(r.Messages["zh"], "MMIO") || !strings.Contains(r.Message, "MMIO") {
+		t.Errorf("verdict does not give the hardware reference: %q", r.Message)
+	}
+}
+
+// testSyscallsEvent: with completion events rxe's message path grows the
+// CQ arming write() and the poll()+read() on the completion channel.
+func testSyscallsEvent(t *testing.T, ex executor) {
+	rec := ex.run(t, "syscalls", map[string]any{"round_trips": 50, "size": 64, "mode": "event"})
+	f := rec.result(t).Figures
+	t.Logf("syscalls event: %v", f)
+	// The client waits for the server's answer, so it finds its CQ empty
+	// and sleeps on most round trips; the server's next ping is often
+	// already there (strace slows its doorbell write()), so it may not.
+	if f["send_client_read_per_rt"] < 0.5 || f["send_client_message_per_rt"] < 3 {
+		rec.dump(t)
+		t.Errorf("rxe events, client: read %v, all %v per round trip; want a read() on most round trips and ≥3 calls", f["send_client_read_per_rt"], f["send_client_message_per_rt"])
+	}
+	if f["send_server_write_per_rt"] < 0.95 {
+		t.Errorf("rxe events, server: %v doorbell write()s per round trip, want 1", f["send_server_write_per_rt"])
+	}
 }

@@ -86,6 +86,14 @@ type pongReq struct {
 	Warmup    int    `json:"warmup"`
 	// AcceptWait is how long the server waits for the client (20 s if 0).
 	AcceptWait time.Duration `json:"accept_wait,omitempty"`
+	// ReportTID: tell the parent the id of the thread that answers, before
+	// the first ping (the syscalls experiment traces that thread alone).
+	ReportTID bool `json:"report_tid,omitempty"`
+}
+
+// pongTID is the server's answering thread.
+type pongTID struct {
+	TID int `json:"tid"`
 }
 
 type pongReady struct {
@@ -97,6 +105,7 @@ type pongReady struct {
 type pongSize struct {
 	Size  int   `json:"size"`
 	CPUNs int64 `json:"cpu_ns"`
+	Polls int   `json:"polls,omitempty"` // ibv_poll_cq calls (RDMA)
 }
 
 // sizeStats is what one size measured.
@@ -508,6 +517,7 @@ func (e *ppEnd) reapSends(limit int) error {
 	sw := spinWait{limit: 10 * time.Second, err: fmt.Errorf("send completions: %w", errCompletionTimeout)}
 	for i := 0; ; i++ {
 		n, err := e.r.sendCQ.Poll(e.wcs)
+		e.r.polls++
 		if err != nil {
 			return err
 		}
@@ -610,6 +620,11 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer e.Close()
 	runtime.LockOSThread()
 	defer pinThread(0)()
+	if req.ReportTID {
+		if err := h.reply(pongTID{TID: unix.Gettid()}); err != nil {
+			return err
+		}
+	}
 	k := 0
 	for _, size := range req.Sizes {
 		for i := 0; i < req.Warmup; i++ {
@@ -618,14 +633,14 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			k++
 		}
-		cpu0 := threadCPU()
+		cpu0, polls0 := threadCPU(), e.polls()
 		for i := 0; i < req.Iters; i++ {
 			if err := e.pong(ctx, k, size); err != nil {
 				return h.fail(err)
 			}
 			k++
 		}
-		if err := h.reply(pongSize{Size: size, CPUNs: int64(threadCPU() - cpu0)}); err != nil {
+		if err := h.reply(pongSize{Size: size, CPUNs: int64(threadCPU() - cpu0), Polls: e.polls() - polls0}); err != nil {
 			return err
 		}
 	}

@@ -36,6 +36,7 @@ var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
+	"strace", // the syscalls experiment counts system calls per message with it
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
