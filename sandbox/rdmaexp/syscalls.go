@@ -256,10 +256,11 @@ type trace struct {
 
 // startTrace attaches strace to thread tid of process pid and returns once
 // the kernel says the thread is traced. -yy names what each fd is (a TCP
-// socket with its addresses, /dev/infiniband/uverbs0, a pipe); -s 0 keeps
-// the data out of the log; signals are not logged.
+// socket with its addresses, /dev/infiniband/uverbs0, a pipe); -s 1 keeps
+// the data out of the log (one byte or array element: -s 0 would hide
+// the fd inside ppoll's array); signals are not logged.
 func startTrace(ctx context.Context, strace, file string, pid, tid int) (*trace, error) {
-	cmd := exec.CommandContext(ctx, strace, "-qq", "-yy", "-s", "0", "-e", "signal=none", "-o", file, "-p", strconv.Itoa(tid))
+	cmd := exec.CommandContext(ctx, strace, "-qq", "-yy", "-s", "1", "-e", "signal=none", "-o", file, "-p", strconv.Itoa(tid))
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -418,7 +419,7 @@ func kindTitle(k string) string {
 		scMessage: "message path",
 		scYield:   "lab's poll loop: yields to the software NIC",
 		scReport:  "lab: report pipe",
-		scRuntime: "Go runtime, clock",
+		scRuntime: "Go runtime and the lab's bookkeeping",
 	}[k]
 }
 
