@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,15 +20,6 @@ const (
 	AccelKVM = "kvm"
 	AccelTCG = "tcg"
 )
-
-// CheckQEMU finds the QEMU binary or says how to install it.
-func CheckQEMU(qemu string) (string, error) {
-	p, err := exec.LookPath(qemu)
-	if err != nil {
-		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
-	}
-	return p, nil
-}
 
 // kvmUsable opens /dev/kvm and creates a VM, the cheap part of "does KVM
 // work". It is not the whole answer: under a nested hypervisor (kvm_pvm) the
@@ -60,7 +52,7 @@ type accelRecord struct {
 	Reason string `json:"reason"`
 }
 
-func accelKey(qemu string, im *Image) string {
+func accelKey(qemu string, im *vmimage.Image) string {
 	fi, err := os.Stat(qemu)
 	if err != nil {
 		return ""
@@ -86,7 +78,7 @@ func saveAccelRecord(dir string, r accelRecord) {
 }
 
 // chooseAccel says which accelerator to try first and why not KVM.
-func chooseAccel(cfg Config, qemu string, im *Image) (accel, why string) {
+func chooseAccel(cfg Config, qemu string, im *vmimage.Image) (accel, why string) {
 	switch cfg.Accel {
 	case AccelKVM, AccelTCG:
 		return cfg.Accel, "requested"
@@ -102,7 +94,7 @@ func chooseAccel(cfg Config, qemu string, im *Image) (accel, why string) {
 
 // qemuArgs is the command line of one guest. The guest has no NIC at all;
 // the only ways in and out are the agent port and the console log.
-func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []string {
+func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell bool) []string {
 	var a []string
 	switch accel {
 	case AccelKVM:
@@ -117,7 +109,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	kargs := []string{"console=ttyS0", "quiet", "panic=-1", "mitigations=off",
 		"cryptomgr.notests", "8250.nr_uarts=1"}
 	if shell {
-		kargs = append(kargs, shellParam)
+		kargs = append(kargs, vmproto.ShellParam)
 	}
 	if cfg.Append != "" {
 		kargs = append(kargs, cfg.Append)
@@ -138,7 +130,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	a = append(a,
 		"-device", "virtio-serial-pci,id=vser",
 		"-chardev", "socket,id=agent,path="+sock+",server=on,wait=off",
-		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+PortName,
+		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+vmproto.PortName,
 	)
 	return a
 }
