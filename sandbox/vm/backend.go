@@ -230,19 +230,29 @@ func (b *Backend) bootOnce() (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	accel, why := chooseAccel(b.cfg, qemu, im)
+	accel, why, probe := chooseAccel(b.cfg, qemu)
 	b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
-	if accel == AccelKVM && b.cfg.Accel == "auto" {
+	if probe {
 		// The real KVM probe: a nested hypervisor may accept the ioctls
-		// and still be unable to run the kernel. A short deadline, then TCG.
+		// and still be unable to run the kernel. QEMU's exit or a silent
+		// console within KVMProbe gives KVM up; the verdict is kept per
+		// host kernel and QEMU, so later starts do not pay the probe.
 		cfg := b.cfg
-		cfg.BootTimeout = min(cfg.BootTimeout, 20*time.Second)
+		cfg.progressWithin = cfg.KVMProbe
+		key := accelKey(qemu)
+		begin := time.Now()
 		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
 		if err == nil {
+			saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelKVM, Reason: "KVM booted the guest"})
 			return g, nil
 		}
+		if b.ctx.Err() != nil {
+			return nil, err
+		}
 		why = "KVM boot failed: " + firstLine(err.Error())
-		saveAccelRecord(b.cfg.Dir, accelRecord{Key: accelKey(qemu, im), Accel: AccelTCG, Reason: why})
+		saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelTCG, Reason: why})
+		b.cfg.Logger.Warn("KVM cannot boot the guest; using TCG from now on with this host kernel and QEMU",
+			"probe", time.Since(begin).Round(time.Millisecond), "reason", why)
 		accel = AccelTCG
 		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,6 +86,11 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.BootTimeout)
 	defer cancel()
+	if cfg.progressWithin > 0 {
+		// The KVM probe: a guest that shows no progress on its console
+		// in time is given up at once instead of at BootTimeout.
+		ctx = g.watchProgress(ctx, cfg.progressWithin)
+	}
 	conn, err := g.dial(ctx, sock)
 	if err == nil {
 		g.client = newClient(conn, g.log, g.whyClosed)
@@ -97,7 +103,12 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 			err = g.exitError()
 		case <-ctx.Done():
 			err = fmt.Errorf("%w within %s", errBootTimeout, cfg.BootTimeout)
+			if cause := context.Cause(ctx); errors.Is(cause, errNoProgress) {
+				err = cause
+			}
 		}
+	} else if cause := context.Cause(ctx); errors.Is(cause, errNoProgress) {
+		err = cause
 	}
 	if err == nil && g.Hello.SetupErr != "" {
 		err = fmt.Errorf("Soft-RoCE setup in the guest failed: %s", g.Hello.SetupErr)
@@ -113,6 +124,70 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	g.log.Info("guest ready", "pid", g.cmd.Process.Pid, "boot", g.Ready.Sub(g.Started).Round(time.Millisecond),
 		"kernel", g.Hello.Kernel, "guest_uptime", g.Hello.Uptime)
 	return g, nil
+}
+
+// errNoProgress is a guest whose kernel did not reach our init in the time
+// a working accelerator needs (the KVM probe).
+var errNoProgress = errors.New("the guest made no progress")
+
+// initMarker is the first line our init prints on the console.
+const initMarker = "rdmalab-guest: init at uptime"
+
+// watchProgress returns a context that ends with errNoProgress when the
+// console shows no sign of our init within d of QEMU's start. A working
+// KVM runs the kernel to init in well under a second; under a nested
+// hypervisor that accepts the ioctls but cannot run the guest, the console
+// stays empty. If the kernel printed something but has not reached init
+// yet (a loaded host), it gets three times as long before the verdict.
+func (g *Guest) watchProgress(ctx context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		deadline := g.Started.Add(d)
+		extended := false
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-g.exited:
+				return
+			case now := <-t.C:
+				out := consoleHead(g.Console, 64<<10)
+				if strings.Contains(out, initMarker) {
+					return // it runs: the normal boot timeout applies from here
+				}
+				if now.Before(deadline) {
+					continue
+				}
+				if out != "" && !extended {
+					extended = true
+					deadline = g.Started.Add(3 * d)
+					continue
+				}
+				what := "its console stayed empty"
+				if out != "" {
+					what = "its kernel printed but did not reach init"
+				}
+				cancel(fmt.Errorf("%w: %s within %s of QEMU's start (a working KVM gets there in well under a second)",
+					errNoProgress, what, time.Since(g.Started).Round(10*time.Millisecond)))
+				return
+			}
+		}
+	}()
+	return ctx
+}
+
+// consoleHead is the first max bytes of the console log.
+func consoleHead(path string, max int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, max)
+	n, _ := io.ReadFull(f, b)
+	return string(b[:n])
 }
 
 // dial connects to QEMU's agent socket as soon as QEMU has created it.
