@@ -154,7 +154,6 @@ func TestRunWidgetKeepsTheLiveRun(t *testing.T) {
 	}
 	close(gate(key2))
 	p2.do(chromedp.WaitVisible(chromedp.CSS(hold + ` .exp-status.status-done`)))
-	p2.do(chromedp.Poll[chromedp.Void](`document.querySelector('`+ticks+` [data-action=run]').getAttribute('aria-disabled') === null`))
+	p2.do(chromedp.Poll[chromedp.Void](`document.querySelector('` + ticks + ` [data-action=run]').getAttribute('aria-disabled') === null`))
 	_ = runs
 }
-
