@@ -224,3 +224,15 @@ func TestTCPVerdictFollowsMeasurement(t *testing.T) {
 		t.Errorf("%d distinct verdicts for three different measurements", len(seen))
 	}
 }
+
+// TestEverySharingDeclared: the runner schedules by it (timing runs alone,
+// shareable runs side by side), so every experiment says which it is.
+func TestEverySharingDeclared(t *testing.T) {
+	reg := sandbox.NewRegistry()
+	Register(reg)
+	for _, e := range reg.List() {
+		if e.Sharing != sandbox.Timing && e.Sharing != sandbox.Shareable {
+			t.Errorf("%s: Sharing %q: set sandbox.Timing (it measures time or CPU) or sandbox.Shareable", e.ID, e.Sharing)
+		}
+	}
+}

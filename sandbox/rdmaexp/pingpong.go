@@ -40,7 +40,8 @@ func Pingpong() *sandbox.Experiment {
 		Summary: say(
 			"Two processes bounce a message back and forth over kernel TCP, RDMA SEND/RECV or RDMA WRITE, polling or sleeping for completions; round-trip latency by message size (median, with the 10th–90th percentile spread) and CPU time per round trip, beside the lesson's hardware reference figures.",
 			"两个进程来回传递一条消息，经由内核 TCP、RDMA SEND/RECV 或 RDMA WRITE，以轮询或等待事件的方式获取完成；按消息大小给出往返时延（中位数，以及第 10–90 百分位的离散范围）和每次往返的 CPU 时间，并与课文的硬件参考数据并列。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
 			{Name: "transport", Kind: sandbox.ParamEnum, Title: say("Transport", "传输方式"), Default: trWrite, Choices: []sandbox.Choice{
 				{Value: trTCP, Title: say("kernel TCP", "内核 TCP")},
@@ -295,11 +296,13 @@ func emulated() bool {
 }
 
 func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topology, stats []sizeStats) error {
-	t := &sandbox.Table{Title: "round trips: " + ppName(tr, mode),
-		Columns: []string{"size", "median RTT µs", "10th–90th pct µs", "p99 RTT µs", "one-way µs (median/2)", "client CPU µs/RT", "server CPU µs/RT"}}
+	t := sandbox.NewTable(say("round trips: "+ppName(tr, mode), "往返："+ppNameZh(tr, mode)),
+		say("size", "大小"), say("median RTT µs", "往返中位数 µs"), say("10th–90th pct µs", "第 10–90 百分位 µs"), say("p99 RTT µs", "往返 p99 µs"),
+		say("one-way µs (median/2)", "单程 µs（中位数/2）"), say("client CPU µs/RT", "客户端 CPU µs/往返"), say("server CPU µs/RT", "服务端 CPU µs/往返"))
 	figs := map[string]float64{"iterations": float64(iters)}
 	for _, s := range stats {
-		t.Rows = append(t.Rows, []string{human(int64(s.Size)), f1(us(s.Median)), f1(us(s.P10)) + "–" + f1(us(s.P90)), f1(us(s.P99)), f1(us(s.Median) / 2), f1(us(s.ClientCPU)), f1(us(s.ServerCPU))})
+		t.AddRow(sandbox.Same(human(int64(s.Size))), sandbox.Same(f1(us(s.Median))), sandbox.Same(f1(us(s.P10))+"–"+f1(us(s.P90))), sandbox.Same(f1(us(s.P99))),
+			sandbox.Same(f1(us(s.Median)/2)), sandbox.Same(f1(us(s.ClientCPU))), sandbox.Same(f1(us(s.ServerCPU))))
 		key := fmt.Sprint(s.Size)
 		figs["median_us_"+key] = us(s.Median)
 		figs["p90_us_"+key] = us(s.P90)
@@ -311,14 +314,15 @@ func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topolo
 	figs["client_cpu_us"], figs["server_cpu_us"] = us(first.ClientCPU), us(first.ServerCPU)
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	emu := emulated()
-	measuredHere := "measured here (Soft-RoCE guest): "
+	here := say("measured here (Soft-RoCE guest): ", "本次测得（Soft-RoCE 虚拟机）：")
 	if emu {
-		measuredHere = "measured here (emulated TCG guest): "
+		here = say("measured here (emulated TCG guest): ", "本次测得（TCG 模拟的虚拟机）：")
 	}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: &sandbox.Table{Title: "hardware reference (course material) beside this run",
-		Columns: []string{"path", "one-way latency"},
-		Rows: [][]string{{"kernel TCP, data centre (reference)", "20–50 µs"}, {"RDMA on an InfiniBand or RoCE NIC (reference)", "1–3 µs"},
-			{measuredHere + ppName(tr, mode) + ", " + human(int64(first.Size)), f1(us(first.Median)/2) + " µs"}}}})
+	ref := sandbox.NewTable(say("hardware reference (course material) beside this run", "硬件参考（课程资料）与本次运行"), say("path", "路径"), say("one-way latency", "单程延迟"))
+	ref.AddRow(say("kernel TCP, data centre (reference)", "数据中心内核 TCP（参考）"), sandbox.Same("20–50 µs"))
+	ref.AddRow(say("RDMA on an InfiniBand or RoCE NIC (reference)", "InfiniBand 或 RoCE 硬件网卡上的 RDMA（参考）"), sandbox.Same("1–3 µs"))
+	ref.AddRow(say(here["en"]+ppName(tr, mode)+", "+human(int64(first.Size)), here["zh"]+ppNameZh(tr, mode)+"，"+human(int64(first.Size))), sandbox.Same(f1(us(first.Median)/2)+" µs"))
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: ref})
 
 	oneWay := us(first.Median) / 2
 	why := say("Soft-RoCE is a NIC written in software: every RDMA packet is built, copied and checksummed by this machine's kernel, so it cannot reach hardware latency; it shows who waits and who is woken, not how fast silicon is.",

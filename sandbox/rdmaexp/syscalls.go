@@ -42,7 +42,8 @@ func Syscalls() *sandbox.Experiment {
 		Summary: say(
 			"strace counts every system call of the two threads that exchange messages, for the same round trips over kernel TCP and over Soft-RoCE SEND/RECV: read()/write() per message for TCP, one write() doorbell per post and none per poll for rxe, beside what a hardware RNIC does (an MMIO doorbell, no system call).",
 			"用 strace 统计收发消息的两个线程所做的每一次系统调用，同样的往返分别走内核 TCP 和 Soft-RoCE 的 SEND/RECV：TCP 每条消息一次 read()/write()，rxe 每次投递一次 write() 门铃、轮询一次也不需要；并与硬件 RDMA 网卡的做法（MMIO 门铃，没有系统调用）并列。"),
-		Needs: sandbox.NeedRDMA, // shareable: counts, not timing
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable, // counts system calls; timing does not matter
 		Params: []sandbox.Param{
 			{Name: "round_trips", Kind: sandbox.ParamInt, Title: say("Round trips counted", "统计的往返次数"), Min: 20, Max: 2000, Default: int64(200)},
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 2, Max: 4096, Default: int64(64)},
@@ -414,27 +415,30 @@ func kindOrder(k string) int {
 	return map[string]int{scMessage: 0, scYield: 1, scReport: 2, scRuntime: 3}[k]
 }
 
-func kindTitle(k string) string {
-	return map[string]string{
-		scMessage: "message path",
-		scYield:   "lab's poll loop: yields to the software NIC",
-		scReport:  "lab: report pipe",
-		scRuntime: "Go runtime and the lab's bookkeeping",
+func kindTitle(k string) sandbox.Text {
+	return map[string]sandbox.Text{
+		scMessage: say("message path", "消息路径"),
+		scYield:   say("lab's poll loop: yields to the software NIC", "本实验室的轮询循环：给软件网卡让出 CPU"),
+		scReport:  say("lab: report pipe", "本实验室：汇报管道"),
+		scRuntime: say("Go runtime and the lab's bookkeeping", "Go 运行时和本实验室的记账"),
 	}[k]
 }
 
 func emitLegTable(emit sandbox.Emitter, tr, mode string, n int, lc [2]legCount) {
-	t := &sandbox.Table{Title: fmt.Sprintf("system calls, %d round trips: %s", n, ppName(tr, mode)),
-		Columns: []string{"side", "system call", "on", "what for", "calls", "per round trip"}}
+	t := sandbox.NewTable(say(fmt.Sprintf("system calls, %d round trips: %s", n, ppName(tr, mode)), fmt.Sprintf("系统调用，%d 次往返：%s", n, ppNameZh(tr, mode))),
+		say("side", "端"), say("system call", "系统调用"), say("on", "作用于"), say("what for", "用途"), say("calls", "次数"), say("per round trip", "每次往返"))
+	sideName := map[string]sandbox.Text{"client": say("client", "客户端"), "server": say("server", "服务端")}
 	for _, l := range lc {
+		side := sideName[l.Side]
 		if len(l.Counts) == 0 {
-			t.Rows = append(t.Rows, []string{l.Side, "(none)", "", "", "0", "0"})
+			t.AddRow(side, say("(none)", "（无）"), sandbox.Same(""), sandbox.Same(""), sandbox.Same("0"), sandbox.Same("0"))
 		}
 		for _, c := range l.Counts {
-			t.Rows = append(t.Rows, []string{l.Side, c.Name + "()", c.FD, kindTitle(c.Kind), strconv.Itoa(c.Calls), f2(float64(c.Calls) / float64(n))})
+			t.AddRow(side, sandbox.Same(c.Name+"()"), sandbox.Same(c.FD), kindTitle(c.Kind), sandbox.Same(strconv.Itoa(c.Calls)), sandbox.Same(f2(float64(c.Calls)/float64(n))))
 		}
 		if tr != trTCP {
-			t.Rows = append(t.Rows, []string{l.Side, "ibv_poll_cq (not a system call)", "CQ ring in shared memory", "polling", strconv.Itoa(l.Polls), f2(float64(l.Polls) / float64(n))})
+			t.AddRow(side, say("ibv_poll_cq (not a system call)", "ibv_poll_cq（不是系统调用）"), say("CQ ring in shared memory", "共享内存里的 CQ 环"), say("polling", "轮询"),
+				sandbox.Same(strconv.Itoa(l.Polls)), sandbox.Same(f2(float64(l.Polls)/float64(n))))
 		}
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
@@ -472,15 +476,24 @@ func reportSyscalls(emit sandbox.Emitter, mode string, n int, legs map[string][2
 			}
 		}
 	}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: &sandbox.Table{Title: "hardware reference (rdma-core providers/mlx5, not measured here)",
-		Columns: []string{"step", "Soft-RoCE (rxe), measured above", "hardware RNIC (mlx5)"},
-		Rows: [][]string{
-			{"post a send (ibv_post_send)", "write() on /dev/infiniband/uverbsN: the kernel's rxe module then builds the packet and copies the payload", "MMIO store to a doorbell page mapped into the process: 0 system calls"},
-			{"post a receive (ibv_post_recv)", "writes the shared receive queue: 0 system calls", "writes the receive queue and a doorbell record in memory: 0 system calls"},
-			{"poll the CQ (ibv_poll_cq)", "reads the shared CQ ring: 0 system calls", "reads the CQ in memory: 0 system calls"},
-			{"arm the CQ for an event (ibv_req_notify_cq)", "ioctl() on the uverbs file", "MMIO store (mlx5_arm_cq): 0 system calls"},
-			{"sleep until the event (ibv_get_cq_event)", "ppoll() + read() on the completion channel", "the same: the process sleeps until an interrupt wakes it"},
-		}}})
+	ref := sandbox.NewTable(say("hardware reference (rdma-core providers/mlx5, not measured here)", "硬件参考（rdma-core 的 mlx5 驱动，不是这里测的）"),
+		say("step", "步骤"), say("Soft-RoCE (rxe), measured above", "Soft-RoCE（rxe），上面测得"), say("hardware RNIC (mlx5)", "硬件 RDMA 网卡（mlx5）"))
+	ref.AddRow(say("post a send (ibv_post_send)", "投递发送（ibv_post_send）"),
+		say("write() on /dev/infiniband/uverbsN; the kernel's rxe module then builds the packet and copies the payload", "在 /dev/infiniband/uverbsN 上 write()；随后内核的 rxe 模块构造报文、拷贝数据"),
+		say("MMIO store to a doorbell page mapped into the process: 0 system calls", "对映射进进程的门铃页做一次 MMIO 写：0 次系统调用"))
+	ref.AddRow(say("post a receive (ibv_post_recv)", "投递接收（ibv_post_recv）"),
+		say("writes the shared receive queue: 0 system calls", "写共享的接收队列：0 次系统调用"),
+		say("writes the receive queue and a doorbell record in memory: 0 system calls", "写内存里的接收队列和门铃记录：0 次系统调用"))
+	ref.AddRow(say("poll the CQ (ibv_poll_cq)", "轮询 CQ（ibv_poll_cq）"),
+		say("reads the shared CQ ring: 0 system calls", "读共享的 CQ 环：0 次系统调用"),
+		say("reads the CQ in memory: 0 system calls", "读内存里的 CQ：0 次系统调用"))
+	ref.AddRow(say("arm the CQ for an event (ibv_req_notify_cq)", "为事件给 CQ 布防（ibv_req_notify_cq）"),
+		say("ioctl() on the uverbs file", "在 uverbs 文件上 ioctl()"),
+		say("MMIO store (mlx5_arm_cq): 0 system calls", "一次 MMIO 写（mlx5_arm_cq）：0 次系统调用"))
+	ref.AddRow(say("sleep until the event (ibv_get_cq_event)", "睡到事件到来（ibv_get_cq_event）"),
+		say("ppoll() + read() on the completion channel", "在完成通道上 ppoll() + read()"),
+		say("the same: the process sleeps until an interrupt wakes it", "一样：进程睡眠，直到中断把它唤醒"))
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: ref})
 
 	tcpSide := (per(tcp[0].of(scMessage)) + per(tcp[1].of(scMessage))) / 2
 	rdSide := (per(rd[0].of(scMessage)) + per(rd[1].of(scMessage))) / 2

@@ -43,7 +43,8 @@ func WriteSilent() *sandbox.Experiment {
 		Summary: say(
 			"A receiver process shares a buffer's address and rkey, then blocks in read(). The sender WRITEs messages into it; we watch the receiving thread's run time (to the nanosecond) and context switches (flat) beside the device's received packets (rising). Contrast: SEND/RECV, where the receiver sleeps until each completion event, and SEND to a peer that posted no RECV.",
 			"接收进程交出缓冲区的地址和 rkey 后阻塞在 read() 里。发送方向它 WRITE 消息；我们对照观察接收线程的运行时间（精确到纳秒）和上下文切换（不动）与设备收到的报文数（上涨）。对照组：SEND/RECV（接收方睡着等每个完成事件），以及向没有投递 RECV 的对端 SEND。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			{Name: "mode", Kind: sandbox.ParamEnum, Title: say("Operation", "操作"), Default: modeWrite, Choices: []sandbox.Choice{
 				{Value: modeWrite, Title: say("RDMA WRITE (one-sided)", "RDMA WRITE（单边）")},

@@ -17,14 +17,14 @@
   var T = {
     en: {
       time: "time (s)", roundtrip: "round trip (#)",
-      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round-trip time (µs, log scale)",
+      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round trip (µs, log)",
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
       size: "message size (bytes, log scale)", rtt_median_us: "median round trip", rtt_p90_us: "90th percentile",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
-      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数刻度）",
+      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数）",
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
       size: "消息大小（字节，对数刻度）", rtt_median_us: "往返中位数", rtt_p90_us: "第 90 百分位",
