@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// GuestLinks are the lab guest's veth ends (see rxedev/hostrdma GuestTopology).
+// GuestLinks are the lab guest's veth ends (see rxedev.GuestTopology).
 var GuestLinks = []string{"veth0", "veth1"}
 
 // gsoDefault is the kernel's GSO_MAX_SEGS, what a veth starts with.

@@ -27,7 +27,8 @@ func LossSweep() *sandbox.Experiment {
 		Summary: say(
 			"tc netem drops a share of the packets leaving the client's link (0 % up to 2 %). At each step RDMA WRITEs and a TCP stream run for the same time over the same link; the chart shows each one's goodput as a share of its own loss-free goodput, the table the rxe counters that moved. Soft-RoCE retransmits go-back-N like most RNICs; TCP recovers with SACK.",
 			"用 tc netem 在客户端网卡的出方向丢掉一部分报文（0 % 到 2 %）。每一档都让 RDMA WRITE 和一条 TCP 流在同一条链路上各跑相同的时间；图表画出各自的有效吞吐占自己无丢包时的比例，表格列出变化了的 rxe 计数器。Soft-RoCE 和大多数 RDMA 网卡一样用 go-back-N 重传；TCP 用 SACK 恢复。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // goodput under loss needs the machine alone; it also changes the link
 		Params: []sandbox.Param{
 			{Name: "losses", Kind: sandbox.ParamEnum, Title: say("Loss steps", "丢包率档位"), Default: "sweep", Choices: []sandbox.Choice{
 				{Value: "sweep", Title: say("0, 0.01, 0.1, 0.5, 1, 2 %", "0、0.01、0.1、0.5、1、2 %")},

@@ -28,8 +28,8 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(QPStates())
 	reg.Register(Perftest())
 	reg.Register(Resources())
-	reg.Register(LossSweep())   // timing
-	reg.Register(RetryBudget()) // timing
+	reg.Register(LossSweep())
+	reg.Register(RetryBudget())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)

@@ -23,7 +23,8 @@ func RetryBudget() *sandbox.Experiment {
 		Summary: say(
 			"tc netem drops 100 % of the client's packets. One RDMA WRITE is retransmitted after every local ACK timeout until retry_cnt retries are used up; we time it from post to the IBV_WC_RETRY_EXC_ERR completion, compare with (retry_cnt + 1) × 4.096 µs × 2^timeout, chart the packets sent, and read both QPs' states afterwards.",
 			"用 tc netem 丢掉客户端 100 % 的报文。一个 RDMA WRITE 在每次本地 ACK 超时后重传，直到 retry_cnt 次重试用完；我们计时从投递到出现 IBV_WC_RETRY_EXC_ERR 完成为止，与 (retry_cnt + 1) × 4.096 µs × 2^timeout 比较，画出已发送的报文数，并读出两端 QP 随后的状态。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // times a failure; its 100 % loss would break any run beside it
 		Params: []sandbox.Param{
 			{Name: "timeout", Kind: sandbox.ParamInt, Title: say("timeout (exponent)", "timeout（指数）"), Min: 8, Max: 17, Default: int64(14),
 				Help: say("Local ACK timeout = 4.096 µs × 2^timeout: 14 is 67 ms, 17 is 537 ms.", "本地 ACK 超时 = 4.096 µs × 2^timeout：14 是 67 ms，17 是 537 ms。")},
