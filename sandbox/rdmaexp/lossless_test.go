@@ -17,6 +17,7 @@ func TestLossless(t *testing.T) {
 	ex := pickExecutor(t)
 	t.Run("loss-sweep", func(t *testing.T) { testLossSweep(t, ex) })
 	t.Run("retry-budget", func(t *testing.T) { testRetryBudget(t, ex) })
+	t.Run("dscp-ecn", func(t *testing.T) { testDSCPECN(t, ex) })
 	t.Run("cancel-leaves-no-loss", func(t *testing.T) { testCancelMidLoss(t, ex) })
 }
 
@@ -145,5 +146,38 @@ func testCancelMidLoss(t *testing.T, ex executor) {
 	if f := next.result(t).Figures; f["clean_at_start"] != 1 {
 		next.dump(t)
 		t.Fatalf("the next run found loss left behind: %v", f)
+	}
+}
+
+// testDSCPECN: the capture shows the QP's DSCP and ECN on every data
+// packet; a congested link's CE marks arrive and rxe answers with no CNP;
+// Not-ECT packets are dropped instead of marked.
+func testDSCPECN(t *testing.T, ex executor) {
+	const n = 60
+	rec := ex.run(t, "dscp-ecn", map[string]any{"dscp": 26, "ecn": "ect0", "mark": 0, "messages": n})
+	f := rec.result(t).Figures
+	t.Logf("dscp-ecn bits: %v", f)
+	if f["data_pkts"] < n*4*9/10 || f["data_dscp_match"] != f["data_pkts"] || f["data_ecn_set"] != f["data_pkts"] {
+		rec.dump(t)
+		t.Fatalf("want ≥ %d data packets, all DSCP 26 and ECT(0): %v", n*4*9/10, f)
+	}
+	if f["ack_pkts"] == 0 || f["ack_dscp0"] != f["ack_pkts"] || f["cnps"] != 0 || f["data_ce"] != 0 {
+		t.Errorf("want ACKs with DSCP 0, no CNP, no CE: %v", f)
+	}
+
+	rec = ex.run(t, "dscp-ecn", map[string]any{"dscp": 26, "ecn": "ect0", "mark": 10, "messages": n})
+	f = rec.result(t).Figures
+	t.Logf("dscp-ecn marked: %v", f)
+	if f["data_ce"] == 0 || f["cnps"] != 0 || f["out_of_seq_request"] != 0 || f["data_dscp_match"] != f["data_pkts"] {
+		rec.dump(t)
+		t.Errorf("want CE marks on data packets (DSCP kept), no CNP and no loss: %v", f)
+	}
+
+	rec = ex.run(t, "dscp-ecn", map[string]any{"dscp": 26, "ecn": "not-ect", "mark": 10, "messages": n})
+	f = rec.result(t).Figures
+	t.Logf("dscp-ecn not-ect: %v", f)
+	if f["data_ce"] != 0 || f["out_of_seq_request"]+f["completer_retry_err"] == 0 {
+		rec.dump(t)
+		t.Errorf("want no CE and retransmissions (Not-ECT packets dropped): %v", f)
 	}
 }

@@ -30,6 +30,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(Resources())
 	reg.Register(LossSweep())
 	reg.Register(RetryBudget())
+	reg.Register(DSCPECN())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)
