@@ -20,12 +20,16 @@
       "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round trip (µs, log)",
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
+      loss: "packet loss on the link (%)", "MB/s": "goodput (MB/s, measured here)",
+      "% of 0%": "goodput (% of its own loss-free goodput)", "packets sent": "packets sent (all dropped)",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
       "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数）",
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
+      loss: "链路丢包率（%）", "MB/s": "有效吞吐（MB/s，本实验室实测）",
+      "% of 0%": "有效吞吐（占自身无丢包时的 %）", "packets sent": "已发送的报文（全部被丢弃）",
     },
   };
 
@@ -44,7 +48,7 @@
   };
 
   // The x axis of each experiment's series.
-  var XAXIS = { "pingpong": "roundtrip" };
+  var XAXIS = { "pingpong": "roundtrip", "loss-sweep": "loss" };
 
   function cssColor(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
