@@ -31,10 +31,11 @@ var animLabel = [2]string{"动画，不是测量", "Animation, not a measurement
 var replayLabel = [2]string{"▶ 重新播放", "▶ Replay"}
 
 // animFigure wraps an animated SVG body with its label, replay control,
-// caption and the steps as text. id prefixes every element id.
-func animFigure(lang, id string, viewBox string, body string, caption [2]string, source [2]string, steps [][2]string) template.HTML {
+// caption and the steps as text. diagram is the ::diagram id; id
+// prefixes every element id.
+func animFigure(lang, diagram, id string, viewBox string, body string, caption [2]string, source [2]string, steps [][2]string) template.HTML {
 	var b strings.Builder
-	fmt.Fprintf(&b, `<figure class="diagram anim-diagram" id="%s" data-diagram="%s" data-animation="true">`, id, id)
+	fmt.Fprintf(&b, `<figure class="diagram anim-diagram" id="%s" data-diagram="%s" data-animation="true">`, id, diagram)
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="%s" role="img" aria-labelledby="%s-title" font-family="system-ui, sans-serif" font-size="12">`, viewBox, id)
 	fmt.Fprintf(&b, `<title id="%s-title">%s — %s</title>`, id, html.EscapeString(pick(lang, caption)), html.EscapeString(pick(lang, animLabel)))
 	b.WriteString(body)
@@ -144,7 +145,7 @@ func pfcPause(lang string) template.HTML {
 	for i, c := range caps {
 		steps[i] = c.s
 	}
-	return animFigure(lang, id, "0 0 640 240", b.String(),
+	return animFigure(lang, "pfc-pause", id, "0 0 640 240", b.String(),
 		[2]string{"PFC：暂停帧一跳一跳向上游传播", "PFC: pause frames travel upstream hop by hop"},
 		[2]string{"依据 IEEE 802.1Qbb（PFC）；阈值与时间只为示意。", "After IEEE 802.1Qbb (PFC); thresholds and timing are illustrative."}, steps)
 }
@@ -213,7 +214,7 @@ func pauseStorm(lang string) template.HTML {
 	for i, c := range caps {
 		steps[i] = c.s
 	}
-	return animFigure(lang, id, "0 0 640 250", b.String(),
+	return animFigure(lang, "pause-storm", id, "0 0 640 250", b.String(),
 		[2]string{"暂停风暴：一块卡死的网卡让整张网停下来", "A pause storm: one stuck NIC stops the whole fabric"},
 		[2]string{"依据 Guo 等，《RDMA over Commodity Ethernet at Scale》，SIGCOMM 2016 中的事故描述；拓扑为示意。", "After the incidents described by Guo et al., \"RDMA over Commodity Ethernet at Scale\", SIGCOMM 2016; the topology is illustrative."}, steps)
 }
@@ -311,7 +312,7 @@ func dcqcnRate(lang string) template.HTML {
 		{"一段时间没有 CNP：快速恢复，每步回到与目标 Rt 的中点；五步后加性增加 Rt", "No CNP for a while: fast recovery, halfway back to the target Rt each step; after five steps Rt grows additively"},
 		{"速率在瓶颈份额附近锯齿式收敛，队列保持很浅，不需要丢包，也很少需要 PFC", "The rate saw-tooths around the bottleneck share and the queue stays shallow: no drops, and PFC is rarely needed"},
 	}
-	return animFigure(lang, id, "0 0 640 245", b.String(),
+	return animFigure(lang, "dcqcn-rate", id, "0 0 640 245", b.String(),
 		[2]string{"DCQCN：CE 标记 → CNP → 降速 → 恢复", "DCQCN: CE mark → CNP → rate cut → recovery"},
 		[2]string{"简化模型，参数依据 Zhu 等，《Congestion Control for Large-Scale RDMA Deployments》，SIGCOMM 2015；Soft-RoCE 没有实现 DCQCN。", "A simplified model with parameters after Zhu et al., \"Congestion Control for Large-Scale RDMA Deployments\", SIGCOMM 2015; Soft-RoCE does not implement DCQCN."}, steps)
 }
