@@ -11,7 +11,7 @@
 //
 // Use in an experiment (inside the agent, as root):
 //
-//	c, err := capture.Start("veth0", capture.Limits{})
+//	c, err := capture.Start("veth0", capture.Limits{}, capture.QPFilter(capture.QP{IP: ipA, QPN: qpA}, …))
 //	… run the RDMA operations …
 //	res := c.Stop()                    // waits a moment for the last packets
 //	emit.Emit(res.Event(hosts))        // one "capture" event, stored with the run
@@ -76,11 +76,13 @@ type Frame struct {
 type Capture struct {
 	iface string
 	lim   Limits
+	keep  func(frame []byte) bool
 	h     *pcapgo.EthernetHandle
 	done  chan struct{}
 
-	mu      sync.Mutex
-	frames  []Frame
+	mu       sync.Mutex
+	stopping bool // Stop closed the socket: the read error that follows is the end
+	frames   []Frame
 	bytes   int
 	seen    int // RoCEv2 frames seen, kept or not
 	dropped int // RoCEv2 frames over the limits
@@ -88,8 +90,10 @@ type Capture struct {
 }
 
 // Start opens an AF_PACKET socket on iface (needs CAP_NET_RAW) and keeps
-// every RoCEv2 frame that crosses it, in both directions, until Stop.
-func Start(iface string, lim Limits) (*Capture, error) {
+// every RoCEv2 frame that crosses it, in both directions, until Stop. A
+// non-nil keep narrows that further (QPFilter keeps one run's queue pairs,
+// so runs that share the guest stay out of each other's captures).
+func Start(iface string, lim Limits, keep func(frame []byte) bool) (*Capture, error) {
 	lim = lim.norm()
 	h, err := pcapgo.NewEthernetHandle(iface)
 	if err != nil {
@@ -99,7 +103,7 @@ func Start(iface string, lim Limits) (*Capture, error) {
 		h.Close()
 		return nil, fmt.Errorf("capture on %s: %w", iface, err)
 	}
-	c := &Capture{iface: iface, lim: lim, h: h, done: make(chan struct{})}
+	c := &Capture{iface: iface, lim: lim, keep: keep, h: h, done: make(chan struct{})}
 	go c.loop()
 	return c, nil
 }
@@ -114,13 +118,14 @@ func (c *Capture) loop() {
 				continue
 			}
 			c.mu.Lock()
-			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, net.ErrClosed) {
+			// pcapgo wraps the close error as text, so errors.Is cannot see it.
+			if !c.stopping && !errors.Is(err, os.ErrClosed) && !errors.Is(err, net.ErrClosed) {
 				c.err = err
 			}
 			c.mu.Unlock()
 			return
 		}
-		if !IsRoCEv2(data) {
+		if !IsRoCEv2(data) || (c.keep != nil && !c.keep(data)) {
 			continue
 		}
 		c.mu.Lock()
@@ -154,6 +159,9 @@ func (c *Capture) Count() int {
 // Stop waits Settle, closes the socket and returns what was kept.
 func (c *Capture) Stop() Result {
 	time.Sleep(Settle)
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
 	c.h.Close()
 	<-c.done
 	c.mu.Lock()
@@ -196,6 +204,49 @@ func IsRoCEv2(frame []byte) bool {
 		return uint16(ip[42])<<8|uint16(ip[43]) == RoCEv2Port
 	}
 	return false
+}
+
+// QP is one queue pair of a capture: packets whose BTH names QPN as the
+// destination and that go to IP.
+type QP struct {
+	IP  net.IP
+	QPN uint32
+}
+
+// QPFilter keeps the RoCEv2 frames sent to one of qps: both directions of
+// those connections and nothing of other runs (QP numbers repeat across
+// devices, so the destination address counts too).
+func QPFilter(qps ...QP) func(frame []byte) bool {
+	return func(frame []byte) bool {
+		off, ok := bthOffset(frame)
+		if !ok || len(frame) < off+12 {
+			return false
+		}
+		var dst net.IP
+		if frame[12] == 0x08 {
+			dst = net.IP(frame[14+16 : 14+20])
+		} else {
+			dst = net.IP(frame[14+24 : 14+40])
+		}
+		q := uint32(frame[off+5])<<16 | uint32(frame[off+6])<<8 | uint32(frame[off+7])
+		for _, e := range qps {
+			if e.QPN == q && e.IP.Equal(dst) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// bthOffset is where the BTH starts in a RoCEv2 frame.
+func bthOffset(frame []byte) (int, bool) {
+	if !IsRoCEv2(frame) {
+		return 0, false
+	}
+	if frame[12] == 0x08 {
+		return 14 + int(frame[14]&0x0f)*4 + 8, true
+	}
+	return 14 + 40 + 8, true
 }
 
 // Pcap writes the frames as a classic pcap file (nanosecond timestamps,
