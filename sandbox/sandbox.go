@@ -230,7 +230,7 @@ type Backend interface {
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
 	Backend string   `json:"backend"`
-	State   string   `json:"state"` // booting|ready|failed|none
+	State   LabState `json:"state"`
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
