@@ -83,10 +83,10 @@ type Capture struct {
 	mu       sync.Mutex
 	stopping bool // Stop closed the socket: the read error that follows is the end
 	frames   []Frame
-	bytes   int
-	seen    int // RoCEv2 frames seen, kept or not
-	dropped int // RoCEv2 frames over the limits
-	err     error
+	bytes    int
+	seen     int // RoCEv2 frames seen, kept or not
+	dropped  int // RoCEv2 frames over the limits
+	err      error
 }
 
 // Start opens an AF_PACKET socket on iface (needs CAP_NET_RAW) and keeps
@@ -128,20 +128,25 @@ func (c *Capture) loop() {
 		if !IsRoCEv2(data) || (c.keep != nil && !c.keep(data)) {
 			continue
 		}
-		c.mu.Lock()
-		c.seen++
-		if len(c.frames) >= c.lim.Packets || c.bytes+len(data) > c.lim.Bytes {
-			c.dropped++
-		} else {
-			t := ci.Timestamp
-			if t.IsZero() {
-				t = time.Now()
-			}
-			c.frames = append(c.frames, Frame{Time: t, Data: append([]byte(nil), data...), Len: ci.Length})
-			c.bytes += len(data)
+		t := ci.Timestamp
+		if t.IsZero() {
+			t = time.Now()
 		}
-		c.mu.Unlock()
+		c.add(data, t, ci.Length)
 	}
+}
+
+// add keeps one frame if the limits allow.
+func (c *Capture) add(data []byte, t time.Time, wireLen int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen++
+	if len(c.frames) >= c.lim.Packets || c.bytes+len(data) > c.lim.Bytes {
+		c.dropped++
+		return
+	}
+	c.frames = append(c.frames, Frame{Time: t, Data: append([]byte(nil), data...), Len: wireLen})
+	c.bytes += len(data)
 }
 
 // Settle is how long Stop waits for packets still on their way (the last

@@ -88,6 +88,9 @@ func Decode(data []byte, hosts map[string]string) ([]Packet, error) {
 func DecodeFrame(frame []byte, hosts map[string]string) Packet {
 	p := Packet{CapLen: len(frame), Len: len(frame), Hex: hex.EncodeToString(frame)}
 	add := func(header, name string, off, n int, bits uint32, v uint64, text string) {
+		if off < 0 || off+n > len(frame) {
+			return // a truncated frame: gopacket may still name the field
+		}
 		p.Fields = append(p.Fields, ibt.Field{Header: header, Name: name, Off: off, Len: n, Bits: bits, Value: v, Text: text})
 	}
 	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true, Lazy: false})
@@ -104,6 +107,11 @@ func DecodeFrame(frame []byte, hosts map[string]string) Packet {
 	var ipHdr []byte
 	if ip4, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
 		hl := int(ip4.IHL) * 4
+		if hl < 20 || off+hl > len(frame) {
+			p.Error = "truncated IPv4 header"
+			p.Summary = p.Error
+			return p
+		}
 		ipHdr = frame[off : off+hl]
 		p.Src, p.Dst = ip4.SrcIP.String(), ip4.DstIP.String()
 		add("IPv4", "Version", off, 1, 0xf0, uint64(ip4.Version), fmt.Sprint(ip4.Version))

@@ -192,7 +192,7 @@ func (p *wirePair) fault(ctx context.Context, op string) (func(), error) {
 		// third Middle and passes.
 		f.Opcode, f.Kind, f.N = int(ibt.RCWriteMiddle), "determ", 2
 	case wireLossy:
-		f.Kind, f.N = "netrand", 1000 // 10 %
+		f.Kind, f.N = "netrand", 10 // the kernel drops with probability 1/N: 10 %
 	default:
 		return func() {}, nil
 	}
