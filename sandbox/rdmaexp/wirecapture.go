@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/capture"
+	wirecap "github.com/rdmalab/rdmalab/sandbox/capture"
 	"github.com/rdmalab/rdmalab/sandbox/ibt"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
@@ -38,7 +38,10 @@ func WireCapture() *sandbox.Experiment {
 			"Runs one operation between two Soft-RoCE devices — a WRITE spanning three MTUs, SEND/RECV, READ, a SEND with no RECV posted, a WRITE with a wrong rkey, or a WRITE that loses one packet — while the guest captures every RoCEv2 packet (UDP 4791) of the two queue pairs; the page decodes BTH, RETH, AETH and ICRC and offers the .pcap for Wireshark. Also shows the device counters that moved.",
 			"在两个 Soft-RoCE 设备之间执行一次操作——跨三个 MTU 的 WRITE、SEND/RECV、READ、对端没有投递 RECV 的 SEND、rkey 错误的 WRITE，或丢了一个包的 WRITE——同时在虚拟机里抓下这两个 QP 的全部 RoCEv2 报文（UDP 4791）；页面解码 BTH、RETH、AETH 和 ICRC，并提供可用 Wireshark 打开的 .pcap。同时列出变化了的设备计数器。"),
 		Needs:   sandbox.NeedRDMA,
-		Sharing: sandbox.Shareable, // shows packets and counts; the capture and the drop filter are limited to its own QPs
+		// Timing, although it measures no time: its drop filter (a clsact
+		// qdisc) is removed by netshape.Reset after any run in the guest,
+		// and its counters are device-wide, so it runs alone.
+		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
 			{Name: "op", Kind: sandbox.ParamEnum, Title: say("Operation", "操作"), Default: wireWrite, Choices: []sandbox.Choice{
 				{Value: wireWrite, Title: say("RDMA WRITE spanning three MTUs", "跨三个 MTU 的 RDMA WRITE")},
@@ -98,8 +101,8 @@ func openWirePair(top topology, rnrRetry int) (*wirePair, error) {
 // filter keeps this pair's packets: requests to the responder's QP and
 // responses to the requester's.
 func (p *wirePair) filter() func([]byte) bool {
-	return capture.QPFilter(capture.QP{IP: p.top.Server.GID.GID.IP(), QPN: p.rsp.qp.Num()},
-		capture.QP{IP: p.top.Client.GID.GID.IP(), QPN: p.req.qp.Num()})
+	return wirecap.QPFilter(wirecap.QP{IP: p.top.Server.GID.GID.IP(), QPN: p.rsp.qp.Num()},
+		wirecap.QP{IP: p.top.Client.GID.GID.IP(), QPN: p.req.qp.Num()})
 }
 
 func (p *wirePair) Close() {
@@ -278,7 +281,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 
 	before := pair.counters()
 	phase(emit, "capture", say("Capture on "+top.Client.GID.Netdev+" (the requester's port) while the operation runs", "在 "+top.Client.GID.Netdev+"（请求方端口）上抓包，同时执行操作"))
-	c, err := capture.Start(top.Client.GID.Netdev, capture.Limits{}, pair.filter())
+	c, err := wirecap.Start(top.Client.GID.Netdev, wirecap.Limits{}, pair.filter())
 	if err != nil {
 		return err
 	}
@@ -296,7 +299,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if err != nil {
 		return err
 	}
-	packets, err := capture.Decode(ev.Capture.Pcap, hosts)
+	packets, err := wirecap.Decode(ev.Capture.Pcap, hosts)
 	if err != nil {
 		return err
 	}
@@ -319,7 +322,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	return nil
 }
 
-func packetTable(ps []capture.Packet) *sandbox.Table {
+func packetTable(ps []wirecap.Packet) *sandbox.Table {
 	t := &sandbox.Table{Title: "captured packets", Columns: []string{"#", "time (ms)", "from → to", "dest QP", "opcode", "PSN", "AckReq", "payload", "AETH"}}
 	for _, p := range ps {
 		from, to := p.SrcName, p.DstName
@@ -354,8 +357,8 @@ func wireWhy(op string) sandbox.Text {
 
 // wireVerdict reads the capture: did the wire show what the operation
 // predicts? The text states what was seen, so it changes with the capture.
-func wireVerdict(op string, mtu int, ps []capture.Packet, wcs []wireWC) (bool, sandbox.Text, map[string]float64) {
-	var reqs, resps []capture.Packet
+func wireVerdict(op string, mtu int, ps []wirecap.Packet, wcs []wireWC) (bool, sandbox.Text, map[string]float64) {
+	var reqs, resps []wirecap.Packet
 	naks, rnr, seqNAK, accNAK := 0, 0, 0, 0
 	for _, p := range ps {
 		if p.IB == nil {
@@ -386,14 +389,14 @@ func wireVerdict(op string, mtu int, ps []capture.Packet, wcs []wireWC) (bool, s
 	if len(wcs) > 0 {
 		status = wcs[0].WC.Status
 	}
-	ops := func(ps []capture.Packet) []string {
+	ops := func(ps []wirecap.Packet) []string {
 		var o []string
 		for _, p := range ps {
 			o = append(o, p.OpName)
 		}
 		return o
 	}
-	consecutive := func(ps []capture.Packet) bool {
+	consecutive := func(ps []wirecap.Packet) bool {
 		for i := 1; i < len(ps); i++ {
 			if ps[i].PSN != (ps[i-1].PSN+1)&0xffffff {
 				return false
@@ -450,7 +453,7 @@ func wireVerdict(op string, mtu int, ps []capture.Packet, wcs []wireWC) (bool, s
 }
 
 // retransmissions counts request packets whose PSN was already sent.
-func retransmissions(reqs []capture.Packet) int {
+func retransmissions(reqs []wirecap.Packet) int {
 	seen := map[uint32]bool{}
 	n := 0
 	for _, p := range reqs {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/capture"
+	wirecap "github.com/rdmalab/rdmalab/sandbox/capture"
 	"github.com/rdmalab/rdmalab/sandbox/ibt"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
@@ -36,7 +36,7 @@ func TestWireCapture(t *testing.T) {
 				t.Fatalf("want one capture event with a pcap, got %d", len(caps))
 			}
 			c := caps[0].Capture
-			ps, err := capture.Decode(c.Pcap, c.Hosts)
+			ps, err := wirecap.Decode(c.Pcap, c.Hosts)
 			if err != nil {
 				t.Fatal(err)
 			}
