@@ -37,7 +37,7 @@ func WireCapture() *sandbox.Experiment {
 		Summary: say(
 			"Runs one operation between two Soft-RoCE devices — a WRITE spanning three MTUs, SEND/RECV, READ, a SEND with no RECV posted, a WRITE with a wrong rkey, or a WRITE that loses one packet — while the guest captures every RoCEv2 packet (UDP 4791) of the two queue pairs; the page decodes BTH, RETH, AETH and ICRC and offers the .pcap for Wireshark. Also shows the device counters that moved.",
 			"在两个 Soft-RoCE 设备之间执行一次操作——跨三个 MTU 的 WRITE、SEND/RECV、READ、对端没有投递 RECV 的 SEND、rkey 错误的 WRITE，或丢了一个包的 WRITE——同时在虚拟机里抓下这两个 QP 的全部 RoCEv2 报文（UDP 4791）；页面解码 BTH、RETH、AETH 和 ICRC，并提供可用 Wireshark 打开的 .pcap。同时列出变化了的设备计数器。"),
-		Needs:   sandbox.NeedRDMA,
+		Needs: sandbox.NeedRDMA,
 		// Timing, although it measures no time: its drop filter (a clsact
 		// qdisc) is removed by netshape.Reset after any run in the guest,
 		// and its counters are device-wide, so it runs alone.
