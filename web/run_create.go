@@ -49,6 +49,7 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, submitError(r, err))
 		return
 	}
+	s.noteRun(r, info.ID)
 	w.Header().Set("Location", "/api/runs/"+info.ID)
 	writeJSON(w, http.StatusCreated, runCreated{ID: info.ID, Status: info.Status, Position: info.Position})
 }
@@ -81,6 +82,7 @@ func (s *Server) runCreateForm(w http.ResponseWriter, r *http.Request) {
 		s.refused(w, r, submitError(r, err))
 		return
 	}
+	s.noteRun(r, info.ID)
 	http.Redirect(w, r, runHref(info.ID), http.StatusSeeOther)
 }
 
