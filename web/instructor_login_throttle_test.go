@@ -144,4 +144,3 @@ func TestLoginDelayGrows(t *testing.T) {
 		}
 	}
 }
-

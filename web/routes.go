@@ -12,7 +12,7 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
-	r.Use(securityHeaders) // CSP, no framing, nosniff, referrer policy (security_headers.go)
+	r.Use(securityHeaders)  // CSP, no framing, nosniff, referrer policy (security_headers.go)
 	r.Use(s.withClientAddr) // the real client address, behind a trusted proxy too (client_addr.go)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
