@@ -77,6 +77,9 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.log.Warn("request body too slow", "method", r.Method, "path", r.URL.Path, "addr", clientIP(r))
 				w.Header().Set("Connection", "close")
+				// net/http cancels the request's context on a read error; the
+				// answer is still worth writing.
+				r = r.WithContext(context.WithoutCancel(r.Context()))
 				lang, _ := resolveLang(r)
 				s.writeBodyError(w, r, &Error{Code: CodeTimeout, Message: tr(lang)("error.408.message"), Err: err})
 				return
