@@ -45,7 +45,7 @@ func (s *Server) limitRuns(next http.Handler) http.Handler {
 			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "run.err.rate", secs)))
 			return
 		}
-		if s.cfg.Runner != nil && lim.active.full(addr, s.runLive) {
+		if s.cfg.Runner != nil && lim.active.full(addr, s.runStillGoing) {
 			retryAfter(w, 10*time.Second)
 			s.log.Warn("runs per address", "addr", addr, "max", s.cfg.Limits.RunsPerAddr)
 			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "run.err.addrfull", s.cfg.Limits.RunsPerAddr)))
@@ -55,8 +55,8 @@ func (s *Server) limitRuns(next http.Handler) http.Handler {
 	})
 }
 
-// runLive reports whether run id is still queued or running.
-func (s *Server) runLive(id string) bool {
+// runStillGoing reports whether run id is still queued or running.
+func (s *Server) runStillGoing(id string) bool {
 	info, ok := s.cfg.Runner.Lookup(id)
 	return ok && !info.Status.Final()
 }
