@@ -151,7 +151,7 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	}
 	att, err := s.saveAttempt(r, q, a, lang)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.pageError(w, r, err) // a form: a page even on the /api/ path
 		return
 	}
 	if anchor == "" {
