@@ -53,14 +53,6 @@ func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if !sameOrigin(r) {
-		if mt == "application/x-www-form-urlencoded" {
-			s.errorPage(w, r, http.StatusForbidden)
-			return
-		}
-		s.writeError(w, r, Errorf(CodeForbidden, tr(langOf(r))("error.403.message")))
-		return
-	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxAttemptBody)
 	switch mt {
 	case "application/json":
