@@ -39,7 +39,8 @@ var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
-	"tc", // lesson 02: netem loss on the veth path, reset after every run
+	"strace", // the syscalls experiment counts system calls per message with it
+	"tc",     // lesson 02: netem loss on the veth path, reset after every run
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
