@@ -62,6 +62,7 @@ type sandboxConfig struct {
 	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (20)
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
+	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
 }
 
 // sandboxFlags adds the sandbox flags to fset, defaulting from env.
@@ -75,6 +76,7 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once")
 	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
+	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows)")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
 }
 
@@ -99,7 +101,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if n > 0 {
 		log.Warn("runs left unfinished by the last server marked interrupted", "runs", n)
 	}
-	rdma, closeRDMA, _, err := rdmaBackend(ctx, c.Backend, c.SetupSoftRoCE, log)
+	rdma, closeRDMA, _, err := rdmaBackend(ctx, c, log)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}

@@ -81,6 +81,13 @@ func (b *Backend) GuestPID() int {
 	return b.guest.PID()
 }
 
+// ready reports whether the guest is up (not booting, failed or dead).
+func (b *Backend) ready() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == StateReady && b.guest != nil && b.guest.alive()
+}
+
 // BootTimes are the durations QEMU start → agent hello of the guests booted
 // so far.
 func (b *Backend) BootTimes() []time.Duration {
@@ -250,6 +257,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
 		if err == nil {
 			saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelKVM, Reason: "KVM booted the guest"})
+			b.snapshot(g, qemu, im)
 			return g, nil
 		}
 		if b.ctx.Err() != nil {
@@ -262,8 +270,42 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		accel = AccelTCG
 		b.setState(StateBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
 	}
+	if !b.cfg.NoSnapshot {
+		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
+			b.setState(StateBooting, "restoring the guest from its snapshot ("+strings.ToUpper(accel)+")", nil)
+			g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
+			if err == nil {
+				return g, nil
+			}
+			if b.ctx.Err() != nil {
+				return nil, err
+			}
+			b.cfg.Logger.Warn("restoring the guest failed; booting it", "err", firstLine(err.Error()))
+			b.setState(StateBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel)+" (the snapshot did not restore)", nil)
+		}
+	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
-	return StartGuest(b.ctx, b.cfg, im, accel, false)
+	g, err := StartGuest(b.ctx, b.cfg, im, accel, false)
+	if err == nil {
+		b.snapshot(g, qemu, im)
+	}
+	return g, err
+}
+
+// snapshot saves a freshly booted guest's state, so the next guest (a
+// restart, another member of the pool, the next server start) is restored
+// in a fraction of the boot time. A failure only costs the next start a boot.
+func (b *Backend) snapshot(g *Guest, qemu string, im *Image) {
+	if b.cfg.NoSnapshot {
+		return
+	}
+	key := snapshotKey(b.cfg, qemu, im, g.Accel)
+	if loadSnapshot(b.cfg.Dir, key) != nil {
+		return
+	}
+	if _, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, key); err != nil {
+		b.cfg.Logger.Warn("guest snapshot not saved; later guests boot", "err", err)
+	}
 }
 
 // watch returns why g is no longer usable: QEMU exited, the agent port
