@@ -212,11 +212,11 @@ type Backend interface {
 
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
-	Backend string `json:"backend"`
-	State   string `json:"state"` // booting|ready|failed|none
-	Reason  string `json:"reason,omitempty"`
-	Kernel  string `json:"kernel,omitempty"`
-	Accel   string `json:"accel,omitempty"` // kvm|tcg (vm backend)
+	Backend string   `json:"backend"`
+	State   LabState `json:"state"`
+	Reason  string   `json:"reason,omitempty"`
+	Kernel  string   `json:"kernel,omitempty"`
+	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
 	// Guests is the size of the vm backend's pool, GuestsReady how many
 	// of them are up.
 	Guests      int      `json:"guests,omitempty"`

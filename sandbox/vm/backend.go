@@ -1,8 +1,8 @@
-// Package vm runs the lab's Soft-RoCE guest: it builds a small QEMU image
-// from this machine's Debian packages (kernel, rdma_rxe and its modules,
-// busybox, iproute2, rdma-core, perftest, the labserver binary), boots it
-// (KVM when it really works, else TCG), keeps one guest warm and runs agent
-// requests in it over a virtio-serial port. It implements sandbox.Backend.
+// Package vm runs the lab's Soft-RoCE guest from the host: it has the image
+// built (package vmimage), boots it under QEMU (KVM when it really works,
+// else TCG), keeps one guest warm, and talks to the guest's agent (package
+// vmguest) over a virtio-serial port with the protocol of package vmproto.
+// It implements sandbox.Backend. It runs on the host.
 package vm
 
 import (
@@ -14,13 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-)
-
-// Lab states.
-const (
-	StateBooting = "booting"
-	StateReady   = "ready"
-	StateFailed  = "failed"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // Backend keeps one guest warm and runs requests in it, one at a time.
@@ -31,7 +25,7 @@ type Backend struct {
 	runMu sync.Mutex // one run at a time
 
 	mu      sync.Mutex
-	state   string
+	state   sandbox.LabState
 	reason  string
 	accel   string
 	kernel  string
@@ -50,7 +44,7 @@ func New(cfg Config) *Backend {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		cfg: cfg, state: StateBooting, reason: "not started",
+		cfg: cfg, state: sandbox.LabBooting, reason: "not started",
 		changed: make(chan struct{}), kick: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
@@ -85,7 +79,7 @@ func (b *Backend) GuestPID() int {
 func (b *Backend) ready() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == StateReady && b.guest != nil && b.guest.alive()
+	return b.state == sandbox.LabReady && b.guest != nil && b.guest.alive()
 }
 
 // BootTimes are the durations QEMU start → agent hello of the guests booted
@@ -96,7 +90,7 @@ func (b *Backend) BootTimes() []time.Duration {
 	return append([]time.Duration(nil), b.boots...)
 }
 
-func (b *Backend) setState(state, reason string, g *Guest) {
+func (b *Backend) setState(state sandbox.LabState, reason string, g *Guest) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.state, b.reason, b.guest = state, reason, g
@@ -117,12 +111,12 @@ func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
 		state, reason, g, changed := b.state, b.reason, b.guest, b.changed
 		b.mu.Unlock()
 		switch state {
-		case StateReady:
+		case sandbox.LabReady:
 			if g.alive() {
 				return g, nil
 			}
 			// Dead but not yet noticed by the supervisor: wait for the change.
-		case StateFailed:
+		case sandbox.LabFailed:
 			select {
 			case b.kick <- struct{}{}:
 			default:
@@ -159,7 +153,7 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	lab := sandbox.Lab{Backend: "vm", State: b.state, Reason: b.reason, Kernel: b.kernel, Accel: b.accel, Devices: []sandbox.Device{}}
 	g := b.guest
 	b.mu.Unlock()
-	if lab.State != StateReady || g == nil {
+	if lab.State != sandbox.LabReady || g == nil {
 		return lab
 	}
 	// Generous: a guest under TCG on a busy host can take seconds to answer.
@@ -189,15 +183,15 @@ func (b *Backend) supervise() {
 			if b.ctx.Err() != nil {
 				break
 			}
-			b.setState(StateFailed, err.Error(), nil)
+			b.setState(sandbox.LabFailed, err.Error(), nil)
 			select {
 			case <-b.ctx.Done():
 			case <-b.kick:
-				b.setState(StateBooting, "booting again after a failure", nil)
+				b.setState(sandbox.LabBooting, "booting again after a failure", nil)
 			}
 			continue
 		}
-		b.setState(StateReady, "", g)
+		b.setState(sandbox.LabReady, "", g)
 		reason := b.watch(g)
 		g.Fail(reason)
 		tail := consoleTail(g.Console, 10)
@@ -212,7 +206,7 @@ func (b *Backend) supervise() {
 			quickDeaths = 0
 		}
 		if quickDeaths >= 3 {
-			b.setState(StateFailed, "the guest keeps dying: "+reason.Error(), nil)
+			b.setState(sandbox.LabFailed, "the guest keeps dying: "+reason.Error(), nil)
 			quickDeaths = 0
 			select {
 			case <-b.ctx.Done():
@@ -220,7 +214,7 @@ func (b *Backend) supervise() {
 			}
 			continue
 		}
-		b.setState(StateBooting, "restarting after: "+reason.Error(), nil)
+		b.setState(sandbox.LabBooting, "restarting after: "+reason.Error(), nil)
 	}
 	b.mu.Lock()
 	g := b.guest
@@ -228,23 +222,23 @@ func (b *Backend) supervise() {
 	if g != nil {
 		g.Stop()
 	}
-	b.setState(StateFailed, "the lab was shut down", nil)
+	b.setState(sandbox.LabFailed, "the lab was shut down", nil)
 }
 
 // bootOnce builds the image if needed and boots one guest, falling back
 // from KVM to TCG when KVM turns out not to work.
 func (b *Backend) bootOnce() (*Guest, error) {
-	b.setState(StateBooting, "checking the guest image", nil)
-	im, _, err := Build(b.ctx, BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
+	b.setState(sandbox.LabBooting, "checking the guest image", nil)
+	im, _, err := vmimage.Build(b.ctx, vmimage.BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	qemu, err := CheckQEMU(b.cfg.QEMU)
+	qemu, err := vmimage.CheckQEMU(b.cfg.QEMU)
 	if err != nil {
 		return nil, err
 	}
 	accel, why, probe := chooseAccel(b.cfg, qemu)
-	b.setState(StateBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
+	b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
 	if probe {
 		// The real KVM probe: a nested hypervisor may accept the ioctls
 		// and still be unable to run the kernel. QEMU's exit or a silent
@@ -268,11 +262,11 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		b.cfg.Logger.Warn("KVM cannot boot the guest; using TCG from now on with this host kernel and QEMU",
 			"probe", time.Since(begin).Round(time.Millisecond), "reason", why)
 		accel = AccelTCG
-		b.setState(StateBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
+		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
 	}
 	if !b.cfg.NoSnapshot {
 		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
-			b.setState(StateBooting, "restoring the guest from its snapshot ("+strings.ToUpper(accel)+")", nil)
+			b.setState(sandbox.LabBooting, "restoring the guest from its snapshot ("+strings.ToUpper(accel)+")", nil)
 			g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
 			if err == nil {
 				return g, nil
@@ -281,7 +275,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 				return nil, err
 			}
 			b.cfg.Logger.Warn("restoring the guest failed; booting it", "err", firstLine(err.Error()))
-			b.setState(StateBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel)+" (the snapshot did not restore)", nil)
+			b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel)+" (the snapshot did not restore)", nil)
 		}
 	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
@@ -295,7 +289,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 // snapshot saves a freshly booted guest's state, so the next guest (a
 // restart, another member of the pool, the next server start) is restored
 // in a fraction of the boot time. A failure only costs the next start a boot.
-func (b *Backend) snapshot(g *Guest, qemu string, im *Image) {
+func (b *Backend) snapshot(g *Guest, qemu string, im *vmimage.Image) {
 	if b.cfg.NoSnapshot {
 		return
 	}

@@ -17,16 +17,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // Guest is one running QEMU guest and the host's end of its agent port.
 type Guest struct {
-	Accel   string    // kvm|tcg
-	Hello   Hello     // what the agent said when it came up
-	Started time.Time // QEMU started
-	Ready   time.Time // hello received
-	Console string    // console log file
+	Accel   string        // kvm|tcg
+	Hello   vmproto.Hello // what the agent said when it came up
+	Started time.Time     // QEMU started
+	Ready   time.Time     // hello received
+	Console string        // console log file
 
 	cmd         *exec.Cmd
 	runDir      string
@@ -43,16 +46,16 @@ type Guest struct {
 // StartGuest boots a guest from im and returns once its agent said hello,
 // or with an error that includes the console's last lines. shell puts the
 // console on this process's stdio with a root shell (labserver vm shell).
-func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell bool) (*Guest, error) {
+func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool) (*Guest, error) {
 	return startGuest(ctx, cfg, im, accel, shell, nil)
 }
 
 // startGuest boots a guest, or with snap restores one from a snapshot: the
 // restored guest is the snapshotted one, ready at once, so it answers a
 // ping instead of saying hello.
-func startGuest(ctx context.Context, cfg Config, im *Image, accel string, shell bool, snap *Snapshot) (*Guest, error) {
+func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool, snap *Snapshot) (*Guest, error) {
 	cfg = cfg.withDefaults()
-	qemu, err := CheckQEMU(cfg.QEMU)
+	qemu, err := vmimage.CheckQEMU(cfg.QEMU)
 	if err != nil {
 		return nil, err
 	}
@@ -301,19 +304,19 @@ func (g *Guest) Fail(reason error) {
 
 // Run performs one run in the guest.
 func (g *Guest) Run(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-	return g.client.call(ctx, hostMsg{Op: opRun, Req: &req}, emit, nil)
+	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &req}, emit, nil)
 }
 
 // Lab asks the agent for the guest's devices now.
 func (g *Guest) Lab(ctx context.Context) (sandbox.Lab, error) {
 	var lab sandbox.Lab
-	err := g.client.call(ctx, hostMsg{Op: opLab}, nil, func(l sandbox.Lab) { lab = l })
+	err := g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpLab}, nil, func(l sandbox.Lab) { lab = l })
 	return lab, err
 }
 
 // Ping checks that the agent answers.
 func (g *Guest) Ping(ctx context.Context) error {
-	return g.client.call(ctx, hostMsg{Op: opPing}, nil, nil)
+	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil)
 }
 
 // client is the host's side of the protocol: it numbers requests and routes
@@ -322,7 +325,7 @@ type client struct {
 	conn  net.Conn
 	log   *slog.Logger
 	why   func(error) error // explains a lost connection
-	hello chan Hello
+	hello chan vmproto.Hello
 	done  chan struct{} // closed when the connection is finished
 
 	// stampTime: events get the host's time on arrival. A restored guest's
@@ -345,7 +348,7 @@ type pending struct {
 }
 
 func newClient(conn net.Conn, log *slog.Logger, why func(error) error) *client {
-	c := &client{conn: conn, log: log, why: why, hello: make(chan Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
+	c := &client{conn: conn, log: log, why: why, hello: make(chan vmproto.Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
 	go c.read()
 	return c
 }
@@ -360,8 +363,8 @@ func (c *client) err() error {
 func (c *client) read() {
 	br := bufio.NewReaderSize(c.conn, 64<<10)
 	for {
-		line, err := readGuestLine(br, sandbox.DefaultMaxLine)
-		if errors.Is(err, errLongLine) {
+		line, err := lineio.Read(br, sandbox.DefaultMaxLine)
+		if errors.Is(err, lineio.ErrLongLine) {
 			c.malformed(err.Error())
 			continue
 		}
@@ -375,9 +378,9 @@ func (c *client) read() {
 			c.close(err)
 			return
 		}
-		var m guestMsg
+		var m vmproto.GuestMsg
 		if err := json.Unmarshal(line, &m); err != nil {
-			c.malformed(fmt.Sprintf("%q", clipBytes(line, 120)))
+			c.malformed(fmt.Sprintf("%q", lineio.ClipBytes(line, 120)))
 			continue
 		}
 		c.deliver(m)
@@ -402,7 +405,7 @@ func (c *client) malformed(what string) {
 	}
 }
 
-func (c *client) deliver(m guestMsg) {
+func (c *client) deliver(m vmproto.GuestMsg) {
 	if m.Hello != nil {
 		select {
 		case c.hello <- *m.Hello:
@@ -426,7 +429,7 @@ func (c *client) deliver(m guestMsg) {
 	}
 	switch {
 	case m.End:
-		p.end <- endError(m)
+		p.end <- vmproto.EndError(m)
 	case m.Event != nil && p.event != nil:
 		if c.stampTime {
 			m.Event.Time = time.Now()
@@ -439,7 +442,7 @@ func (c *client) deliver(m guestMsg) {
 
 // call sends one request and waits for its end line, ctx, or the end of
 // the connection.
-func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
+func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
 	p := &pending{event: event, lab: lab, end: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed != nil {
@@ -450,7 +453,7 @@ func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event),
 	c.nextID++
 	m.ID = c.nextID
 	c.calls[m.ID] = p
-	if m.Op == opRun {
+	if m.Op == vmproto.OpRun {
 		c.running = m.ID
 	}
 	c.mu.Unlock()
@@ -463,7 +466,7 @@ func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event),
 		return err
 	case <-ctx.Done():
 		c.forget(m.ID)
-		if m.Op == opRun {
+		if m.Op == vmproto.OpRun {
 			c.cancelInGuest(m.ID)
 		}
 		return ctx.Err()
@@ -486,10 +489,10 @@ func (c *client) cancelInGuest(id uint64) {
 	c.nextID++
 	cid := c.nextID
 	c.mu.Unlock()
-	_ = c.send(hostMsg{ID: cid, Op: opCancel, Target: id})
+	_ = c.send(vmproto.HostMsg{ID: cid, Op: vmproto.OpCancel, Target: id})
 }
 
-func (c *client) send(m hostMsg) error {
+func (c *client) send(m vmproto.HostMsg) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // returned file.
 func hangingKVM(t *testing.T) (qemu, kvmLog string) {
 	t.Helper()
-	real, err := CheckQEMU("qemu-system-x86_64")
+	real, err := vmimage.CheckQEMU("qemu-system-x86_64")
 	if err != nil {
 		t.Skip(err)
 	}

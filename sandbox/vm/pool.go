@@ -184,9 +184,9 @@ func (p *Pool) Lab(ctx context.Context) sandbox.Lab {
 			lab.GuestsReady++
 		}
 	}
-	if lab.State != StateReady && lab.GuestsReady > 0 {
+	if lab.State != sandbox.LabReady && lab.GuestsReady > 0 {
 		// Another guest is serving while the first one restarts.
-		lab.State, lab.Reason = StateReady, "guest 1 is restarting: "+lab.Reason
+		lab.State, lab.Reason = sandbox.LabReady, "guest 1 is restarting: "+lab.Reason
 	}
 	return lab
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,15 +21,6 @@ const (
 	AccelKVM = "kvm"
 	AccelTCG = "tcg"
 )
-
-// CheckQEMU finds the QEMU binary or says how to install it.
-func CheckQEMU(qemu string) (string, error) {
-	p, err := exec.LookPath(qemu)
-	if err != nil {
-		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
-	}
-	return p, nil
-}
 
 // kvmUsable opens /dev/kvm and creates a VM, the cheap part of "does KVM
 // work". It is not the whole answer: under a nested hypervisor (kvm_pvm) the
@@ -121,7 +114,7 @@ func chooseAccel(cfg Config, qemu string) (accel, why string, probe bool) {
 
 // qemuArgs is the command line of one guest. The guest has no NIC at all;
 // the only ways in and out are the agent port and the console log.
-func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []string {
+func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell bool) []string {
 	var a []string
 	switch accel {
 	case AccelKVM:
@@ -136,7 +129,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	kargs := []string{"console=ttyS0", "quiet", "panic=-1", "mitigations=off",
 		"cryptomgr.notests", "8250.nr_uarts=1"}
 	if shell {
-		kargs = append(kargs, shellParam)
+		kargs = append(kargs, vmproto.ShellParam)
 	}
 	if cfg.Append != "" {
 		kargs = append(kargs, cfg.Append)
@@ -157,7 +150,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	a = append(a,
 		"-device", "virtio-serial-pci,id=vser",
 		"-chardev", "socket,id=agent,path="+sock+",server=on,wait=off",
-		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+PortName,
+		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+vmproto.PortName,
 		// QMP, for snapshots (migration to a file) and restores.
 		"-qmp", "unix:"+qmpPath(sock)+",server=on,wait=off",
 	)

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"strings"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestKVMUnusable(t *testing.T) {
 		t.Skip("this machine has a usable /dev/kvm; the KVM boot is exercised by TestWarmGuest")
 	}
 	cfg := testConfig(t)
-	im, err := LoadImage(cfg.Dir)
+	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // Snapshot is a ready guest's whole state (RAM and devices) saved with
@@ -24,7 +27,7 @@ import (
 type Snapshot struct {
 	Path    string        `json:"-"`
 	Key     string        `json:"key"`
-	Hello   Hello         `json:"hello"` // what the snapshotted agent said when it came up
+	Hello   vmproto.Hello `json:"hello"` // what the snapshotted agent said when it came up
 	Accel   string        `json:"accel"`
 	Bytes   int64         `json:"bytes"`
 	Took    time.Duration `json:"took"` // stop → file complete
@@ -37,7 +40,7 @@ const (
 )
 
 // snapshotKey names everything the saved state depends on.
-func snapshotKey(cfg Config, qemu string, im *Image, accel string) string {
+func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d\n%d\n%s\n", im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
 	return hex.EncodeToString(h.Sum(nil))[:24]
@@ -179,11 +182,11 @@ func (g *Guest) resume(ctx context.Context, snap *Snapshot) error {
 // (e.g. a learner's terminal): the caller owns the guest and Stops it.
 func Restore(ctx context.Context, cfg Config) (*Guest, error) {
 	cfg = cfg.withDefaults()
-	im, err := LoadImage(cfg.Dir)
+	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	qemu, err := CheckQEMU(cfg.QEMU)
+	qemu, err := vmimage.CheckQEMU(cfg.QEMU)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func Restore(ctx context.Context, cfg Config) (*Guest, error) {
 
 // EnsureSnapshot returns the cache's snapshot for this image, QEMU and
 // accelerator, booting a guest and saving one when there is none.
-func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *Image, accel string) (*Snapshot, error) {
+func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Image, accel string) (*Snapshot, error) {
 	cfg = cfg.withDefaults()
 	key := snapshotKey(cfg, qemu, im, accel)
 	// One cold boot per cache, however many ask at once.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // ownCache is a cache directory with the shared test image linked in, so a
@@ -41,7 +42,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 	if !first.Restored || first.Hello.Kernel == "" {
 		t.Fatalf("restored guest: restored=%v hello=%+v", first.Restored, first.Hello)
 	}
-	qemu, _ := CheckQEMU("qemu-system-x86_64")
+	qemu, _ := vmimage.CheckQEMU("qemu-system-x86_64")
 	snap := loadSnapshot(cfg.Dir, snapshotKey(cfg.withDefaults(), qemu, mustImage(t, cfg.Dir), AccelTCG))
 	if snap == nil {
 		t.Fatalf("no snapshot saved in %s", cfg.Dir)
@@ -89,9 +90,9 @@ func TestRestoreFromSnapshot(t *testing.T) {
 
 var errNoEvents = os.ErrNotExist
 
-func mustImage(t *testing.T, dir string) *Image {
+func mustImage(t *testing.T, dir string) *vmimage.Image {
 	t.Helper()
-	im, err := LoadImage(dir)
+	im, err := vmimage.LoadImage(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
