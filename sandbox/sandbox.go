@@ -77,7 +77,11 @@ type Event struct {
 	// status
 	Status   Status `json:"status,omitempty"`
 	Position int    `json:"position,omitempty"` // queue position, 1 = next
-	Backend  string `json:"backend,omitempty"`
+	// Wait is the estimated wait in seconds before a queued run starts,
+	// played forward from how long recent runs of each experiment took and
+	// the scheduling rules (0: not known yet).
+	Wait    float64 `json:"wait_s,omitempty"`
+	Backend string  `json:"backend,omitempty"`
 
 	// phase, log, result (verdict), error (message)
 	Name    string `json:"name,omitempty"` // phase id, e.g. "register"

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -34,9 +35,11 @@ type Backend struct {
 	kick    chan struct{} // ask the supervisor to boot again after a failure
 	boots   []time.Duration
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+	startOnce sync.Once
+	started   atomic.Bool
 }
 
 // New returns a backend that has not started yet.
@@ -52,13 +55,20 @@ func New(cfg Config) *Backend {
 
 // Start builds the image if needed and boots the guest in the background.
 func (b *Backend) Start() {
-	go b.supervise()
+	b.startOnce.Do(func() {
+		b.started.Store(true)
+		go b.supervise()
+	})
 }
 
-// Close stops the guest and the supervisor; a run in flight fails.
+// Close stops the guest and the supervisor; a run in flight fails. A
+// backend that never started has nothing to wait for.
 func (b *Backend) Close() error {
 	b.cancel()
-	<-b.done
+	b.startOnce.Do(func() {}) // no start after Close
+	if b.started.Load() {
+		<-b.done
+	}
 	return nil
 }
 
