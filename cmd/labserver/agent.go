@@ -139,6 +139,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Sink:        hub,
 		Logger:      log,
 	})
+	hub.SetSlots(concurrency) // the fallback estimate when the runner has none yet
 	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
 }
 
