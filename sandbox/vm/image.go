@@ -35,7 +35,7 @@ const PortName = "org.rdmalab.agent"
 var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
-	"qperf",
+	"qperf", "rping",
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
