@@ -18,6 +18,20 @@ const (
 	NeedRDMA Need = "rdma" // needs RDMA devices (host with rxe, or the vm backend)
 )
 
+// Sharing says whether an experiment's figures depend on having the
+// machine's CPUs to itself. The runner starts shareable runs side by side
+// (in a pool of guests, on workers); a timing run starts only when nothing
+// else runs, and nothing else starts until it ends, so what it measures is
+// its own cost and not its neighbours'.
+type Sharing string
+
+// Sharing classes. An experiment that leaves Sharing empty is treated as
+// timing (the safe choice); every built-in experiment says which it is.
+const (
+	Timing    Sharing = "timing"    // measures time or CPU: pingpong, perftest, tcp-cost, loss sweeps
+	Shareable Sharing = "shareable" // shows semantics (errnos, states, counts): may run beside others
+)
+
 // Status is a run's lifecycle state.
 type Status string
 
@@ -152,10 +166,12 @@ type Params map[string]any
 
 // Experiment is one runnable experiment.
 type Experiment struct {
-	ID      string        `json:"id"`
-	Title   Text          `json:"title"`
-	Summary Text          `json:"summary"`
-	Needs   Need          `json:"needs"`
+	ID      string `json:"id"`
+	Title   Text   `json:"title"`
+	Summary Text   `json:"summary"`
+	Needs   Need   `json:"needs"`
+	// Sharing: Timing (runs alone) or Shareable (runs beside others).
+	Sharing Sharing       `json:"sharing"`
 	Params  []Param       `json:"params"`
 	Presets []Preset      `json:"presets"`
 	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
@@ -165,6 +181,14 @@ type Experiment struct {
 	// an expected failure that the experiment demonstrates (ENOMEM) is an
 	// event, not an error.
 	Run func(ctx context.Context, p Params, emit Emitter) error `json:"-"`
+}
+
+// Class is e's sharing class: Sharing, or Timing when it is not set.
+func (e *Experiment) Class() Sharing {
+	if e.Sharing == Shareable {
+		return Shareable
+	}
+	return Timing
 }
 
 // Request is what a backend hands to `labserver agent`: one run of one experiment.
