@@ -27,7 +27,8 @@ func RDMACM() *sandbox.Experiment {
 		Summary: say(
 			"rping connects an RC QP through the RDMA connection manager: an IP address and a port instead of a QPN, GID and PSN sent over a TCP socket. The run shows every CM event on both sides and which manual step each one replaced.",
 			"rping 通过 RDMA 连接管理器（rdma_cm）连接一个 RC QP：只需 IP 地址和端口，而不是用 TCP 套接字交换 QPN、GID 和 PSN。运行结果列出两端看到的每个 CM 事件，以及它替代了手工交换中的哪一步。"),
-		Needs: sandbox.NeedRDMA, // shareable: it shows events, not timings
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable, // it shows events, not timings
 		Params: []sandbox.Param{
 			{Name: "count", Kind: sandbox.ParamInt, Title: say("Pings", "ping 次数"), Min: 1, Max: 10, Default: int64(3),
 				Help: say("Each ping is a SEND of the buffer's address and rkey, then an RDMA READ and an RDMA WRITE by the server.", "每次 ping 是一次携带缓冲区地址和 rkey 的 SEND，随后服务端发起一次 RDMA READ 和一次 RDMA WRITE。")},

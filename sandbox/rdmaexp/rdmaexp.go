@@ -28,8 +28,8 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(QPStates())
 	reg.Register(Perftest())
 	reg.Register(Resources())
-	reg.Register(UDvsRC()) // shareable
-	reg.Register(RDMACM()) // shareable
+	reg.Register(UDvsRC())
+	reg.Register(RDMACM())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)

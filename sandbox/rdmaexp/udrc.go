@@ -23,11 +23,12 @@ func UDvsRC() *sandbox.Experiment {
 		Summary: say(
 			"Sends one message over an RC QP (connected to one peer, any size, split into MTU-sized packets and acknowledged), then over a UD QP with an address handle (any peer per message, a 40-byte GRH in front of the data in the receive buffer, at most one MTU per message), and finally a UD message bigger than the MTU.",
 			"先通过 RC QP 发送一条消息（只连一个对端、大小不限、按 MTU 切成多个包并被确认），再通过带地址句柄的 UD QP 发送（每条消息可发往任意对端、接收缓冲区里数据前面有 40 字节的 GRH、每条消息最多一个 MTU），最后发送一条大于 MTU 的 UD 消息。"),
-		Needs: sandbox.NeedRDMA, // shareable: it measures what arrives, not how fast
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable, // it shows what arrives, not how fast
 		Params: []sandbox.Param{
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Size of the big message", "大消息的大小"),
 				Help: say("Sent over RC, then over UD. Bigger than the path MTU (1024 bytes on the lab's veth) shows UD's limit.", "先走 RC 再走 UD。大于路径 MTU（实验环境的 veth 上是 1024 字节）时可以看到 UD 的上限。"),
-				Min: 1, Max: 64 << 10, Unit: "B", Default: int64(3000)},
+				Min:  1, Max: 64 << 10, Unit: "B", Default: int64(3000)},
 		},
 		Presets: []sandbox.Preset{
 			{ID: "over-mtu", Title: say("3000 bytes: more than one MTU", "3000 字节：超过一个 MTU"), Values: map[string]any{"size": 3000}},
