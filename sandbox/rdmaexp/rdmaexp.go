@@ -30,6 +30,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(Resources())
 	reg.Register(UDvsRC())
 	reg.Register(RDMACM())
+	reg.Register(VerbsSteps())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)
