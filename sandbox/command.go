@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 )
 
@@ -121,4 +123,85 @@ func WithCommands(ctx context.Context, cmds <-chan Command) context.Context {
 func CommandsFrom(ctx context.Context) <-chan Command {
 	c, _ := ctx.Value(commandsKey{}).(<-chan Command)
 	return c
+}
+
+// FeedCommands writes first (the request line) to w, then each command of
+// ctx's stream as one JSON line, and closes w when the stream closes or
+// ctx ends — the agent then reads EOF. stop ends it early and closes w. A
+// backend calls it with the write end of the agent's stdin pipe.
+func FeedCommands(ctx context.Context, w io.WriteCloser, first []byte) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	cmds := CommandsFrom(ctx)
+	go func() {
+		defer close(done)
+		defer w.Close()
+		if _, err := w.Write(first); err != nil {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case c, ok := <-cmds:
+				if !ok {
+					return
+				}
+				b, _ := json.Marshal(c)
+				if _, err := w.Write(append(b, '\n')); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	var once bool
+	return func() {
+		if !once {
+			once = true
+			close(quit)
+			<-done
+		}
+	}
+}
+
+// agentCommands reads the command lines that follow the request on the
+// agent's stdin, checks each against exp again (nothing that crossed a
+// process or VM boundary is trusted) and delivers them in order. The
+// channel closes at EOF: no more commands will come.
+func agentCommands(ctx context.Context, exp *Experiment, in io.Reader, em Emitter) <-chan Command {
+	ch := make(chan Command)
+	go func() {
+		defer close(ch)
+		for {
+			line, err := readLine(in, 4096)
+			if err != nil {
+				return
+			}
+			c, err := DecodeCommand(line)
+			if err == nil {
+				err = exp.ValidateCommand(c)
+			}
+			if err != nil {
+				em.Emit(Event{Type: EvLog, Level: "warn", Message: "the agent refused a command: " + err.Error()})
+				continue
+			}
+			select {
+			case ch <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// agentStdinPipe is the agent's stdin for an interactive run: a pipe the
+// backend feeds with FeedCommands. Without a command stream it is nil.
+func agentStdinPipe(ctx context.Context) (r, w *os.File, err error) {
+	if CommandsFrom(ctx) == nil {
+		return nil, nil, nil
+	}
+	return os.Pipe()
 }

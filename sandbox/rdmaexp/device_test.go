@@ -27,6 +27,7 @@ func TestOnDevices(t *testing.T) {
 	t.Run("perftest", func(t *testing.T) { testPerftest(t, ex) })
 	t.Run("ud-vs-rc", func(t *testing.T) { testUDvsRC(t, ex) })
 	t.Run("rdma-cm", func(t *testing.T) { testRDMACM(t, ex) })
+	t.Run("verbs-steps", func(t *testing.T) { testVerbsSteps(t, ex) })
 	t.Run("resources", func(t *testing.T) { testResources(t, ex) })
 }
 

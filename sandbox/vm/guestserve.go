@@ -39,6 +39,7 @@ type guestConn struct {
 	mu      sync.Mutex
 	running uint64 // id of the run in flight, 0 = none
 	cancel  context.CancelFunc
+	cmds    chan sandbox.Command // the interactive run's commands; nil when it takes none
 	wg      sync.WaitGroup
 }
 
@@ -107,6 +108,21 @@ func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
 		}
 		c.mu.Unlock()
 		_ = c.send(guestMsg{ID: m.ID, End: true})
+	case opCommand:
+		c.mu.Lock()
+		if c.running == m.Target && c.cmds != nil {
+			if m.Cmd == nil {
+				close(c.cmds)
+				c.cmds = nil
+			} else {
+				select {
+				case c.cmds <- *m.Cmd:
+				default: // the host's runner bounds the queue; more is a broken host
+				}
+			}
+		}
+		c.mu.Unlock()
+		_ = c.send(guestMsg{ID: m.ID, End: true})
 	case opRun:
 		if m.Req == nil {
 			_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBadOp, Error: "run without a request"})
@@ -120,7 +136,11 @@ func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
 			return
 		}
 		rctx, cancel := context.WithCancel(ctx)
-		c.running, c.cancel = m.ID, cancel
+		c.running, c.cancel, c.cmds = m.ID, cancel, nil
+		if m.Commands {
+			c.cmds = make(chan sandbox.Command, 16)
+			rctx = sandbox.WithCommands(rctx, c.cmds)
+		}
 		c.mu.Unlock()
 		c.wg.Add(1)
 		go func() {
@@ -140,7 +160,7 @@ func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
 				}
 			}
 			c.mu.Lock()
-			c.running, c.cancel = 0, nil
+			c.running, c.cancel, c.cmds = 0, nil, nil
 			c.mu.Unlock()
 			_ = c.send(end)
 		}()

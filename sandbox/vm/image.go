@@ -475,8 +475,17 @@ func (p *plan) addProvider(ctx context.Context) error {
 			return err
 		}
 	}
+	// glibc dlopen()s libgcc_s to unwind a thread in pthread_exit (rping's
+	// threads end that way) and aborts without it; ldd never lists it.
+	if _, err := os.Stat(libgccPath); err == nil {
+		if err := p.addBinary(ctx, libgccPath, guestLibPath(libgccPath)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+const libgccPath = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 
 // planModules resolves the modules and their dependencies with the host's
 // modprobe against the guest kernel's module tree.

@@ -31,6 +31,10 @@ const (
 	opLab    = "lab"
 	opPing   = "ping"
 	opCancel = "cancel"
+	// opCommand carries a learner's command to the interactive run Target;
+	// without Cmd it says no more commands will come (the guest closes the
+	// run's command stream, the agent's stdin reaches EOF).
+	opCommand = "command"
 )
 
 // End kinds: why a request ended without success.
@@ -47,7 +51,10 @@ type hostMsg struct {
 	ID     uint64           `json:"id"`
 	Op     string           `json:"op"`
 	Req    *sandbox.Request `json:"req,omitempty"`
-	Target uint64           `json:"target,omitempty"` // cancel: the run to stop
+	Target uint64           `json:"target,omitempty"` // cancel, command: the run meant
+	// run: the run is interactive, commands will follow (op command)
+	Commands bool             `json:"commands,omitempty"`
+	Cmd      *sandbox.Command `json:"cmd,omitempty"` // command
 }
 
 // guestMsg is a line from the guest to the host.
