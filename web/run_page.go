@@ -162,6 +162,7 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			rv.Errors = append(rv.Errors, item)
 		}
 	}
+	rv.Steps = stepItems(events, lang) // stepthrough.go: interactive runs
 	for _, k := range order {
 		a := metrics[k]
 		a.Last, a.Min, a.Max = num(a.last), num(a.min), num(a.max)

@@ -11,6 +11,7 @@ func (s *Server) runRoutes(r chi.Router) {
 	r.Get("/api/runs/{id}", s.runShow)
 	r.Get("/api/runs/{id}/events", s.runEvents)
 	r.Post("/api/runs/{id}/cancel", s.runCancel)
+	r.Post("/api/runs/{id}/commands", s.runCommand) // run_command.go: interactive runs
 	r.Get("/runs", s.runList)
 	r.With(limit).Post("/runs", s.runCreateForm)
 	r.Get("/runs/{id}", s.runPage)
