@@ -52,6 +52,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		LessonHref:  s.lessonOf(run.Experiment, lang),
 	}
 	v.Use(views.ExperimentAssets)
+	if len(rv.Steps) > 0 {
+		v.Use(views.Assets{Styles: views.StepThroughAssets.Styles}) // the step list's look, no widget script
+	}
 	s.render(w, r, http.StatusOK, views.RunPageView(v))
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -141,6 +142,9 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		return fmt.Errorf("rping is not installed here (apt-get install rdmacm-utils): %w", err)
 	}
 	note(emit, "info", top.describe())
+	if err := waitCMDevice(ctx); err != nil {
+		return err
+	}
 	port := fmt.Sprint(20000 + rand.IntN(20000))
 	start := time.Now()
 	srvLog := &lineLog{start: start}
@@ -248,4 +252,25 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	result(emit, ok, v, figs)
 	return nil
+}
+
+// cmDevice is the character device librdmacm talks to; the rdma_ucm module
+// creates it, and the lab's guest loads that module just after boot.
+const cmDevice = "/dev/infiniband/rdma_cm"
+
+func waitCMDevice(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(cmDevice); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s does not exist: the rdma_ucm kernel module is not loaded (modprobe rdma_ucm)", cmDevice)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
