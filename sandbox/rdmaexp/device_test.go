@@ -276,7 +276,7 @@ func testRDMACM(t *testing.T, ex executor) {
 	var rows []string
 	for _, tb := range rec.of(sandbox.EvTable) {
 		for _, row := range tb.Table.Rows {
-			rows = append(rows, row[2])
+			rows = append(rows, row[1])
 		}
 	}
 	for _, want := range []string{"RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_ESTABLISHED"} {

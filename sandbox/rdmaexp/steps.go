@@ -64,6 +64,11 @@ type stepOut struct {
 
 const stepMRSize = 4096
 
+// stepRetryCnt is the RTS retry_cnt of the walk: a peer that never answers
+// is given up on after 3 resends (perftest uses 7, which Soft-RoCE's
+// completer treats as "retry forever", like rnr_retry 7).
+const stepRetryCnt = 3
+
 // stepper is the state kept between steps.
 type stepper struct {
 	ctx  context.Context
@@ -393,6 +398,7 @@ func (s *stepper) toInit(string) (stepOut, error) {
 	s.attr = verbs.DefaultQPAttr(1, s.top.Client.GID.Index, s.port.ActiveMTU)
 	s.attr.AccessFlags = stepAccess
 	s.attr.MinRNRTimer = 1
+	s.attr.RetryCnt = stepRetryCnt
 	if err := s.qp.Modify(verbs.StateInit, s.attr); err != nil {
 		return out, refused(err, &out)
 	}
@@ -777,7 +783,7 @@ func (s *stepper) reconnect() error {
 		return err
 	}
 	a := verbs.DefaultQPAttr(1, s.top.Client.GID.Index, s.port.ActiveMTU)
-	a.AccessFlags, a.MinRNRTimer = stepAccess, 1
+	a.AccessFlags, a.MinRNRTimer, a.RetryCnt = stepAccess, 1, stepRetryCnt
 	a.DestQPN, a.RQPSN, a.DGID, a.SQPSN = s.remote.QPN, s.remote.PSN, g, s.psn
 	s.attr = a
 	for _, st := range []verbs.QPState{verbs.StateReset, verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
