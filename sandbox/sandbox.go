@@ -121,11 +121,14 @@ type Event struct {
 	Offers []string `json:"offers,omitempty"` // commands the run accepts next
 }
 
-// Table is a small result table.
+// Table is a small result table. Title, Columns and Rows are English (or
+// language-free); I18n holds the same table in other languages ("zh"),
+// built with NewTable/AddRow (table.go). Readers pick In(lang).
 type Table struct {
-	Title   string     `json:"title,omitempty"`
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
+	Title   string                `json:"title,omitempty"`
+	Columns []string              `json:"columns"`
+	Rows    [][]string            `json:"rows"`
+	I18n    map[string]*TableText `json:"i18n,omitempty"`
 }
 
 // Emitter is how a running experiment reports events. It is safe for
@@ -233,7 +236,7 @@ type Backend interface {
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
 	Backend string   `json:"backend"`
-	State   string   `json:"state"` // booting|ready|failed|none
+	State   LabState `json:"state"`
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)

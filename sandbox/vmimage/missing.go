@@ -1,6 +1,7 @@
-package vm
+package vmimage
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 )
@@ -49,6 +50,7 @@ var programPackage = map[string]string{
 	"depmod":             "kmod",
 	"ip":                 "iproute2",
 	"rdma":               "iproute2",
+	"tc":                 "iproute2",
 	"ibv_devices":        "ibverbs-utils",
 	"ibv_devinfo":        "ibverbs-utils",
 	"ibv_rc_pingpong":    "ibverbs-utils",
@@ -62,4 +64,13 @@ var programPackage = map[string]string{
 	"capsh":              "libcap2-bin",
 	"setpriv":            "util-linux",
 	"prlimit":            "util-linux",
+}
+
+// CheckQEMU finds the QEMU binary or says how to install it.
+func CheckQEMU(qemu string) (string, error) {
+	p, err := exec.LookPath(qemu)
+	if err != nil {
+		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
+	}
+	return p, nil
 }

@@ -1,4 +1,9 @@
-package vm
+// Package vmimage builds the lab guest's image on the host: a kernel with
+// rdma_rxe and its modules, busybox, iproute2, rdma-core, perftest and the
+// labserver binary, from this machine's Debian packages, packed into an
+// initramfs (cpio) next to the kernel. It also says what the machine lacks
+// (Preflight, MissingError). It runs on the host, at build time.
+package vmimage
 
 import (
 	"bufio"
@@ -10,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"io"
 	"os"
 	"os/exec"
@@ -26,16 +32,15 @@ import (
 // labserver rebuilds images made by an older one.
 const imageFormat = "rdmalab-vm-image/1"
 
-// PortName is the virtio-serial port that carries the agent protocol.
-const PortName = "org.rdmalab.agent"
-
 // guestPrograms must be in the guest: the experiments and the lab's own
 // tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
 // applets over $PATH, so its sh would run busybox's limited ip).
 var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
-	"qperf", "rping",
+	"qperf",
+	"tc",    // lesson 02: netem loss on the veth path, reset after every run
+	"rping", // lesson 03: rdma_cm connects (rdmacm-utils)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -44,8 +49,10 @@ var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ib_read_bw", "capsh"
 // guestModules are loaded in this order before the agent says it is ready;
 // --show-depends puts each module's dependencies before it. crc32_generic
 // is a hidden dependency of rdma_rxe (it asks the crypto API for "crc32"),
-// so it comes first.
-var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth"}
+// so it comes first. sch_netem (lesson 02's loss sweep) is small and must be
+// there before the first run: the guest has no modprobe for the kernel to
+// call when tc asks for a netem qdisc.
+var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth", "sch_netem"}
 
 // lateModules are loaded after the agent is ready, off the boot's critical
 // path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm
@@ -605,9 +612,9 @@ func (p *plan) addEtc() {
 		}
 		return []byte(b.String())
 	}
-	t.bytes(guestModuleList, list(p.modules[:p.late]), 0o644)
-	t.bytes("init", initScript(guestModules), 0o755)
-	t.bytes(guestLateModuleList, list(p.modules[p.late:]), 0o644)
+	t.bytes(vmproto.ModuleList, list(p.modules[:p.late]), 0o644)
+	t.bytes("init", vmproto.InitScript(guestModules), 0o755)
+	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:]), 0o644)
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {
 			if e.Type().IsRegular() {
@@ -618,13 +625,6 @@ func (p *plan) addEtc() {
 		}
 	}
 }
-
-// guestModuleList lists the modules' guest paths in load order; the guest
-// init loads them with finit_module.
-const guestModuleList = "etc/rdmalab/modules"
-
-// guestLateModuleList lists the modules loaded after the agent is ready.
-const guestLateModuleList = "etc/rdmalab/modules.late"
 
 func guestModulePath(host string) string { return "/" + guestLibPath(host) }
 
