@@ -39,8 +39,9 @@ var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
-	"tc",    // lesson 02: netem loss on the veth path, reset after every run
-	"rping", // lesson 03: rdma_cm connects (rdmacm-utils)
+	"strace", // the syscalls experiment counts system calls per message with it
+	"tc",     // lesson 02: netem loss on the veth path, reset after every run
+	"rping",  // lesson 03: rdma_cm connects (rdmacm-utils)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
