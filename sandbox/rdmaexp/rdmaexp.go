@@ -32,6 +32,8 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(LossSweep())
 	reg.Register(RetryBudget())
 	reg.Register(DSCPECN())
+	reg.Register(WireCapture())
+	reg.Register(Diagnose())
 	reg.Register(UDvsRC())
 	reg.Register(RDMACM())
 	reg.Register(VerbsSteps())
