@@ -75,4 +75,3 @@ func TestDashboardWith100kLearners(t *testing.T) {
 		t.Errorf("next page link %q", next)
 	}
 }
-
