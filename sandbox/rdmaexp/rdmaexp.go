@@ -28,6 +28,14 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(QPStates())
 	reg.Register(Perftest())
 	reg.Register(Resources())
+	reg.Register(PerfSweep())  // timing
+	reg.Register(PerfInline()) // timing
+	reg.Register(PerfSignal()) // timing
+	reg.Register(PerfWait())   // timing
+	reg.Register(PerfMRCost()) // timing
+	reg.Register(PerfDepth())  // timing
+	reg.Register(PerfMTU())    // timing
+	reg.RegisterHelper(helperMTUGuard, mtuGuardHelper)
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)
