@@ -41,7 +41,7 @@ func (h *HostBackend) Name() string { return "host" }
 // Lab implements Backend. The host backend runs experiments that need no
 // RDMA device, so it is ready whenever this process runs.
 func (h *HostBackend) Lab(ctx context.Context) Lab {
-	lab := Lab{Backend: "host", State: "ready", Devices: []Device{}}
+	lab := Lab{Backend: "host", State: LabReady, Devices: []Device{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		lab.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -241,7 +241,7 @@ func (n NoBackend) Name() string { return "none" }
 
 // Lab implements Backend.
 func (n NoBackend) Lab(context.Context) Lab {
-	return Lab{Backend: "none", State: "none", Reason: n.Reason, Devices: []Device{}}
+	return Lab{Backend: "none", State: LabNone, Reason: n.Reason, Devices: []Device{}}
 }
 
 // Exec implements Backend.

@@ -225,6 +225,11 @@ func numberString(v any) (string, bool) {
 // checkDefinition is run by Register: names are unique, every default
 // validates, enum choices exist, and every preset validates.
 func (e *Experiment) checkDefinition() error {
+	switch e.Sharing {
+	case "", Timing, Shareable:
+	default:
+		return fmt.Errorf("sharing %q: want %q or %q", e.Sharing, Timing, Shareable)
+	}
 	seen := map[string]bool{}
 	for i := range e.Params {
 		p := &e.Params[i]

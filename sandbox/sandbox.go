@@ -18,6 +18,20 @@ const (
 	NeedRDMA Need = "rdma" // needs RDMA devices (host with rxe, or the vm backend)
 )
 
+// Sharing says whether an experiment's figures depend on having the
+// machine's CPUs to itself. The runner starts shareable runs side by side
+// (in a pool of guests, on workers); a timing run starts only when nothing
+// else runs, and nothing else starts until it ends, so what it measures is
+// its own cost and not its neighbours'.
+type Sharing string
+
+// Sharing classes. An experiment that leaves Sharing empty is treated as
+// timing (the safe choice); every built-in experiment says which it is.
+const (
+	Timing    Sharing = "timing"    // measures time or CPU: pingpong, perftest, tcp-cost, loss sweeps
+	Shareable Sharing = "shareable" // shows semantics (errnos, states, counts): may run beside others
+)
+
 // Status is a run's lifecycle state.
 type Status string
 
@@ -94,11 +108,14 @@ type Event struct {
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
 }
 
-// Table is a small result table.
+// Table is a small result table. Title, Columns and Rows are English (or
+// language-free); I18n holds the same table in other languages ("zh"),
+// built with NewTable/AddRow (table.go). Readers pick In(lang).
 type Table struct {
-	Title   string     `json:"title,omitempty"`
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
+	Title   string                `json:"title,omitempty"`
+	Columns []string              `json:"columns"`
+	Rows    [][]string            `json:"rows"`
+	I18n    map[string]*TableText `json:"i18n,omitempty"`
 }
 
 // Emitter is how a running experiment reports events. It is safe for
@@ -152,10 +169,12 @@ type Params map[string]any
 
 // Experiment is one runnable experiment.
 type Experiment struct {
-	ID      string        `json:"id"`
-	Title   Text          `json:"title"`
-	Summary Text          `json:"summary"`
-	Needs   Need          `json:"needs"`
+	ID      string `json:"id"`
+	Title   Text   `json:"title"`
+	Summary Text   `json:"summary"`
+	Needs   Need   `json:"needs"`
+	// Sharing: Timing (runs alone) or Shareable (runs beside others).
+	Sharing Sharing       `json:"sharing"`
 	Params  []Param       `json:"params"`
 	Presets []Preset      `json:"presets"`
 	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
@@ -165,6 +184,14 @@ type Experiment struct {
 	// an expected failure that the experiment demonstrates (ENOMEM) is an
 	// event, not an error.
 	Run func(ctx context.Context, p Params, emit Emitter) error `json:"-"`
+}
+
+// Class is e's sharing class: Sharing, or Timing when it is not set.
+func (e *Experiment) Class() Sharing {
+	if e.Sharing == Shareable {
+		return Shareable
+	}
+	return Timing
 }
 
 // Request is what a backend hands to `labserver agent`: one run of one experiment.
@@ -189,7 +216,7 @@ type Backend interface {
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
 	Backend string   `json:"backend"`
-	State   string   `json:"state"` // booting|ready|failed|none
+	State   LabState `json:"state"`
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)

@@ -14,7 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q >/dev/null
+# Several builds may install at once (and apt timers run on a fresh VM):
+# wait for the dpkg lock instead of failing.
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -q --no-install-recommends $missing >/dev/null
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $missing >/dev/null
 echo "rdmalab: installed:$missing"

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -19,7 +18,7 @@ type LabSource interface {
 // lab is the current lab state; a server without an RDMA backend says so.
 func (s *Server) lab(ctx context.Context) sandbox.Lab {
 	if s.cfg.Lab == nil {
-		return sandbox.Lab{Backend: "none", State: "none", Reason: "this server was started without an RDMA backend", Devices: []sandbox.Device{}}
+		return sandbox.Lab{Backend: "none", State: sandbox.LabNone, Reason: "this server was started without an RDMA backend", Devices: []sandbox.Device{}}
 	}
 	l := s.cfg.Lab.Lab(ctx)
 	if l.Devices == nil {
@@ -41,7 +40,7 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 	t := tr(lang)
 	v := views.LabView{
 		Chrome:  s.chrome(r, t("lab.title")),
-		Backend: l.Backend, State: l.State, Status: vm.StatusLine(l), Reason: l.Reason,
+		Backend: l.Backend, State: string(l.State), Status: l.String(), Reason: l.Reason,
 		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
 	}
 	v.Use(views.TableAssets) // the device and counter tables

@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 )
 
 // runAgentServe is `labserver agent --serve PORT`: the agent of the
 // Soft-RoCE guest. It serves requests on the virtio-serial device PORT one
-// run at a time (see sandbox/vm/proto.go); each run goes to a fresh
+// run at a time (see sandbox/vmproto/proto.go); each run goes to a fresh
 // `labserver agent` child, exactly as on the host, so an experiment that
 // changes its own limits or capabilities cannot leak into the next run.
 // Guest init starts it; it is not meant to be run by hand.
@@ -24,8 +24,8 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
 	// /init starts us while it loads the modules; we set up Soft-RoCE and
-	// link PORT (see sandbox/vm/guestinit.go).
-	port, err := vm.PrepareGuest(ctx, args[0])
+	// link PORT (see sandbox/vmguest/guestinit.go).
+	port, err := vmguest.PrepareGuest(ctx, args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1
@@ -36,12 +36,12 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1
 	}
-	runner := &vm.SpareRunner{Argv: []string{exe, "agent"}}
+	runner := &vmguest.SpareRunner{Argv: []string{exe, "agent"}}
 	defer runner.Close()
-	srv := &vm.GuestServer{
+	srv := &vmguest.GuestServer{
 		Run:       runner.Run,
-		Lab:       vm.GuestLab,
-		Hello:     vm.GuestHello(),
+		Lab:       vmguest.GuestLab,
+		Hello:     vmguest.GuestHello(),
 		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects
 	}
 	// The first run's agent starts now, while the host sees the hello.

@@ -15,8 +15,10 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/choose"
-	"github.com/rdmalab/rdmalab/sandbox/hostrdma"
+	"github.com/rdmalab/rdmalab/sandbox/rxedev"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 func init() {
@@ -120,7 +122,7 @@ func vmBuild(ctx context.Context, cfg vm.Config, backend string, ifNeeded, force
 			return nil
 		}
 	}
-	_, _, err := vm.Build(ctx, vm.BuildOptions{Dir: cfg.Dir, Force: force, Progress: stdout})
+	_, _, err := vmimage.Build(ctx, vmimage.BuildOptions{Dir: cfg.Dir, Force: force, Progress: stdout})
 	return err
 }
 
@@ -138,8 +140,8 @@ func vmBoot(ctx context.Context, cfg vm.Config, keep bool, stdout io.Writer) err
 	}
 	boots := b.BootTimes()
 	lab := b.Lab(ctx)
-	fmt.Fprintln(stdout, vm.StatusLine(lab))
-	fmt.Fprint(stdout, vm.DeviceTable(lab.Devices))
+	fmt.Fprintln(stdout, lab.String())
+	fmt.Fprint(stdout, sandbox.DeviceTable(lab.Devices))
 	fmt.Fprintf(stdout, "QEMU start → agent ready: %.2f s (%.2f s with the image check); QEMU pid %d\n",
 		boots[len(boots)-1].Seconds(), time.Since(start).Seconds(), b.GuestPID())
 	if keep {
@@ -162,8 +164,8 @@ func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer)
 		defer resp.Body.Close()
 		var lab sandbox.Lab
 		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&lab) == nil {
-			fmt.Fprintln(stdout, vm.StatusLine(lab))
-			fmt.Fprint(stdout, vm.DeviceTable(lab.Devices))
+			fmt.Fprintln(stdout, lab.String())
+			fmt.Fprint(stdout, sandbox.DeviceTable(lab.Devices))
 			return nil
 		}
 	}
@@ -174,7 +176,7 @@ func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer)
 	}
 	fmt.Fprintf(stdout, "  backend %s\n", d)
 	if d.Backend == choose.VM {
-		if im, err := vm.LoadImage(cfg.Dir); err == nil {
+		if im, err := vmimage.LoadImage(cfg.Dir); err == nil {
 			fmt.Fprintf(stdout, "  guest image: kernel %s, %d MB initramfs, built %s in %s\n", im.Release, im.Size>>20, im.Built, cfg.Dir)
 		} else {
 			fmt.Fprintf(stdout, "  guest image: not built yet in %s (labserver vm build)\n", cfg.Dir)
@@ -185,7 +187,7 @@ func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer)
 
 // vmShell boots a guest with a root shell on this terminal.
 func vmShell(ctx context.Context, cfg vm.Config, stdout io.Writer) error {
-	im, _, err := vm.Build(ctx, vm.BuildOptions{Dir: cfg.Dir, Progress: stdout})
+	im, _, err := vmimage.Build(ctx, vmimage.BuildOptions{Dir: cfg.Dir, Progress: stdout})
 	if err != nil {
 		return err
 	}
@@ -217,10 +219,10 @@ func runGuestInit(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: labserver vm guest-init AGENT_PID   (PID 1 inside the lab guest, started by its /init)")
 		return 2
 	}
-	if err := vm.GuestInit(pid, []string{"/usr/bin/labserver", "agent", "--serve"}); err != nil {
+	if err := vmguest.GuestInit(pid, []string{"/usr/bin/labserver", "agent", "--serve"}); err != nil {
 		fmt.Fprintf(os.Stdout, "rdmalab-guest: FATAL: %v\n", err)
 	}
-	vm.PowerOff()
+	vmguest.PowerOff()
 	return 0
 }
 
@@ -239,7 +241,7 @@ func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog
 		if d.SetUp {
 			note = "Soft-RoCE set up by labserver on this host"
 		}
-		return &hostrdma.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
+		return &rxedev.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
 		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log})
 		b.Start()

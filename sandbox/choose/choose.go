@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/hostrdma"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/rxedev"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // Modes of --backend.
@@ -33,10 +33,10 @@ type Options struct {
 	SetupSoftRoCE bool   // may create rxe devices on this host (root, changes its routing rules)
 	Agent         string // labserver binary for the guest image ("" = this executable)
 
-	HostDevices func() ([]sandbox.Device, error)              // hostrdma.Devices
-	RxeLoadable func(context.Context) error                   // hostrdma.RxeLoadable
+	HostDevices func() ([]sandbox.Device, error)              // rxedev.Devices
+	RxeLoadable func(context.Context) error                   // rxedev.RxeLoadable
 	SetupHost   func(context.Context) error                   // load rdma_rxe, create rxe0/rxe1
-	VMReady     func(ctx context.Context, agent string) error // vm.Preflight
+	VMReady     func(ctx context.Context, agent string) error // vmimage.Preflight
 }
 
 // Decision is where RDMA experiments run and why.
@@ -61,21 +61,21 @@ func (o *Options) defaults() {
 		o.Mode = Auto
 	}
 	if o.HostDevices == nil {
-		o.HostDevices = hostrdma.Devices
+		o.HostDevices = rxedev.Devices
 	}
 	if o.RxeLoadable == nil {
-		o.RxeLoadable = hostrdma.RxeLoadable
+		o.RxeLoadable = rxedev.RxeLoadable
 	}
 	if o.SetupHost == nil {
 		o.SetupHost = func(ctx context.Context) error {
-			if err := hostrdma.LoadRxe(ctx); err != nil {
+			if err := rxedev.LoadRxe(ctx); err != nil {
 				return err
 			}
-			return hostrdma.SetupSoftRoCE(ctx, hostrdma.HostTopology)
+			return rxedev.SetupSoftRoCE(ctx, rxedev.HostTopology)
 		}
 	}
 	if o.VMReady == nil {
-		o.VMReady = vm.Preflight
+		o.VMReady = vmimage.Preflight
 	}
 }
 
@@ -110,7 +110,7 @@ func Decide(ctx context.Context, o Options) (Decision, error) {
 		return Decision{Backend: VM, Reason: strings.Join(append(why, "using the Soft-RoCE guest (QEMU)"), "; ")}, nil
 	}
 	d := Decision{Backend: None}
-	var me *vm.MissingError
+	var me *vmimage.MissingError
 	if errors.As(err, &me) {
 		why = append(why, "the Soft-RoCE guest cannot be built: missing "+me.What)
 		d.Fix = me.Fix()

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // probes are fakes of the machine's answers: devices on this kernel,
@@ -39,7 +39,7 @@ func (p *probes) opts(mode string, setup bool) Options {
 var noRxe = errors.New("kernel 6.18 has no rdma_rxe module")
 
 func TestDecide(t *testing.T) {
-	missingQEMU := &vm.MissingError{What: "qemu-system-x86_64", Packages: []string{"qemu-system-x86"}}
+	missingQEMU := &vmimage.MissingError{What: "qemu-system-x86_64", Packages: []string{"qemu-system-x86"}}
 	for _, c := range []struct {
 		name     string
 		p        probes

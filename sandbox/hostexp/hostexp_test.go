@@ -201,3 +201,15 @@ func TestTCPCostStopsOnCancel(t *testing.T) {
 		t.Error("cancelled run returned no error")
 	}
 }
+
+// TestEverySharingDeclared: the runner schedules by it (timing runs alone,
+// shareable runs side by side), so every experiment says which it is.
+func TestEverySharingDeclared(t *testing.T) {
+	reg := sandbox.NewRegistry()
+	Register(reg)
+	for _, e := range reg.List() {
+		if e.Sharing != sandbox.Timing && e.Sharing != sandbox.Shareable {
+			t.Errorf("%s: Sharing %q: set sandbox.Timing (it measures time or CPU) or sandbox.Shareable", e.ID, e.Sharing)
+		}
+	}
+}

@@ -25,7 +25,8 @@ func Memlock() *sandbox.Experiment {
 		Summary: say(
 			"Pins a buffer with mlock() in a process whose RLIMIT_MEMLOCK (ulimit -l) and CAP_IPC_LOCK you choose — the same check ibv_reg_mr hits — and shows the errno beside the machine's free memory, then the fix.",
 			"在一个子进程里用 mlock() 锁定（钉住）一块内存，RLIMIT_MEMLOCK（ulimit -l）和 CAP_IPC_LOCK 由你选择——ibv_reg_mr 碰到的正是同一道检查——把错误码和本机空闲内存并排显示，然后演示修复。"),
-		Needs: sandbox.NeedHost,
+		Needs:   sandbox.NeedHost,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			expkit.LimitParam(say("How much memory the process may lock without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能锁定多少内存。"),
 				sandbox.Choice{Value: "8388608", Title: say("8 MiB (this machine's hard limit)", "8 MiB（本机的硬上限）")},

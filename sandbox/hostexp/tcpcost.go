@@ -31,7 +31,8 @@ func TCPCost() *sandbox.Experiment {
 		Summary: say(
 			"Streams data over TCP on loopback for a few seconds and measures the CPU time of the sending and the receiving thread: CPU GHz per Gbps, and the cores 100 and 400 Gbps would need at that cost.",
 			"在本机回环上用 TCP 连续发送几秒数据，测量发送线程和接收线程各自的 CPU 时间：每 Gbps 需要多少 GHz CPU，以及按这个代价 100 和 400 Gbps 需要多少个核。"),
-		Needs: sandbox.NeedHost,
+		Needs:   sandbox.NeedHost,
+		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
 			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Duration", "时长"), Unit: "s",
 				Help: say("How long to stream.", "持续发送多久。"), Min: 1, Max: 10, Default: int64(3)},

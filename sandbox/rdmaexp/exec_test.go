@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // executor runs one experiment with raw params and returns its events; it
@@ -112,7 +113,7 @@ func labGuest(t testing.TB) *vm.Backend {
 			img := filepath.Join(dir, "image")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			if _, _, err := vm.Build(ctx, vm.BuildOptions{Dir: img, Agent: bin}); err != nil {
+			if _, _, err := vmimage.Build(ctx, vmimage.BuildOptions{Dir: img, Agent: bin}); err != nil {
 				return fmt.Errorf("build the guest image: %w", err)
 			}
 			guestB = vm.New(vm.Config{Dir: img, Agent: bin, MemoryMiB: 512, BootTimeout: 3 * time.Minute,

@@ -23,7 +23,8 @@ func Perftest() *sandbox.Experiment {
 		Title: say("Cross-check with perftest", "用 perftest 交叉验证"),
 		Summary: say("Runs perftest's ib_write_lat or ib_send_lat between the same Soft-RoCE devices as pingpong and reports its one-way latency (perftest prints half the round trip).",
 			"在与 pingpong 相同的 Soft-RoCE 设备之间运行 perftest 的 ib_write_lat 或 ib_send_lat，报告它的单程时延（perftest 输出的是往返时间的一半）。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
 			{Name: "test", Kind: sandbox.ParamEnum, Title: say("Test", "测试"), Default: "write", Choices: []sandbox.Choice{
 				{Value: "write", Title: say("ib_write_lat (RDMA WRITE)", "ib_write_lat（RDMA WRITE）")},
@@ -167,6 +168,7 @@ func Resources() *sandbox.Experiment {
 		Summary: say("The kernel's count of protection domains, completion queues, queue pairs and memory regions per device — what `rdma resource` prints.",
 			"内核统计的每个设备上的保护域、完成队列、队列对和内存区域数量——即 `rdma resource` 的输出。"),
 		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Timeout: 20 * time.Second,
 		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 			res, err := verbs.Resources()

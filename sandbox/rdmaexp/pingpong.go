@@ -40,7 +40,8 @@ func Pingpong() *sandbox.Experiment {
 		Summary: say(
 			"Two processes bounce a message back and forth over kernel TCP, RDMA SEND/RECV or RDMA WRITE, polling or sleeping for completions; median and p99 round trip and CPU time per round trip for sizes from 2 B up, beside the hardware figures of the lesson.",
 			"两个进程来回传递一条消息，经由内核 TCP、RDMA SEND/RECV 或 RDMA WRITE，以轮询或等待事件的方式获取完成；给出从 2 B 起各种大小的往返时延中位数、p99 以及每次往返的 CPU 时间，并与课程中的硬件数据并列。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
 			{Name: "transport", Kind: sandbox.ParamEnum, Title: say("Transport", "传输方式"), Default: trWrite, Choices: []sandbox.Choice{
 				{Value: trTCP, Title: say("kernel TCP", "内核 TCP")},

@@ -20,7 +20,8 @@ func QPStates() *sandbox.Experiment {
 		Summary: say(
 			"Walks one RC queue pair RESET → INIT → RTR → RTS, showing the attributes each step needs; posting before the QP is ready, or skipping a step, is refused.",
 			"把一个 RC 队列对依次推进 RESET → INIT → RTR → RTS，展示每一步需要的属性；在 QP 就绪前投递请求或跳过某一步都会被拒绝。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			{Name: "mistakes", Kind: sandbox.ParamBool, Title: say("Also try the mistakes", "同时尝试错误操作"),
 				Help: say("Post a SEND before RTS and jump from INIT straight to RTS.", "在 RTS 之前投递 SEND，并从 INIT 直接跳到 RTS。"), Default: true},

@@ -114,6 +114,16 @@ func TestRegistryDefinitions(t *testing.T) {
 	}
 }
 
+// TestEverySharingDeclared: the runner schedules by it (timing runs alone,
+// shareable runs side by side), so every experiment says which it is.
+func TestEverySharingDeclared(t *testing.T) {
+	for _, e := range registry().List() {
+		if e.Sharing != sandbox.Timing && e.Sharing != sandbox.Shareable {
+			t.Errorf("%s: Sharing %q: set sandbox.Timing (it measures time or CPU) or sandbox.Shareable", e.ID, e.Sharing)
+		}
+	}
+}
+
 func TestParamsRejected(t *testing.T) {
 	reg := registry()
 	for _, c := range []struct {

@@ -30,7 +30,8 @@ func RegMR() *sandbox.Experiment {
 		Summary: say(
 			"Registers a memory region with ibv_reg_mr on a Soft-RoCE device in a process whose RLIMIT_MEMLOCK and CAP_IPC_LOCK you choose; shows the errno beside the free memory, then the fix succeeding.",
 			"在一个子进程里用 ibv_reg_mr 在 Soft-RoCE 设备上注册内存区域，RLIMIT_MEMLOCK 和 CAP_IPC_LOCK 由你选择；把错误码和空闲内存并排显示，然后演示修复成功。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			expkit.LimitParam(say("How much memory the process may pin without CAP_IPC_LOCK.", "不持有 CAP_IPC_LOCK 时，进程最多能钉住多少内存。"),
 				sandbox.Choice{Value: "8388608", Title: say("8 MiB", "8 MiB")},

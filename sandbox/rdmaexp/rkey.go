@@ -21,7 +21,8 @@ func RKey() *sandbox.Experiment {
 		Summary: say(
 			"RDMA WRITEs that break one rule each — a wrong rkey, a range outside the MR, an MR without remote-write access, a local buffer from another protection domain — and the exact work-completion status the device returns, after one WRITE that follows the rules.",
 			"几次各违反一条规则的 RDMA WRITE——错误的 rkey、超出 MR 范围、MR 没有远程写权限、本地缓冲区属于另一个保护域——以及设备返回的确切完成状态；先做一次守规矩的 WRITE 作对照。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			{Name: "case", Kind: sandbox.ParamEnum, Title: say("Which rule to break", "违反哪条规则"), Default: "all", Choices: []sandbox.Choice{
 				{Value: "all", Title: say("all of them, one after another", "逐条全部演示")},

@@ -35,7 +35,8 @@ func WriteSilent() *sandbox.Experiment {
 		Summary: say(
 			"A receiver process shares a buffer's address and rkey, then blocks in read(). The sender WRITEs messages into it; we watch the receiver's CPU time and context switches (flat) beside the device's received packets (rising). Contrast: SEND/RECV, and SEND to a peer that posted no RECV.",
 			"接收进程交出缓冲区的地址和 rkey 后阻塞在 read() 里。发送方向它 WRITE 消息；我们对照观察接收进程的 CPU 时间和上下文切换（不动）与设备收到的报文数（上涨）。对照组：SEND/RECV，以及向没有投递 RECV 的对端 SEND。"),
-		Needs: sandbox.NeedRDMA,
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
 			{Name: "mode", Kind: sandbox.ParamEnum, Title: say("Operation", "操作"), Default: modeWrite, Choices: []sandbox.Choice{
 				{Value: modeWrite, Title: say("RDMA WRITE (one-sided)", "RDMA WRITE（单边）")},

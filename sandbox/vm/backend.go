@@ -1,8 +1,8 @@
-// Package vm runs the lab's Soft-RoCE guest: it builds a small QEMU image
-// from this machine's Debian packages (kernel, rdma_rxe and its modules,
-// busybox, iproute2, rdma-core, perftest, the labserver binary), boots it
-// (KVM when it really works, else TCG), keeps one guest warm and runs agent
-// requests in it over a virtio-serial port. It implements sandbox.Backend.
+// Package vm runs the lab's Soft-RoCE guest from the host: it has the image
+// built (package vmimage), boots it under QEMU (KVM when it really works,
+// else TCG), keeps one guest warm, and talks to the guest's agent (package
+// vmguest) over a virtio-serial port with the protocol of package vmproto.
+// It implements sandbox.Backend. It runs on the host.
 package vm
 
 import (
@@ -14,13 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-)
-
-// Lab states.
-const (
-	StateBooting = "booting"
-	StateReady   = "ready"
-	StateFailed  = "failed"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // Backend keeps one guest warm and runs requests in it, one at a time.
@@ -31,7 +25,7 @@ type Backend struct {
 	runMu sync.Mutex // one run at a time
 
 	mu      sync.Mutex
-	state   string
+	state   sandbox.LabState
 	reason  string
 	accel   string
 	kernel  string
@@ -50,7 +44,7 @@ func New(cfg Config) *Backend {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		cfg: cfg, state: StateBooting, reason: "not started",
+		cfg: cfg, state: sandbox.LabBooting, reason: "not started",
 		changed: make(chan struct{}), kick: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
@@ -89,7 +83,7 @@ func (b *Backend) BootTimes() []time.Duration {
 	return append([]time.Duration(nil), b.boots...)
 }
 
-func (b *Backend) setState(state, reason string, g *Guest) {
+func (b *Backend) setState(state sandbox.LabState, reason string, g *Guest) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.state, b.reason, b.guest = state, reason, g
@@ -110,12 +104,12 @@ func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
 		state, reason, g, changed := b.state, b.reason, b.guest, b.changed
 		b.mu.Unlock()
 		switch state {
-		case StateReady:
+		case sandbox.LabReady:
 			if g.alive() {
 				return g, nil
 			}
 			// Dead but not yet noticed by the supervisor: wait for the change.
-		case StateFailed:
+		case sandbox.LabFailed:
 			select {
 			case b.kick <- struct{}{}:
 			default:
@@ -152,7 +146,7 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	lab := sandbox.Lab{Backend: "vm", State: b.state, Reason: b.reason, Kernel: b.kernel, Accel: b.accel, Devices: []sandbox.Device{}}
 	g := b.guest
 	b.mu.Unlock()
-	if lab.State != StateReady || g == nil {
+	if lab.State != sandbox.LabReady || g == nil {
 		return lab
 	}
 	// Generous: a guest under TCG on a busy host can take seconds to answer.
@@ -182,15 +176,15 @@ func (b *Backend) supervise() {
 			if b.ctx.Err() != nil {
 				break
 			}
-			b.setState(StateFailed, err.Error(), nil)
+			b.setState(sandbox.LabFailed, err.Error(), nil)
 			select {
 			case <-b.ctx.Done():
 			case <-b.kick:
-				b.setState(StateBooting, "booting again after a failure", nil)
+				b.setState(sandbox.LabBooting, "booting again after a failure", nil)
 			}
 			continue
 		}
-		b.setState(StateReady, "", g)
+		b.setState(sandbox.LabReady, "", g)
 		reason := b.watch(g)
 		g.Fail(reason)
 		tail := consoleTail(g.Console, 10)
@@ -205,7 +199,7 @@ func (b *Backend) supervise() {
 			quickDeaths = 0
 		}
 		if quickDeaths >= 3 {
-			b.setState(StateFailed, "the guest keeps dying: "+reason.Error(), nil)
+			b.setState(sandbox.LabFailed, "the guest keeps dying: "+reason.Error(), nil)
 			quickDeaths = 0
 			select {
 			case <-b.ctx.Done():
@@ -213,7 +207,7 @@ func (b *Backend) supervise() {
 			}
 			continue
 		}
-		b.setState(StateBooting, "restarting after: "+reason.Error(), nil)
+		b.setState(sandbox.LabBooting, "restarting after: "+reason.Error(), nil)
 	}
 	b.mu.Lock()
 	g := b.guest
@@ -221,36 +215,46 @@ func (b *Backend) supervise() {
 	if g != nil {
 		g.Stop()
 	}
-	b.setState(StateFailed, "the lab was shut down", nil)
+	b.setState(sandbox.LabFailed, "the lab was shut down", nil)
 }
 
 // bootOnce builds the image if needed and boots one guest, falling back
 // from KVM to TCG when KVM turns out not to work.
 func (b *Backend) bootOnce() (*Guest, error) {
-	b.setState(StateBooting, "checking the guest image", nil)
-	im, _, err := Build(b.ctx, BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
+	b.setState(sandbox.LabBooting, "checking the guest image", nil)
+	im, _, err := vmimage.Build(b.ctx, vmimage.BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	qemu, err := CheckQEMU(b.cfg.QEMU)
+	qemu, err := vmimage.CheckQEMU(b.cfg.QEMU)
 	if err != nil {
 		return nil, err
 	}
-	accel, why := chooseAccel(b.cfg, qemu, im)
-	b.setState(StateBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
-	if accel == AccelKVM && b.cfg.Accel == "auto" {
+	accel, why, probe := chooseAccel(b.cfg, qemu)
+	b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
+	if probe {
 		// The real KVM probe: a nested hypervisor may accept the ioctls
-		// and still be unable to run the kernel. A short deadline, then TCG.
+		// and still be unable to run the kernel. QEMU's exit or a silent
+		// console within KVMProbe gives KVM up; the verdict is kept per
+		// host kernel and QEMU, so later starts do not pay the probe.
 		cfg := b.cfg
-		cfg.BootTimeout = min(cfg.BootTimeout, 20*time.Second)
+		cfg.progressWithin = cfg.KVMProbe
+		key := accelKey(qemu)
+		begin := time.Now()
 		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
 		if err == nil {
+			saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelKVM, Reason: "KVM booted the guest"})
 			return g, nil
 		}
+		if b.ctx.Err() != nil {
+			return nil, err
+		}
 		why = "KVM boot failed: " + firstLine(err.Error())
-		saveAccelRecord(b.cfg.Dir, accelRecord{Key: accelKey(qemu, im), Accel: AccelTCG, Reason: why})
+		saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelTCG, Reason: why})
+		b.cfg.Logger.Warn("KVM cannot boot the guest; using TCG from now on with this host kernel and QEMU",
+			"probe", time.Since(begin).Round(time.Millisecond), "reason", why)
 		accel = AccelTCG
-		b.setState(StateBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
+		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
 	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
 	return StartGuest(b.ctx, b.cfg, im, accel, false)

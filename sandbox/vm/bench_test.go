@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // BenchmarkColdBoot is QEMU start → agent hello, median of 3 boots, with
@@ -17,7 +18,7 @@ import (
 // baseline: boot-s / kernel-s says how much our init and agent add.
 func BenchmarkColdBoot(b *testing.B) {
 	cfg := testConfig(b)
-	im, err := LoadImage(cfg.Dir)
+	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,13 @@ type Config struct {
 	Append      string        // extra kernel parameters
 	Logger      *slog.Logger  // nil discards
 	Progress    io.Writer     // image build progress lines; nil = quiet
+
+	// KVMProbe is how long a first KVM boot (auto mode, no verdict
+	// remembered yet) may show no progress on the console before the
+	// backend gives KVM up and boots with TCG (2 s).
+	KVMProbe time.Duration
+
+	progressWithin time.Duration // set by the backend for the KVM probe
 }
 
 // DefaultDir is where images go: $LAB_VM_DIR, else $XDG_CACHE_HOME/rdmalab,
@@ -56,6 +63,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BootTimeout == 0 {
 		c.BootTimeout = 60 * time.Second
+	}
+	if c.KVMProbe == 0 {
+		c.KVMProbe = 2 * time.Second
 	}
 	if c.PingEvery == 0 {
 		c.PingEvery = 5 * time.Second

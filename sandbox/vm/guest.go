@@ -12,20 +12,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // Guest is one running QEMU guest and the host's end of its agent port.
 type Guest struct {
-	Accel   string    // kvm|tcg
-	Hello   Hello     // what the agent said when it came up
-	Started time.Time // QEMU started
-	Ready   time.Time // hello received
-	Console string    // console log file
+	Accel   string        // kvm|tcg
+	Hello   vmproto.Hello // what the agent said when it came up
+	Started time.Time     // QEMU started
+	Ready   time.Time     // hello received
+	Console string        // console log file
 
 	cmd         *exec.Cmd
 	runDir      string
@@ -40,9 +44,9 @@ type Guest struct {
 // StartGuest boots a guest from im and returns once its agent said hello,
 // or with an error that includes the console's last lines. shell puts the
 // console on this process's stdio with a root shell (labserver vm shell).
-func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell bool) (*Guest, error) {
+func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool) (*Guest, error) {
 	cfg = cfg.withDefaults()
-	qemu, err := CheckQEMU(cfg.QEMU)
+	qemu, err := vmimage.CheckQEMU(cfg.QEMU)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +86,11 @@ func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell 
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.BootTimeout)
 	defer cancel()
+	if cfg.progressWithin > 0 {
+		// The KVM probe: a guest that shows no progress on its console
+		// in time is given up at once instead of at BootTimeout.
+		ctx = g.watchProgress(ctx, cfg.progressWithin)
+	}
 	conn, err := g.dial(ctx, sock)
 	if err == nil {
 		g.client = newClient(conn, g.log, g.whyClosed)
@@ -94,7 +103,12 @@ func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell 
 			err = g.exitError()
 		case <-ctx.Done():
 			err = fmt.Errorf("%w within %s", errBootTimeout, cfg.BootTimeout)
+			if cause := context.Cause(ctx); errors.Is(cause, errNoProgress) {
+				err = cause
+			}
 		}
+	} else if cause := context.Cause(ctx); errors.Is(cause, errNoProgress) {
+		err = cause
 	}
 	if err == nil && g.Hello.SetupErr != "" {
 		err = fmt.Errorf("Soft-RoCE setup in the guest failed: %s", g.Hello.SetupErr)
@@ -110,6 +124,70 @@ func StartGuest(ctx context.Context, cfg Config, im *Image, accel string, shell 
 	g.log.Info("guest ready", "pid", g.cmd.Process.Pid, "boot", g.Ready.Sub(g.Started).Round(time.Millisecond),
 		"kernel", g.Hello.Kernel, "guest_uptime", g.Hello.Uptime)
 	return g, nil
+}
+
+// errNoProgress is a guest whose kernel did not reach our init in the time
+// a working accelerator needs (the KVM probe).
+var errNoProgress = errors.New("the guest made no progress")
+
+// initMarker is the first line our init prints on the console.
+const initMarker = "rdmalab-guest: init at uptime"
+
+// watchProgress returns a context that ends with errNoProgress when the
+// console shows no sign of our init within d of QEMU's start. A working
+// KVM runs the kernel to init in well under a second; under a nested
+// hypervisor that accepts the ioctls but cannot run the guest, the console
+// stays empty. If the kernel printed something but has not reached init
+// yet (a loaded host), it gets three times as long before the verdict.
+func (g *Guest) watchProgress(ctx context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		deadline := g.Started.Add(d)
+		extended := false
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-g.exited:
+				return
+			case now := <-t.C:
+				out := consoleHead(g.Console, 64<<10)
+				if strings.Contains(out, initMarker) {
+					return // it runs: the normal boot timeout applies from here
+				}
+				if now.Before(deadline) {
+					continue
+				}
+				if out != "" && !extended {
+					extended = true
+					deadline = g.Started.Add(3 * d)
+					continue
+				}
+				what := "its console stayed empty"
+				if out != "" {
+					what = "its kernel printed but did not reach init"
+				}
+				cancel(fmt.Errorf("%w: %s within %s of QEMU's start (a working KVM gets there in well under a second)",
+					errNoProgress, what, time.Since(g.Started).Round(10*time.Millisecond)))
+				return
+			}
+		}
+	}()
+	return ctx
+}
+
+// consoleHead is the first max bytes of the console log.
+func consoleHead(path string, max int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, max)
+	n, _ := io.ReadFull(f, b)
+	return string(b[:n])
 }
 
 // dial connects to QEMU's agent socket as soon as QEMU has created it.
@@ -208,19 +286,19 @@ func (g *Guest) Fail(reason error) {
 
 // Run performs one run in the guest.
 func (g *Guest) Run(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-	return g.client.call(ctx, hostMsg{Op: opRun, Req: &req}, emit, nil)
+	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &req}, emit, nil)
 }
 
 // Lab asks the agent for the guest's devices now.
 func (g *Guest) Lab(ctx context.Context) (sandbox.Lab, error) {
 	var lab sandbox.Lab
-	err := g.client.call(ctx, hostMsg{Op: opLab}, nil, func(l sandbox.Lab) { lab = l })
+	err := g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpLab}, nil, func(l sandbox.Lab) { lab = l })
 	return lab, err
 }
 
 // Ping checks that the agent answers.
 func (g *Guest) Ping(ctx context.Context) error {
-	return g.client.call(ctx, hostMsg{Op: opPing}, nil, nil)
+	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil)
 }
 
 // client is the host's side of the protocol: it numbers requests and routes
@@ -229,7 +307,7 @@ type client struct {
 	conn  net.Conn
 	log   *slog.Logger
 	why   func(error) error // explains a lost connection
-	hello chan Hello
+	hello chan vmproto.Hello
 	done  chan struct{} // closed when the connection is finished
 
 	wmu sync.Mutex
@@ -248,7 +326,7 @@ type pending struct {
 }
 
 func newClient(conn net.Conn, log *slog.Logger, why func(error) error) *client {
-	c := &client{conn: conn, log: log, why: why, hello: make(chan Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
+	c := &client{conn: conn, log: log, why: why, hello: make(chan vmproto.Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
 	go c.read()
 	return c
 }
@@ -263,8 +341,8 @@ func (c *client) err() error {
 func (c *client) read() {
 	br := bufio.NewReaderSize(c.conn, 64<<10)
 	for {
-		line, err := readGuestLine(br, sandbox.DefaultMaxLine)
-		if errors.Is(err, errLongLine) {
+		line, err := lineio.Read(br, sandbox.DefaultMaxLine)
+		if errors.Is(err, lineio.ErrLongLine) {
 			c.malformed(err.Error())
 			continue
 		}
@@ -278,9 +356,9 @@ func (c *client) read() {
 			c.close(err)
 			return
 		}
-		var m guestMsg
+		var m vmproto.GuestMsg
 		if err := json.Unmarshal(line, &m); err != nil {
-			c.malformed(fmt.Sprintf("%q", clipBytes(line, 120)))
+			c.malformed(fmt.Sprintf("%q", lineio.ClipBytes(line, 120)))
 			continue
 		}
 		c.deliver(m)
@@ -305,7 +383,7 @@ func (c *client) malformed(what string) {
 	}
 }
 
-func (c *client) deliver(m guestMsg) {
+func (c *client) deliver(m vmproto.GuestMsg) {
 	if m.Hello != nil {
 		select {
 		case c.hello <- *m.Hello:
@@ -329,7 +407,7 @@ func (c *client) deliver(m guestMsg) {
 	}
 	switch {
 	case m.End:
-		p.end <- endError(m)
+		p.end <- vmproto.EndError(m)
 	case m.Event != nil && p.event != nil:
 		p.event(*m.Event)
 	case m.Lab != nil && p.lab != nil:
@@ -339,7 +417,7 @@ func (c *client) deliver(m guestMsg) {
 
 // call sends one request and waits for its end line, ctx, or the end of
 // the connection.
-func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
+func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
 	p := &pending{event: event, lab: lab, end: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed != nil {
@@ -350,7 +428,7 @@ func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event),
 	c.nextID++
 	m.ID = c.nextID
 	c.calls[m.ID] = p
-	if m.Op == opRun {
+	if m.Op == vmproto.OpRun {
 		c.running = m.ID
 	}
 	c.mu.Unlock()
@@ -363,7 +441,7 @@ func (c *client) call(ctx context.Context, m hostMsg, event func(sandbox.Event),
 		return err
 	case <-ctx.Done():
 		c.forget(m.ID)
-		if m.Op == opRun {
+		if m.Op == vmproto.OpRun {
 			c.cancelInGuest(m.ID)
 		}
 		return ctx.Err()
@@ -386,10 +464,10 @@ func (c *client) cancelInGuest(id uint64) {
 	c.nextID++
 	cid := c.nextID
 	c.mu.Unlock()
-	_ = c.send(hostMsg{ID: cid, Op: opCancel, Target: id})
+	_ = c.send(vmproto.HostMsg{ID: cid, Op: vmproto.OpCancel, Target: id})
 }
 
-func (c *client) send(m hostMsg) error {
+func (c *client) send(m vmproto.HostMsg) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)

@@ -2,7 +2,9 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -70,7 +72,7 @@ func testImage(t testing.TB) string {
 	bin := labserver(t)
 	imageOnce.Do(func() {
 		testImageDir = filepath.Join(testTmp, "image")
-		_, _, testImageErr = Build(context.Background(), BuildOptions{Dir: testImageDir, Agent: bin})
+		_, _, testImageErr = vmimage.Build(context.Background(), vmimage.BuildOptions{Dir: testImageDir, Agent: bin})
 	})
 	if testImageErr != nil {
 		t.Fatal(testImageErr)
@@ -99,4 +101,17 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func newTestLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+// requireImageInputs fails (not skips) when the machine lacks packages: make
+// test installs them, so their absence is a real error with a fix command.
+func requireImageInputs(t testing.TB) {
+	t.Helper()
+	if err := vmimage.Preflight(context.Background(), "/proc/self/exe"); err != nil {
+		var me *vmimage.MissingError
+		if errors.As(err, &me) {
+			t.Fatalf("this machine cannot build the guest: %v", me)
+		}
+		t.Fatal(err)
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // These tests drive the host's client and the guest's server over an
@@ -22,12 +24,12 @@ import (
 func pair(t *testing.T, run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error) (*client, func()) {
 	t.Helper()
 	hostEnd, guestEnd := net.Pipe()
-	srv := &GuestServer{
+	srv := &vmguest.GuestServer{
 		Run: run,
 		Lab: func(context.Context) sandbox.Lab {
-			return sandbox.Lab{State: StateReady, Devices: []sandbox.Device{{Name: "rxe0"}}}
+			return sandbox.Lab{State: sandbox.LabReady, Devices: []sandbox.Device{{Name: "rxe0"}}}
 		},
-		Hello: Hello{Kernel: "test"},
+		Hello: vmproto.Hello{Kernel: "test"},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -60,20 +62,20 @@ func TestProtocolRunLabPing(t *testing.T) {
 	defer done()
 	ctx := context.Background()
 	var got []string
-	err := c.call(ctx, hostMsg{Op: opRun, Req: &sandbox.Request{Experiment: "x"}}, func(ev sandbox.Event) { got = append(got, ev.Message) }, nil)
+	err := c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(ev sandbox.Event) { got = append(got, ev.Message) }, nil)
 	if err != nil || len(got) != 1 || got[0] != "hello x" {
 		t.Fatalf("run: err=%v events=%v", err, got)
 	}
-	err = c.call(ctx, hostMsg{Op: opRun, Req: &sandbox.Request{Experiment: "bad"}}, func(sandbox.Event) {}, nil)
+	err = c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "bad"}}, func(sandbox.Event) {}, nil)
 	var af *sandbox.AgentFailure
 	if !errors.As(err, &af) || af.Message != "it failed" {
 		t.Fatalf("failed run: %v", err)
 	}
 	var lab sandbox.Lab
-	if err := c.call(ctx, hostMsg{Op: opLab}, nil, func(l sandbox.Lab) { lab = l }); err != nil || len(lab.Devices) != 1 {
+	if err := c.call(ctx, vmproto.HostMsg{Op: vmproto.OpLab}, nil, func(l sandbox.Lab) { lab = l }); err != nil || len(lab.Devices) != 1 {
 		t.Fatalf("lab: %v %+v", err, lab)
 	}
-	if err := c.call(ctx, hostMsg{Op: opPing}, nil, nil); err != nil {
+	if err := c.call(ctx, vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
 }
@@ -94,14 +96,14 @@ func TestProtocolPingDuringRunAndCancel(t *testing.T) {
 	rctx, rcancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(rctx, hostMsg{Op: opRun, Req: &sandbox.Request{Experiment: "long"}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(rctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "long"}}, func(sandbox.Event) {}, nil)
 	}()
 	<-started
-	if err := c.call(context.Background(), hostMsg{Op: opPing}, nil, nil); err != nil {
+	if err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil); err != nil {
 		t.Fatalf("ping during a run: %v", err)
 	}
 	// A second run while one is in flight is refused, not queued.
-	err := c.call(context.Background(), hostMsg{Op: opRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
+	err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("second run: %v", err)
 	}
@@ -132,13 +134,13 @@ func newFakeGuest(t *testing.T) (*client, *fakeGuest) {
 	return c, &fakeGuest{conn: guestEnd, in: bufio.NewReader(guestEnd)}
 }
 
-func (g *fakeGuest) request(t *testing.T) hostMsg {
+func (g *fakeGuest) request(t *testing.T) vmproto.HostMsg {
 	t.Helper()
 	line, err := g.in.ReadBytes('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m hostMsg
+	var m vmproto.HostMsg
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestProtocolMalformedLineFailsRun(t *testing.T) {
 	c, g := newFakeGuest(t)
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(context.Background(), hostMsg{Op: opRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
 	}()
 	req := g.request(t)
 	g.say(t, `{"id":`+jsonID(req.ID)+`,"event":{"type":"log","message":"ok"}}`)
@@ -167,11 +169,11 @@ func TestProtocolMalformedLineFailsRun(t *testing.T) {
 	if err := <-runErr; !errors.As(err, &pe) || !strings.Contains(pe.Reason, "malformed") {
 		t.Fatalf("run: %v, want a malformed-line protocol error", err)
 	}
-	if cancel := g.request(t); cancel.Op != opCancel || cancel.Target != req.ID {
+	if cancel := g.request(t); cancel.Op != vmproto.OpCancel || cancel.Target != req.ID {
 		t.Fatalf("after a malformed line the host sent %+v, want a cancel of %d", cancel, req.ID)
 	}
 	pingErr := make(chan error, 1)
-	go func() { pingErr <- c.call(context.Background(), hostMsg{Op: opPing}, nil, nil) }()
+	go func() { pingErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil) }()
 	ping := g.request(t)
 	g.say(t, `{"id":`+jsonID(req.ID)+`,"end":true}`) // late end of the failed run: ignored
 	g.say(t, `{"id":`+jsonID(ping.ID)+`,"end":true}`)
@@ -186,14 +188,14 @@ func TestProtocolConnectionLost(t *testing.T) {
 	c.why = func(error) error { return errors.New("the Soft-RoCE guest died: test") }
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(context.Background(), hostMsg{Op: opRun, Req: &sandbox.Request{}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{}}, func(sandbox.Event) {}, nil)
 	}()
 	g.request(t)
 	g.conn.Close()
 	if err := <-runErr; err == nil || !strings.Contains(err.Error(), "died") {
 		t.Fatalf("run: %v", err)
 	}
-	if err := c.call(context.Background(), hostMsg{Op: opPing}, nil, nil); err == nil {
+	if err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil); err == nil {
 		t.Fatal("call on a lost connection succeeded")
 	}
 }

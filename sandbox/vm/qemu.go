@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,15 +21,6 @@ const (
 	AccelKVM = "kvm"
 	AccelTCG = "tcg"
 )
-
-// CheckQEMU finds the QEMU binary or says how to install it.
-func CheckQEMU(qemu string) (string, error) {
-	p, err := exec.LookPath(qemu)
-	if err != nil {
-		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
-	}
-	return p, nil
-}
 
 // kvmUsable opens /dev/kvm and creates a VM, the cheap part of "does KVM
 // work". It is not the whole answer: under a nested hypervisor (kvm_pvm) the
@@ -52,20 +45,38 @@ func kvmUsable() error {
 	return nil
 }
 
-// accelRecord remembers that a KVM boot failed on this machine, so later
-// starts go straight to TCG instead of waiting for KVM to fail again.
+// accelRecord is the verdict of a KVM probe boot, remembered in the image
+// cache per host kernel and QEMU version: later starts go straight to the
+// accelerator that works instead of probing KVM again.
 type accelRecord struct {
 	Key    string `json:"key"`
 	Accel  string `json:"accel"`
 	Reason string `json:"reason"`
 }
 
-func accelKey(qemu string, im *Image) string {
+// accelKey names what decides whether KVM can run the guest: the host
+// kernel (its release and build) and the QEMU binary (its version line, its
+// size and time). The guest image is deliberately not in it: it changes
+// with every labserver build, and re-probing then cost every restart the
+// probe.
+func accelKey(qemu string) string {
 	fi, err := os.Stat(qemu)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s %d %d %s", qemu, fi.Size(), fi.ModTime().Unix(), im.Hash)
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	return fmt.Sprintf("host %s %s; %s %s (%d bytes, %d)", unix.ByteSliceToString(u.Release[:]),
+		unix.ByteSliceToString(u.Version[:]), qemu, qemuVersion(qemu), fi.Size(), fi.ModTime().Unix())
+}
+
+// qemuVersion is the first line of `qemu --version`, "" if it says nothing.
+func qemuVersion(qemu string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, qemu, "--version").Output()
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
 }
 
 func loadAccelRecord(dir, key string) *accelRecord {
@@ -74,7 +85,7 @@ func loadAccelRecord(dir, key string) *accelRecord {
 		return nil
 	}
 	var r accelRecord
-	if json.Unmarshal(b, &r) != nil || r.Key != key {
+	if json.Unmarshal(b, &r) != nil || r.Key != key || key == "" {
 		return nil
 	}
 	return &r
@@ -85,24 +96,25 @@ func saveAccelRecord(dir string, r accelRecord) {
 	_ = writeFileAtomic(filepath.Join(dir, "accel.json"), b)
 }
 
-// chooseAccel says which accelerator to try first and why not KVM.
-func chooseAccel(cfg Config, qemu string, im *Image) (accel, why string) {
+// chooseAccel says which accelerator to boot with and why not KVM; probe
+// is true when KVM has not been tried with this host kernel and QEMU yet.
+func chooseAccel(cfg Config, qemu string) (accel, why string, probe bool) {
 	switch cfg.Accel {
 	case AccelKVM, AccelTCG:
-		return cfg.Accel, "requested"
+		return cfg.Accel, "requested", false
 	}
 	if err := kvmUsable(); err != nil {
-		return AccelTCG, err.Error()
+		return AccelTCG, err.Error(), false
 	}
-	if r := loadAccelRecord(cfg.Dir, accelKey(qemu, im)); r != nil {
-		return r.Accel, r.Reason
+	if r := loadAccelRecord(cfg.Dir, accelKey(qemu)); r != nil {
+		return r.Accel, r.Reason, false
 	}
-	return AccelKVM, ""
+	return AccelKVM, "", true
 }
 
 // qemuArgs is the command line of one guest. The guest has no NIC at all;
 // the only ways in and out are the agent port and the console log.
-func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []string {
+func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell bool) []string {
 	var a []string
 	switch accel {
 	case AccelKVM:
@@ -117,7 +129,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	kargs := []string{"console=ttyS0", "quiet", "panic=-1", "mitigations=off",
 		"cryptomgr.notests", "8250.nr_uarts=1"}
 	if shell {
-		kargs = append(kargs, shellParam)
+		kargs = append(kargs, vmproto.ShellParam)
 	}
 	if cfg.Append != "" {
 		kargs = append(kargs, cfg.Append)
@@ -138,7 +150,7 @@ func qemuArgs(cfg Config, im *Image, accel, sock, console string, shell bool) []
 	a = append(a,
 		"-device", "virtio-serial-pci,id=vser",
 		"-chardev", "socket,id=agent,path="+sock+",server=on,wait=off",
-		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+PortName,
+		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+vmproto.PortName,
 	)
 	return a
 }

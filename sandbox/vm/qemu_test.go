@@ -2,12 +2,13 @@ package vm
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"strings"
 	"testing"
 )
 
-// The accelerator record remembers a failed KVM boot for the same QEMU and
-// image only.
+// The accelerator record remembers a KVM verdict for the same host kernel
+// and QEMU only.
 func TestAccelRecord(t *testing.T) {
 	dir := t.TempDir()
 	saveAccelRecord(dir, accelRecord{Key: "k1", Accel: AccelTCG, Reason: "KVM boot failed: x"})
@@ -15,7 +16,7 @@ func TestAccelRecord(t *testing.T) {
 		t.Fatalf("record for k1: %+v", r)
 	}
 	if r := loadAccelRecord(dir, "k2"); r != nil {
-		t.Fatalf("record for another QEMU or image: %+v", r)
+		t.Fatalf("record for another QEMU or kernel: %+v", r)
 	}
 }
 
@@ -26,7 +27,7 @@ func TestKVMUnusable(t *testing.T) {
 		t.Skip("this machine has a usable /dev/kvm; the KVM boot is exercised by TestWarmGuest")
 	}
 	cfg := testConfig(t)
-	im, err := LoadImage(cfg.Dir)
+	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestKVMUnusable(t *testing.T) {
 		t.Fatalf("KVM boot without KVM: %v", err)
 	}
 	t.Logf("reason: %v", err)
-	accel, why := chooseAccel(cfg.withDefaults(), "qemu-system-x86_64", im)
+	accel, why, _ := chooseAccel(cfg.withDefaults(), "qemu-system-x86_64")
 	if accel != AccelTCG || why == "" {
 		t.Errorf("auto accel = %s (%q), want tcg with a reason", accel, why)
 	}

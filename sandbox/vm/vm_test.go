@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // TestWarmGuest is the lab guest end to end: build the image, boot it, list
@@ -34,7 +35,7 @@ func TestWarmGuest(t *testing.T) {
 
 	t.Run("devices", func(t *testing.T) {
 		lab := b.Lab(ctx)
-		if lab.Backend != "vm" || lab.State != StateReady {
+		if lab.Backend != "vm" || lab.State != sandbox.LabReady {
 			t.Fatalf("lab = %+v, want vm ready", lab)
 		}
 		if lab.Accel != AccelTCG && lab.Accel != AccelKVM {
@@ -63,7 +64,7 @@ func TestWarmGuest(t *testing.T) {
 		if len(want) > 0 {
 			t.Errorf("devices %+v lack %v", lab.Devices, want)
 		}
-		t.Log(StatusLine(lab))
+		t.Log(lab.String())
 	})
 
 	t.Run("traffic", func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestWarmGuest(t *testing.T) {
 			t.Fatalf("guest pid %d after restart (was %d)", np, pid)
 		}
 		lab := b.Lab(ctx)
-		if lab.State != StateReady || len(lab.Devices) < 2 {
+		if lab.State != sandbox.LabReady || len(lab.Devices) < 2 {
 			t.Fatalf("after restart: %+v", lab)
 		}
 		// And it runs experiments again.
@@ -176,7 +177,7 @@ func TestWarmGuest(t *testing.T) {
 func counters(ctx context.Context, t *testing.T, b *Backend) map[string]int64 {
 	t.Helper()
 	lab := b.Lab(ctx)
-	if lab.State != StateReady {
+	if lab.State != sandbox.LabReady {
 		t.Fatalf("lab %+v", lab)
 	}
 	m := map[string]int64{}
@@ -244,7 +245,7 @@ func TestBootFailure(t *testing.T) {
 func TestBootTimeout(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.BootTimeout = 500 * time.Millisecond
-	im, err := LoadImage(cfg.Dir)
+	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

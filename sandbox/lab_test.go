@@ -1,38 +1,36 @@
-package vm
+package sandbox
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-func TestStatusLine(t *testing.T) {
+func TestLabString(t *testing.T) {
 	for _, c := range []struct {
-		lab  sandbox.Lab
+		lab  Lab
 		want string
 	}{
-		{sandbox.Lab{Backend: "vm", State: "ready", Kernel: "6.1.0-56-amd64", Accel: "tcg", Devices: []sandbox.Device{
+		{Lab{Backend: "vm", State: "ready", Kernel: "6.1.0-56-amd64", Accel: "tcg", Devices: []Device{
 			{Name: "rxe0", Netdev: "veth0"}, {Name: "rxe1", Netdev: "veth1"}}},
 			"Soft-RoCE lab: ready (rxe0, rxe1 on veth, kernel 6.1.0-56-amd64, TCG)"},
-		{sandbox.Lab{Backend: "host", State: "ready", Kernel: "6.8.0", Devices: []sandbox.Device{
+		{Lab{Backend: "host", State: "ready", Kernel: "6.8.0", Devices: []Device{
 			{Name: "mlx5_0", Netdev: "eth0"}, {Name: "rxe0", Netdev: "rdmalab0"}}},
 			"RDMA lab (this host): ready (mlx5_0 on eth0, rxe0 on rdmalab0, kernel 6.8.0)"},
-		{sandbox.Lab{Backend: "vm", State: "booting", Reason: "booting kernel 6.1.0-56-amd64 with TCG"},
+		{Lab{Backend: "vm", State: "booting", Reason: "booting kernel 6.1.0-56-amd64 with TCG"},
 			"Soft-RoCE lab: booting… (booting kernel 6.1.0-56-amd64 with TCG)"},
-		{sandbox.Lab{Backend: "vm", State: "failed", Reason: "qemu exited; console:\nKernel panic"},
+		{Lab{Backend: "vm", State: "failed", Reason: "qemu exited; console:\nKernel panic"},
 			"Soft-RoCE lab: failed — qemu exited; console:\nKernel panic"},
-		{sandbox.Lab{Backend: "none", State: "none", Reason: "missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86"},
+		{Lab{Backend: "none", State: "none", Reason: "missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86"},
 			"Soft-RoCE lab: none — missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86"},
 	} {
-		if got := StatusLine(c.lab); got != c.want {
-			t.Errorf("StatusLine(%+v)\n got %q\nwant %q", c.lab, got, c.want)
+		if got := c.lab.String(); got != c.want {
+			t.Errorf("Lab(%+v).String()\n got %q\nwant %q", c.lab, got, c.want)
 		}
 	}
 }
 
 func TestDeviceTable(t *testing.T) {
-	out := DeviceTable([]sandbox.Device{
+	out := DeviceTable([]Device{
 		{Name: "rxe0", Netdev: "veth0", GID: "::ffff:10.0.0.1", GIDIndex: 1, Counters: map[string]int64{"sent_pkts": 5, "rcvd_pkts": 0}},
 		{Name: "rxe1", Netdev: "veth1", GID: "::ffff:10.0.0.2", GIDIndex: 1, Counters: map[string]int64{"sent_pkts": 0}},
 	})

@@ -1,9 +1,9 @@
-// Package hostrdma finds the RDMA devices of the running kernel (with
+// Package rxedev finds the RDMA devices of the running kernel (with
 // github.com/Mellanox/rdmamap) and sets up Soft-RoCE: a veth pair with an
 // rdma_rxe device on each end (with github.com/vishvananda/netlink). The same
 // code runs on a host with rdma_rxe (--setup-softroce) and inside the lab
 // guest, whose init calls SetupSoftRoCE.
-package hostrdma
+package rxedev
 
 import (
 	"errors"

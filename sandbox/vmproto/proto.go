@@ -1,4 +1,8 @@
-package vm
+// Package vmproto is what the host and the lab guest agree on: the image
+// layout and boot files (layout.go) and the message envelopes on the
+// virtio-serial port (proto.go). Both sides import it; it imports only
+// package sandbox.
+package vmproto
 
 import (
 	"errors"
@@ -27,31 +31,31 @@ import (
 
 // Operations the host may ask for.
 const (
-	opRun    = "run"
-	opLab    = "lab"
-	opPing   = "ping"
-	opCancel = "cancel"
+	OpRun    = "run"
+	OpLab    = "lab"
+	OpPing   = "ping"
+	OpCancel = "cancel"
 )
 
 // End kinds: why a request ended without success.
 const (
-	endFailed    = "failed"    // the experiment failed; the reason was emitted as an error event
-	endBroken    = "broken"    // the agent did not follow the protocol or died
-	endBusy      = "busy"      // another run is in flight
-	endCancelled = "cancelled" // the host cancelled it
-	endBadOp     = "bad-op"    // unknown operation or missing request
+	EndFailed    = "failed"    // the experiment failed; the reason was emitted as an error event
+	EndBroken    = "broken"    // the agent did not follow the protocol or died
+	EndBusy      = "busy"      // another run is in flight
+	EndCancelled = "cancelled" // the host cancelled it
+	EndBadOp     = "bad-op"    // unknown operation or missing request
 )
 
-// hostMsg is a line from the host to the guest.
-type hostMsg struct {
+// HostMsg is a line from the host to the guest.
+type HostMsg struct {
 	ID     uint64           `json:"id"`
 	Op     string           `json:"op"`
 	Req    *sandbox.Request `json:"req,omitempty"`
 	Target uint64           `json:"target,omitempty"` // cancel: the run to stop
 }
 
-// guestMsg is a line from the guest to the host.
-type guestMsg struct {
+// GuestMsg is a line from the guest to the host.
+type GuestMsg struct {
 	ID    uint64         `json:"id,omitempty"`
 	Hello *Hello         `json:"hello,omitempty"`
 	Event *sandbox.Event `json:"event,omitempty"`
@@ -69,14 +73,14 @@ type Hello struct {
 	SetupErr string  `json:"setup_error,omitempty"` // Soft-RoCE setup failed: runs would fail
 }
 
-// endError turns an end line into the error Exec returns.
-func endError(m guestMsg) error {
+// EndError turns an end line into the error Exec returns.
+func EndError(m GuestMsg) error {
 	switch m.Kind {
 	case "":
 		return nil
-	case endFailed:
+	case EndFailed:
 		return &sandbox.AgentFailure{Message: m.Error}
-	case endBroken:
+	case EndBroken:
 		return &sandbox.ProtocolError{Reason: m.Error}
 	default:
 		return errors.New(m.Error)

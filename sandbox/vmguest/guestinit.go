@@ -1,4 +1,4 @@
-package vm
+package vmguest
 
 import (
 	"context"
@@ -14,68 +14,26 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/hostrdma"
+	"github.com/rdmalab/rdmalab/sandbox/rxedev"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // The guest boots like this (the order matters for boot time: a Go
 // program's start-up costs one to several seconds under TCG, so the boot
 // pays for exactly one, in parallel with loading the modules):
 //
-//  1. /init, a dash script written by the image build (initScript), starts
-//     the agent (`labserver agent --serve PortLink`) in the background,
+//  1. /init, a dash script written by the image build (vmproto.InitScript), starts
+//     the agent (`labserver agent --serve vmproto.PortLink`) in the background,
 //     mounts the file systems, loads the modules with busybox modprobe
-//     (crc32_generic first), marks that with modulesDone, and execs
+//     (crc32_generic first), marks that with vmproto.ModulesDone, and execs
 //     `labserver vm guest-init AGENT_PID`.
 //  2. The agent, once its Go start-up is over and the modules are in,
 //     sets up Soft-RoCE (veth0/veth1, rxe0/rxe1, the wire routing) over
-//     netlink, links the virtio-serial port to PortLink and says hello to
+//     netlink, links the virtio-serial port to vmproto.PortLink and says hello to
 //     the host: the guest is ready (PrepareGuest).
 //  3. guest-init, now PID 1, loads the late modules, reaps orphans,
 //     restarts the agent if it dies, and starts a root shell on the
 //     console for `labserver vm shell`.
-
-// setupErrFile carries a Soft-RoCE setup failure to the agent's hello, so
-// the host fails fast with the reason instead of timing out.
-const setupErrFile = "/run/rdmalab-setup-error"
-
-// modulesDone is written by /init once the boot modules are loaded.
-const modulesDone = "/run/rdmalab-modules-loaded"
-
-// shellParam on the kernel command line asks init for a root shell on the
-// serial console (labserver vm shell).
-const shellParam = "rdmalab.shell=1"
-
-// PortLink is where the agent links its virtio-serial port once the guest
-// is set up (the path udev would create; there is no udev).
-const PortLink = "/dev/virtio-ports/" + PortName
-
-// initScript is /init. Only busybox applets and dash builtins: every
-// process start costs tens of milliseconds under TCG.
-func initScript(modules []string) []byte {
-	return []byte(`#!/bin/sh
-# rdmalab guest init, written by labserver vm build (sandbox/vm/guestinit.go).
-export PATH=/usr/sbin:/usr/bin HOME=/root
-# The agent first: its Go start-up is the longest step of the boot, and it
-# needs nothing mounted until it is over.
-/usr/bin/labserver agent --serve ` + PortLink + ` &
-agent=$!
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /run
-read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs tmpfs /dev/shm
-hostname rdmalab-guest
-if ! modprobe -a ` + strings.Join(modules, " ") + ` 2>/run/modprobe.err; then
-	echo "loading kernel modules failed: $(cat /run/modprobe.err)" > ` + setupErrFile + `
-fi
-: > ` + modulesDone + `
-read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
-exec /usr/bin/labserver vm guest-init "$agent"
-`)
-}
 
 // GuestInit is PID 1 once /init has done its part: it supervises the agent
 // (agentPID, started by /init; restarted with agentArgv) forever. It only
@@ -89,17 +47,17 @@ func GuestInit(agentPID int, agentArgv []string) error {
 	go func() {
 		// Off the critical path: after the agent is up.
 		for {
-			if _, err := os.Lstat(PortLink); err == nil {
+			if _, err := os.Lstat(vmproto.PortLink); err == nil {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if err := loadModules(guestLateModuleList); err != nil {
+		if err := loadModules(vmproto.LateModuleList); err != nil {
 			say("late modules: %v", err)
 		}
 	}()
 	shell := 0
-	if cmdline, _ := os.ReadFile("/proc/cmdline"); strings.Contains(string(cmdline), shellParam) {
+	if cmdline, _ := os.ReadFile("/proc/cmdline"); strings.Contains(string(cmdline), vmproto.ShellParam) {
 		var err error
 		if shell, err = spawnShell(); err != nil {
 			say("no shell: %v", err)
@@ -133,7 +91,7 @@ func GuestInit(agentPID int, agentArgv []string) error {
 			}
 			say("agent exited (%s); restarting", describeWait(ws))
 			time.Sleep(200 * time.Millisecond)
-			if agent, err = spawn(append(agentArgv, PortLink), false); err != nil {
+			if agent, err = spawn(append(agentArgv, vmproto.PortLink), false); err != nil {
 				return fmt.Errorf("restart agent: %w", err)
 			}
 		}
@@ -162,7 +120,7 @@ func loadModules(list string) error {
 	var slow []took
 	for _, m := range strings.Fields(string(b)) {
 		t := time.Now()
-		if err := hostrdma.LoadModuleFile(m); err != nil {
+		if err := rxedev.LoadModuleFile(m); err != nil {
 			return err
 		}
 		slow = append(slow, took{strings.TrimSuffix(filepath.Base(m), ".ko"), time.Since(t)})
@@ -259,21 +217,21 @@ func uptime() string {
 func PrepareGuest(ctx context.Context, path string) (*os.File, error) {
 	if _, err := os.Lstat(path); err != nil {
 		fmt.Fprintf(os.Stdout, "rdmalab-guest: agent started at uptime %s\n", uptime())
-		if err := waitFile(ctx, modulesDone); err != nil {
+		if err := waitFile(ctx, vmproto.ModulesDone); err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(setupErrFile); err != nil { // modules loaded
+		if _, err := os.Stat(vmproto.SetupErrFile); err != nil { // modules loaded
 			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			err := hostrdma.SetupSoftRoCE(sctx, hostrdma.GuestTopology)
+			err := rxedev.SetupSoftRoCE(sctx, rxedev.GuestTopology)
 			cancel()
 			if err != nil {
-				_ = os.WriteFile(setupErrFile, []byte(err.Error()), 0o644)
+				_ = os.WriteFile(vmproto.SetupErrFile, []byte(err.Error()), 0o644)
 				fmt.Fprintf(os.Stdout, "rdmalab-guest: Soft-RoCE setup FAILED: %v\n", err)
 			} else {
 				fmt.Fprintf(os.Stdout, "rdmalab-guest: Soft-RoCE ready at uptime %s (rxe0, rxe1 on veth0/veth1)\n", uptime())
 			}
 		}
-		port, err := findPort(PortName, 10*time.Second)
+		port, err := findPort(vmproto.PortName, 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -302,8 +260,8 @@ func waitFile(ctx context.Context, path string) error {
 
 // GuestHello is the agent's hello inside the guest: kernel, uptime, the
 // init's setup error if any. Call it after WaitPort.
-func GuestHello() Hello {
-	h := Hello{}
+func GuestHello() vmproto.Hello {
+	h := vmproto.Hello{}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -311,7 +269,7 @@ func GuestHello() Hello {
 	if b, err := os.ReadFile("/proc/uptime"); err == nil {
 		fmt.Sscanf(string(b), "%f", &h.Uptime)
 	}
-	if b, err := os.ReadFile(setupErrFile); err == nil {
+	if b, err := os.ReadFile(vmproto.SetupErrFile); err == nil {
 		h.SetupErr = strings.TrimSpace(string(b))
 	}
 	return h
@@ -320,18 +278,18 @@ func GuestHello() Hello {
 // GuestLab describes the guest's RDMA devices now (the agent's answer to a
 // lab request).
 func GuestLab(ctx context.Context) sandbox.Lab {
-	lab := sandbox.Lab{Backend: "vm", State: StateReady, Devices: []sandbox.Device{}}
+	lab := sandbox.Lab{Backend: "vm", State: sandbox.LabReady, Devices: []sandbox.Device{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		lab.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	devs, err := hostrdma.Devices()
+	devs, err := rxedev.Devices()
 	if err != nil {
-		lab.State, lab.Reason = StateFailed, err.Error()
+		lab.State, lab.Reason = sandbox.LabFailed, err.Error()
 		return lab
 	}
 	if len(devs) == 0 {
-		lab.State, lab.Reason = StateFailed, "the guest has no RDMA devices"
+		lab.State, lab.Reason = sandbox.LabFailed, "the guest has no RDMA devices"
 	}
 	lab.Devices = append(lab.Devices, devs...)
 	return lab

@@ -1,4 +1,4 @@
-package hostrdma
+package rxedev
 
 import (
 	"context"

@@ -1,4 +1,8 @@
-package vm
+// Package vmguest is what runs inside the lab guest: PID 1 (GuestInit,
+// supervising the agent), the agent's set-up of Soft-RoCE (PrepareGuest)
+// and its server on the virtio-serial port (GuestServer), which runs each
+// request in a fresh `labserver agent` child. It never runs on the host.
+package vmguest
 
 import (
 	"bufio"
@@ -10,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // GuestServer is the guest's side of the protocol (see proto.go): it runs
@@ -22,7 +28,7 @@ type GuestServer struct {
 	// Lab describes the guest's devices now.
 	Lab func(ctx context.Context) sandbox.Lab
 	// Hello is sent first.
-	Hello Hello
+	Hello vmproto.Hello
 	// WaitOnEOF: a virtio-serial port reads EOF while the host side is not
 	// connected; wait this long and read again instead of stopping. Zero
 	// ends Serve at EOF.
@@ -51,12 +57,12 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 	c := &guestConn{s: s, w: port}
 	defer c.wg.Wait()
 	hello := s.Hello
-	if err := c.send(guestMsg{Hello: &hello}); err != nil {
+	if err := c.send(vmproto.GuestMsg{Hello: &hello}); err != nil {
 		return err
 	}
 	br := bufio.NewReaderSize(port, 64<<10)
 	for {
-		line, err := readGuestLine(br, sandbox.DefaultMaxLine)
+		line, err := lineio.Read(br, sandbox.DefaultMaxLine)
 		if errors.Is(err, io.EOF) && s.WaitOnEOF > 0 {
 			select {
 			case <-ctx.Done():
@@ -65,8 +71,8 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 				continue
 			}
 		}
-		if errors.Is(err, errLongLine) {
-			_ = c.send(guestMsg{End: true, Kind: endBadOp, Error: err.Error()})
+		if errors.Is(err, lineio.ErrLongLine) {
+			_ = c.send(vmproto.GuestMsg{End: true, Kind: vmproto.EndBadOp, Error: err.Error()})
 			continue
 		}
 		if err != nil {
@@ -75,10 +81,10 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 			}
 			return err
 		}
-		var m hostMsg
+		var m vmproto.HostMsg
 		if err := json.Unmarshal(line, &m); err != nil {
 			// Nothing to answer to without an id; say so on the stream.
-			_ = c.send(guestMsg{End: true, Kind: endBadOp, Error: fmt.Sprintf("not a request: %q", clipBytes(line, 80))})
+			_ = c.send(vmproto.GuestMsg{End: true, Kind: vmproto.EndBadOp, Error: fmt.Sprintf("not a request: %q", lineio.ClipBytes(line, 80))})
 			continue
 		}
 		c.dispatch(ctx, m)
@@ -88,35 +94,35 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 	}
 }
 
-func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
+func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 	switch m.Op {
-	case opPing:
-		_ = c.send(guestMsg{ID: m.ID, End: true})
-	case opLab:
+	case vmproto.OpPing:
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+	case vmproto.OpLab:
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			lab := c.s.Lab(ctx)
-			_ = c.send(guestMsg{ID: m.ID, Lab: &lab})
-			_ = c.send(guestMsg{ID: m.ID, End: true})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, Lab: &lab})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
 		}()
-	case opCancel:
+	case vmproto.OpCancel:
 		c.mu.Lock()
 		if c.running == m.Target && c.cancel != nil {
 			c.cancel()
 		}
 		c.mu.Unlock()
-		_ = c.send(guestMsg{ID: m.ID, End: true})
-	case opRun:
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+	case vmproto.OpRun:
 		if m.Req == nil {
-			_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBadOp, Error: "run without a request"})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "run without a request"})
 			return
 		}
 		c.mu.Lock()
 		if c.running != 0 {
 			busy := c.running
 			c.mu.Unlock()
-			_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBusy, Error: fmt.Sprintf("the guest is busy with request %d", busy)})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBusy, Error: fmt.Sprintf("the guest is busy with request %d", busy)})
 			return
 		}
 		rctx, cancel := context.WithCancel(ctx)
@@ -127,16 +133,16 @@ func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
 			defer c.wg.Done()
 			defer cancel()
 			err := c.s.Run(rctx, *m.Req, func(ev sandbox.Event) {
-				_ = c.send(guestMsg{ID: m.ID, Event: &ev})
+				_ = c.send(vmproto.GuestMsg{ID: m.ID, Event: &ev})
 			})
-			end := guestMsg{ID: m.ID, End: true}
+			end := vmproto.GuestMsg{ID: m.ID, End: true}
 			if err != nil {
 				end.Error = err.Error()
-				end.Kind = endBroken
+				end.Kind = vmproto.EndBroken
 				if _, ok := errors.AsType[*sandbox.AgentFailure](err); ok {
-					end.Kind = endFailed
+					end.Kind = vmproto.EndFailed
 				} else if rctx.Err() != nil {
-					end.Kind = endCancelled
+					end.Kind = vmproto.EndCancelled
 				}
 			}
 			c.mu.Lock()
@@ -145,12 +151,12 @@ func (c *guestConn) dispatch(ctx context.Context, m hostMsg) {
 			_ = c.send(end)
 		}()
 	default:
-		_ = c.send(guestMsg{ID: m.ID, End: true, Kind: endBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)})
 	}
 }
 
 // send writes one message as one line; the first write error sticks.
-func (c *guestConn) send(m guestMsg) error {
+func (c *guestConn) send(m vmproto.GuestMsg) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %+v: %w", m, err)
@@ -171,53 +177,4 @@ func (c *guestConn) writeErr() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.err
-}
-
-// errLongLine is a protocol line over the limit; the stream skips it.
-var errLongLine = errors.New("line too long")
-
-// readGuestLine reads one non-empty line of at most max bytes.
-func readGuestLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > max+1 {
-			// Skip the rest of the oversized line so the stream recovers.
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			return nil, fmt.Errorf("%w (%d bytes)", errLongLine, max)
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && !(errors.Is(err, io.EOF) && len(line) > 0):
-			return nil, err
-		}
-		if trimmed := trimLine(line); len(trimmed) > 0 {
-			return trimmed, nil
-		}
-		if err != nil { // EOF after a blank line
-			return nil, io.EOF
-		}
-		line = line[:0]
-	}
-}
-
-func trimLine(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	for len(b) > 0 && b[0] == ' ' {
-		b = b[1:]
-	}
-	return b
-}
-
-func clipBytes(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "…"
 }

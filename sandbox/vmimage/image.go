@@ -1,4 +1,9 @@
-package vm
+// Package vmimage builds the lab guest's image on the host: a kernel with
+// rdma_rxe and its modules, busybox, iproute2, rdma-core, perftest and the
+// labserver binary, from this machine's Debian packages, packed into an
+// initramfs (cpio) next to the kernel. It also says what the machine lacks
+// (Preflight, MissingError). It runs on the host, at build time.
+package vmimage
 
 import (
 	"bufio"
@@ -10,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"io"
 	"os"
 	"os/exec"
@@ -25,9 +31,6 @@ import (
 // imageFormat changes whenever the layout of the image changes, so a new
 // labserver rebuilds images made by an older one.
 const imageFormat = "rdmalab-vm-image/1"
-
-// PortName is the virtio-serial port that carries the agent protocol.
-const PortName = "org.rdmalab.agent"
 
 // guestPrograms must be in the guest: the experiments and the lab's own
 // tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
@@ -596,9 +599,9 @@ func (p *plan) addEtc() {
 		}
 		return []byte(b.String())
 	}
-	t.bytes(guestModuleList, list(p.modules[:p.late]), 0o644)
-	t.bytes("init", initScript(guestModules), 0o755)
-	t.bytes(guestLateModuleList, list(p.modules[p.late:]), 0o644)
+	t.bytes(vmproto.ModuleList, list(p.modules[:p.late]), 0o644)
+	t.bytes("init", vmproto.InitScript(guestModules), 0o755)
+	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:]), 0o644)
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {
 			if e.Type().IsRegular() {
@@ -609,13 +612,6 @@ func (p *plan) addEtc() {
 		}
 	}
 }
-
-// guestModuleList lists the modules' guest paths in load order; the guest
-// init loads them with finit_module.
-const guestModuleList = "etc/rdmalab/modules"
-
-// guestLateModuleList lists the modules loaded after the agent is ready.
-const guestLateModuleList = "etc/rdmalab/modules.late"
 
 func guestModulePath(host string) string { return "/" + guestLibPath(host) }
 

@@ -1,22 +1,32 @@
-package vm
+package sandbox
 
 import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-// StatusLine is the lab state in one line for humans, e.g.
+// LabState is the state of a backend's lab.
+type LabState string
+
+// Lab states: a guest boots, is ready or failed; a server without an RDMA
+// backend has none.
+const (
+	LabBooting LabState = "booting"
+	LabReady   LabState = "ready"
+	LabFailed  LabState = "failed"
+	LabNone    LabState = "none"
+)
+
+// String is the lab state in one line for humans, e.g.
 // "Soft-RoCE lab: ready (rxe0, rxe1 on veth, kernel 6.1.0-56-amd64, TCG)".
-func StatusLine(l sandbox.Lab) string {
+func (l Lab) String() string {
 	title := "Soft-RoCE lab"
 	if l.Backend == "host" {
 		title = "RDMA lab (this host)"
 	}
 	switch l.State {
-	case StateReady:
+	case LabReady:
 		var parts []string
 		if d := devicesPhrase(l.Devices); d != "" {
 			parts = append(parts, d)
@@ -35,18 +45,18 @@ func StatusLine(l sandbox.Lab) string {
 			s += " — " + firstLine(l.Reason)
 		}
 		return s
-	case StateBooting:
+	case LabBooting:
 		return title + ": booting… (" + firstLine(l.Reason) + ")"
 	case "":
 		return title + ": unknown"
 	default:
-		return title + ": " + l.State + " — " + l.Reason
+		return title + ": " + string(l.State) + " — " + l.Reason
 	}
 }
 
 // devicesPhrase is "rxe0, rxe1 on veth" when the netdevs differ only in a
 // trailing number, else "rxe0 on eth0, mlx5_0 on ib0".
-func devicesPhrase(devs []sandbox.Device) string {
+func devicesPhrase(devs []Device) string {
 	if len(devs) == 0 {
 		return ""
 	}
@@ -70,9 +80,17 @@ func devicesPhrase(devs []sandbox.Device) string {
 	return strings.Join(names, ", ")
 }
 
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
 // DeviceTable is the devices with their GIDs and non-zero counters, for
 // the terminal.
-func DeviceTable(devs []sandbox.Device) string {
+func DeviceTable(devs []Device) string {
 	var b strings.Builder
 	for _, d := range devs {
 		fmt.Fprintf(&b, "  %-8s netdev %-8s gid[%d] %s\n", d.Name, d.Netdev, d.GIDIndex, d.GID)

@@ -1,9 +1,10 @@
-package vm
+package vmimage
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"io"
 	"os"
 	"path/filepath"
@@ -159,7 +160,7 @@ func TestBuildImage(t *testing.T) {
 	if got := string(files["usr/bin/sh"].data); got != "dash" {
 		t.Errorf("/bin/sh -> %q, want dash", got)
 	}
-	mods := strings.Fields(string(files[guestModuleList].data))
+	mods := strings.Fields(string(files[vmproto.ModuleList].data))
 	idx := func(name string) int {
 		for i, m := range mods {
 			if strings.HasSuffix(m, "/"+name+".ko") {
@@ -171,7 +172,7 @@ func TestBuildImage(t *testing.T) {
 	if c, r := idx("crc32_generic"), idx("rdma_rxe"); c < 0 || r < 0 || c > r {
 		t.Errorf("module order %v: want crc32_generic before rdma_rxe", mods)
 	}
-	late := strings.Fields(string(files[guestLateModuleList].data))
+	late := strings.Fields(string(files[vmproto.LateModuleList].data))
 	if len(late) == 0 || !strings.HasSuffix(late[len(late)-1], "/rdma_ucm.ko") {
 		t.Errorf("late modules %v: want rdma_ucm last", late)
 	}

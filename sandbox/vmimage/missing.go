@@ -1,6 +1,7 @@
-package vm
+package vmimage
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 )
@@ -62,4 +63,13 @@ var programPackage = map[string]string{
 	"capsh":              "libcap2-bin",
 	"setpriv":            "util-linux",
 	"prlimit":            "util-linux",
+}
+
+// CheckQEMU finds the QEMU binary or says how to install it.
+func CheckQEMU(qemu string) (string, error) {
+	p, err := exec.LookPath(qemu)
+	if err != nil {
+		return "", &MissingError{What: qemu, Packages: []string{"qemu-system-x86"}}
+	}
+	return p, nil
 }

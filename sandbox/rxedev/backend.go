@@ -1,4 +1,4 @@
-package hostrdma
+package rxedev
 
 import (
 	"context"
@@ -30,9 +30,9 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	devs, err := Devices()
 	switch {
 	case err != nil:
-		lab.State, lab.Reason = "failed", "cannot read RDMA devices: "+err.Error()
+		lab.State, lab.Reason = sandbox.LabFailed, "cannot read RDMA devices: "+err.Error()
 	case len(devs) == 0:
-		lab.State, lab.Reason = "failed", "the RDMA devices of this kernel are gone"
+		lab.State, lab.Reason = sandbox.LabFailed, "the RDMA devices of this kernel are gone"
 	default:
 		lab.Devices = devs
 	}

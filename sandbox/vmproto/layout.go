@@ -1,0 +1,60 @@
+package vmproto
+
+import "strings"
+
+// The layout of the guest image: what the image builder (package vmimage)
+// writes, the host's QEMU command line (package vm) names and the guest's
+// init and agent (package vmguest) expect.
+
+// PortName is the virtio-serial port that carries the agent protocol.
+const PortName = "org.rdmalab.agent"
+
+// ModuleList lists the modules' guest paths in load order; the guest
+// init loads them with finit_module.
+const ModuleList = "etc/rdmalab/modules"
+
+// LateModuleList lists the modules loaded after the agent is ready.
+const LateModuleList = "etc/rdmalab/modules.late"
+
+// SetupErrFile carries a Soft-RoCE setup failure to the agent's hello, so
+// the host fails fast with the reason instead of timing out.
+const SetupErrFile = "/run/rdmalab-setup-error"
+
+// ModulesDone is written by /init once the boot modules are loaded.
+const ModulesDone = "/run/rdmalab-modules-loaded"
+
+// ShellParam on the kernel command line asks init for a root shell on the
+// serial console (labserver vm shell).
+const ShellParam = "rdmalab.shell=1"
+
+// PortLink is where the agent links its virtio-serial port once the guest
+// is set up (the path udev would create; there is no udev).
+const PortLink = "/dev/virtio-ports/" + PortName
+
+// InitScript is /init. Only busybox applets and dash builtins: every
+// process start costs tens of milliseconds under TCG.
+func InitScript(modules []string) []byte {
+	return []byte(`#!/bin/sh
+# rdmalab guest init, written by labserver vm build (sandbox/vmproto/layout.go).
+export PATH=/usr/sbin:/usr/bin HOME=/root
+# The agent first: its Go start-up is the longest step of the boot, and it
+# needs nothing mounted until it is over.
+/usr/bin/labserver agent --serve ` + PortLink + ` &
+agent=$!
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /run
+read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+hostname rdmalab-guest
+if ! modprobe -a ` + strings.Join(modules, " ") + ` 2>/run/modprobe.err; then
+	echo "loading kernel modules failed: $(cat /run/modprobe.err)" > ` + SetupErrFile + `
+fi
+: > ` + ModulesDone + `
+read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
+exec /usr/bin/labserver vm guest-init "$agent"
+`)
+}
