@@ -15,18 +15,26 @@ import (
 func TestPerfOnDevices(t *testing.T) {
 	ex := pickExecutor(t)
 	before := ex.run(t, "rdma-resource", nil).result(t).Figures
-	t.Run("perf-sweep", func(t *testing.T) { testPerfSweep(t, ex) })
-	t.Run("perf-inline", func(t *testing.T) { testPerfInline(t, ex) })
-	t.Run("perf-signal", func(t *testing.T) { testPerfSignal(t, ex) })
-	t.Run("perf-wait", func(t *testing.T) { testPerfWait(t, ex) })
-	t.Run("perf-mr-cost", func(t *testing.T) { testPerfMRCost(t, ex) })
-	t.Run("perf-depth", func(t *testing.T) { testPerfDepth(t, ex) })
-	t.Run("perf-mtu", func(t *testing.T) { testPerfMTU(t, ex) })
-	after := ex.run(t, "rdma-resource", nil).result(t).Figures
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("resource leak: %s was %v before the perf experiments, %v after", k, v, after[k])
-		}
+	if len(before) == 0 {
+		t.Fatal("rdma-resource reported no devices")
+	}
+	for _, c := range []struct {
+		id   string
+		test func(*testing.T, executor)
+	}{
+		{"perf-sweep", testPerfSweep}, {"perf-inline", testPerfInline}, {"perf-signal", testPerfSignal},
+		{"perf-wait", testPerfWait}, {"perf-mr-cost", testPerfMRCost}, {"perf-depth", testPerfDepth}, {"perf-mtu", testPerfMTU},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			c.test(t, ex)
+			// what `rdma resource` counts is back where it was
+			after := ex.run(t, "rdma-resource", nil).result(t).Figures
+			for k, v := range before {
+				if after[k] != v {
+					t.Errorf("resource leak after %s: %s was %v, now %v", c.id, k, v, after[k])
+				}
+			}
+		})
 	}
 }
 
@@ -49,9 +57,10 @@ func logResult(t *testing.T, rec *recorder) map[string]float64 {
 func testPerfSweep(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-sweep", map[string]any{"max_size": 64 << 10, "perftest_size": "4096"})
 	f := logResult(t, rec)
-	// bandwidth grows with the size (per-message cost amortised), latency too
-	if f["bw_gain"] < 4 {
-		t.Errorf("64 KiB WRITEs moved only ×%.1f the bandwidth of 64 B ones; want ≥ ×4", f["bw_gain"])
+	// bandwidth grows with the size (the per-message cost amortised): the
+	// best size moves several times what 64 B WRITEs do; latency grows too
+	if best := f[fmt.Sprintf("mbps_%.0f", f["best_size"])]; best < 4*f["mbps_64"] || f["best_size"] < 1024 {
+		t.Errorf("best bandwidth %.1f MB/s at %v B, 64 B: %.1f MB/s; want ≥ ×4 at ≥ 1 KiB", best, f["best_size"], f["mbps_64"])
 	}
 	if f["lat_us_65536"] <= f["lat_us_64"] {
 		t.Errorf("64 KiB latency %.1f µs not above 64 B latency %.1f µs", f["lat_us_65536"], f["lat_us_64"])
@@ -100,7 +109,8 @@ func testPerfWait(t *testing.T, ex executor) {
 	if f["cpu_share_event"] >= f["cpu_share_poll"] {
 		t.Errorf("events used as much CPU per round trip as polling: %.2f vs %.2f of the round trip", f["cpu_share_event"], f["cpu_share_poll"])
 	}
-	if f["sleeps_event"] < 1 || f["sleeps_poll"] >= f["sleeps_event"] {
+	// with events both threads sleep once per round trip
+	if f["sleeps_event"] < 1.5 || f["sleeps_poll"] >= f["sleeps_event"] {
 		t.Errorf("sleeps per round trip: %.1f polling, %.1f events", f["sleeps_poll"], f["sleeps_event"])
 	}
 }
@@ -112,11 +122,11 @@ func testPerfMRCost(t *testing.T, ex executor) {
 	if f["growth"] < 10 {
 		t.Errorf("registering 16 MiB took only ×%.1f the time of 4 KiB", f["growth"])
 	}
-	if f["reg_us_1048576"] <= f["reg_us_65536"] || f["reg_us_16777216"] <= f["reg_us_1048576"] {
-		t.Errorf("registration time not growing with the size: %v", f)
+	if f["reg_us_16777216"] <= 2*f["reg_us_1048576"] {
+		t.Errorf("registering 16 MiB (%.0f µs) not well above 1 MiB (%.0f µs)", f["reg_us_16777216"], f["reg_us_1048576"])
 	}
-	if f["per_msg_slowdown"] <= 1 {
-		t.Errorf("registering per message was not slower: ×%.2f", f["per_msg_slowdown"])
+	if f["reg_dereg_64k_us"] <= 0 {
+		t.Errorf("no per-message registration cost: %v", f)
 	}
 }
 

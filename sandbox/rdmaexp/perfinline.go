@@ -20,8 +20,8 @@ func PerfInline() *sandbox.Experiment {
 		Title: say("Inline data (IBV_SEND_INLINE)", "内联数据（IBV_SEND_INLINE）"),
 		Summary: say("Posts the same RDMA WRITE with and without IBV_SEND_INLINE at sizes up to the QP's inline threshold and times each from the post to its completion and inside ibv_post_send; one size above the threshold shows the device refusing an inline post.",
 			"在 QP 的内联阈值以内的几种大小上，分别带与不带 IBV_SEND_INLINE 投递同一个 RDMA WRITE，计时从投递到完成以及 ibv_post_send 本身；再用一个超过阈值的大小，展示设备拒绝内联投递。"),
-		Needs: sandbox.NeedRDMA,
-		// timing: needs a quiet machine
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
 			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("WRITEs per size and way", "每种大小、每种方式的 WRITE 次数"), Min: 20, Max: 2000, Default: int64(200)},
 			{Name: "max_inline", Kind: sandbox.ParamBytes, Title: say("max_inline_data asked for", "申请的 max_inline_data"),
@@ -201,12 +201,13 @@ func (p *pair) postCost(ctx context.Context, size, n int, inline bool) ([]time.D
 }
 
 func reportInline(emit sandbox.Emitter, granted int, rows []inlineRow, refused bool, errnoName string, snapInl, snapPlain bool) error {
-	t := &sandbox.Table{Title: "inline vs not: medians", Columns: []string{"size", "post→completion plain µs", "inline µs", "inline/plain", "ibv_post_send plain µs", "inline µs", "CPU/WRITE plain µs", "inline µs"}}
+	t := sandbox.NewTable(say("inline vs not: medians", "内联与非内联：中位数"), say("size", "大小"), say("post→completion, plain µs", "投递→完成，非内联 µs"), say("inline µs", "内联 µs"), say("inline/plain", "内联/非内联"),
+		say("ibv_post_send, plain µs", "ibv_post_send，非内联 µs"), say("inline µs", "内联 µs"), say("CPU per WRITE, plain µs", "每个 WRITE 的 CPU，非内联 µs"), say("inline µs", "内联 µs"))
 	figs := map[string]float64{"max_inline": float64(granted), "above_refused": b2f(refused), "snapshot_inline": b2f(snapInl), "snapshot_plain": b2f(snapPlain)}
 	wins := 0
 	for _, r := range rows {
 		q := ratio(us(r.LatInl), us(r.Lat))
-		t.Rows = append(t.Rows, []string{fmt.Sprint(r.Size), f1(us(r.Lat)), f1(us(r.LatInl)), fmt.Sprintf("%.2f", q), f1(us(r.Post)), f1(us(r.PostInl)), f1(us(r.CPUPer)), f1(us(r.CPUPerInl))})
+		sameRow(t, fmt.Sprint(r.Size), f1(us(r.Lat)), f1(us(r.LatInl)), fmt.Sprintf("%.2f", q), f1(us(r.Post)), f1(us(r.PostInl)), f1(us(r.CPUPer)), f1(us(r.CPUPerInl)))
 		k := fmt.Sprint(r.Size)
 		figs["lat_us_"+k], figs["lat_inline_us_"+k], figs["ratio_"+k] = us(r.Lat), us(r.LatInl), q
 		figs["post_us_"+k], figs["post_inline_us_"+k] = us(r.Post), us(r.PostInl)

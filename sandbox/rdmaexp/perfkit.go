@@ -305,6 +305,15 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// sameRow adds a row of language-free cells (figures, sizes).
+func sameRow(t *sandbox.Table, cells ...string) {
+	txt := make([]sandbox.Text, len(cells))
+	for i, c := range cells {
+		txt[i] = sandbox.Same(c)
+	}
+	t.AddRow(txt...)
+}
+
 // metric emits one chart point of series (labelled in both languages).
 func metric(emit sandbox.Emitter, series string, label sandbox.Text, x, y float64, unit string) {
 	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: x, Y: y, Unit: unit, Message: label["en"], Messages: label})

@@ -31,8 +31,8 @@ func PerfMTU() *sandbox.Experiment {
 		Title: say("Path MTU 1024 vs 4096", "路径 MTU：1024 对比 4096"),
 		Summary: say("Streams large RDMA WRITEs at path MTU 1024, then raises the veth pair's MTU to 9000 so Soft-RoCE offers 4096 and streams again; counts the packets per message on the device counters and compares the bandwidth. The MTU is put back afterwards.",
 			"先在路径 MTU 1024 下流式发送大的 RDMA WRITE，再把 veth 对的 MTU 提高到 9000，让 Soft-RoCE 提供 4096，再发一次；从设备计数器数出每条消息的报文数，比较带宽。结束后恢复原来的 MTU。"),
-		Needs: sandbox.NeedRDMA,
-		// timing: needs a quiet machine
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 4 << 10, Max: 256 << 10, Default: int64(64 << 10)},
 			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per MTU", "每种 MTU 的秒数"), Min: 1, Max: 4, Default: int64(2)},
@@ -171,11 +171,11 @@ func mtuStream(ctx context.Context, emit sandbox.Emitter, top topology, size int
 }
 
 func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error {
-	t := &sandbox.Table{Title: "path MTU", Columns: []string{"path MTU", "MB/s", "WRITEs", "packets sent", "packets per WRITE", "CPU µs/WRITE"}}
+	t := sandbox.NewTable(say("path MTU", "路径 MTU"), say("path MTU", "路径 MTU"), sandbox.Same("MB/s"), say("WRITEs", "WRITE 数"), say("packets sent", "发出的报文"), say("packets per WRITE", "每个 WRITE 的报文数"), say("CPU µs per WRITE", "每个 WRITE 的 CPU µs"))
 	figs := map[string]float64{"size": float64(size), "raised_at_start": b2f(raised)}
 	for _, r := range rows {
 		ppw := ratio(float64(r.Pkts), float64(r.St.Msgs))
-		t.Rows = append(t.Rows, []string{fmt.Sprint(r.PathMTU), f1(r.St.MBps()), fmt.Sprint(r.St.Msgs), fmt.Sprint(r.Pkts), f1(ppw), f1(us(r.St.CPUPerMsg()))})
+		sameRow(t, fmt.Sprint(r.PathMTU), f1(r.St.MBps()), fmt.Sprint(r.St.Msgs), fmt.Sprint(r.Pkts), f1(ppw), f1(us(r.St.CPUPerMsg())))
 		k := fmt.Sprint(r.PathMTU)
 		figs["mbps_"+k], figs["pkts_per_msg_"+k], figs["cpu_us_"+k] = r.St.MBps(), ppw, us(r.St.CPUPerMsg())
 	}

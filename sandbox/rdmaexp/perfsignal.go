@@ -19,8 +19,8 @@ func PerfSignal() *sandbox.Experiment {
 		Title: say("Selective signaling: a completion for every Nth WR", "选择性信号：每 N 个 WR 才要一个完成"),
 		Summary: say("Streams small RDMA WRITEs with a completion (IBV_SEND_SIGNALED) on every work request, then on every Nth, and compares messages per second, CPU per message and completions polled; then posts without ever signaling until the send queue is full.",
 			"流式发送小的 RDMA WRITE：先为每个工作请求都要一个完成（IBV_SEND_SIGNALED），再每 N 个才要一个，比较每秒消息数、每条消息的 CPU 和轮询到的完成数；最后一直不要完成地投递，直到发送队列被占满。"),
-		Needs: sandbox.NeedRDMA,
-		// timing: needs a quiet machine
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
 			{Name: "every", Kind: sandbox.ParamInt, Title: say("Signal every Nth WR", "每 N 个 WR 要一个完成"), Min: 2, Max: 64, Default: int64(16)},
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 8, Max: 4 << 10, Default: int64(64)},
@@ -124,13 +124,13 @@ func (p *pair) fillUnsignaled(size int) (int, error) {
 
 func reportSignal(emit sandbox.Emitter, every, size int, st []streamStats, never int, full bool, ve *verbs.Error) error {
 	all, sel := st[0], st[1]
-	t := &sandbox.Table{Title: "selective signaling", Columns: []string{"signaled", "messages", "k msg/s", "MB/s", "CPU µs/msg", "completions polled", "ibv_poll_cq calls"}}
+	t := sandbox.NewTable(say("selective signaling", "选择性信号"), say("signaled", "要完成的 WR"), say("messages", "消息数"), say("k msg/s", "千条消息/秒"), sandbox.Same("MB/s"), say("CPU µs/msg", "每条消息 CPU µs"), say("completions polled", "轮询到的完成"), say("ibv_poll_cq calls", "ibv_poll_cq 调用次数"))
 	for i, s := range st {
-		name := "every WR"
+		name := say("every WR", "每个 WR")
 		if i == 1 {
-			name = fmt.Sprintf("every %dth", every)
+			name = say(fmt.Sprintf("every %dth", every), fmt.Sprintf("每 %d 个", every))
 		}
-		t.Rows = append(t.Rows, []string{name, fmt.Sprint(s.Msgs), f1(s.MsgRate() / 1000), f1(s.MBps()), f1(us(s.CPUPerMsg())), fmt.Sprint(s.Completions), fmt.Sprint(s.Polls)})
+		t.AddRow(name, sandbox.Same(fmt.Sprint(s.Msgs)), sandbox.Same(f1(s.MsgRate()/1000)), sandbox.Same(f1(s.MBps())), sandbox.Same(f1(us(s.CPUPerMsg()))), sandbox.Same(fmt.Sprint(s.Completions)), sandbox.Same(fmt.Sprint(s.Polls)))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	speed := ratio(sel.MsgRate(), all.MsgRate())

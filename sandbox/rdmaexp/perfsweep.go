@@ -22,8 +22,8 @@ func PerfSweep() *sandbox.Experiment {
 		Title: say("Message size: latency and bandwidth, ours and perftest's", "消息大小：时延与带宽，我们的程序与 perftest"),
 		Summary: say("Times one RDMA WRITE from post to completion and streams WRITEs for bandwidth at sizes from 64 B, ×4 each step, up to the chosen size; then runs perftest's ib_write_bw at one size with the same queue depth on the same devices and puts its figure on the chart.",
 			"在从 64 B 起每次乘 4 直到所选大小的各种消息大小上，计时单个 RDMA WRITE 从投递到完成的时间，并流式发送 WRITE 测带宽；然后在同样的设备上、以同样的队列深度，在一个大小上运行 perftest 的 ib_write_bw，把它的结果画在同一张图上。"),
-		Needs: sandbox.NeedRDMA,
-		// timing: needs a quiet machine
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
 			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"), Help: say("Sizes run from 64 B, ×4 each step, up to this.", "大小从 64 B 起每次乘 4，直到这个值。"), Min: 256, Max: 1 << 20, Default: int64(256 << 10)},
 			{Name: "perftest_size", Kind: sandbox.ParamEnum, Title: say("ib_write_bw at", "ib_write_bw 的消息大小"),
@@ -163,11 +163,11 @@ func parsePerftestBW(out string) (float64, error) {
 }
 
 func reportSweep(emit sandbox.Emitter, rows []sweepRow, ptSize string, pt float64) error {
-	t := &sandbox.Table{Title: "message size sweep (RDMA WRITE)", Columns: []string{"size", "post→completion µs", "MB/s", "k msg/s", "MB/s ÷ smallest"}}
+	t := sandbox.NewTable(say("message size sweep (RDMA WRITE)", "消息大小扫描（RDMA WRITE）"), say("size", "大小"), say("post→completion µs", "投递→完成 µs"), sandbox.Same("MB/s"), say("k msg/s", "千条消息/秒"), say("MB/s ÷ smallest", "MB/s ÷ 最小消息"))
 	figs := map[string]float64{}
 	base := rows[0].St.MBps()
 	for _, r := range rows {
-		t.Rows = append(t.Rows, []string{human(int64(r.Size)), f1(us(r.Lat)), f1(r.St.MBps()), f1(r.St.MsgRate() / 1000), fmt.Sprintf("%.1f", ratio(r.St.MBps(), base))})
+		sameRow(t, human(int64(r.Size)), f1(us(r.Lat)), f1(r.St.MBps()), f1(r.St.MsgRate()/1000), fmt.Sprintf("%.1f", ratio(r.St.MBps(), base)))
 		figs[fmt.Sprintf("lat_us_%d", r.Size)], figs[fmt.Sprintf("mbps_%d", r.Size)] = us(r.Lat), r.St.MBps()
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})

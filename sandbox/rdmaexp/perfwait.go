@@ -23,8 +23,8 @@ func PerfWait() *sandbox.Experiment {
 		Title: say("Polling vs completion events", "轮询对比完成事件"),
 		Summary: say("Two threads bounce a small SEND back and forth, first spinning on the completion queue, then sleeping until the completion channel wakes them; median round trip and CPU time per round trip for each way.",
 			"两个线程来回传递一个小 SEND：先在完成队列上自旋，再睡眠直到完成通道把它们唤醒；给出两种方式各自的往返时延中位数和每次往返的 CPU 时间。"),
-		Needs: sandbox.NeedRDMA,
-		// timing: needs a quiet machine
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
 			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("Round trips per way", "每种方式的往返次数"), Min: 20, Max: 5000, Default: int64(300)},
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 8, Max: 4 << 10, Default: int64(64)},
@@ -213,12 +213,12 @@ func threadCS() int64 {
 }
 
 func reportWait(emit sandbox.Emitter, iters int, rows []waitRow) error {
-	t := &sandbox.Table{Title: "polling vs completion events (SEND/RECV ping-pong)", Columns: []string{"waiting", "median round trip µs", "CPU µs per round trip", "CPU / round trip", "sleeps per round trip"}}
+	t := sandbox.NewTable(say("polling vs completion events (SEND/RECV ping-pong)", "轮询与完成事件（SEND/RECV 往返）"), say("waiting", "等待方式"), say("median round trip µs", "往返中位数 µs"), say("CPU µs per round trip", "每次往返 CPU µs"), say("CPU ÷ round trip", "CPU ÷ 往返"), say("sleeps per round trip", "每次往返的睡眠次数"))
 	figs := map[string]float64{"iterations": float64(iters)}
 	for _, r := range rows {
 		share := ratio(us(r.CPU), us(r.RTT))
 		sw := float64(r.Switches) / float64(iters)
-		t.Rows = append(t.Rows, []string{r.Mode, f1(us(r.RTT)), f1(us(r.CPU)), fmt.Sprintf("%.2f", share), f1(sw)})
+		t.AddRow(map[string]sandbox.Text{mPoll: say("busy polling", "忙轮询"), mEvent: say("completion events", "完成事件")}[r.Mode], sandbox.Same(f1(us(r.RTT))), sandbox.Same(f1(us(r.CPU))), sandbox.Same(fmt.Sprintf("%.2f", share)), sandbox.Same(f1(sw)))
 		figs["rtt_us_"+r.Mode], figs["cpu_us_"+r.Mode], figs["cpu_share_"+r.Mode], figs["sleeps_"+r.Mode] = us(r.RTT), us(r.CPU), share, sw
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
