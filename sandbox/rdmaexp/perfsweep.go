@@ -77,10 +77,15 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			fmt.Sprintf("大小 %s 到 %s：先测时延，再以 %d 个在途 WRITE 测带宽", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth)))
 		budget := 4 * time.Second / time.Duration(len(sizes))
 		for _, size := range sizes {
-			if _, _, err := pr.latency(ctx, size, 5, false); err != nil {
+			// fewer samples where each takes milliseconds under emulation
+			n := 40
+			if size > 16<<10 {
+				n = 10
+			}
+			if _, _, err := pr.latency(ctx, size, 3, false); err != nil {
 				return err
 			}
-			lat, _, err := pr.latency(ctx, size, 40, false)
+			lat, _, err := pr.latency(ctx, size, n, false)
 			if err != nil {
 				return err
 			}
