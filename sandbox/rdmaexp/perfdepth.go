@@ -35,7 +35,7 @@ func PerfDepth() *sandbox.Experiment {
 type depthRow struct {
 	Depth int
 	St    streamStats
-	Sched int64 // rxe's completer_sched counter: completer runs deferred to a tasklet
+	Sched int64 // rxe's ack_deferred counter (RXE_CNT_COMPLETER_SCHED): completer runs deferred to a tasklet
 }
 
 func runPerfDepth(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -84,7 +84,7 @@ func runPerfDepth(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 				return verbsError(emit, err)
 			}
 			c1, _ := verbs.Counters(top.Client.Dev, 1)
-			rows[i].Sched += c1["completer_sched"] - c0["completer_sched"]
+			rows[i].Sched += c1["ack_deferred"] - c0["ack_deferred"]
 			rows[i].Depth = d
 			rows[i].St = addStats(rows[i].St, st)
 			if round == 1 {
@@ -175,8 +175,8 @@ func reportDepth(emit sandbox.Emitter, size int, rows []depthRow, ready float64)
 			fmt.Sprintf("在途的 WR 越多，搬的数据越多：%s 的 WRITE 在深度 %d 时达到 %.1f MB/s，深度 1 时为 %.1f MB/s（×%.2f）；最好的是深度 %d。", human(int64(size)), deep.Depth, deep.St.MBps(), base, gain, best.Depth)+gen["zh"]+rxe["zh"])
 	} else if gain < 0.85 {
 		s1, sN := figs["sched_per_msg_1"], figs[fmt.Sprintf("sched_per_msg_%d", deep.Depth)]
-		v = say(fmt.Sprintf("More WRs in flight were slower here: %s WRITEs ran at %.1f MB/s at depth 1 and %.1f MB/s at depth %d (×%.2f). A lone WRITE is finished inside the post; with several outstanding, the ACKs queue up and rxe defers its completer to a tasklet instead of running it at once (rxe's counter completer_sched: %.2f per message at depth 1, %.2f at depth %d) — extra scheduling the CPU pays for. ", human(int64(size)), base, deep.St.MBps(), deep.Depth, gain, s1, sN, deep.Depth)+rxe["en"]+" "+gen["en"],
-			fmt.Sprintf("这里在途 WR 越多反而越慢：%s 的 WRITE 深度 1 时 %.1f MB/s，深度 %d 时 %.1f MB/s（×%.2f）。单个 WRITE 在投递调用里就处理完了；有多个在途时，ACK 会排队，rxe 把完成器推迟到 tasklet 里而不是立刻运行（rxe 计数器 completer_sched：深度 1 时每条消息 %.2f 次，深度 %d 时 %.2f 次）——多出来的调度都要 CPU 来付。", human(int64(size)), base, deep.Depth, deep.St.MBps(), gain, s1, deep.Depth, sN)+rxe["zh"]+gen["zh"])
+		v = say(fmt.Sprintf("More WRs in flight were slower here: %s WRITEs ran at %.1f MB/s at depth 1 and %.1f MB/s at depth %d (×%.2f). A lone WRITE is finished inside the post; with several outstanding, the ACKs queue up and rxe defers its completer to a tasklet instead of running it at once (rxe's counter ack_deferred: %.2f per message at depth 1, %.2f at depth %d) — extra scheduling the CPU pays for. ", human(int64(size)), base, deep.St.MBps(), deep.Depth, gain, s1, sN, deep.Depth)+rxe["en"]+" "+gen["en"],
+			fmt.Sprintf("这里在途 WR 越多反而越慢：%s 的 WRITE 深度 1 时 %.1f MB/s，深度 %d 时 %.1f MB/s（×%.2f）。单个 WRITE 在投递调用里就处理完了；有多个在途时，ACK 会排队，rxe 把完成器推迟到 tasklet 里而不是立刻运行（rxe 计数器 ack_deferred：深度 1 时每条消息 %.2f 次，深度 %d 时 %.2f 次）——多出来的调度都要 CPU 来付。", human(int64(size)), base, deep.Depth, deep.St.MBps(), gain, s1, deep.Depth, sN)+rxe["zh"]+gen["zh"])
 	} else {
 		v = say(fmt.Sprintf("Depth barely mattered here: %s WRITEs ran at %.1f MB/s at depth 1 and %.1f MB/s at depth %d (×%.2f). ", human(int64(size)), base, deep.St.MBps(), deep.Depth, gain)+rxe["en"]+" "+gen["en"],
 			fmt.Sprintf("这里深度几乎不起作用：%s 的 WRITE 深度 1 时 %.1f MB/s，深度 %d 时 %.1f MB/s（×%.2f）。", human(int64(size)), base, deep.Depth, deep.St.MBps(), gain)+rxe["zh"]+gen["zh"])

@@ -189,6 +189,13 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, ptSize string, pt float6
 		fmt.Sprintf("小消息受限于每条消息的开销，大消息受限于每字节的开销：%s 的 WRITE 带宽 %.1f MB/s，每个 %.1f µs；%s 的 WRITE 带宽 %.1f MB/s（×%.0f），每个 %.1f µs（×%.1f）。带宽在 %s 时最高。",
 			human(int64(small.Size)), small.St.MBps(), us(small.Lat), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat), figs["lat_growth"], human(int64(best.Size))))
 	if pt >= 0 {
+		figs["perftest_mbps"] = pt
+	}
+	if pt == 0 {
+		v = say(v["en"]+"perftest's ib_write_bw reported 0 MB/s: it times with the CPU's cycle counter calibrated at start, which an emulated, busy CPU spoils — its figure is unusable this time. ",
+			v["zh"]+"perftest 的 ib_write_bw 报告 0 MB/s：它用启动时校准的 CPU 周期计数器计时，而模拟的、繁忙的 CPU 会破坏这种校准——这次它的数字不可用。")
+	}
+	if pt > 0 {
 		var ours float64
 		for _, r := range rows {
 			if int64(r.Size) == mustAtoi(ptSize) {
