@@ -65,6 +65,17 @@ const (
 	EvTable  EventType = "table"
 	EvResult EventType = "result"
 	EvError  EventType = "error"
+	// EvCommand is a learner's command to an interactive run, emitted by
+	// the runner when it accepts one (Name = the command), so the replay
+	// shows what the learner asked before what the run answered.
+	EvCommand EventType = "command"
+	// EvStep is one step of an interactive run: the call made (Call, Code),
+	// what came back (Table, OK, ErrnoName), why (Detail) and which
+	// commands the run accepts next (Offers).
+	EvStep EventType = "step"
+	// EvCapture carries the packets a run captured (package
+	// sandbox/capture): a bounded .pcap kept with the run's events.
+	EvCapture EventType = "capture"
 )
 
 // Event is one thing that happened in a run. It is a JSON line on the agent's
@@ -77,7 +88,11 @@ type Event struct {
 	// status
 	Status   Status `json:"status,omitempty"`
 	Position int    `json:"position,omitempty"` // queue position, 1 = next
-	Backend  string `json:"backend,omitempty"`
+	// Wait is the estimated wait in seconds before a queued run starts,
+	// played forward from how long recent runs of each experiment took and
+	// the scheduling rules (0: not known yet).
+	Wait    float64 `json:"wait_s,omitempty"`
+	Backend string  `json:"backend,omitempty"`
 
 	// phase, log, result (verdict), error (message)
 	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
@@ -106,6 +121,25 @@ type Event struct {
 	Errno     int    `json:"errno,omitempty"`
 	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+
+	// step (interactive runs)
+	Code   string   `json:"code,omitempty"`   // the C code of the call, with the values used
+	Detail Text     `json:"detail,omitempty"` // what the result means, per language
+	Offers []string `json:"offers,omitempty"` // commands the run accepts next
+
+	// capture
+	Capture *Capture `json:"capture,omitempty"`
+}
+
+// Capture is a bounded packet capture made during a run (sandbox/capture
+// makes and decodes it). Pcap is a classic pcap file; Hosts names the IP
+// addresses in it ("10.0.0.2" → "rxe1 (requester)").
+type Capture struct {
+	Iface   string            `json:"iface"`
+	Packets int               `json:"packets"`
+	Dropped int               `json:"dropped,omitempty"` // seen but over the limits, not kept
+	Hosts   map[string]string `json:"hosts,omitempty"`
+	Pcap    []byte            `json:"pcap"`
 }
 
 // Table is a small result table. Title, Columns and Rows are English (or
@@ -179,6 +213,13 @@ type Experiment struct {
 	Presets []Preset      `json:"presets"`
 	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
 
+	// Commands makes the experiment interactive: while it runs, the learner
+	// may send these commands (and no others) to it; see command.go.
+	Commands []CommandSpec `json:"commands,omitempty"`
+	// Idle ends an interactive run that received no command for this long
+	// (DefaultIdle when 0); its status is then timed-out.
+	Idle time.Duration `json:"-"`
+
 	// Run performs the experiment inside `labserver agent`. It returns a
 	// non-nil error when the experiment could not do its job (the run fails);
 	// an expected failure that the experiment demonstrates (ENOMEM) is an
@@ -220,7 +261,11 @@ type Lab struct {
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
-	Devices []Device `json:"devices"`
+	// Guests is the size of the vm backend's pool, GuestsReady how many
+	// of them are up.
+	Guests      int      `json:"guests,omitempty"`
+	GuestsReady int      `json:"guests_ready,omitempty"`
+	Devices     []Device `json:"devices"`
 }
 
 // Device is one RDMA device as reported by the agent.

@@ -43,6 +43,8 @@ func runTestRegistry() *sandbox.Registry {
 	reg := sandbox.NewRegistry()
 	reg.Register(hostexp.TCPCost())
 	reg.Register(hostexp.Memlock()) // shown in widgets; never run here (its helper re-executes the binary)
+	reg.Register(captureReplay())   // run_capture_test.go: a stored capture as a run's event
+	reg.Register(fakeSteps())       // the step-through, scripted (stepthrough_test.go)
 	// ticks emits n points of a series a few ms apart, a table and a verdict.
 	reg.Register(&sandbox.Experiment{
 		ID: "ticks", Title: sandbox.Text{"en": "Ticks", "zh": "滴答"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
@@ -102,11 +104,15 @@ func (b pipeBackend) Exec(ctx context.Context, req sandbox.Request, emit func(sa
 	go func() {
 		outW.CloseWithError(sandbox.ServeAgent(ctx, b.reg, inR, outW))
 	}()
-	go func() {
-		b, _ := json.Marshal(req)
-		inW.Write(append(b, '\n'))
-		inW.Close()
-	}()
+	body, _ := json.Marshal(req)
+	if sandbox.CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
+		defer sandbox.FeedCommands(ctx, inW, append(body, '\n'))()
+	} else {
+		go func() {
+			inW.Write(append(body, '\n'))
+			inW.Close()
+		}()
+	}
 	err := sandbox.NewAgentReader(outR, 0).ReadRun(emit)
 	outR.Close()
 	if ctx.Err() != nil {
@@ -146,7 +152,10 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 		}
 	}
 	runner := sandbox.NewRunner(cfg)
-	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub})
+	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub,
+		// Tests speak for clients at other addresses through the proxy
+		// header (loopback is the trusted proxy).
+		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
 	if err != nil {
 		t.Fatal(err)
 	}

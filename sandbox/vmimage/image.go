@@ -40,7 +40,8 @@ var guestPrograms = []string{
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
 	"strace", // the syscalls experiment counts system calls per message with it
-	"tc",     // lesson 02: netem loss on the veth path, reset after every run
+	"tc",     // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
+	"rping",  // lesson 03: rdma_cm connects (rdmacm-utils)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -57,7 +58,7 @@ var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rd
 // lateModules are loaded after the agent is ready, off the boot's critical
 // path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm
 // users (qperf -cm1, rping), which no experiment starts in the first second.
-var lateModules = []string{"rdma_ucm"}
+var lateModules = []string{"rdma_ucm", "sch_ingress", "cls_u32", "act_gact"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
@@ -482,8 +483,17 @@ func (p *plan) addProvider(ctx context.Context) error {
 			return err
 		}
 	}
+	// glibc dlopen()s libgcc_s to unwind a thread in pthread_exit (rping's
+	// threads end that way) and aborts without it; ldd never lists it.
+	if _, err := os.Stat(libgccPath); err == nil {
+		if err := p.addBinary(ctx, libgccPath, guestLibPath(libgccPath)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+const libgccPath = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 
 // planModules resolves the modules and their dependencies with the host's
 // modprobe against the guest kernel's module tree.
