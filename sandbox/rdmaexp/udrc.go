@@ -157,12 +157,20 @@ func pollFor(ctx context.Context, cq *verbs.CQ, limit time.Duration) (verbs.WC, 
 	}
 }
 
-func sentPkts(dev string) int64 {
+// sentPkts reads the device's sent_pkts counter; a failure is logged once
+// per run and counts as -1 (a delta of two failures is 0).
+func sentPkts(emit sandbox.Emitter, dev string) int64 {
 	c, err := verbs.Counters(dev, 1)
 	if err != nil {
+		logf(emit, "counters of %s unavailable: %v", dev, err)
 		return -1
 	}
-	return c["sent_pkts"]
+	v, ok := c["sent_pkts"]
+	if !ok {
+		logf(emit, "%s has no sent_pkts counter", dev)
+		return -1
+	}
+	return v
 }
 
 // grhIPv4 reads the IPv4 header Soft-RoCE (RoCE v2 over IPv4) puts in
@@ -213,7 +221,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		return verbsError(emit, err)
 	}
 	fill(cli.buf.Bytes()[:size], "rc")
-	before := sentPkts(top.Client.Dev)
+	before := sentPkts(emit, top.Client.Dev)
 	if err := cli.qp.PostSend(verbs.SendWR{ID: 2, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: size}); err != nil {
 		return verbsError(emit, err)
 	}
@@ -225,7 +233,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	rcPkts := sentPkts(top.Client.Dev) - before
+	rcPkts := sentPkts(emit, top.Client.Dev) - before
 	rcOK := swc.Status == verbs.WCSuccess && rwc.Status == verbs.WCSuccess && int(rwc.ByteLen) == size &&
 		string(srv.buf.Bytes()[:size]) == string(cli.buf.Bytes()[:size])
 	figs["rc_byte_len"] = float64(rwc.ByteLen)
@@ -265,7 +273,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	const small = 64
 	fill(uc.buf.Bytes()[:small], "ud")
-	before = sentPkts(top.Client.Dev)
+	before = sentPkts(emit, top.Client.Dev)
 	if err := uc.qp.PostSendUD(verbs.SendWR{ID: 20, Flags: verbs.SendSignaled, MR: uc.mr, Length: small}, uc.ah, us.qp.Num(), udQKey); err != nil {
 		return verbsError(emit, err)
 	}
@@ -280,7 +288,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	udPkts := sentPkts(top.Client.Dev) - before
+	udPkts := sentPkts(emit, top.Client.Dev) - before
 	if !ok {
 		return fmt.Errorf("ud-vs-rc: the 64-byte UD datagram did not arrive")
 	}
@@ -303,7 +311,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	// 3. UD: a datagram bigger than the MTU.
 	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (path MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（路径 MTU %d）", size, mtu)))
 	fill(uc.buf.Bytes()[:size], "big")
-	before = sentPkts(top.Client.Dev)
+	before = sentPkts(emit, top.Client.Dev)
 	bigPost := "ok"
 	bigSend, bigRecv := "-", "none"
 	bigArrived := false
@@ -334,7 +342,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			bigRecv, bigLen = rwc.Status.String(), rwc.ByteLen
 		}
 	}
-	bigPkts := sentPkts(top.Client.Dev) - before
+	bigPkts := sentPkts(emit, top.Client.Dev) - before
 	figs["ud_big_arrived"] = b2f(bigArrived)
 	figs["ud_big_packets"] = float64(bigPkts)
 	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())

@@ -176,12 +176,12 @@
   ST.prototype.card = function (ev) {
     var ok = ev.ok !== false;
     var li = h("li", { "class": "st-step" + (ok ? "" : " st-failed"), "data-step": ev.name, "data-testid": "st-step" });
-    if (this.pending) {
+    if (this.pending && this.pending !== "next") {
       var p = h("p", { "class": "st-cmd" }, this.t("steps.you") + ": ");
       p.appendChild(h("code", null, this.pending));
       li.appendChild(p);
-      this.pending = "";
     }
+    this.pending = "";
     var title = h("h4", { tabindex: "-1" }, this.text(ev) + " ");
     if (ev.errno_name) title.appendChild(h("code", { "class": "errno", "data-testid": "st-errno" }, ev.errno_name));
     li.appendChild(title);
