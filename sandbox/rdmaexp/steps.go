@@ -155,9 +155,9 @@ func runVerbsSteps(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		return fmt.Errorf("verbs-steps is interactive: it needs a command stream (run it from the lesson page)")
 	}
 	note(emit, "info", top.describe())
-	plan := &sandbox.Table{Title: "steps", Columns: []string{"#", "step"}}
+	plan := sandbox.NewTable(say("steps", "步骤"), sandbox.Same("#"), say("step", "步骤"))
 	for i, d := range stepList() {
-		plan.Rows = append(plan.Rows, []string{fmt.Sprint(i + 1), d.title["en"]})
+		plan.AddRow(sandbox.Same(fmt.Sprint(i+1)), d.title)
 	}
 	ok := true
 	emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "start", Message: "Ready", Messages: say("Ready: press Next for the first call", "准备就绪：按“下一步”执行第一个调用"),

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -160,6 +163,12 @@ func pollFor(ctx context.Context, cq *verbs.CQ, limit time.Duration) (verbs.WC, 
 // sentPkts reads the device's sent_pkts counter; a failure is logged once
 // per run and counts as -1 (a delta of two failures is 0).
 func sentPkts(emit sandbox.Emitter, dev string) int64 {
+	// the one file first: cheap, and what `rdma statistic` shows
+	if b, err := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/hw_counters/sent_pkts"); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return v
+		}
+	}
 	c, err := verbs.Counters(dev, 1)
 	if err != nil {
 		logf(emit, "counters of %s unavailable: %v", dev, err)
@@ -194,7 +203,25 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	note(emit, "info", top.describe())
 	figs := map[string]float64{"size": float64(size)}
-	t := &sandbox.Table{Title: "RC vs UD", Columns: []string{"message", "QP", "bytes sent", "sender completion", "receiver completion", "byte_len", "GRH", "packets sent"}}
+	t := sandbox.NewTable(say("RC vs UD", "RC 与 UD"), say("message", "消息"), sandbox.Same("QP"), say("bytes sent", "发送字节"),
+		say("sender completion", "发送方完成"), say("receiver completion", "接收方完成"), sandbox.Same("byte_len"), sandbox.Same("GRH"),
+		say("packets sent", "发出的包"))
+	row := func(cells ...string) {
+		ts := make([]sandbox.Text, len(cells))
+		for i, c := range cells {
+			switch c {
+			case "yes":
+				ts[i] = say("yes", "有")
+			case "no":
+				ts[i] = say("no", "无")
+			case "none":
+				ts[i] = say("none", "无")
+			default:
+				ts[i] = sandbox.Same(c)
+			}
+		}
+		t.AddRow(ts...)
+	}
 
 	// 1. RC: one message of size bytes, any size.
 	phase(emit, "rc", say(fmt.Sprintf("RC: SEND %d bytes to the connected peer", size), fmt.Sprintf("RC：向已连接的对端 SEND %d 字节", size)))
@@ -239,7 +266,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["rc_byte_len"] = float64(rwc.ByteLen)
 	figs["rc_packets"] = float64(rcPkts)
 	figs["rc_ok"] = b2f(rcOK)
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "RC", fmt.Sprint(size), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), "no", fmt.Sprint(rcPkts)})
+	row(fmt.Sprintf("%d B", size), "RC", fmt.Sprint(size), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), "no", fmt.Sprint(rcPkts))
 	note(emit, "info", say(fmt.Sprintf("RC delivered all %d bytes as one message (receive byte_len %d) in %d packets of at most %d bytes: the sender's NIC split it by the path MTU, the receiver's put it back together, and every packet was acknowledged.", size, rwc.ByteLen, rcPkts, mtu),
 		fmt.Sprintf("RC 把 %d 字节作为一条消息完整送达（接收 byte_len %d），用了 %d 个包，每包至多 %d 字节：发送方网卡按路径 MTU 切分，接收方网卡重新拼好，每个包都得到确认。", size, rwc.ByteLen, rcPkts, mtu)))
 	srv.Close()
@@ -301,7 +328,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["ud_payload_after_grh"] = b2f(payloadOK)
 	figs["ud_src_qp_matches"] = b2f(rwc.SrcQP == uc.qp.Num())
 	figs["ud_grh_ipv4"] = b2f(ipOK && src.Equal(top.Client.GID.GID.IP()) && dst.Equal(top.Server.GID.GID.IP()))
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts)})
+	row(fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts))
 	logf(emit, "receive buffer bytes 0–39 (GRH area): % x", grh)
 	if ipOK {
 		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40 — a UD receiver that posts a buffer of exactly the message size loses its last 40 bytes.", rwc.ByteLen, small, rwc.SrcQP, src, dst),
@@ -346,7 +373,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["ud_big_arrived"] = b2f(bigArrived)
 	figs["ud_big_packets"] = float64(bigPkts)
 	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend + " (post: " + bigPost + ")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts)})
+	row(fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend+" (post: "+bigPost+")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 
 	var v sandbox.Text

@@ -196,11 +196,14 @@
       fig.appendChild(pre);
       body.appendChild(fig);
     }
-    if (ev.table && ev.table.rows && ev.table.rows.length) {
+    var rows = ev.table && ev.table.rows;
+    var loc = ev.table && ev.table.i18n && ev.table.i18n[this.lang];
+    if (loc && loc.rows && rows && loc.rows.length === rows.length) rows = loc.rows;
+    if (rows && rows.length) {
       var tb = h("table", { "class": "exp-table st-result" });
       tb.appendChild(h("caption", null, this.t("steps.result")));
       var tbody = h("tbody");
-      ev.table.rows.forEach(function (r) {
+      rows.forEach(function (r) {
         var tr = h("tr");
         r.forEach(function (c, i) { tr.appendChild(h(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : null, c)); });
         tbody.appendChild(tr);
