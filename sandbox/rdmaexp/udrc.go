@@ -182,6 +182,23 @@ func sentPkts(emit sandbox.Emitter, dev string) int64 {
 	return v
 }
 
+// settledPkts is sentPkts once it stopped moving: Soft-RoCE may count a
+// packet after the completion of its send was already delivered, so a
+// reading right after a completion can miss it (and the next window count
+// it). It waits until two readings 100 ms apart agree (at most ~1 s).
+func settledPkts(emit sandbox.Emitter, dev string) int64 {
+	v := sentPkts(emit, dev)
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		w := sentPkts(emit, dev)
+		if w == v {
+			return v
+		}
+		v = w
+	}
+	return v
+}
+
 // grhIPv4 reads the IPv4 header Soft-RoCE (RoCE v2 over IPv4) puts in
 // bytes 20–39 of the GRH area: source and destination address.
 func grhIPv4(grh []byte) (src, dst net.IP, ok bool) {
@@ -248,7 +265,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		return verbsError(emit, err)
 	}
 	fill(cli.buf.Bytes()[:size], "rc")
-	before := sentPkts(emit, top.Client.Dev)
+	before := settledPkts(emit, top.Client.Dev)
 	if err := cli.qp.PostSend(verbs.SendWR{ID: 2, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: size}); err != nil {
 		return verbsError(emit, err)
 	}
@@ -260,7 +277,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	rcPkts := sentPkts(emit, top.Client.Dev) - before
+	rcPkts := settledPkts(emit, top.Client.Dev) - before
 	rcOK := swc.Status == verbs.WCSuccess && rwc.Status == verbs.WCSuccess && int(rwc.ByteLen) == size &&
 		string(srv.buf.Bytes()[:size]) == string(cli.buf.Bytes()[:size])
 	figs["rc_byte_len"] = float64(rwc.ByteLen)
@@ -300,7 +317,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	const small = 64
 	fill(uc.buf.Bytes()[:small], "ud")
-	before = sentPkts(emit, top.Client.Dev)
+	before = settledPkts(emit, top.Client.Dev)
 	if err := uc.qp.PostSendUD(verbs.SendWR{ID: 20, Flags: verbs.SendSignaled, MR: uc.mr, Length: small}, uc.ah, us.qp.Num(), udQKey); err != nil {
 		return verbsError(emit, err)
 	}
@@ -315,7 +332,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	udPkts := sentPkts(emit, top.Client.Dev) - before
+	udPkts := settledPkts(emit, top.Client.Dev) - before
 	if !ok {
 		return fmt.Errorf("ud-vs-rc: the 64-byte UD datagram did not arrive")
 	}
@@ -338,7 +355,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	// 3. UD: a datagram bigger than the MTU.
 	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (path MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（路径 MTU %d）", size, mtu)))
 	fill(uc.buf.Bytes()[:size], "big")
-	before = sentPkts(emit, top.Client.Dev)
+	before = settledPkts(emit, top.Client.Dev)
 	bigPost := "ok"
 	bigSend, bigRecv := "-", "none"
 	bigArrived := false
@@ -369,7 +386,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			bigRecv, bigLen = rwc.Status.String(), rwc.ByteLen
 		}
 	}
-	bigPkts := sentPkts(emit, top.Client.Dev) - before
+	bigPkts := settledPkts(emit, top.Client.Dev) - before
 	figs["ud_big_arrived"] = b2f(bigArrived)
 	figs["ud_big_packets"] = float64(bigPkts)
 	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())
