@@ -638,6 +638,12 @@ func (p *plan) hashInputs() error {
 	ins := slices.Clone(p.inputs)
 	slices.Sort(ins)
 	for _, f := range slices.Compact(ins) {
+		if f == p.agent {
+			// Its content is hashed below: `go build -o` rewrites the same
+			// bytes with a new mtime, which must not remake the image (and
+			// throw away the guest snapshot made from it).
+			continue
+		}
 		fi, err := os.Stat(f)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
