@@ -35,14 +35,15 @@ type Snapshot struct {
 }
 
 const (
-	snapshotFile = "snapshot.state"
-	snapshotMeta = "snapshot.json"
+	snapshotFormat = 1 // bump when the QEMU command line changes
+	snapshotFile   = "snapshot.state"
+	snapshotMeta   = "snapshot.json"
 )
 
 // snapshotKey names everything the saved state depends on.
 func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d\n%d\n%s\n", im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
+	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n", snapshotFormat, im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
@@ -136,6 +137,17 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, e
 	}
 	g.log.Info("guest snapshot saved", "bytes", s.Bytes, "took", s.Took.Round(time.Millisecond))
 	return s, nil
+}
+
+// qmpDo runs one QMP command without arguments (stop, cont).
+func (g *Guest) qmpDo(ctx context.Context, cmd string) error {
+	q, err := dialQMP(ctx, g.qmpSock, g.exited)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	_, err = q.do(ctx, cmd, nil)
+	return err
 }
 
 // resume finishes a restore: QEMU reads the snapshot, the VM continues,
