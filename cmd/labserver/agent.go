@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/store"
@@ -103,7 +104,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}
-	host := &sandbox.HostBackend{}
+	host := &agentproc.Agent{}
 	reg := experimentRegistry()
 	hub := web.NewRunHub(db, log)
 	runner := sandbox.NewRunner(sandbox.RunnerConfig{

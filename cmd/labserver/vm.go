@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/choose"
 	"github.com/rdmalab/rdmalab/sandbox/rxedev"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
@@ -241,7 +242,7 @@ func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog
 		if d.SetUp {
 			note = "Soft-RoCE set up by labserver on this host"
 		}
-		return &rxedev.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
+		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
 		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log})
 		b.Start()

@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 )
 
 // Backend is the host backend on a kernel that has RDMA devices: runs go to
 // a host agent child like any host run, and the lab state lists the
 // devices with their counters now.
 type Backend struct {
-	Host *sandbox.HostBackend
+	Host *agentproc.Agent
 	// Note says how the devices came to be (e.g. "Soft-RoCE set up by labserver").
 	Note string
 }
