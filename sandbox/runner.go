@@ -219,7 +219,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 			}
 		}
 		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
-		r.emit(ru, Event{Type: EvError, Message: reason})
+		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": "这台机器上没有能运行这个实验的后端（需要 " + string(ru.exp.Needs) + "）：" + reason}})
 		return StatusFailed, reason
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
@@ -245,7 +245,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		return stop, msg
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		msg := fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout)
-		r.emit(ru, Event{Type: EvError, Message: msg})
+		r.emit(ru, Event{Type: EvError, Message: msg, Messages: Text{"en": msg, "zh": fmt.Sprintf("运行达到了 %s 的时间上限，已被停止", timeout)}})
 		return StatusTimedOut, msg
 	}
 	var af *AgentFailure
@@ -261,7 +261,7 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.info.Status = status
-	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Backend: ru.info.Backend})
+	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Messages: finalText(status, msg), Backend: ru.info.Backend})
 	delete(r.runs, ru.info.ID)
 	if r.learners[ru.info.Learner] == ru {
 		delete(r.learners, ru.info.Learner)
@@ -318,7 +318,7 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 	if why == StatusInterrupted {
 		msg = "the lab server stopped before this run started"
 	}
-	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg})
+	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg, Messages: finalText(why, msg)})
 	delete(r.runs, ru.info.ID)
 	if r.learners[ru.info.Learner] == ru {
 		delete(r.learners, ru.info.Learner)
@@ -350,4 +350,32 @@ func (r *Runner) Close() {
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+}
+
+// finalText is a final status message in both languages. The runner's own
+// wordings are translated; a failure's cause (an error from the backend or
+// the agent) is a diagnostic and stays as it is, after a Chinese lead-in.
+func finalText(st Status, msg string) Text {
+	if msg == "" {
+		return nil
+	}
+	zh := map[string]string{
+		"cancelled":                   "已按你的请求停止",
+		"cancelled before it started": "还没开始就取消了",
+		"the lab server stopped while this run was going": "运行途中实验服务器停止了",
+		"the lab server stopped before this run started":  "运行开始前实验服务器停止了",
+	}[msg]
+	switch {
+	case zh != "":
+	case st == StatusTimedOut:
+		var limit string
+		if _, err := fmt.Sscanf(msg, "the run reached its time limit of %s and was stopped", &limit); err == nil {
+			zh = "运行达到了 " + limit + " 的时间上限，已被停止"
+		} else {
+			zh = "运行超时被停止：" + msg
+		}
+	default:
+		zh = "原因：" + msg
+	}
+	return Text{"en": msg, "zh": zh}
 }

@@ -108,11 +108,14 @@ type Event struct {
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
 }
 
-// Table is a small result table.
+// Table is a small result table. Title, Columns and Rows are English (or
+// language-free); I18n holds the same table in other languages ("zh"),
+// built with NewTable/AddRow (table.go). Readers pick In(lang).
 type Table struct {
-	Title   string     `json:"title,omitempty"`
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
+	Title   string                `json:"title,omitempty"`
+	Columns []string              `json:"columns"`
+	Rows    [][]string            `json:"rows"`
+	I18n    map[string]*TableText `json:"i18n,omitempty"`
 }
 
 // Emitter is how a running experiment reports events. It is safe for

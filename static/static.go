@@ -13,7 +13,7 @@ import (
 // FS is every asset, addressed by its path under static/ (e.g. "css/lab.css").
 // Add a directory to the embed line when you add one (js, vendor…).
 //
-//go:embed css js vendor
+//go:embed css js vendor favicon.ico
 var FS embed.FS
 
 // Prefix is where the web server mounts FS.

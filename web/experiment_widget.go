@@ -81,7 +81,8 @@ func paramField(p sandbox.Param, v any, lang string) views.ParamField {
 		}
 	case sandbox.ParamBool:
 		b, _ := v.(bool)
-		f.Options = []views.Option{{Value: "true", Label: "true", Selected: b}, {Value: "false", Label: "false", Selected: !b}}
+		t := tr(lang)
+		f.Options = []views.Option{{Value: "true", Label: t("run.yes"), Selected: b}, {Value: "false", Label: t("run.no"), Selected: !b}}
 	}
 	return f
 }
@@ -106,6 +107,7 @@ var clientKeys = []string{
 	"run.status.queued", "run.status.running", "run.status.done", "run.status.failed", "run.status.cancelled",
 	"run.status.timed-out", "run.status.interrupted", "run.connection",
 	"run.lab.booting", "run.lab.ready", "run.lab.failed", "run.lab.none", "run.lab.unknown",
+	"run.live.other", "run.live.open", "run.preset.cue", "run.tables",
 }
 
 // clientStrings is the JSON of clientKeys in lang, for data-strings.

@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 	}
 
 	r.Get("/healthz", s.healthz)
+	r.Get("/favicon.ico", s.favicon)
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	s.instructorRoutes(r) // /instructor/*, /api/reload, /me
 

@@ -31,6 +31,7 @@ func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 		row := views.RunRow{
 			Href: runHref(run.ID), When: run.CreatedAt.Local().Format("2006-01-02 15:04"), Experiment: title,
 			Status: string(run.Status), StatusLabel: t("run.status." + string(run.Status)), Backend: run.Backend,
+			Params: s.paramsView(run.Experiment, run.Params, lang),
 		}
 		if run.Result != nil {
 			row.Verdict = clipText(localized(*run.Result, lang), 160)

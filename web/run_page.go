@@ -38,6 +38,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	lang := langOf(r)
 	rv := digestRun(lang, run, events)
+	rv.Params = s.paramsView(run.Experiment, run.Params, lang)
 	if !rv.Final && run.Learner == learnerID(r) && s.cfg.Runner != nil {
 		rv.CanCancel = true
 		rv.CancelAction = runHref(run.ID) + "/cancel"
@@ -83,17 +84,6 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 		ID: run.ID, Href: runHref(run.ID), EventsURL: "/api/runs/" + run.ID + "/events",
 		Status: string(run.Status), Backend: run.Backend, Created: run.CreatedAt.Local().Format("2006-01-02 15:04:05"),
 	}
-	var params map[string]any
-	if json.Unmarshal(run.Params, &params) == nil {
-		keys := make([]string, 0, len(params))
-		for k := range params {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			rv.Params = append(rv.Params, views.KV{Key: k, Value: fmt.Sprint(params[k])})
-		}
-	}
 	type agg struct {
 		views.MetricSummary
 		min, max, last float64
@@ -108,13 +98,16 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			rv.Status = string(ev.Status)
 			rv.PositionText = ""
 			if ev.Status == sandbox.StatusQueued && ev.Position > 0 {
-				rv.PositionText = trf(lang, "run.position", ev.Position-1, ev.Position)
+				rv.PositionText = msg // the hub words the wait (run_wait.go)
+				if rv.PositionText == "" {
+					rv.PositionText = trf(lang, "run.position", ev.Position-1, ev.Position)
+				}
 			}
 			if ev.Backend != "" {
 				rv.Backend = ev.Backend
 			}
 			if ev.Status.Final() {
-				rv.FinalMessage = ev.Message
+				rv.FinalMessage = msg
 			}
 		case sandbox.EvPhase:
 			title := msg
@@ -148,7 +141,7 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			a.max = max(a.max, ev.Y)
 		case sandbox.EvTable:
 			if ev.Table != nil {
-				rv.Tables = append(rv.Tables, ev.Table)
+				rv.Tables = append(rv.Tables, ev.Table.In(lang))
 			}
 		case sandbox.EvResult:
 			rv.HasVerdict = true
@@ -195,4 +188,76 @@ func num(f float64) string {
 		return "0"
 	}
 	return s
+}
+
+// paramsView is a run's params as the learner reads them: each param's
+// title in lang (its name when the experiment is unknown), enum choices by
+// their title, yes/no, byte counts with their unit; in the experiment's
+// order, unknown names last.
+func (s *Server) paramsView(experiment string, raw json.RawMessage, lang string) []views.KV {
+	var params map[string]any
+	if json.Unmarshal(raw, &params) != nil || len(params) == 0 {
+		return nil
+	}
+	var exp *sandbox.Experiment
+	if s.cfg.Experiments != nil {
+		exp = s.cfg.Experiments.Get(experiment)
+	}
+	t := tr(lang)
+	var out []views.KV
+	seen := map[string]bool{}
+	if exp != nil {
+		for _, p := range exp.Params {
+			v, ok := params[p.Name]
+			if !ok {
+				continue
+			}
+			seen[p.Name] = true
+			label := text(p.Title, lang)
+			if label == "" {
+				label = p.Name
+			}
+			val := fmt.Sprint(v)
+			switch p.Kind {
+			case sandbox.ParamBytes:
+				if f, ok := v.(float64); ok {
+					val = sandbox.FormatBytes(int64(f))
+				}
+			case sandbox.ParamInt:
+				if f, ok := v.(float64); ok {
+					val = strconv.FormatInt(int64(f), 10)
+					if p.Unit != "" {
+						val += " " + p.Unit
+					}
+				}
+			case sandbox.ParamBool:
+				if b, ok := v.(bool); ok {
+					val = t("run.no")
+					if b {
+						val = t("run.yes")
+					}
+				}
+			case sandbox.ParamEnum:
+				for _, c := range p.Choices {
+					if c.Value == val {
+						if l := text(c.Title, lang); l != "" {
+							val = l
+						}
+					}
+				}
+			}
+			out = append(out, views.KV{Key: label, Value: val})
+		}
+	}
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		if !seen[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, views.KV{Key: k, Value: fmt.Sprint(params[k])})
+	}
+	return out
 }

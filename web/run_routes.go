@@ -8,6 +8,7 @@ func (s *Server) runRoutes(r chi.Router) {
 	limit := s.limitRuns() // run_ratelimit.go: one bucket per learner for both submit routes
 	r.Get("/api/experiments", s.experimentList)
 	r.With(limit).Post("/api/runs", s.runCreate)
+	r.Get("/api/runs/live", s.runLive) // run_live.go: the learner's queued or running run
 	r.Get("/api/runs/{id}", s.runShow)
 	r.Get("/api/runs/{id}/events", s.runEvents)
 	r.Post("/api/runs/{id}/cancel", s.runCancel)

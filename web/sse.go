@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -35,6 +36,8 @@ type RunHub struct {
 
 	mu   sync.Mutex
 	subs map[string]map[*subscription]struct{}
+
+	queue *queueWatch // run_wait.go: words a queued run's wait
 }
 
 // subscription is one live event stream of one run. ch is closed when the
@@ -74,7 +77,22 @@ func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}}
+	h := &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}, queue: newQueueWatch(1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if d, err := db.RecentRunDurations(ctx, recentRuns); err == nil {
+		slices.Reverse(d) // oldest first, as they would have been seen
+		h.queue.seed(d)
+	}
+	return h
+}
+
+// SetSlots tells the hub how many runs execute at once (the runner's
+// concurrency), for the wait estimate.
+func (h *RunHub) SetSlots(n int) {
+	h.queue.mu.Lock()
+	h.queue.slots = max(n, 1)
+	h.queue.mu.Unlock()
 }
 
 // RunCreated implements sandbox.RunRecorder: the run row exists before its
@@ -87,6 +105,7 @@ func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
 
 // RunEvent implements sandbox.Sink.
 func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
+	ev = h.queue.note(runID, ev)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := h.db.AppendRunEvent(ctx, runID, ev)
 	cancel()

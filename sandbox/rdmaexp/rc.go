@@ -23,6 +23,9 @@ type rcOpts struct {
 	RecvWR    int
 	MaxInline int
 	RNRRetry  int // 7 = forever
+	// Tune, when set, changes the connection attributes last (lesson 02:
+	// timeout, retry count, traffic class).
+	Tune func(a *verbs.QPAttr)
 }
 
 // rc owns every verbs object of one end. Close frees them in reverse order.
@@ -116,6 +119,9 @@ func (r *rc) attr(remote verbs.Endpoint) (verbs.QPAttr, error) {
 	a.MinRNRTimer = 1 // 0.01 ms: RNR retries come fast, no-recv fails quickly
 	if r.opt.RNRRetry > 0 {
 		a.RNRRetry = r.opt.RNRRetry
+	}
+	if r.opt.Tune != nil {
+		r.opt.Tune(&a)
 	}
 	return a, nil
 }

@@ -17,13 +17,13 @@
   var T = {
     en: {
       time: "time (s)", roundtrip: "round trip (#)",
-      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round-trip time (µs, log scale)",
+      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round trip (µs, log)",
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
-      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数刻度）",
+      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数）",
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
     },

@@ -24,6 +24,58 @@
     return String(s).replace(/%[ds]/g, function () { return String(args[i++]); });
   }
 
+  // claimed maps a live run id to the widget following it, so two widgets
+  // of one experiment on a page never both attach to it.
+  var claimed = {};
+  var livePromise = null;
+
+  // liveRun asks the server once per page (again with force) for the
+  // learner's queued or running run: {id, experiment, params, page, title}.
+  function liveRun(force) {
+    if (!livePromise || force) {
+      livePromise = fetch("/api/runs/live", { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : {}; })
+        .then(function (b) { return b.run || null; })
+        .catch(function () { return null; });
+    }
+    return livePromise;
+  }
+
+  // announce tells the page's other widgets that a run started or ended.
+  function announce(name, detail, from) {
+    document.dispatchEvent(new CustomEvent(name, { detail: { run: detail, from: from } }));
+  }
+
+  var polling = false;
+  // pollLive waits for a live run followed by no widget on this page (a
+  // second tab's) to end, then frees every blocked widget.
+  function pollLive() {
+    if (polling) return;
+    polling = true;
+    var tick = function () {
+      liveRun(true).then(function (run) {
+        var ws = widgets();
+        if (run && !claimed[run.id]) { ws.forEach(function (w) { w.block(run); }); setTimeout(tick, 3000); return; }
+        polling = false;
+        ws.forEach(function (w) { if (!run || w.blocker && w.blocker.id !== run.id) w.unblock(); });
+      });
+    };
+    setTimeout(tick, 3000);
+  }
+
+  function widgets() {
+    var out = [];
+    document.querySelectorAll(".experiment[data-experiment]").forEach(function (r) { if (r.rdmalab) out.push(r.rdmalab); });
+    return out;
+  }
+
+  document.addEventListener("rdmalab:live", function (e) {
+    widgets().forEach(function (w) { if (w !== e.detail.from) w.block(e.detail.run); });
+  });
+  document.addEventListener("rdmalab:ended", function (e) {
+    widgets().forEach(function (w) { if (w.blocker && w.blocker.id === e.detail.run.id) w.unblock(); });
+  });
+
   function Widget(root) {
     this.root = root;
     this.lang = root.dataset.lang || "zh";
@@ -36,11 +88,62 @@
     this.replay = root.querySelector(".exp-replay");
     this.es = null;
     this.runID = null;
-    this.key = "rdmalab.run." + this.exp;
-    this.bind();
+    this.labReady = true; // no lab line: a host experiment is always runnable
+    this.live = false;    // this widget follows a queued or running run
+    this.blocker = null;  // another live run of this learner (elsewhere)
+    this.notice = root.querySelector("[data-testid=run-notice]");
+    this.cue = root.querySelector("[data-testid=run-cue]");
     this.lab = root.querySelector("[data-lab-status]");
+    if (this.lab) this.labReady = false;
+    this.bind();
     if (this.lab) this.watchLab();
   }
+
+  // sync shows whether Run may be pressed. While the lab is not ready Run
+  // is disabled; while the learner has a live run (here, in another widget
+  // or another tab) it is aria-disabled: it keeps the keyboard focus, looks
+  // dimmed, and a press (or Enter in a field) does nothing.
+  Widget.prototype.sync = function () {
+    if (!this.form) return;
+    var busy = this.live || !!this.blocker;
+    this.form.querySelectorAll('button[type="submit"]').forEach(function (b) {
+      b.disabled = !this.labReady;
+      if (busy) b.setAttribute("aria-disabled", "true"); else b.removeAttribute("aria-disabled");
+    }, this);
+  };
+
+  Widget.prototype.runnable = function () {
+    return this.labReady && !this.live && !this.blocker;
+  };
+
+  // say puts a short message above Run (a refusal, a cue) without touching
+  // the run output below.
+  Widget.prototype.say = function (msg, kind, link) {
+    if (!this.notice) return;
+    this.notice.textContent = msg || "";
+    this.notice.dataset.kind = kind || "";
+    this.notice.hidden = !msg;
+    if (link) {
+      this.notice.appendChild(document.createTextNode(" "));
+      this.notice.appendChild(h("a", { href: link }, this.t("run.live.open")));
+    }
+  };
+
+  // block disables Run because another run of this learner is live.
+  Widget.prototype.block = function (run) {
+    if (this.live) return;
+    if (!claimed[run.id]) pollLive(); // nobody here follows it: ask until it ends
+    this.blocker = run;
+    this.say(fmt(this.t("run.live.other"), run.title || run.experiment), "blocked", run.page);
+    this.sync();
+  };
+
+  Widget.prototype.unblock = function () {
+    if (!this.blocker) return;
+    this.blocker = null;
+    if (this.notice && this.notice.dataset.kind === "blocked") this.say("");
+    this.sync();
+  };
 
   // watchLab shows the Soft-RoCE lab's state above an RDMA experiment and
   // keeps Run disabled until the lab is ready (GET /api/lab), polling while
@@ -48,10 +151,7 @@
   // the run until the guest is up.
   Widget.prototype.watchLab = function () {
     var w = this;
-    var setRunnable = function (ok) {
-      if (!w.form) return;
-      w.form.querySelectorAll('button[type="submit"]').forEach(function (b) { b.disabled = !ok; });
-    };
+    var setRunnable = function (ok) { w.labReady = ok; w.sync(); };
     var show = function (key, args, state) {
       w.lab.textContent = fmt.apply(null, [w.t(key)].concat(args));
       w.lab.dataset.state = state;
@@ -97,11 +197,21 @@
         b.addEventListener("click", function (e) {
           e.preventDefault(); // with JS a preset fills the form; Run runs it
           w.fill(JSON.parse(b.dataset.preset));
-          w.form.querySelectorAll("[data-preset]").forEach(function (x) { x.classList.toggle("active", x === b); });
+          w.form.querySelectorAll("[data-preset]").forEach(function (x) {
+            x.classList.toggle("active", x === b);
+            x.setAttribute("aria-pressed", x === b ? "true" : "false");
+          });
+          // Cue: the preset only filled the form; Run runs it.
+          if (w.cue) {
+            w.cue.textContent = fmt(w.t("run.preset.cue"), b.textContent.trim());
+            w.cue.hidden = false;
+          }
+          w.runBtn.classList.add("cued");
         });
       });
       this.form.addEventListener("submit", function (e) {
         e.preventDefault();
+        if (!w.runnable()) return; // Enter in a field while a run is live: nothing
         w.submit();
       });
       if (this.cancelBtn) this.cancelBtn.addEventListener("click", function () { w.cancel(); });
@@ -110,16 +220,23 @@
       this.attach(this.root.dataset.run);
       return;
     }
-    var last = null;
-    try { last = localStorage.getItem(this.key); } catch (e) { /* private mode */ }
-    if (last) { // came back while a run was still going: follow it again
-      fetch("/api/runs/" + encodeURIComponent(last), { credentials: "same-origin" })
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .then(function (run) {
-          if (run && run.mine && (run.status === "queued" || run.status === "running")) w.attach(run.id);
-        })
-        .catch(function () {});
+    // The learner's live run (after a reload, in a second tab): follow it
+    // here if it is this experiment's, else keep Run disabled until it ends.
+    liveRun().then(function (run) { if (run) w.adopt(run); });
+  };
+
+  // adopt follows the learner's live run here or blocks Run for it.
+  Widget.prototype.adopt = function (run) {
+    if (this.live && this.runID === run.id) return;
+    var owner = claimed[run.id];
+    if (run.experiment === this.exp && (!owner || owner === this)) {
+      claimed[run.id] = this;
+      this.unblock();
+      if (run.params) this.fill(run.params);
+      this.attach(run.id);
+      return;
     }
+    this.block(run);
   };
 
   Widget.prototype.fill = function (values) {
@@ -143,7 +260,11 @@
   Widget.prototype.submit = function () {
     var w = this;
     if (!this.form.reportValidity()) return;
-    this.runBtn.disabled = true;
+    this.live = true; // until the server answers: a second press does nothing
+    this.sync();
+    this.say("");
+    if (this.cue) this.cue.hidden = true;
+    this.runBtn.classList.remove("cued");
     fetch("/api/runs", {
       method: "POST",
       credentials: "same-origin",
@@ -153,17 +274,27 @@
       return r.json().then(function (body) { return { ok: r.ok, body: body }; });
     }).then(function (res) {
       if (!res.ok) {
-        w.reset();
-        w.errorBox(res.body.error ? res.body.error.message : "error", "");
-        w.runBtn.disabled = false;
+        // A refusal is said above Run; what is on screen stays.
+        var err = res.body.error || {};
+        w.live = false;
+        w.sync();
+        w.say(err.message || "error", "refused");
+        if (err.code === "conflict") { // a run of ours is live elsewhere: follow or wait for it
+          liveRun(true).then(function (run) {
+            if (!run) return;
+            widgets().forEach(function (x) { x.adopt(run); }); // its widget here follows it, the others wait
+            w.say(err.message, "blocked", run.page);
+          });
+        }
         return;
       }
-      try { localStorage.setItem(w.key, res.body.id); } catch (e) { /* ignore */ }
+      claimed[res.body.id] = w;
       w.attach(res.body.id);
+      announce("rdmalab:live", { id: res.body.id, experiment: w.exp, page: "/runs/" + encodeURIComponent(res.body.id), title: w.title() }, w);
     }).catch(function (err) {
-      w.reset();
-      w.errorBox(String(err), "");
-      w.runBtn.disabled = false;
+      w.live = false;
+      w.sync();
+      w.say(String(err), "refused");
     });
   };
 
@@ -198,13 +329,20 @@
       .forEach(function (e) { this.out.appendChild(e); }, this);
   };
 
+  Widget.prototype.title = function () {
+    var h3 = this.root.querySelector(".exp-head h3");
+    return h3 ? h3.textContent.trim() : this.exp;
+  };
+
   Widget.prototype.attach = function (id) {
     var w = this;
+    if (this.es && this.runID === id) return; // already following it
     this.reset();
     this.runID = id;
     this.out.dataset.run = id;
     if (this.form) {
-      this.runBtn.disabled = true;
+      this.live = true;
+      this.sync();
       this.cancelBtn.hidden = false;
       this.cancelBtn.disabled = false;
       this.replay.hidden = false;
@@ -229,10 +367,14 @@
     this.es = null;
     this.root.dataset.final = "true";
     if (this.form) {
-      this.runBtn.disabled = false;
+      var hadFocus = document.activeElement === this.cancelBtn;
+      this.live = false;
+      this.sync();
       this.cancelBtn.hidden = true;
+      if (hadFocus) this.runBtn.focus(); // the focused Cancel disappears: keep the place
     }
-    try { if (localStorage.getItem(this.key) === this.runID) localStorage.removeItem(this.key); } catch (e) { /* ignore */ }
+    delete claimed[this.runID];
+    announce("rdmalab:ended", { id: this.runID, experiment: this.exp }, this);
   };
 
   Widget.prototype.handle = function (ev) {
@@ -255,11 +397,13 @@
     this.status.textContent = "";
     this.status.appendChild(h("strong", null, this.t("run.status." + st)));
     if (st === "queued" && ev.position > 0) {
+      // The server words the wait (runs ahead, running ones included, and
+      // an estimate from recent runs); the bare position is the fallback.
       this.status.appendChild(h("span", { "class": "exp-position", "data-testid": "run-position" },
-        fmt(this.t("run.position"), ev.position - 1, ev.position)));
+        (ev.messages && ev.messages[this.lang]) || fmt(this.t("run.position"), ev.position - 1, ev.position)));
     }
     if (ev.message && st !== "done" && st !== "queued" && st !== "running") {
-      this.status.appendChild(h("span", { "class": "exp-final" }, ev.message));
+      this.status.appendChild(h("span", { "class": "exp-final" }, this.text(ev)));
     }
     if (ev.backend) {
       this.backend.hidden = false;
@@ -294,6 +438,9 @@
 
   Widget.prototype.onTable = function (tb) {
     if (!tb) return;
+    var loc = tb.i18n && tb.i18n[this.lang];
+    if (loc) tb = { title: loc.title || tb.title, columns: loc.columns || tb.columns, rows: loc.rows || tb.rows };
+    var wrap = h("div", { "class": "table-scroll", tabindex: "0", role: "region", "aria-label": tb.title || this.t("run.tables") });
     var t = h("table", { "class": "exp-table", "data-testid": "run-table" });
     if (tb.title) t.appendChild(h("caption", null, tb.title));
     var tr = h("tr");
@@ -306,7 +453,8 @@
       body.appendChild(r);
     });
     t.appendChild(body);
-    this.tables.appendChild(t);
+    wrap.appendChild(t);
+    this.tables.appendChild(wrap);
   };
 
   Widget.prototype.onResult = function (ev) {
@@ -371,11 +519,15 @@
       c.series.forEach(function (s, i) {
         series.push({ label: c.labels[s] + (c.unit ? " (" + c.unit + ")" : ""), stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true });
       });
+      // Axis text and grid follow the theme (uPlot draws black by default,
+      // unreadable on the dark background); a theme change redraws.
+      var ink = cssVar("--text", "#1d2124"), grid = cssVar("--border", "#dde1e4");
+      var axis = function (a) { return Object.assign({ stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } }, a); };
       var opts = {
         width: width,
         height: 220,
         scales: { x: { time: false } },
-        axes: [{ label: "s" }, { label: c.unit, size: 60 }],
+        axes: [axis({ label: "s" }), axis({ label: c.unit, size: 64, labelSize: 22 })],
         series: series
       };
       // chart-bands.js, when loaded, names the axes and adds reference bands.
@@ -388,6 +540,27 @@
     }
     c.plot.setData(data);
   };
+
+  function cssVar(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  // A theme switch (the toggle sets html[data-theme], or the system
+  // changes) rebuilds every chart with the new ink.
+  function retheme() {
+    widgets().forEach(function (w) {
+      for (var u in (w.charts || {})) {
+        var c = w.charts[u];
+        if (c.plot) { c.plot.destroy(); c.plot = null; w.draw(c); }
+      }
+    });
+  }
+  if (window.MutationObserver) new MutationObserver(retheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  if (window.matchMedia) {
+    var mq = window.matchMedia("(prefers-color-scheme: dark)");
+    if (mq.addEventListener) mq.addEventListener("change", retheme);
+  }
 
   window.addEventListener("resize", function () {
     document.querySelectorAll(".exp-chart").forEach(function (box) {

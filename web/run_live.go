@@ -1,0 +1,64 @@
+package web
+
+import (
+	"bytes"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/static"
+)
+
+// liveRunJSON is the learner's queued or running run, for the widgets.
+type liveRunJSON struct {
+	ID         string         `json:"id"`
+	Experiment string         `json:"experiment"`
+	Title      string         `json:"title"`
+	Params     any            `json:"params"`
+	Status     sandbox.Status `json:"status"`
+	Page       string         `json:"page"`
+}
+
+// runLive is GET /api/runs/live: {"run": …} with the learner's live run, or
+// {"run": null}. A learner has at most one (the runner refuses a second),
+// so a widget that loads while one is going follows it (same experiment) or
+// keeps Run disabled until it ends — after a reload, in a second tab.
+func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	out := struct {
+		Run *liveRunJSON `json:"run"`
+	}{}
+	if s.sandboxOn() {
+		runs, err := s.cfg.Store.LearnerRuns(r.Context(), learnerID(r), 3)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		for _, run := range runs {
+			info, ok := s.cfg.Runner.Lookup(run.ID) // the store may still say running after a crash
+			if !ok || info.Status.Final() {
+				continue
+			}
+			title := run.Experiment
+			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
+				title = text(e.Title, langOf(r))
+			}
+			out.Run = &liveRunJSON{ID: run.ID, Experiment: run.Experiment, Title: title, Params: run.Params, Status: info.Status, Page: runHref(run.ID)}
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// favicon is GET /favicon.ico: browsers ask for it on every site.
+func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
+	b, err := fs.ReadFile(static.FS, "favicon.ico")
+	if err != nil {
+		s.notFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
+}
