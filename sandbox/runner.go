@@ -71,17 +71,17 @@ type Runner struct {
 	learners map[string]*run // active run per learner
 	running  int
 	closed   bool
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // run goroutines and Submits writing a record
+	writers  sync.WaitGroup // run writers delivering to the Sink
 }
 
-// run is one active run. Its mu orders events: seq assignment and the Sink
-// call happen under it, so the Sink sees each run's events in seq order.
+// run is one active run. Its writer numbers its events and hands them to
+// the Sink in that order, outside the runner's lock.
 type run struct {
-	info RunInfo
-	exp  *Experiment
-
-	mu  sync.Mutex
-	seq int64
+	info     RunInfo
+	exp      *Experiment
+	w        *runWriter
+	recorded bool // the Sink has its record: it may start
 
 	cancel context.CancelFunc // set when it starts
 	stop   Status             // why it was stopped: cancelled or interrupted
@@ -127,30 +127,50 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 		return RunInfo{}, err
 	}
 
+	// Order is assigned under the lock; the run's record is written
+	// outside it, so a slow database never stalls other learners.
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case r.closed:
+		r.mu.Unlock()
 		return RunInfo{}, ErrClosed
 	case r.learners[learner] != nil:
+		r.mu.Unlock()
 		return RunInfo{}, ErrLearnerActive
 	case r.running >= r.cfg.Concurrency && len(r.queue) >= r.cfg.QueueMax:
+		r.mu.Unlock()
 		return RunInfo{}, ErrBusy
 	}
 	ru := &run{exp: exp, info: RunInfo{
 		ID: r.cfg.NewID(), Learner: learner, Experiment: exp.ID, Params: params,
 		Status: StatusQueued, Created: time.Now(),
 	}}
-	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
-		if err := rec.RunCreated(ru.info); err != nil {
-			return RunInfo{}, fmt.Errorf("record run: %w", err)
-		}
-	}
+	ru.w = newRunWriter(r.cfg.Sink, ru.info.ID, &r.writers)
 	r.queue = append(r.queue, ru)
 	r.runs[ru.info.ID] = ru
 	r.learners[learner] = ru
 	ru.info.Position = len(r.queue)
 	r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: ru.info.Position})
+	info := ru.info
+	r.wg.Add(1) // Close waits for the record to be written
+	r.mu.Unlock()
+	defer r.wg.Done()
+
+	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
+		if err := rec.RunCreated(info); err != nil {
+			ru.w.discard()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.removeLocked(ru)
+			r.renumberLocked()
+			r.dispatchLocked()
+			return RunInfo{}, fmt.Errorf("record run: %w", err)
+		}
+	}
+	ru.w.start()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ru.recorded = true
 	r.dispatchLocked()
 	return ru.info, nil
 }
@@ -159,7 +179,8 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 // ones still waiting their new position.
 func (r *Runner) dispatchLocked() {
 	started := false
-	for r.running < r.cfg.Concurrency && len(r.queue) > 0 && !r.closed {
+	// A run whose record is still being written holds its place: FIFO.
+	for r.running < r.cfg.Concurrency && len(r.queue) > 0 && r.queue[0].recorded && !r.closed {
 		ru := r.queue[0]
 		r.queue = r.queue[1:]
 		r.running++
@@ -228,7 +249,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		if ev.Type == EvStatus {
 			return // the runner alone decides the lifecycle
 		}
-		r.emit(ru, ev)
+		ru.w.addPaced(ev)
 	})
 	if err == nil {
 		return StatusDone, ""
@@ -262,27 +283,14 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 	defer r.mu.Unlock()
 	ru.info.Status = status
 	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Messages: finalText(status, msg), Backend: ru.info.Backend})
-	delete(r.runs, ru.info.ID)
-	if r.learners[ru.info.Learner] == ru {
-		delete(r.learners, ru.info.Learner)
-	}
+	r.removeLocked(ru)
 	r.running--
 	r.dispatchLocked()
 }
 
-// emit numbers ev and hands it to the Sink, in order for this run.
-func (r *Runner) emit(ru *run, ev Event) {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	ru.seq++
-	ev.Seq = ru.seq
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	if r.cfg.Sink != nil {
-		r.cfg.Sink.RunEvent(ru.info.ID, ev)
-	}
-}
+// emit numbers ev and queues it for the Sink, in order for this run; it
+// never waits for the Sink.
+func (r *Runner) emit(ru *run, ev Event) { ru.w.add(ev) }
 
 // Cancel stops a queued or running run; its final status is cancelled.
 // It returns ErrUnknownRun when no such run is active.
@@ -307,23 +315,28 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 		ru.cancel()
 		return
 	}
-	for i, q := range r.queue {
-		if q == ru {
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			break
-		}
-	}
 	ru.info.Status = why
 	msg := "cancelled before it started"
 	if why == StatusInterrupted {
 		msg = "the lab server stopped before this run started"
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg, Messages: finalText(why, msg)})
+	r.removeLocked(ru)
+	r.renumberLocked()
+}
+
+// removeLocked forgets an active run and frees its learner's slot.
+func (r *Runner) removeLocked(ru *run) {
+	for i, q := range r.queue {
+		if q == ru {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			break
+		}
+	}
 	delete(r.runs, ru.info.ID)
 	if r.learners[ru.info.Learner] == ru {
 		delete(r.learners, ru.info.Learner)
 	}
-	r.renumberLocked()
 }
 
 // Lookup returns an active (queued or running) run.
@@ -350,6 +363,7 @@ func (r *Runner) Close() {
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+	r.writers.Wait() // every event is with the Sink
 }
 
 // finalText is a final status message in both languages. The runner's own
