@@ -14,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -215,15 +213,6 @@ func ErrorEvent(call string, err error) Event {
 		}
 	}
 	return ev
-}
-
-// Strerror is errno's message as C's strerror writes it ("Cannot allocate
-// memory"): Go's table is the same text in lower case, and learners will
-// search for the C spelling they see in real tools' output.
-func Strerror(errno syscall.Errno) string {
-	s := errno.Error()
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // readLine reads one '\n'-terminated line without reading past it, so the

@@ -24,5 +24,5 @@ func (n NoBackend) Exec(context.Context, Request, func(Event)) error {
 	return errors.New(n.Reason)
 }
 
-// Unavailable implements Unavailable.
+// Unavailable implements the Unavailable capability.
 func (n NoBackend) Unavailable() string { return n.Reason }

@@ -28,8 +28,8 @@ const DefaultTimeout = time.Minute
 type RunnerConfig struct {
 	Registry *Registry
 	// Backend picks where an experiment of a given need runs. It may return
-	// a backend named "none" (or nil): the run then fails at once with the
-	// backend's Lab().Reason.
+	// nil or a backend with the Unavailable capability (NoBackend): the run
+	// then fails at once with its reason.
 	Backend     func(Need) Backend
 	Concurrency int  // runs executing at once; default 1
 	QueueMax    int  // runs waiting beyond those; default 20, then ErrBusy
@@ -232,12 +232,11 @@ func (r *Runner) start(ru *run) {
 
 // execute runs one run on its backend and decides its final status.
 func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, string) {
-	if be == nil || be.Name() == "none" {
+	unavailable, refuses := be.(Unavailable)
+	if be == nil || refuses {
 		reason := "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine"
-		if be != nil {
-			if lab := be.Lab(ctx); lab.Reason != "" {
-				reason = lab.Reason
-			}
+		if refuses && unavailable.Unavailable() != "" {
+			reason = unavailable.Unavailable()
 		}
 		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
 		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": "这台机器上没有能运行这个实验的后端（需要 " + string(ru.exp.Needs) + "）：" + reason}})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // ErrLongLine is a line over the limit; Read skipped it.
@@ -81,10 +82,15 @@ func ReadClipped(br *bufio.Reader, max int) (line []byte, cut int, err error) {
 	}
 }
 
-// Clip is s cut to at most n bytes, with "…" when it was longer.
+// Clip is s cut to at most n bytes on a character boundary, with "…" when
+// it was longer: the one clip of diagnostics (stderr lines, protocol
+// garbage) quoted in messages.
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
