@@ -18,10 +18,6 @@ import (
 	"github.com/rdmalab/rdmalab/web"
 )
 
-func init() {
-	commands["agent"] = runAgent
-}
-
 // experimentRegistry is every experiment this binary can run; serve (for
 // the API and lesson checks) and agent (to run them) must agree on it.
 func experimentRegistry() *sandbox.Registry {
@@ -63,6 +59,8 @@ type sandboxConfig struct {
 	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (20)
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
+	VMAccel       string // [LAB_VM_ACCEL]: the guest's accelerator, auto|kvm|tcg
+	VMMemory      int    // [LAB_VM_MEMORY]: the guest's RAM in MiB (256)
 }
 
 // sandboxFlags adds the sandbox flags to fset, defaulting from env.
@@ -73,10 +71,12 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 		}
 		return def
 	}
-	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once")
-	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy")
-	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
+	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once [LAB_CONCURRENCY]")
+	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
+	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none [LAB_BACKEND]")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
+	c.VMAccel = env("LAB_VM_ACCEL", "auto")
+	c.VMMemory = vmMemory(env)
 }
 
 // labSandbox is serve's sandbox: the experiments, the hub that stores and
@@ -100,7 +100,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if n > 0 {
 		log.Warn("runs left unfinished by the last server marked interrupted", "runs", n)
 	}
-	rdma, closeRDMA, _, err := rdmaBackend(ctx, c.Backend, c.SetupSoftRoCE, log)
+	rdma, closeRDMA, _, err := rdmaBackend(ctx, c, log)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}

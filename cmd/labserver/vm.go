@@ -22,10 +22,6 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
-func init() {
-	commands["vm"] = runVM
-}
-
 const vmUsage = `usage: labserver vm build [--if-needed] [--force]   build the guest image (only when inputs changed)
        labserver vm boot [--keep]                   boot a guest, print its state and boot time
        labserver vm status [--addr ADDR]            the running server's lab state (or what is installed)
@@ -54,14 +50,15 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.Usage = func() { fmt.Fprint(stderr, vmUsage) }
 	cfg := vm.Config{}
 	fset.StringVar(&cfg.Dir, "dir", vm.DefaultDir(), "image cache directory")
-	fset.StringVar(&cfg.Accel, "accel", envOr("LAB_VM_ACCEL", "auto"), "auto|kvm|tcg")
-	fset.IntVar(&cfg.MemoryMiB, "memory", vmMemory(), "guest RAM in MiB")
-	backend := fset.String("backend", envOr("LAB_BACKEND", choose.Auto), "auto|host|vm|none")
+	env := osEnvOr
+	fset.StringVar(&cfg.Accel, "accel", env("LAB_VM_ACCEL", "auto"), "auto|kvm|tcg")
+	fset.IntVar(&cfg.MemoryMiB, "memory", vmMemory(env), "guest RAM in MiB")
+	backend := fset.String("backend", env("LAB_BACKEND", choose.Auto), "auto|host|vm|none")
 	ifNeeded := fset.Bool("if-needed", false, "build: only when RDMA experiments would run in the guest")
 	force := fset.Bool("force", false, "build: rebuild even when up to date")
 	keep := fset.Bool("keep", false, "boot: keep the guest running until interrupted")
 	fset.StringVar(&cfg.Append, "append", "", "boot/shell: extra kernel parameters (e.g. loglevel=7 to see the boot)")
-	addr := fset.String("addr", envOr("LAB_ADDR", "127.0.0.1:8080"), "status: the server to ask")
+	addr := fset.String("addr", env("LAB_ADDR", "127.0.0.1:8080"), "status: the server to ask")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -79,7 +76,7 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "boot":
 		err = vmBoot(ctx, cfg, *keep, stdout)
 	case "status":
-		err = vmStatus(ctx, cfg, *addr, stdout)
+		err = vmStatus(ctx, cfg, *backend, *addr, stdout)
 	case "shell":
 		err = vmShell(ctx, cfg, stdout)
 	default:
@@ -94,14 +91,17 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // vmMemory is $LAB_VM_MEMORY (MiB), else 256.
-func vmMemory() int {
-	if n, err := strconv.Atoi(os.Getenv("LAB_VM_MEMORY")); err == nil && n > 0 {
+func vmMemory(env func(key, def string) string) int {
+	if n, err := strconv.Atoi(env("LAB_VM_MEMORY", "")); err == nil && n > 0 {
 		return n
 	}
 	return 256
 }
 
-func envOr(key, def string) string {
+// osEnvOr is the process environment's value of key, or def when it is
+// unset or empty: the `labserver vm` tools read it directly; serve reads
+// it through Main.Getenv (Main.envOr).
+func osEnvOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}
@@ -154,7 +154,7 @@ func vmBoot(ctx context.Context, cfg vm.Config, keep bool, stdout io.Writer) err
 
 // vmStatus asks the running server for its lab state; without one, it says
 // what this machine has for the lab.
-func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer) error {
+func vmStatus(ctx context.Context, cfg vm.Config, backend, addr string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/lab", nil)
@@ -171,7 +171,7 @@ func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer)
 		}
 	}
 	fmt.Fprintf(stdout, "no labserver answers at %s; this machine:\n", addr)
-	d, err := choose.Decide(ctx, choose.Options{Mode: envOr("LAB_BACKEND", choose.Auto)})
+	d, err := choose.Decide(ctx, choose.Options{Mode: backend})
 	if err != nil {
 		return err
 	}
@@ -230,8 +230,8 @@ func runGuestInit(args []string, stderr io.Writer) int {
 // rdmaBackend decides where RDMA experiments run and returns that backend
 // (started) with its closer. serve calls it with --backend and
 // --setup-softroce; the decision says why, for the log and /api/lab.
-func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog.Logger) (sandbox.Backend, func() error, choose.Decision, error) {
-	d, err := choose.Decide(ctx, choose.Options{Mode: mode, SetupSoftRoCE: setupSoftRoCE})
+func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbox.Backend, func() error, choose.Decision, error) {
+	d, err := choose.Decide(ctx, choose.Options{Mode: c.Backend, SetupSoftRoCE: c.SetupSoftRoCE})
 	if err != nil {
 		return nil, nil, d, err
 	}
@@ -244,7 +244,7 @@ func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog
 		}
 		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log})
+		b := vm.New(vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log})
 		b.Start()
 		return b, b.Close, d, nil
 	default:
