@@ -74,7 +74,7 @@ var rdmaSteps = []pathStep{
 		detail: [2]string{"注册 MR、创建 QP", "register MR, create QP"}},
 	{id: "rdma-doorbell", zone: "nic",
 		title:  [2]string{"敲门铃 (doorbell)", "Ring the doorbell"},
-		detail: [2]string{"直接写网卡寄存器，没有系统调用", "an MMIO write to the NIC, no syscall"}},
+		detail: [2]string{"硬件网卡：一次 MMIO 写，没有系统调用", "hardware NIC: an MMIO store, no syscall"}},
 	{id: "rdma-dma", zone: "nic",
 		title:  [2]string{"网卡 DMA 读取 MR", "NIC DMA-reads the MR"},
 		detail: [2]string{"零拷贝：直接取应用的内存", "zero copy: straight from app memory"}},
@@ -83,32 +83,11 @@ var rdmaSteps = []pathStep{
 		detail: [2]string{"分段、确认、重传都在网卡里", "segments, acks, retries done in the NIC"}},
 	{id: "rdma-peer", zone: "peer",
 		title:  [2]string{"对端网卡写入注册内存", "Peer NIC writes registered memory"},
-		detail: [2]string{"对端 CPU 不参与数据搬运", "the peer CPU moves no data"}},
+		detail: [2]string{"对端应用不运行，没有 CPU 搬数据", "peer app does not run; no CPU copies"}},
 	{id: "rdma-cq", zone: "user",
 		title:  [2]string{"完成事件进入 CQ", "Completion lands in the CQ"},
 		detail: [2]string{"应用轮询 CQ，不必等唤醒", "the app polls the CQ, no wakeup"}},
 }
-
-// diagramCSS is scoped to .rd-diagram. It only uses currentColor and CSS
-// variables with fallbacks, so the drawing follows the site's light/dark
-// theme and prints in black; --diagram-removed and --diagram-rdma may be set
-// by the site CSS.
-const diagramCSS = `.rd-diagram{display:flex;flex-wrap:wrap;gap:1rem;justify-content:center;margin:1.5rem 0}
-.rd-diagram svg{flex:1 1 300px;min-width:0;max-width:440px;height:auto;overflow:visible}
-.rd-diagram figcaption{flex:1 1 100%;font-size:.9em;opacity:.85;text-align:center}
-.rd-diagram text{fill:currentColor}
-.rd-diagram .rd-head{font-size:15px;font-weight:700}
-.rd-diagram .rd-title{font-size:13px;font-weight:600}
-.rd-diagram .rd-detail{font-size:11px;fill-opacity:.8}
-.rd-diagram .rd-zone{font-size:10px;fill-opacity:.7;letter-spacing:.04em}
-.rd-diagram .rd-box{fill:currentColor;fill-opacity:.05;stroke:currentColor;stroke-opacity:.5;stroke-width:1.2}
-.rd-diagram .rd-arrow{stroke:currentColor;stroke-opacity:.6;stroke-width:1.5;fill:none}
-.rd-diagram .rd-head-arrow{fill:currentColor;fill-opacity:.6}
-.rd-diagram .removed-by-rdma .rd-box{fill:var(--diagram-removed,#e5484d);fill-opacity:.1;stroke:var(--diagram-removed,#e5484d);stroke-opacity:1;stroke-dasharray:5 3}
-.rd-diagram .removed-by-rdma .rd-zone{fill:var(--diagram-removed,#e5484d);fill-opacity:1;font-weight:600}
-.rd-diagram .rdma-path .rd-box{fill:var(--diagram-rdma,#2e9d6a);fill-opacity:.1;stroke:var(--diagram-rdma,#2e9d6a);stroke-opacity:1}
-.rd-diagram .rdma-path .bypassed .rd-box{fill:none;stroke:currentColor;stroke-opacity:.45;stroke-dasharray:2 3}
-.rd-diagram .bypassed text{fill-opacity:.65}`
 
 // Geometry of a path drawing (viewBox units).
 const (
@@ -128,10 +107,10 @@ func tcpVsRDMA(lang string) template.HTML {
 	if lang == "en" {
 		li = 1
 	}
-	head := [2][2]string{{"内核 TCP", "Kernel TCP"}, {"RDMA", "RDMA"}}
+	head := [2][2]string{{"内核 TCP", "Kernel TCP"}, {"RDMA（硬件网卡）", "RDMA (hardware NIC)"}}
 	caption := [2]string{
-		"同一条消息的两条路。红色虚线框是 RDMA 省掉的步骤：拷贝、内核协议栈、中断/软中断、唤醒与上下文切换；RDMA 路径上内核只在建立连接和注册内存时出场。",
-		"One message, two paths. Dashed red steps are what RDMA removes: the copy, the kernel stack, interrupts/softirqs, wakeup and context switch. On the RDMA path the kernel only appears at setup (registering memory, creating the QP).",
+		"同一条消息的两条路。红色虚线框是 RDMA 省掉的步骤：拷贝、内核协议栈（连同中断/软中断）、唤醒与上下文切换；RDMA 路径上内核只在建立连接和注册内存时出场。右边画的是硬件 RDMA 网卡；本实验室的 Soft-RoCE 用一次 write() 系统调用敲门铃，由内核软件完成网卡的工作（见 syscalls 实验）。",
+		"One message, two paths. Dashed red steps are what RDMA removes: the copy, the kernel stack (with its interrupts and softirqs), the wakeup and context switch. On the RDMA path the kernel only appears at setup (registering memory, creating the QP). The right-hand path is a hardware RDMA NIC; this lab's Soft-RoCE rings the doorbell with a write() system call and does the NIC's work in kernel software (see the syscalls experiment).",
 	}
 	removedTag := [2]string{"RDMA 省掉", "removed by RDMA"}
 	bypassTag := [2]string{"不在数据路径上", "off the data path"}
@@ -143,9 +122,6 @@ func tcpVsRDMA(lang string) template.HTML {
 		h := dgTop + len(steps)*dgBoxH + (len(steps)-1)*dgGap + 10
 		fmt.Fprintf(&b, `<svg class="%s" data-path="%s" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
 			class, strings.TrimSuffix(class, "-path"), dgWidth, h, esc(head[pi][li]+": "+stepTitles(steps, li)))
-		if pi == 0 {
-			b.WriteString("<style>" + diagramCSS + "</style>")
-		}
 		fmt.Fprintf(&b, `<text class="rd-head" x="%d" y="22">%s</text>`, dgLeft, esc(head[pi][li]))
 		for i, s := range steps {
 			y := dgTop + i*(dgBoxH+dgGap)

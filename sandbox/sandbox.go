@@ -65,6 +65,9 @@ const (
 	EvTable  EventType = "table"
 	EvResult EventType = "result"
 	EvError  EventType = "error"
+	// EvCapture carries the packets a run captured (package
+	// sandbox/capture): a bounded .pcap kept with the run's events.
+	EvCapture EventType = "capture"
 )
 
 // Event is one thing that happened in a run. It is a JSON line on the agent's
@@ -77,7 +80,11 @@ type Event struct {
 	// status
 	Status   Status `json:"status,omitempty"`
 	Position int    `json:"position,omitempty"` // queue position, 1 = next
-	Backend  string `json:"backend,omitempty"`
+	// Wait is the estimated wait in seconds before a queued run starts,
+	// played forward from how long recent runs of each experiment took and
+	// the scheduling rules (0: not known yet).
+	Wait    float64 `json:"wait_s,omitempty"`
+	Backend string  `json:"backend,omitempty"`
 
 	// phase, log, result (verdict), error (message)
 	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
@@ -106,6 +113,20 @@ type Event struct {
 	Errno     int    `json:"errno,omitempty"`
 	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+
+	// capture
+	Capture *Capture `json:"capture,omitempty"`
+}
+
+// Capture is a bounded packet capture made during a run (sandbox/capture
+// makes and decodes it). Pcap is a classic pcap file; Hosts names the IP
+// addresses in it ("10.0.0.2" → "rxe1 (requester)").
+type Capture struct {
+	Iface   string            `json:"iface"`
+	Packets int               `json:"packets"`
+	Dropped int               `json:"dropped,omitempty"` // seen but over the limits, not kept
+	Hosts   map[string]string `json:"hosts,omitempty"`
+	Pcap    []byte            `json:"pcap"`
 }
 
 // Table is a small result table. Title, Columns and Rows are English (or
@@ -227,7 +248,11 @@ type Lab struct {
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
-	Devices []Device `json:"devices"`
+	// Guests is the size of the vm backend's pool, GuestsReady how many
+	// of them are up.
+	Guests      int      `json:"guests,omitempty"`
+	GuestsReady int      `json:"guests_ready,omitempty"`
+	Devices     []Device `json:"devices"`
 }
 
 // Device is one RDMA device as reported by the agent.

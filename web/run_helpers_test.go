@@ -43,6 +43,7 @@ func runTestRegistry() *sandbox.Registry {
 	reg := sandbox.NewRegistry()
 	reg.Register(hostexp.TCPCost())
 	reg.Register(hostexp.Memlock()) // shown in widgets; never run here (its helper re-executes the binary)
+	reg.Register(captureReplay())   // run_capture_test.go: a stored capture as a run's event
 	// ticks emits n points of a series a few ms apart, a table and a verdict.
 	reg.Register(&sandbox.Experiment{
 		ID: "ticks", Title: sandbox.Text{"en": "Ticks", "zh": "滴答"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
@@ -120,7 +121,10 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 		}
 	}
 	runner := sandbox.NewRunner(cfg)
-	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub})
+	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub,
+		// Tests speak for clients at other addresses through the proxy
+		// header (loopback is the trusted proxy).
+		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
 	if err != nil {
 		t.Fatal(err)
 	}

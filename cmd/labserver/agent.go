@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -55,12 +56,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // sandboxConfig is what `labserver serve` is told about the sandbox.
 type sandboxConfig struct {
-	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (1)
-	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (20)
+	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (0: as many as the backends take)
+	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (100)
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
+	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
 	VMAccel       string // [LAB_VM_ACCEL]: the guest's accelerator, auto|kvm|tcg
 	VMMemory      int    // [LAB_VM_MEMORY]: the guest's RAM in MiB (256)
+	VMSnapshot    bool   // [LAB_VM_SNAPSHOT] not "off": guests start from a snapshot
 }
 
 // sandboxFlags adds the sandbox flags to fset, defaulting from env.
@@ -71,12 +74,14 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 		}
 		return def
 	}
-	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once [LAB_CONCURRENCY]")
-	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
+	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones) [LAB_CONCURRENCY]")
+	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none [LAB_BACKEND]")
+	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows) [LAB_GUESTS]")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
 	c.VMAccel = env("LAB_VM_ACCEL", "auto")
 	c.VMMemory = vmMemory(env)
+	c.VMSnapshot = env("LAB_VM_SNAPSHOT", "") != "off"
 }
 
 // labSandbox is serve's sandbox: the experiments, the hub that stores and
@@ -106,6 +111,22 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	}
 	host := &agentproc.Agent{}
 	reg := experimentRegistry()
+	// Host experiments take a CPU each; the RDMA backend says what it takes
+	// (a pool: a guest each; this host's devices: one at a time).
+	hostSlots := runtime.NumCPU()
+	slots := func(be sandbox.Backend) int {
+		if be == sandbox.Backend(host) {
+			return hostSlots
+		}
+		if s, ok := be.(sandbox.Slotted); ok {
+			return s.Slots()
+		}
+		return 1
+	}
+	concurrency := c.Concurrency
+	if concurrency <= 0 {
+		concurrency = hostSlots + slots(rdma)
+	}
 	hub := web.NewRunHub(db, log)
 	runner := sandbox.NewRunner(sandbox.RunnerConfig{
 		Registry: reg,
@@ -115,11 +136,13 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 			}
 			return host
 		},
-		Concurrency: c.Concurrency,
+		Slots:       slots,
+		Concurrency: concurrency,
 		QueueMax:    c.QueueMax,
 		Sink:        hub,
 		Logger:      log,
 	})
+	hub.SetSlots(concurrency) // the fallback estimate when the runner has none yet
 	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
 }
 

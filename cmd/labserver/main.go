@@ -27,6 +27,7 @@ environment of serve without a flag:
                       prints a one-time setup link for /instructor)
   LAB_VM_ACCEL        the guest's accelerator: auto (KVM when it works), kvm, tcg
   LAB_VM_MEMORY       the guest's RAM in MiB (256)
+  LAB_VM_SNAPSHOT     "off": boot every guest instead of restoring a snapshot
 `
 
 // Command is a subcommand. It returns the process exit code.

@@ -244,9 +244,15 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 		}
 		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		b := vm.New(vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log})
-		b.Start()
-		return b, b.Close, d, nil
+		cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+		guests := c.Guests
+		if guests <= 0 {
+			guests = vm.DefaultGuests(cfg.MemoryMiB)
+		}
+		log.Info("Soft-RoCE guests", "guests", guests)
+		p := vm.NewPool(cfg, guests)
+		p.Start()
+		return p, p.Close, d, nil
 	default:
 		reason := d.Reason
 		if d.Fix != "" {
