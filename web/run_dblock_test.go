@@ -63,7 +63,7 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 	}
 
 	// Another connection takes the write lock and keeps it.
-	other, err := sql.Open("sqlite", path)
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(20000)")
 	if err != nil {
 		t.Fatal(err)
 	}
