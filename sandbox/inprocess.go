@@ -27,11 +27,15 @@ func (b InProcess) Exec(ctx context.Context, req Request, emit func(Event)) erro
 	go func() {
 		outW.CloseWithError(ServeAgent(ctx, b.Registry, inR, outW))
 	}()
-	go func() {
-		b, _ := json.Marshal(req)
-		inW.Write(append(b, '\n'))
-		inW.Close()
-	}()
+	body, _ := json.Marshal(req)
+	if CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
+		defer FeedCommands(ctx, inW, append(body, '\n'))()
+	} else {
+		go func() {
+			inW.Write(append(body, '\n'))
+			inW.Close()
+		}()
+	}
 	err := NewAgentReader(outR, 0).ReadRun(emit)
 	outR.Close()
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -129,8 +130,18 @@ func (a *Agent) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox
 	if a.Spare {
 		defer func() { go a.Prepare() }()
 	}
-	err = p.Send(req)
-	p.CloseInput()
+	if sandbox.CommandsFrom(ctx) != nil {
+		// An interactive run: its commands follow the request on stdin,
+		// which stays open until the command stream ends.
+		body, err := json.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		defer sandbox.FeedCommands(ctx, p.stdin, append(body, '\n'))()
+	} else {
+		err = p.Send(req)
+		p.CloseInput()
+	}
 	if err != nil {
 		p.Kill()
 		return &sandbox.ProtocolError{Reason: "the agent did not take the request (agent " + Describe(p.ExitError()) + ")"}

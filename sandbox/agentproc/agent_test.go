@@ -92,6 +92,24 @@ func testRegistry() *sandbox.Registry {
 			return nil
 		},
 	})
+	// counter is interactive: "add" counts, "done" ends the run.
+	reg.Register(&sandbox.Experiment{
+		ID: "counter", Needs: sandbox.NeedHost, Timeout: time.Minute,
+		Commands: []sandbox.CommandSpec{{Name: "add"}, {Name: "done"}},
+		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+			n := 0
+			emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "start"})
+			for c := range sandbox.CommandsFrom(ctx) {
+				if c.Cmd == "done" {
+					break
+				}
+				n++
+				emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "add"})
+			}
+			emit.Emit(sandbox.Event{Type: sandbox.EvLog, Message: fmt.Sprintf("done at %d", n)})
+			return nil
+		},
+	})
 	return reg
 }
 
@@ -342,5 +360,45 @@ func TestRunnerCloseInterruptsActiveRuns(t *testing.T) {
 	checkGroupGone(t, agent, sleeper)
 	if _, err := r.Submit("c", "echo", nil); !errors.Is(err, sandbox.ErrClosed) {
 		t.Errorf("submit after close: %v", err)
+	}
+}
+
+// An interactive run through a real agent child: the request and then each
+// command travel as lines on its stdin, which stays open until "done".
+func TestHostInteractiveRun(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, err := r.Submit("ann", "counter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= 2; i++ {
+		rec.waitFor(info.ID, fmt.Sprintf("%d steps", i+1), func(evs []sandbox.Event) bool {
+			n := 0
+			for _, e := range evs {
+				if e.Type == sandbox.EvStep {
+					n++
+				}
+			}
+			return n > i
+		})
+		cmd := "add"
+		if i == 2 {
+			cmd = "done"
+		}
+		if err := r.Command(info.ID, "ann", sandbox.Command{Cmd: cmd}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := rec.final(info.ID); f.Status != sandbox.StatusDone {
+		t.Fatalf("final %+v", f)
+	}
+	var last string
+	for _, e := range rec.get(info.ID) {
+		if e.Type == sandbox.EvLog {
+			last = e.Message
+		}
+	}
+	if last != "done at 2" {
+		t.Errorf("last log %q, want the agent's \"done at 2\"", last)
 	}
 }

@@ -48,6 +48,9 @@ type Spec struct {
 	// everything it started (an agent). Without it the child stays in our
 	// group (a helper in its agent's group, which the run's kill ends).
 	Group bool
+	// Outlive leaves out the parent-death signal: the child survives
+	// labserver's or the agent's death (a guard that restores state).
+	Outlive bool
 }
 
 // Proc is a started child.
@@ -92,6 +95,9 @@ func Start(s Spec) (*Proc, error) {
 	// run on unwatched; its own children are in its group and see their
 	// pipes close.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: s.Group, Pdeathsig: syscall.SIGKILL}
+	if s.Outlive {
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
 	err := cmd.Start()
 	fds[0].Close()
 	fds[3].Close()
@@ -109,6 +115,10 @@ func Start(s Spec) (*Proc, error) {
 
 // Pid is the child's process id (its group id with Spec.Group).
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Stdout is the child's stdout, for a caller that reads it itself instead
+// of through Watch.
+func (p *Proc) Stdout() io.Reader { return p.stdout }
 
 // Exited is closed when the child has exited.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
