@@ -21,6 +21,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver vm ...              build and manage the Soft-RoCE guest
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
+       labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)
 
 environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
