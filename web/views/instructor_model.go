@@ -54,6 +54,8 @@ type Dashboard struct {
 	Lessons      []DashLesson
 	Experiments  []DashExperiment
 	Exports      []Link
+	Classes      []ClassPick // the class filter (empty when no class exists)
+	ClassName    string      // the class shown, "" for all learners
 }
 
 // Pager links the previous and next page of a paged table ("" when there
@@ -157,4 +159,41 @@ type Account struct {
 	InviteExpires string
 	PwSaved       bool
 	PwError       string
+}
+
+// Cohorts is the instructor's classes page.
+type Cohorts struct {
+	Chrome
+	Classes          []CohortRow
+	Error            string
+	ShowArchivedHref string // "" when archived classes are shown or none exist
+}
+
+// CohortRow is one class.
+type CohortRow struct {
+	ID            string
+	Name          string
+	Code          string
+	JoinURL       string
+	Href          string // the dashboard filtered to this class
+	Members       int
+	Archived      bool
+	ArchiveAction string
+}
+
+// Join is the learner's page for joining a class.
+type Join struct {
+	Chrome
+	Code      string
+	ClassName string // the class a join link names (confirm with one click)
+	Joined    string // name of the class just joined
+	Mine      string // the classes the learner is in, comma-separated
+	Error     string
+}
+
+// ClassPick is one entry of the dashboard's class filter.
+type ClassPick struct {
+	Label   string
+	Href    string
+	Current bool
 }
