@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
@@ -126,7 +127,7 @@ func burst() []burstRun {
 
 // runBurst submits runs for as many learners through a runner over the
 // given backends and returns the time until the last one ended.
-func runBurst(b *testing.B, rdma sandbox.Backend, host *sandbox.HostBackend, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
+func runBurst(b *testing.B, rdma sandbox.Backend, host *agentproc.Agent, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
 	reg := sandbox.NewRegistry()
 	hostexp.Register(reg)
 	rdmaexp.Register(reg)
@@ -192,7 +193,7 @@ func BenchmarkBurst(b *testing.B) {
 	cfg := testConfig(b)
 	cfg.Accel = AccelTCG
 	bin := labserver(b)
-	host := &sandbox.HostBackend{Command: []string{bin, "agent"}}
+	host := &agentproc.Agent{Command: []string{bin, "agent"}}
 	runs := burst()
 	guests := DefaultGuests(256)
 	if n, err := strconv.Atoi(os.Getenv("LAB_BENCH_GUESTS")); err == nil && n > 0 {
