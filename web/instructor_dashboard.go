@@ -87,8 +87,10 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 			{Href: "/instructor/export/progress.csv" + classQuery(sc, "?"), Title: t("instr.export.progress")},
 			{Href: "/instructor/export/attempts.csv" + classQuery(sc, "?"), Title: t("instr.export.attempts")},
 			{Href: "/instructor/export/runs.csv" + classQuery(sc, "?"), Title: t("instr.export.runs")},
+			{Href: "/instructor/export/gradebook.csv" + classQuery(sc, "?"), Title: t("grade.title")},
 		},
-		ClassName: cohort.Name,
+		ClassName:     cohort.Name,
+		GradebookHref: "/instructor/gradebook" + classQuery(sc, "?"),
 	}
 	if v.Classes, err = s.classPicks(r, sc); err != nil {
 		s.internalError(w, r, err)
