@@ -1,7 +1,9 @@
 package web
 
 import (
+	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -14,7 +16,7 @@ import (
 // lessonShow is GET /lessons/{slug}. The body was rendered when the content
 // was loaded; this handler only records the visit and assembles the page.
 func (s *Server) lessonShow(w http.ResponseWriter, r *http.Request) {
-	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK, Quiz: s.quizFromQuery(r)})
+	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK, Quiz: s.quizQuery(r)})
 }
 
 // lessonState is what a request adds to a lesson page. Handlers that
@@ -122,6 +124,7 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		link := lessonLink(c, next.Slug, lang)
 		v.Next = &link
 	}
+	v.RefsInBody = refsInBody(page)
 	v.Body = make([]templ.Component, len(page.Body))
 	for i, seg := range page.Body {
 		switch seg.Kind {
@@ -149,4 +152,26 @@ func lessonLink(c *lessons.Course, slug, lang string) views.Link {
 		return views.Link{Title: slug}
 	}
 	return views.Link{Href: lessonHref(slug), Title: p.Title}
+}
+
+// refsInBody reports whether the page's text already links every
+// front-matter reference with a URL (the author wrote a further-reading
+// section): the references box would say it all again.
+func refsInBody(p *lessons.Page) bool {
+	if len(p.References) == 0 {
+		return false
+	}
+	var body strings.Builder
+	for _, seg := range p.Body {
+		if seg.Kind == lessons.SegHTML {
+			body.WriteString(string(seg.HTML))
+		}
+	}
+	html := body.String()
+	for _, r := range p.References {
+		if r.URL == "" || !strings.Contains(html, `href="`+template.HTMLEscapeString(r.URL)+`"`) && !strings.Contains(html, `href="`+r.URL+`"`) {
+			return false
+		}
+	}
+	return true
 }

@@ -398,7 +398,7 @@ func LessonView(v Lesson) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if len(v.Page.References) > 0 {
+			if len(v.Page.References) > 0 && !v.RefsInBody {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "<section class=\"references\" aria-labelledby=\"refs-h\" data-testid=\"references\"><h2 id=\"refs-h\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

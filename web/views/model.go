@@ -82,6 +82,9 @@ type Lesson struct {
 	Prev, Next *Link
 	Body       []templ.Component
 	Complete   templ.Component
+	// RefsInBody: every front-matter reference is already linked in the
+	// text (a "Further reading" section), so no second references box.
+	RefsInBody bool
 }
 
 // ErrorPage is the 404 and 500 page.
