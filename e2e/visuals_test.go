@@ -225,6 +225,7 @@ func TestChartBands(t *testing.T) {
 	type chart struct {
 		Drawn   int      `json:"drawn"`
 		Distr   int      `json:"distr"`
+		XDistr  int      `json:"xdistr"`
 		Min     float64  `json:"min"`
 		Max     float64  `json:"max"`
 		Axes    []string `json:"axes"`
@@ -237,12 +238,12 @@ func TestChartBands(t *testing.T) {
 		document.querySelector("main").appendChild(box);
 		var opts = { width: 600, height: 220, scales: { x: { time: false } },
 			axes: [{ label: "s" }, { label: "µs", size: 60 }],
-			series: [{ label: "s" }, { label: "rtt_us_64 B (µs)", stroke: "#2f6fde" }] };
-		opts = window.rdmalabChart(opts, { experiment: "pingpong", unit: "µs", series: ["rtt_us_64 B"], lang: "en" });
-		var u = new window.uPlot(opts, [[1, 2, 3, 4], [310, 290, 305, 300]], box);
+			series: [{ label: "s" }, { label: "rtt_median_us (µs)", stroke: "#2f6fde" }] };
+		opts = window.rdmalabChart(opts, { experiment: "pingpong", unit: "µs", series: ["rtt_median_us"], lang: "en" });
+		var u = new window.uPlot(opts, [[2, 16, 128, 1024], [310, 290, 305, 300]], box);
 		// uPlot draws on its next frame.
 		return new Promise(function(done){ requestAnimationFrame(function(){ setTimeout(function(){ done({ drawn: u.rdmalabBandsDrawn || 0, distr: u.scales.y.distr, min: u.scales.y.min, max: u.scales.y.max,
-			axes: u.axes.map(a => a.label), legend: u.series.map(s => s.label),
+			xdistr: u.scales.x.distr, axes: u.axes.map(a => a.label), legend: u.series.map(s => s.label),
 			caption: (box.querySelector("[data-testid=chart-ref]") || {}).textContent || "",
 			captionLast: box.lastElementChild && box.lastElementChild.dataset.testid === "chart-ref" }); }, 50); }); });
 	})()`)
@@ -252,10 +253,11 @@ func TestChartBands(t *testing.T) {
 	if got.Distr != 3 || got.Min > 2 || got.Max < 310 {
 		t.Errorf("y scale distr=%d [%v, %v], want a log scale covering 2–310 µs", got.Distr, got.Min, got.Max)
 	}
-	if len(got.Axes) != 2 || got.Axes[0] != "round trip (#)" || !strings.Contains(got.Axes[1], "µs") {
-		t.Errorf("axes %q", got.Axes)
+	// Latency by message size: sizes on a log x axis.
+	if len(got.Axes) != 2 || got.Axes[0] != "message size (bytes, log scale)" || !strings.Contains(got.Axes[1], "µs") || got.XDistr != 3 {
+		t.Errorf("axes %q, x distr %d", got.Axes, got.XDistr)
 	}
-	if len(got.Legend) != 2 || got.Legend[1] != "round trip, 64 B messages" {
+	if len(got.Legend) != 2 || got.Legend[1] != "median round trip" {
 		t.Errorf("legend %q", got.Legend)
 	}
 	for _, want := range []string{"2–6 µs", "1–3 µs one way", "40–100 µs", "20–50 µs one way"} {

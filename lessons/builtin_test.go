@@ -80,7 +80,7 @@ func TestBuiltinCourse(t *testing.T) {
 		if fmt.Sprint(qs) != fmt.Sprint(all) {
 			t.Errorf("%s: questions on the page %v\nwant every question of quiz.yaml once: %v", lang, qs, all)
 		}
-		if got := fmt.Sprint(kinds[lessons.SegExperiment]); got != "[tcp-cost pingpong memlock reg-mr write-silent]" {
+		if got := fmt.Sprint(kinds[lessons.SegExperiment]); got != "[tcp-cost syscalls pingpong memlock reg-mr write-silent]" {
 			t.Errorf("%s experiments in order: %s", lang, got)
 		}
 		if got := fmt.Sprint(kinds[lessons.SegDiagram]); got != "[cpu-budget tcp-vs-rdma worth-it]" {

@@ -74,7 +74,7 @@ var rdmaSteps = []pathStep{
 		detail: [2]string{"注册 MR、创建 QP", "register MR, create QP"}},
 	{id: "rdma-doorbell", zone: "nic",
 		title:  [2]string{"敲门铃 (doorbell)", "Ring the doorbell"},
-		detail: [2]string{"直接写网卡寄存器，没有系统调用", "an MMIO write to the NIC, no syscall"}},
+		detail: [2]string{"硬件网卡：一次 MMIO 写，没有系统调用", "hardware NIC: an MMIO store, no syscall"}},
 	{id: "rdma-dma", zone: "nic",
 		title:  [2]string{"网卡 DMA 读取 MR", "NIC DMA-reads the MR"},
 		detail: [2]string{"零拷贝：直接取应用的内存", "zero copy: straight from app memory"}},
@@ -83,7 +83,7 @@ var rdmaSteps = []pathStep{
 		detail: [2]string{"分段、确认、重传都在网卡里", "segments, acks, retries done in the NIC"}},
 	{id: "rdma-peer", zone: "peer",
 		title:  [2]string{"对端网卡写入注册内存", "Peer NIC writes registered memory"},
-		detail: [2]string{"对端 CPU 不参与数据搬运", "the peer CPU moves no data"}},
+		detail: [2]string{"对端应用不运行，没有 CPU 搬数据", "peer app does not run; no CPU copies"}},
 	{id: "rdma-cq", zone: "user",
 		title:  [2]string{"完成事件进入 CQ", "Completion lands in the CQ"},
 		detail: [2]string{"应用轮询 CQ，不必等唤醒", "the app polls the CQ, no wakeup"}},
@@ -128,10 +128,10 @@ func tcpVsRDMA(lang string) template.HTML {
 	if lang == "en" {
 		li = 1
 	}
-	head := [2][2]string{{"内核 TCP", "Kernel TCP"}, {"RDMA", "RDMA"}}
+	head := [2][2]string{{"内核 TCP", "Kernel TCP"}, {"RDMA（硬件网卡）", "RDMA (hardware NIC)"}}
 	caption := [2]string{
-		"同一条消息的两条路。红色虚线框是 RDMA 省掉的步骤：拷贝、内核协议栈、中断/软中断、唤醒与上下文切换；RDMA 路径上内核只在建立连接和注册内存时出场。",
-		"One message, two paths. Dashed red steps are what RDMA removes: the copy, the kernel stack, interrupts/softirqs, wakeup and context switch. On the RDMA path the kernel only appears at setup (registering memory, creating the QP).",
+		"同一条消息的两条路。红色虚线框是 RDMA 省掉的步骤：拷贝、内核协议栈（连同中断/软中断）、唤醒与上下文切换；RDMA 路径上内核只在建立连接和注册内存时出场。右边画的是硬件 RDMA 网卡；本实验室的 Soft-RoCE 用一次 write() 系统调用敲门铃，由内核软件完成网卡的工作（见 syscalls 实验）。",
+		"One message, two paths. Dashed red steps are what RDMA removes: the copy, the kernel stack (with its interrupts and softirqs), the wakeup and context switch. On the RDMA path the kernel only appears at setup (registering memory, creating the QP). The right-hand path is a hardware RDMA NIC; this lab's Soft-RoCE rings the doorbell with a write() system call and does the NIC's work in kernel software (see the syscalls experiment).",
 	}
 	removedTag := [2]string{"RDMA 省掉", "removed by RDMA"}
 	bypassTag := [2]string{"不在数据路径上", "off the data path"}

@@ -21,8 +21,8 @@ func TestLesson01Quiz(t *testing.T) {
 	}
 	want := []string{
 		"why-rdma/overheads", "why-rdma/regmr-container", "why-rdma/write-semantics",
-		"why-rdma/gbps-to-gbytes", "why-rdma/tcp-path-order", "why-rdma/which-object-pins",
-		"why-rdma/lossless-transport", "why-rdma/dpdk-bypass", "why-rdma/tcpdump", "why-rdma/worth-it",
+		"why-rdma/cpu-arithmetic", "why-rdma/send-path-order", "why-rdma/mr-keys",
+		"why-rdma/lossless-transport", "why-rdma/dpdk-bypass", "why-rdma/tcpdump", "why-rdma/not-a-reason",
 	}
 	var got []string
 	for _, q := range set.Questions {
@@ -48,18 +48,21 @@ func TestLesson01Quiz(t *testing.T) {
 		answer  Answer
 		correct bool
 	}{
-		{"why-rdma/overheads", Answer{Choices: []string{"copies", "stack", "switches"}}, true},
-		{"why-rdma/overheads", Answer{Choices: []string{"copies", "stack", "switches", "dma"}}, false},
+		{"why-rdma/overheads", Answer{Choices: []string{"copies", "stack", "irqs", "switches"}}, true},
+		{"why-rdma/overheads", Answer{Choices: []string{"copies", "stack", "switches"}}, false},
+		{"why-rdma/overheads", Answer{Choices: []string{"copies", "stack", "irqs", "switches", "acks"}}, false},
 		{"why-rdma/regmr-container", Answer{Choice: "memlock"}, true},
 		{"why-rdma/write-semantics", Answer{Choice: "one-sided"}, true},
-		{"why-rdma/gbps-to-gbytes", Answer{Number: 12.5}, true},
-		{"why-rdma/gbps-to-gbytes", Answer{Number: 100}, false},
-		{"why-rdma/tcp-path-order", Answer{Choices: []string{"copy-in", "stack-tx", "nic-tx", "irq-rx", "wakeup", "copy-out"}}, true},
-		{"why-rdma/which-object-pins", Answer{Choice: "mr"}, true},
+		{"why-rdma/cpu-arithmetic", Answer{Choice: "cpu-not-mover"}, true},
+		{"why-rdma/cpu-arithmetic", Answer{Choice: "more-bandwidth"}, false},
+		{"why-rdma/send-path-order", Answer{Choices: []string{"post-recv", "post-send", "doorbell", "dma-read", "dma-write", "cqe"}}, true},
+		{"why-rdma/send-path-order", Answer{Choices: []string{"post-send", "doorbell", "dma-read", "post-recv", "dma-write", "cqe"}}, false},
+		{"why-rdma/mr-keys", Answer{Choice: "rkey-for-peer"}, true},
 		{"why-rdma/lossless-transport", Answer{Choice: "ib"}, true},
-		{"why-rdma/dpdk-bypass", Answer{Choice: "bypass-only"}, true},
+		{"why-rdma/dpdk-bypass", Answer{Choice: "no-transport-offload"}, true},
 		{"why-rdma/tcpdump", Answer{Choice: "no-use-ibdump"}, true},
-		{"why-rdma/worth-it", Answer{Choice: "ai-training"}, true},
+		{"why-rdma/dpdk-bypass", Answer{Choice: "same-as-rdma"}, false},
+		{"why-rdma/not-a-reason", Answer{Choice: "link-full"}, true},
 	}
 	for _, c := range checks {
 		q := byID[c.id]

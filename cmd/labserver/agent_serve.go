@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/netshape"
 	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 )
 
@@ -39,7 +41,7 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	runner := &vmguest.SpareRunner{Argv: []string{exe, "agent"}}
 	defer runner.Close()
 	srv := &vmguest.GuestServer{
-		Run:       runner.Run,
+		Run:       resetAfter(runner.Run),
 		Lab:       vmguest.GuestLab,
 		Hello:     vmguest.GuestHello(),
 		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects
@@ -51,4 +53,19 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	return 0
+}
+
+// resetAfter wraps a guest run so that whatever the run did to the links
+// (lesson 02's netem loss, its GSO limit) is undone when it ends — also
+// when it failed, timed out or was cancelled and its agent was killed
+// before its own deferred reset could run.
+func resetAfter(run func(context.Context, sandbox.Request, func(sandbox.Event)) error) func(context.Context, sandbox.Request, func(sandbox.Event)) error {
+	return func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+		defer func() {
+			if err := netshape.Reset(netshape.GuestLinks...); err != nil {
+				slog.Warn("reset the links after a run", "run", req.RunID, "err", err)
+			}
+		}()
+		return run(ctx, req, emit)
+	}
 }

@@ -202,6 +202,29 @@ func TestTCPCostStopsOnCancel(t *testing.T) {
 	}
 }
 
+// TestTCPVerdictFollowsMeasurement: the verdict's conclusion depends on
+// the measured cost per host, not a fixed sentence.
+func TestTCPVerdictFollowsMeasurement(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		cores100 float64 // both hosts together
+		want     string
+	}{
+		{10, "at least 5.0 cores"}, {1.6, "modest"}, {0.4, "argument for RDMA is weak"},
+	} {
+		f := map[string]float64{"seconds": 3, "cores_100g": c.cores100, "cores_400g": 4 * c.cores100}
+		r := tcpResult{size: 65536, sendCPU: time.Second, recvCPU: time.Second, elapsed: 3 * time.Second}
+		v := verdictTCP(20, 0.66, 0, f, r)
+		if !strings.Contains(v["en"], c.want) || v["zh"] == "" || !strings.Contains(v["en"], "lower bound") {
+			t.Errorf("%v cores for 100 Gbps: verdict %q, want it to say %q and that it is a lower bound", c.cores100, v["en"], c.want)
+		}
+		seen[v["en"]] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("%d distinct verdicts for three different measurements", len(seen))
+	}
+}
+
 // TestEverySharingDeclared: the runner schedules by it (timing runs alone,
 // shareable runs side by side), so every experiment says which it is.
 func TestEverySharingDeclared(t *testing.T) {

@@ -265,9 +265,11 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 		rows = append(rows,
 			[]string{"CPU clock", fmt.Sprintf("%.2f GHz (%s)", r.clock.GHz, r.clock.Source)},
 			[]string{"GHz per Gbps (measured, both sides)", fmt.Sprintf("%.3f", ghzPerGbps)},
-			[]string{"GHz per Gbps (rule of thumb)", fmt.Sprintf("~%.0f", ruleGHzPerGbps)},
-			[]string{"cores for 100 Gbps (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])},
-			[]string{"cores for 400 Gbps (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])},
+			[]string{"GHz per Gbps (old rule of thumb, pre-offload)", fmt.Sprintf("~%.0f", ruleGHzPerGbps)},
+			[]string{"cores for 100 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])},
+			[]string{"cores for 100 Gbps, per host (measured, lower bound)", fmt.Sprintf("%.1f", figs["cores_100g"]/2)},
+			[]string{"cores for 400 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])},
+			[]string{"cores for 400 Gbps, per host (measured, lower bound)", fmt.Sprintf("%.1f", figs["cores_400g"]/2)},
 		)
 	} else {
 		rows = append(rows,
@@ -287,20 +289,40 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 	return nil
 }
 
+// verdictTCP says what this measurement implies, per host: on a network
+// the sender and the receiver are two machines, each paying its own side.
+// On loopback the receive-side stack often runs in the sender's softirq,
+// so the split between the two threads is blurred; the per-host figure is
+// half the sum. The figure is a lower bound: work the kernel does outside
+// the two threads (softirq on another CPU, ksoftirqd) is not charged to them.
 func verdictTCP(gbps, cores, ghzPerGbps float64, f map[string]float64, r tcpResult) sandbox.Text {
 	size := human(r.size)
-	if !r.haveClock {
-		return say(
-			fmt.Sprintf("Loopback TCP moved %.2f Gbps with %s writes and kept %.2f cores busy doing it. At that cost 100 Gbps would need %.0f cores and 400 Gbps %.0f — the CPU cannot be the mover at those speeds; that is the work RDMA hands to the NIC. Loopback has no NIC, interrupts or checksums, so a real network costs more, not less.",
-				gbps, size, cores, f["cores_100g"], f["cores_400g"]),
-			fmt.Sprintf("回环 TCP 以每次 %s 的写入跑出 %.2f Gbps，为此占用了 %.2f 个核。按这个代价，100 Gbps 需要 %.0f 个核，400 Gbps 需要 %.0f 个——在这种速度下 CPU 当不了搬运工，这正是 RDMA 交给网卡去做的工作。回环没有网卡、中断和校验和，真实网络只会更贵。",
-				size, gbps, cores, f["cores_100g"], f["cores_400g"]))
+	perHost100 := f["cores_100g"] / 2
+	perHost400 := f["cores_400g"] / 2
+	f["cores_100g_per_host"] = round(perHost100, 1)
+	f["cores_400g_per_host"] = round(perHost400, 1)
+	head := say(
+		fmt.Sprintf("Loopback TCP moved %.2f Gbps with %s writes; the sending thread used %.0f%% of a core and the receiving thread %.0f%%.", gbps, size, r.sendCPU.Seconds()/f["seconds"]*100, r.recvCPU.Seconds()/f["seconds"]*100),
+		fmt.Sprintf("回环 TCP 以每次 %s 的写入跑出 %.2f Gbps；发送线程用了一个核的 %.0f%%，接收线程用了 %.0f%%。", size, gbps, r.sendCPU.Seconds()/f["seconds"]*100, r.recvCPU.Seconds()/f["seconds"]*100))
+	if r.haveClock {
+		head = say(head["en"]+fmt.Sprintf(" That is %.2f GHz of CPU per Gbps for both sides together (the old, pre-offload rule of thumb says ~1 GHz per Gbps).", ghzPerGbps),
+			head["zh"]+fmt.Sprintf("两端合计每 Gbps %.2f GHz CPU（卸载普及之前的老经验是约 1 GHz/Gbps）。", ghzPerGbps))
 	}
-	return say(
-		fmt.Sprintf("Loopback TCP moved %.2f Gbps with %s writes and kept %.2f cores busy doing it: %.2f GHz of CPU per Gbps (sender + receiver; the lesson's rule of thumb is ~1 GHz per Gbps). At that cost 100 Gbps would need %.0f cores of %.1f GHz and 400 Gbps %.0f (the rule says %.0f and %.0f). Either way the CPU cannot be the mover at 100–400 Gbps: that is the work RDMA hands to the NIC. Loopback has no NIC, interrupts or checksums, so a real network costs more, not less.",
-			gbps, size, cores, ghzPerGbps, f["cores_100g"], r.clock.GHz, f["cores_400g"], f["rule_cores_100g"], f["rule_cores_400g"]),
-		fmt.Sprintf("回环 TCP 以每次 %s 的写入跑出 %.2f Gbps，为此占用了 %.2f 个核：每 Gbps 花 %.2f GHz CPU（发送端 + 接收端；课文的经验法则是约 1 GHz/Gbps）。按这个代价，100 Gbps 需要 %.0f 个 %.1f GHz 的核，400 Gbps 需要 %.0f 个（经验法则给出 %.0f 和 %.0f）。无论按哪个算，在 100–400 Gbps 下 CPU 都当不了搬运工：这正是 RDMA 交给网卡去做的工作。回环没有网卡、中断和校验和，真实网络只会更贵。",
-			size, gbps, cores, ghzPerGbps, f["cores_100g"], r.clock.GHz, f["cores_400g"], f["rule_cores_100g"], f["rule_cores_400g"]))
+	var concl sandbox.Text
+	switch {
+	case perHost100 >= 2:
+		concl = say(fmt.Sprintf(" At this cost each host of a 100 Gbps link would spend at least %.1f cores just moving data, and at 400 Gbps %.1f: cores that should run the application. That is the work RDMA hands to the NIC.", perHost100, perHost400),
+			fmt.Sprintf("按这个代价，100 Gbps 链路两端的每台主机至少要花 %.1f 个核只用来搬数据，400 Gbps 时 %.1f 个：这些核本该跑业务。这正是 RDMA 交给网卡去做的工作。", perHost100, perHost400))
+	case perHost400 >= 2:
+		concl = say(fmt.Sprintf(" At this cost each host would spend at least %.1f cores at 100 Gbps — modest, thanks to large writes — but %.1f at 400 Gbps: the cost grows with the rate, which is where handing the moving to the NIC pays.", perHost100, perHost400),
+			fmt.Sprintf("按这个代价，100 Gbps 时每台主机至少要花 %.1f 个核——写入块大，还算不多——但 400 Gbps 时要 %.1f 个：代价随速率增长，把搬运交给网卡的收益也在这里。", perHost100, perHost400))
+	default:
+		concl = say(fmt.Sprintf(" At this cost each host would need only %.1f cores even at 400 Gbps: with these writes on this machine the CPU-cost argument for RDMA is weak. Try smaller writes, and remember the figure is a lower bound.", perHost400),
+			fmt.Sprintf("按这个代价，即使 400 Gbps，每台主机也只要 %.1f 个核：在这台机器上、用这样的写入，“CPU 搬不动”这条理由并不强。试试更小的写入，并记住这个数字是下限。", perHost400))
+	}
+	caveat := say(" Per host is half of both threads together: on loopback the receiving side's protocol work often runs in the sending thread, so the split between the two is not clean. It is a lower bound — kernel work outside the two threads (softirqs on another core) is not counted — and it was measured on the lab server, not in the Soft-RoCE guest.",
+		"每台主机按两个线程合计的一半算：在回环上，接收端的协议处理常常在发送线程里完成，两者的划分并不干净。这是下限——两个线程之外的内核工作（另一个核上的软中断）没有计入——而且是在实验室服务器上测的，不是在 Soft-RoCE 虚拟机里。")
+	return say(head["en"]+concl["en"]+caveat["en"], head["zh"]+concl["zh"]+caveat["zh"])
 }
 
 // loopbackPair returns two connected blocking TCP sockets on 127.0.0.1:

@@ -1,10 +1,13 @@
 package rdmaexp
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
@@ -24,7 +27,10 @@ func TestOnDevices(t *testing.T) {
 	t.Run("qp-states", func(t *testing.T) { testQPStates(t, ex) })
 	t.Run("pingpong", func(t *testing.T) { testPingpong(t, ex) })
 	t.Run("pingpong/event", func(t *testing.T) { testPingpongEvent(t, ex) })
+	t.Run("pingpong/presets", func(t *testing.T) { testPingpongPresets(t, ex) })
 	t.Run("perftest", func(t *testing.T) { testPerftest(t, ex) })
+	t.Run("syscalls", func(t *testing.T) { testSyscalls(t, ex) })
+	t.Run("syscalls/event", func(t *testing.T) { testSyscallsEvent(t, ex) })
 	t.Run("resources", func(t *testing.T) { testResources(t, ex) })
 }
 
@@ -54,9 +60,9 @@ func testWriteSilent(t *testing.T, ex executor) {
 	rec := ex.run(t, "write-silent", map[string]any{"mode": "write", "messages": n, "size": 4096, "seconds": 1})
 	f := rec.result(t).Figures
 	t.Logf("write-silent write: %v", f)
-	if f["receiver_cpu_ticks"] != 0 || f["receiver_voluntary_cs"] != 0 {
+	if f["receiver_thread_run_ns"] != 0 || f["receiver_thread_voluntary_cs"] != 0 {
 		rec.dump(t)
-		t.Errorf("receiver used %v ticks, %v voluntary switches while WRITEs landed; want 0", f["receiver_cpu_ticks"], f["receiver_voluntary_cs"])
+		t.Errorf("the receiving thread ran %v ns with %v voluntary switches while WRITEs landed; want 0 and 0", f["receiver_thread_run_ns"], f["receiver_thread_voluntary_cs"])
 	}
 	if f["rcvd_pkts"] < n {
 		t.Errorf("rcvd_pkts grew by %v, want ≥ %d", f["rcvd_pkts"], n)
@@ -77,8 +83,12 @@ func testSendRecv(t *testing.T, ex executor) {
 		rec.dump(t)
 		t.Fatalf("send-recv: %v", f)
 	}
-	if f["receiver_cpu_ticks"] == 0 {
-		t.Error("the polling receiver used no CPU")
+	// The receiver sleeps on its completion channel: it is woken by the
+	// messages (several may complete per wakeup when it falls behind) and
+	// runs for them — where the WRITE receiver stayed at 0 and 0.
+	if f["receiver_thread_run_ns"] <= 0 || f["receiver_thread_voluntary_cs"] < 1 {
+		rec.dump(t)
+		t.Errorf("the receiving thread ran %v ns with %v voluntary switches for 300 messages; want both > 0", f["receiver_thread_run_ns"], f["receiver_thread_voluntary_cs"])
 	}
 }
 
@@ -144,6 +154,12 @@ func testPingpong(t *testing.T, ex executor) {
 			if b, ok := best[tr]; !ok || f["median_us"] < b {
 				best[tr] = f["median_us"]
 			}
+			// Each mode's verdict says what that mode does.
+			r := rec.result(t)
+			want := map[string]string{"tcp": "read() that sleeps", "write": "spins on the message's last byte", "send": "spin on their completion queue"}[tr]
+			if !strings.Contains(r.Message, want) || r.Messages["zh"] == "" {
+				t.Errorf("%s verdict %q does not say %q", tr, r.Message, want)
+			}
 		}
 		if best["write"] < best["tcp"] {
 			break
@@ -158,12 +174,29 @@ func testPingpong(t *testing.T, ex executor) {
 func testPingpongEvent(t *testing.T, ex executor) {
 	for _, tr := range []string{"write", "send"} {
 		rec := ex.run(t, "pingpong", map[string]any{"transport": tr, "mode": "event", "iterations": 50, "max_size": 1024})
-		f := rec.result(t).Figures
+		r := rec.result(t)
+		f := r.Figures
 		for _, s := range []string{"2", "16", "128", "1024"} {
-			if f["median_us_"+s] <= 0 {
+			if f["median_us_"+s] <= 0 || f["p90_us_"+s] < f["median_us_"+s] {
 				rec.dump(t)
 				t.Fatalf("%s event, %s B: %v", tr, s, f)
 			}
+		}
+		// The events verdict speaks of sleeping and waking, not of polling.
+		if !strings.Contains(r.Message, "sleeps on its completion channel") || strings.Contains(r.Message, "no wake-up when polling") {
+			t.Errorf("%s event verdict: %q", tr, r.Message)
+		}
+		// Latency by message size: one median point per size, x = bytes,
+		// emitted as each size finishes (before the result).
+		var xs []float64
+		for _, m := range rec.of(sandbox.EvMetric) {
+			if m.Series == "rtt_median_us" {
+				xs = append(xs, m.X)
+			}
+		}
+		if fmt.Sprint(xs) != "[2 16 128 1024]" {
+			rec.dump(t)
+			t.Errorf("%s event: rtt_median_us points at x = %v, want one per size", tr, xs)
 		}
 	}
 }
@@ -219,4 +252,72 @@ func testResources(t *testing.T, ex executor) {
 		}
 	}
 	t.Logf("rdma resource after %d rounds of %d runs: %v", rounds, len(runs), after)
+}
+
+// testSyscalls checks what the syscalls experiment teaches, per round trip
+// and side: kernel TCP makes a write() and a read() on its socket; rxe makes
+// one write() doorbell on the uverbs file per post and no other system call
+// on the message path, however many times it polls the CQ.
+func testSyscalls(t *testing.T, ex executor) {
+	rec := ex.run(t, "syscalls", map[string]any{"round_trips": 100, "size": 64, "mode": "poll"})
+	r := rec.result(t)
+	f := r.Figures
+	t.Logf("syscalls poll: %v", f)
+	near := func(v, want float64) bool { return v >= want-0.05 && v <= want+0.05 }
+	for _, side := range []string{"client", "server"} {
+		tcp := "tcp_" + side + "_"
+		if !near(f[tcp+"write_per_rt"], 1) || !near(f[tcp+"read_per_rt"], 1) || !near(f[tcp+"message_per_rt"], 2) {
+			rec.dump(t)
+			t.Errorf("TCP %s: write %v, read %v, all %v per round trip; want 1, 1, 2", side, f[tcp+"write_per_rt"], f[tcp+"read_per_rt"], f[tcp+"message_per_rt"])
+		}
+		rd := "send_" + side + "_"
+		if !near(f[rd+"write_per_rt"], 1) || f[rd+"nonwrite_message_per_rt"] != 0 {
+			rec.dump(t)
+			t.Errorf("rxe %s: %v doorbell write()s and %v other message-path calls per round trip; want 1 and 0", side, f[rd+"write_per_rt"], f[rd+"nonwrite_message_per_rt"])
+		}
+		if f[rd+"polls_per_rt"] < 1 {
+			t.Errorf("rxe %s: %v ibv_poll_cq per round trip; a round trip polls at least once", side, f[rd+"polls_per_rt"])
+		}
+	}
+	if !strings.Contains(r.Messages["zh"], "MMIO") || !strings.Contains(r.Message, "MMIO") {
+		t.Errorf("verdict does not give the hardware reference: %q", r.Message)
+	}
+}
+
+// testSyscallsEvent: with completion events rxe's message path grows the
+// CQ arming write() and the poll()+read() on the completion channel.
+func testSyscallsEvent(t *testing.T, ex executor) {
+	rec := ex.run(t, "syscalls", map[string]any{"round_trips": 50, "size": 64, "mode": "event"})
+	f := rec.result(t).Figures
+	t.Logf("syscalls event: %v", f)
+	// The client waits for the server's answer, so it finds its CQ empty
+	// and sleeps on most round trips; the server's next ping is often
+	// already there (strace slows its doorbell write()), so it may not.
+	if f["send_client_read_per_rt"] < 0.5 || f["send_client_message_per_rt"] < 3 {
+		rec.dump(t)
+		t.Errorf("rxe events, client: read %v, all %v per round trip; want a read() on most round trips and ≥3 calls", f["send_client_read_per_rt"], f["send_client_message_per_rt"])
+	}
+	if f["send_server_write_per_rt"] < 0.95 {
+		t.Errorf("rxe events, server: %v doorbell write()s per round trip, want 1", f["send_server_write_per_rt"])
+	}
+}
+
+// testPingpongPresets runs the lesson's presets with their defaults (150
+// round trips per size, 2 B to 16 KiB) and logs how long each took: the
+// aim is about 10 s each in the TCG guest (`make bench` is where speed is
+// judged; this test checks the defaults give a full, sane table).
+func testPingpongPresets(t *testing.T, ex executor) {
+	for _, ps := range registry().Get("pingpong").Presets {
+		t0 := time.Now()
+		rec := ex.run(t, "pingpong", ps.Values)
+		f := rec.result(t).Figures
+		for _, size := range []string{"2", "16", "128", "1024", "8192", "16384"} {
+			if f["median_us_"+size] <= 0 || f["p90_us_"+size] < f["median_us_"+size] || f["cpu_us_"+size] <= 0 {
+				rec.dump(t)
+				t.Fatalf("preset %s, %s B: %v", ps.ID, size, f)
+			}
+		}
+		t.Logf("preset %s: %.1f s, 2 B median %.0f µs (p90 %.0f), 16 KiB median %.0f µs, CPU/RT at 2 B client %.0f server %.0f µs",
+			ps.ID, time.Since(t0).Seconds(), f["median_us_2"], f["p90_us_2"], f["median_us_16384"], f["client_cpu_us"], f["server_cpu_us"])
+	}
 }

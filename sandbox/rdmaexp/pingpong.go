@@ -38,8 +38,8 @@ func Pingpong() *sandbox.Experiment {
 		ID:    "pingpong",
 		Title: say("Round trips: TCP vs RDMA", "往返时延：TCP 对比 RDMA"),
 		Summary: say(
-			"Two processes bounce a message back and forth over kernel TCP, RDMA SEND/RECV or RDMA WRITE, polling or sleeping for completions; median and p99 round trip and CPU time per round trip for sizes from 2 B up, beside the hardware figures of the lesson.",
-			"两个进程来回传递一条消息，经由内核 TCP、RDMA SEND/RECV 或 RDMA WRITE，以轮询或等待事件的方式获取完成；给出从 2 B 起各种大小的往返时延中位数、p99 以及每次往返的 CPU 时间，并与课程中的硬件数据并列。"),
+			"Two processes bounce a message back and forth over kernel TCP, RDMA SEND/RECV or RDMA WRITE, polling or sleeping for completions; round-trip latency by message size (median, with the 10th–90th percentile spread) and CPU time per round trip, beside the lesson's hardware reference figures.",
+			"两个进程来回传递一条消息，经由内核 TCP、RDMA SEND/RECV 或 RDMA WRITE，以轮询或等待事件的方式获取完成；按消息大小给出往返时延（中位数，以及第 10–90 百分位的离散范围）和每次往返的 CPU 时间，并与课文的硬件参考数据并列。"),
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
@@ -54,15 +54,21 @@ func Pingpong() *sandbox.Experiment {
 					{Value: mPoll, Title: say("busy polling", "忙轮询")},
 					{Value: mEvent, Title: say("completion events", "完成事件")},
 				}},
-			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("Round trips per size", "每种大小的往返次数"), Min: 10, Max: 20000, Default: int64(1000)},
+			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("Round trips per size", "每种大小的往返次数"),
+				Help: say("More round trips narrow the spread and take longer: about 10 s for 150 under emulation.", "往返次数越多，离散范围越窄，耗时也越长：模拟环境下 150 次约 10 秒。"),
+				Min:  10, Max: 20000, Default: int64(150)},
 			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"),
 				Help: say("Sizes run from 2 B, ×8 each step, up to this.", "消息大小从 2 B 起每次乘 8，直到这个值。"),
-				Min:  2, Max: 64 << 10, Default: int64(64 << 10)},
+				Min:  2, Max: 64 << 10, Default: int64(16 << 10)},
 		},
+		// TCP and SEND/RECV with events are the like-for-like pair: in both
+		// the receiving thread sleeps until the kernel wakes it. Polling is
+		// a different trade (a spinning core for no wakeup).
 		Presets: []sandbox.Preset{
-			{ID: "tcp", Title: say("TCP", "TCP"), Values: map[string]any{"transport": trTCP}},
-			{ID: "write-poll", Title: say("RDMA WRITE, polling", "RDMA WRITE，轮询"), Values: map[string]any{"transport": trWrite, "mode": mPoll}},
-			{ID: "send-event", Title: say("SEND/RECV, events", "SEND/RECV，事件"), Values: map[string]any{"transport": trSend, "mode": mEvent}},
+			{ID: "tcp", Title: say("kernel TCP", "内核 TCP"), Values: map[string]any{"transport": trTCP, "iterations": 150}},
+			{ID: "send-event", Title: say("SEND/RECV, events (sleeps like TCP)", "SEND/RECV，事件（和 TCP 一样睡眠）"), Values: map[string]any{"transport": trSend, "mode": mEvent, "iterations": 150}},
+			{ID: "send-poll", Title: say("SEND/RECV, polling", "SEND/RECV，轮询"), Values: map[string]any{"transport": trSend, "mode": mPoll, "iterations": 150}},
+			{ID: "write-poll", Title: say("RDMA WRITE, polling", "RDMA WRITE，轮询"), Values: map[string]any{"transport": trWrite, "mode": mPoll, "iterations": 150}},
 		},
 		Timeout: 5 * time.Minute,
 		Run:     runPingpong,
@@ -87,6 +93,14 @@ type pongReq struct {
 	Warmup    int    `json:"warmup"`
 	// AcceptWait is how long the server waits for the client (20 s if 0).
 	AcceptWait time.Duration `json:"accept_wait,omitempty"`
+	// ReportTID: tell the parent the id of the thread that answers, before
+	// the first ping (the syscalls experiment traces that thread alone).
+	ReportTID bool `json:"report_tid,omitempty"`
+}
+
+// pongTID is the server's answering thread.
+type pongTID struct {
+	TID int `json:"tid"`
 }
 
 type pongReady struct {
@@ -94,17 +108,41 @@ type pongReady struct {
 	Pid  int `json:"pid"`
 }
 
-// pongSize is the server's CPU time for one size's measured round trips.
+// pongSize is the server's CPU time for one size's measured round trips,
+// in total and per batch (see cpuBatches).
 type pongSize struct {
-	Size  int   `json:"size"`
-	CPUNs int64 `json:"cpu_ns"`
+	Size    int     `json:"size"`
+	CPUNs   int64   `json:"cpu_ns"`
+	BatchNs []int64 `json:"batch_ns,omitempty"`
+	Polls   int     `json:"polls,omitempty"` // ibv_poll_cq calls (RDMA)
 }
 
 // sizeStats is what one size measured.
 type sizeStats struct {
-	Size                 int
-	Median, P99, Min     time.Duration
-	ClientCPU, ServerCPU time.Duration // per round trip
+	Size                       int
+	Median, P10, P90, P99, Min time.Duration
+	ClientCPU, ServerCPU       time.Duration // per round trip: median over batches
+}
+
+// cpuBatches splits a size's measured round trips into this many batches;
+// CPU time per round trip is taken per batch and the median batch is
+// reported, so one batch disturbed by the rest of the machine does not
+// move the figure. A thread's CPU clock is read only at batch boundaries.
+const cpuBatches = 10
+
+// batchEnd is the round trip after which batch b (of n round trips) ends.
+func batchEnd(b, n int) int { return (b + 1) * n / cpuBatches }
+
+// medianPerRT is the median over batches of CPU time per round trip.
+func medianPerRT(batchNs []int64, n int) time.Duration {
+	var per []time.Duration
+	for b, ns := range batchNs {
+		k := batchEnd(b, n) - batchEnd(b-1, n)
+		if k > 0 {
+			per = append(per, time.Duration(ns)/time.Duration(k))
+		}
+	}
+	return median(per)
 }
 
 func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -142,19 +180,13 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	}
 	defer end.Close()
 
-	phase(emit, "measure", say(fmt.Sprintf("%d round trips per size over %s", iters, ppName(tr, mode)), fmt.Sprintf("每种大小 %d 次往返，经由 %s", iters, ppName(tr, mode))))
+	phase(emit, "measure", say(fmt.Sprintf("%d round trips per size over %s", iters, ppName(tr, mode)), fmt.Sprintf("每种大小 %d 次往返，经由 %s", iters, ppNameZh(tr, mode))))
 	var stats []sizeStats
-	var est clockEstimate
-	est.Start()
-	time.Sleep(20 * time.Millisecond)
-	est.Stop()
-	sampleEvery := uint64(float64(100*time.Millisecond) / est.nsPerCycle())
 	runtime.LockOSThread() // CPU time per round trip is this thread's
 	defer runtime.UnlockOSThread()
 	defer pinThread(runtime.NumCPU() - 1)()
 	k := 0
 	for _, size := range sizes {
-		series := "rtt_us_" + human(int64(size))
 		for i := 0; i < warm; i++ {
 			if err := end.ping(ctx, k, size); err != nil {
 				return verbsError(emit, err)
@@ -163,14 +195,14 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		}
 		// Round trips are timed with the cycle counter, like perftest:
 		// time.Now costs microseconds in the TCG guest. The window's
-		// wall-clock time converts cycles to nanoseconds afterwards; the
-		// live samples use the estimate made before the first size.
+		// wall-clock time converts cycles to nanoseconds afterwards.
 		cyc := make([]uint64, 0, iters)
+		batch := make([]int64, 0, cpuBatches)
 		cpu0 := threadCPU()
+		last := cpu0
 		var clk tsc.Clock
 		clk.Start()
-		lastEmit, window := tsc.Now(), 0
-		for i := 0; i < iters; i++ {
+		for i, b := 0, 0; i < iters; i++ {
 			c0 := tsc.Now()
 			if err := end.ping(ctx, k, size); err != nil {
 				return verbsError(emit, err)
@@ -180,13 +212,13 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 				cyc = append(cyc, c1-c0)
 			}
 			k++
-			if c1 > lastEmit && c1-lastEmit >= sampleEvery {
-				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: float64(i + 1), Y: us(median(est.durations(cyc[window:]))), Unit: "µs"})
-				lastEmit, window = c1, len(cyc)
+			if i+1 == batchEnd(b, iters) {
+				now := threadCPU()
+				batch = append(batch, int64(now-last))
+				last, b = now, b+1
 			}
 		}
 		clk.Stop()
-		cpu := threadCPU() - cpu0
 		rtts := make([]time.Duration, len(cyc))
 		for i, c := range cyc {
 			rtts[i] = clk.Duration(c)
@@ -195,15 +227,18 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		if err := srv.recv(ctx, 30*time.Second, &ps); err != nil {
 			return verbsError(emit, err)
 		}
-		if window < len(rtts) {
-			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: float64(iters), Y: us(median(rtts[window:])), Unit: "µs"})
-		}
 		st := summarize(size, rtts)
-		st.ClientCPU = cpu / time.Duration(iters)
-		st.ServerCPU = time.Duration(ps.CPUNs) / time.Duration(iters)
+		st.ClientCPU = medianPerRT(batch, iters)
+		st.ServerCPU = medianPerRT(ps.BatchNs, iters)
+		if len(ps.BatchNs) == 0 { // an older helper: the mean
+			st.ServerCPU = time.Duration(ps.CPUNs) / time.Duration(iters)
+		}
 		stats = append(stats, st)
-		logf(emit, "%s: min %.1f µs median %.1f µs, p99 %.1f µs, CPU per round trip: client %.1f µs, server %.1f µs",
-			human(int64(size)), us(st.Min), us(st.Median), us(st.P99), us(st.ClientCPU), us(st.ServerCPU))
+		// One point per size as soon as it is measured: latency by size.
+		emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "rtt_median_us", X: float64(size), Y: us(st.Median), Unit: "µs"})
+		emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "rtt_p90_us", X: float64(size), Y: us(st.P90), Unit: "µs"})
+		logf(emit, "%s: median %.1f µs round trip (10th–90th percentile %.1f–%.1f µs, p99 %.1f), CPU per round trip (median of %d batches): client %.1f µs, server %.1f µs",
+			human(int64(size)), us(st.Median), us(st.P10), us(st.P90), us(st.P99), cpuBatches, us(st.ClientCPU), us(st.ServerCPU))
 	}
 	if err := end.goodbye(false); err != nil {
 		return err
@@ -212,25 +247,6 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	return reportPingpong(emit, tr, mode, iters, top, stats)
-}
-
-// clockEstimate is a tsc.Clock calibrated once, for live samples.
-type clockEstimate struct{ tsc.Clock }
-
-func (c *clockEstimate) nsPerCycle() float64 {
-	d := c.Duration(1 << 20)
-	if d <= 0 {
-		return 1
-	}
-	return float64(d) / (1 << 20)
-}
-
-func (c *clockEstimate) durations(cyc []uint64) []time.Duration {
-	out := make([]time.Duration, len(cyc))
-	for i, x := range cyc {
-		out[i] = c.Duration(x)
-	}
-	return out
 }
 
 func ppName(tr, mode string) string {
@@ -261,7 +277,7 @@ func summarize(size int, rtts []time.Duration) sizeStats {
 	if len(rtts) == 0 {
 		return sizeStats{Size: size}
 	}
-	return sizeStats{Size: size, Median: percentile(rtts, 50), P99: percentile(rtts, 99), Min: slices.Min(rtts)}
+	return sizeStats{Size: size, Median: percentile(rtts, 50), P10: percentile(rtts, 10), P90: percentile(rtts, 90), P99: percentile(rtts, 99), Min: slices.Min(rtts)}
 }
 
 // threadCPU is the calling OS thread's user+system time.
@@ -280,41 +296,65 @@ func emulated() bool {
 }
 
 func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topology, stats []sizeStats) error {
-	t := &sandbox.Table{Title: "round trips: " + ppName(tr, mode),
-		Columns: []string{"size", "median RTT µs", "p99 RTT µs", "one-way µs (median/2)", "client CPU µs/RT", "server CPU µs/RT"}}
+	t := sandbox.NewTable(say("round trips: "+ppName(tr, mode), "往返："+ppNameZh(tr, mode)),
+		say("size", "大小"), say("median RTT µs", "往返中位数 µs"), say("10th–90th pct µs", "第 10–90 百分位 µs"), say("p99 RTT µs", "往返 p99 µs"),
+		say("one-way µs (median/2)", "单程 µs（中位数/2）"), say("client CPU µs/RT", "客户端 CPU µs/往返"), say("server CPU µs/RT", "服务端 CPU µs/往返"))
 	figs := map[string]float64{"iterations": float64(iters)}
 	for _, s := range stats {
-		t.Rows = append(t.Rows, []string{human(int64(s.Size)), f1(us(s.Median)), f1(us(s.P99)), f1(us(s.Median) / 2), f1(us(s.ClientCPU)), f1(us(s.ServerCPU))})
+		t.AddRow(sandbox.Same(human(int64(s.Size))), sandbox.Same(f1(us(s.Median))), sandbox.Same(f1(us(s.P10))+"–"+f1(us(s.P90))), sandbox.Same(f1(us(s.P99))),
+			sandbox.Same(f1(us(s.Median)/2)), sandbox.Same(f1(us(s.ClientCPU))), sandbox.Same(f1(us(s.ServerCPU))))
 		key := fmt.Sprint(s.Size)
 		figs["median_us_"+key] = us(s.Median)
+		figs["p90_us_"+key] = us(s.P90)
 		figs["p99_us_"+key] = us(s.P99)
 		figs["cpu_us_"+key] = us(s.ClientCPU + s.ServerCPU)
 	}
 	first := stats[0]
-	figs["median_us"], figs["p99_us"] = us(first.Median), us(first.P99)
+	figs["median_us"], figs["p90_us"], figs["p99_us"] = us(first.Median), us(first.P90), us(first.P99)
 	figs["client_cpu_us"], figs["server_cpu_us"] = us(first.ClientCPU), us(first.ServerCPU)
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: &sandbox.Table{Title: "hardware reference (lesson)",
-		Columns: []string{"path", "one-way latency"},
-		Rows:    [][]string{{"kernel TCP, data centre", "20–50 µs"}, {"RDMA (InfiniBand or RoCE NIC)", "1–3 µs"}, {"measured here: " + ppName(tr, mode) + ", " + human(int64(first.Size)), f1(us(first.Median)/2) + " µs"}}}})
+	emu := emulated()
+	here := say("measured here (Soft-RoCE guest): ", "本次测得（Soft-RoCE 虚拟机）：")
+	if emu {
+		here = say("measured here (emulated TCG guest): ", "本次测得（TCG 模拟的虚拟机）：")
+	}
+	ref := sandbox.NewTable(say("hardware reference (course material) beside this run", "硬件参考（课程资料）与本次运行"), say("path", "路径"), say("one-way latency", "单程延迟"))
+	ref.AddRow(say("kernel TCP, data centre (reference)", "数据中心内核 TCP（参考）"), sandbox.Same("20–50 µs"))
+	ref.AddRow(say("RDMA on an InfiniBand or RoCE NIC (reference)", "InfiniBand 或 RoCE 硬件网卡上的 RDMA（参考）"), sandbox.Same("1–3 µs"))
+	ref.AddRow(say(here["en"]+ppName(tr, mode)+", "+human(int64(first.Size)), here["zh"]+ppNameZh(tr, mode)+"，"+human(int64(first.Size))), sandbox.Same(f1(us(first.Median)/2)+" µs"))
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: ref})
 
-	why := say("Soft-RoCE is a NIC written in software: every RDMA packet is built and parsed by this machine's kernel, so it cannot reach hardware latency; it shows who does the work, not how fast silicon does it.",
-		"Soft-RoCE 是用软件写的网卡：每个 RDMA 报文都由本机内核构造和解析，因此达不到硬件时延；它展示的是谁在干活，而不是芯片能有多快。")
-	if emulated() {
-		why = say(why["en"]+" Here it also runs in a QEMU guest with an emulated CPU (TCG), which multiplies every cost — compare the ratios between transports, not the absolute figures.",
-			why["zh"]+"而且这里它运行在 CPU 靠模拟（TCG）的 QEMU 虚拟机里，每一项开销都被放大——请比较不同传输方式之间的比例，而不是绝对数值。")
+	oneWay := us(first.Median) / 2
+	why := say("Soft-RoCE is a NIC written in software: every RDMA packet is built, copied and checksummed by this machine's kernel, so it cannot reach hardware latency; it shows who waits and who is woken, not how fast silicon is.",
+		"Soft-RoCE 是用软件写的网卡：每个 RDMA 报文都由本机内核构造、拷贝并计算校验，因此达不到硬件时延；它展示的是谁在等、谁被唤醒，而不是芯片能有多快。")
+	if emu {
+		why = say(why["en"]+" This guest's CPU is emulated (QEMU TCG), which slows everything — kernel TCP included: it takes about a millisecond one way here against 20–50 µs on real data-centre hardware. A ratio between two transports measured here compares rxe's software with kernel TCP's software; it does not predict the ratio on hardware.",
+			why["zh"]+"这台虚拟机的 CPU 是模拟出来的（QEMU TCG），一切都被拖慢——内核 TCP 也一样：这里单程约 1 毫秒，而真实数据中心硬件上是 20–50 µs。这里测得的两种传输之间的比例，比较的是 rxe 的软件和内核 TCP 的软件，并不能预测硬件上的比例。")
 	}
 	note(emit, "info", why)
+	note(emit, "info", say(fmt.Sprintf("CPU per round trip is each side's thread CPU time (user + system, from getrusage), split into %d batches of round trips; the median batch is shown. A side that polls spins while it waits, so its CPU per round trip is close to the whole round trip; a side that sleeps is charged only for the work it does. Soft-RoCE's packet work is charged to the thread whose write() doorbell starts it, or runs in the kernel elsewhere and is not counted.", cpuBatches),
+		fmt.Sprintf("每次往返的 CPU 是每一端线程的 CPU 时间（用户态 + 内核态，来自 getrusage），把往返分成 %d 批，显示中位数那一批。轮询的一端在等待时也在空转，所以它每次往返的 CPU 接近整个往返时间；睡眠的一端只为它做的工作计时。Soft-RoCE 处理报文的工作，要么记在敲 write() 门铃的那个线程头上，要么在内核别处运行、不计入。", cpuBatches)))
+
+	size := human(int64(first.Size))
+	cpuC, cpuS := us(first.ClientCPU), us(first.ServerCPU)
 	var claim sandbox.Text
-	oneWay := us(first.Median) / 2
-	cpuRT := us(first.ClientCPU + first.ServerCPU)
-	switch tr {
-	case trTCP:
-		claim = say(fmt.Sprintf("Kernel TCP: %.1f µs one way (median) for %s and %.1f µs of CPU per round trip — each message crosses the socket layer, the TCP/IP stack and a wake-up on both sides. Run RDMA WRITE with polling to compare.", oneWay, human(int64(first.Size)), cpuRT),
-			fmt.Sprintf("内核 TCP：%s 消息单程 %.1f µs（中位数），每次往返 CPU %.1f µs——每条消息在两端都要经过套接字层、TCP/IP 协议栈和一次唤醒。请运行“RDMA WRITE + 轮询”进行对比。", human(int64(first.Size)), oneWay, cpuRT))
+	switch {
+	case tr == trTCP:
+		claim = say(fmt.Sprintf("Kernel TCP: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server. Each message is a write() into the socket and a read() that sleeps until the kernel's TCP stack wakes the reader. Compare with SEND/RECV using completion events, where the reader also sleeps.", oneWay, size, cpuC, cpuS),
+			fmt.Sprintf("内核 TCP：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs。每条消息都是一次写进套接字的 write()，加一次睡着等内核 TCP 协议栈唤醒的 read()。请与“SEND/RECV + 完成事件”对比，那里读方同样睡眠。", size, oneWay, cpuC, cpuS))
+	case mode == mEvent:
+		what := say("a SEND that consumes a RECV the peer posted in advance", "一个消耗对端预先投递的 RECV 的 SEND")
+		if tr == trWrite {
+			what = say("a WRITE with immediate, which consumes a RECV and completes at the peer", "一个带立即数的 WRITE，它消耗一个 RECV 并在对端产生完成")
+		}
+		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server. Each message is %s; the receiving thread sleeps on its completion channel and is woken — like TCP's reader — but there is no socket and no TCP stack in the path. On Soft-RoCE the post is still a write() system call and the kernel moves the bytes; on a hardware RNIC the post is an MMIO store and the NIC moves them.", ppName(tr, mode), oneWay, size, cpuC, cpuS, what["en"]),
+			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs。每条消息是%s；接收线程睡在完成通道上、再被唤醒——和 TCP 的读方一样——但路径上没有套接字，也没有 TCP 协议栈。在 Soft-RoCE 上，投递仍是一次 write() 系统调用，字节由内核搬运；在硬件网卡上，投递只是一次 MMIO 写，字节由网卡搬运。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS, what["zh"]))
+	case tr == trSend:
+		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server — both sides spin on their completion queue, so nobody sleeps or is woken, and each side spends a core while it waits. The peer must have posted a RECV for every message. Polling is a different trade from TCP's sleeping reader; compare it with the events run too.", ppName(tr, mode), oneWay, size, cpuC, cpuS),
+			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs——两端都在完成队列上空转，谁也不睡、谁也不被唤醒，等待期间各占一个核。对端必须为每条消息预先投递 RECV。轮询和 TCP 读方的睡眠是不同的取舍；也请与事件模式的结果对比。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS))
 	default:
-		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s and %.1f µs of CPU per round trip. The application posts to a queue and the peer's memory changes — no socket, no copy into the kernel, no wake-up when polling. Compare with the TCP run.", ppName(tr, mode), oneWay, human(int64(first.Size)), cpuRT),
-			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数），每次往返 CPU %.1f µs。应用把请求投递到队列，对端内存随之改变——没有套接字，没有拷贝进内核，轮询时也没有唤醒。请与 TCP 的结果对比。", ppName(tr, mode), human(int64(first.Size)), oneWay, cpuRT))
+		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server. Each side WRITEs straight into the other's registered memory and spins on the message's last byte until the peer's WRITE lands: no RECV, no completion at the receiver, no sleep, no wakeup — and a spinning core on each side. Polling is a different trade from TCP's sleeping reader.", ppName(tr, mode), oneWay, size, cpuC, cpuS),
+			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs。每一端都把数据直接 WRITE 进对方注册的内存，并在消息最后一个字节上空转，直到对方的 WRITE 到达：没有 RECV，接收方没有完成，没有睡眠也没有唤醒——代价是每一端都有一个核在空转。轮询和 TCP 读方的睡眠是不同的取舍。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS))
 	}
 	result(emit, first.Median > 0, claim, figs)
 	return nil
@@ -509,6 +549,7 @@ func (e *ppEnd) reapSends(limit int) error {
 	sw := spinWait{limit: 10 * time.Second, err: fmt.Errorf("send completions: %w", errCompletionTimeout)}
 	for i := 0; ; i++ {
 		n, err := e.r.sendCQ.Poll(e.wcs)
+		e.r.polls++
 		if err != nil {
 			return err
 		}
@@ -611,6 +652,11 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer e.Close()
 	runtime.LockOSThread()
 	defer pinThread(0)()
+	if req.ReportTID {
+		if err := h.reply(pongTID{TID: unix.Gettid()}); err != nil {
+			return err
+		}
+	}
 	k := 0
 	for _, size := range req.Sizes {
 		for i := 0; i < req.Warmup; i++ {
@@ -619,14 +665,21 @@ func pongHelper(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			k++
 		}
-		cpu0 := threadCPU()
-		for i := 0; i < req.Iters; i++ {
+		cpu0, polls0 := threadCPU(), e.polls()
+		last := cpu0
+		batch := make([]int64, 0, cpuBatches)
+		for i, b := 0, 0; i < req.Iters; i++ {
 			if err := e.pong(ctx, k, size); err != nil {
 				return h.fail(err)
 			}
 			k++
+			if i+1 == batchEnd(b, req.Iters) {
+				now := threadCPU()
+				batch = append(batch, int64(now-last))
+				last, b = now, b+1
+			}
 		}
-		if err := h.reply(pongSize{Size: size, CPUNs: int64(threadCPU() - cpu0)}); err != nil {
+		if err := h.reply(pongSize{Size: size, CPUNs: int64(last - cpu0), BatchNs: batch, Polls: e.polls() - polls0}); err != nil {
 			return err
 		}
 	}

@@ -88,3 +88,36 @@ func readKernelCPU() (kernelCPU, error) {
 	}
 	return kernelCPU{}, fmt.Errorf("no cpu line in /proc/stat")
 }
+
+// threadSched is one thread's exact run time (schedstat, in nanoseconds,
+// so it cannot round to zero the way utime/stime ticks of 10 ms can) and
+// its voluntary context switches (each one a sleep, so each wakeup).
+type threadSched struct {
+	RunNs       int64
+	VoluntaryCS int64
+}
+
+// readThreadSched reads /proc/pid/task/tid/schedstat and .../status.
+func readThreadSched(pid, tid int) (threadSched, error) {
+	var t threadSched
+	dir := fmt.Sprintf("/proc/%d/task/%d/", pid, tid)
+	b, err := os.ReadFile(dir + "schedstat")
+	if err != nil {
+		return t, fmt.Errorf("read the run time of thread %d: %w", tid, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return t, fmt.Errorf("parse %sschedstat: %q", dir, b)
+	}
+	t.RunNs, _ = strconv.ParseInt(f[0], 10, 64)
+	st, err := os.ReadFile(dir + "status")
+	if err != nil {
+		return t, fmt.Errorf("read the context switches of thread %d: %w", tid, err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			t.VoluntaryCS, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return t, nil
+}

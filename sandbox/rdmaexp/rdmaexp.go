@@ -28,6 +28,10 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(QPStates())
 	reg.Register(Perftest())
 	reg.Register(Resources())
+	reg.Register(Syscalls())
+	reg.Register(LossSweep())
+	reg.Register(RetryBudget())
+	reg.Register(DSCPECN())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)
@@ -51,9 +55,12 @@ var (
 func explain(call string, errno syscall.Errno) sandbox.Text {
 	switch {
 	case call == "ibv_reg_mr" && errno == syscall.ENOMEM:
-		return say("Registering pins the pages. Without CAP_IPC_LOCK the process may pin at most RLIMIT_MEMLOCK (ulimit -l) bytes, and this MR is bigger — the limit ran out, not the memory.",
-			"注册内存要钉住页面。没有 CAP_IPC_LOCK 时，进程最多只能钉住 RLIMIT_MEMLOCK（ulimit -l）字节，而这个 MR 更大——耗尽的是上限，不是内存。")
-	case call == "ibv_reg_mr" && (errno == syscall.EPERM || errno == syscall.EACCES):
+		return say("Registering pins the pages and charges them to the process's pinned_vm. Without CAP_IPC_LOCK that may not exceed RLIMIT_MEMLOCK (ulimit -l), and this MR is bigger — the limit ran out, not the memory.",
+			"注册内存要钉住页面，并记在进程的 pinned_vm 上。没有 CAP_IPC_LOCK 时它不能超过 RLIMIT_MEMLOCK（ulimit -l），而这个 MR 更大——耗尽的是上限，不是内存。")
+	case call == "ibv_reg_mr" && errno == syscall.EPERM:
+		return say("With RLIMIT_MEMLOCK (ulimit -l) at 0 and no CAP_IPC_LOCK, the kernel refuses to pin any memory at all: raise the limit or grant IPC_LOCK.",
+			"RLIMIT_MEMLOCK（ulimit -l）为 0 且没有 CAP_IPC_LOCK 时，内核一页内存也不肯钉住：调高上限或授予 IPC_LOCK。")
+	case call == "ibv_reg_mr" && errno == syscall.EACCES:
 		return say("The device refused the access flags asked for this memory region.",
 			"设备拒绝了为这个内存区域申请的访问权限。")
 	case call == "ibv_modify_qp" && errno == syscall.EINVAL:

@@ -55,7 +55,7 @@ func rkeyCases() []rkeyCase {
 	return []rkeyCase{
 		{id: "correct", title: say("by the rules: right rkey, inside the MR, remote write granted", "守规矩：rkey 正确、在 MR 范围内、授予了远程写"),
 			targetAccess: rw, want: []verbs.WCStatus{verbs.WCSuccess},
-			why: say("The target NIC checked rkey, range and access and wrote the bytes — without the target's CPU.", "目标网卡检查了 rkey、范围和权限后写入了数据——没有用到目标的 CPU。")},
+			why: say("The target device checked rkey, range and access and wrote the bytes — the target process did not run (on Soft-RoCE the target's kernel does this checking; on a hardware RNIC the NIC does).", "目标设备检查了 rkey、范围和权限后写入了数据——目标进程没有运行（在 Soft-RoCE 上由目标的内核做这些检查，在硬件网卡上由网卡做）。")},
 		{id: "wrong-rkey", title: say("wrong rkey", "错误的 rkey"), targetAccess: rw,
 			mutate: func(wr *verbs.SendWR, t verbs.Endpoint) { wr.RKey = t.RKey ^ 0x5a5a00 }, want: []verbs.WCStatus{verbs.WCRemAccessErr},
 			why: say("The rkey names no MR the target registered: the target NIC refused the access (NAK), and the error came back to the sender's completion queue.", "这个 rkey 不对应目标注册过的任何 MR：目标网卡拒绝访问（NAK），错误回到了发送方的完成队列。")},
@@ -107,8 +107,8 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		t.Rows = append(t.Rows, []string{c.id, strings.Join(want, " or "), wc.Status.String(), states[0].String(), states[1].String()})
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
-	v := say("The NIC enforced every rule on its own: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target's CPU was never asked.",
-		"每条规则都由网卡自己执行：WRITE 需要正确的 rkey，必须落在注册的范围内，MR 需要远程写权限，QP 只能使用同一 PD 的 MR。每次违规都以完成错误结束（远程访问错误；PD 不符则是本地保护错误），并使 QP 进入 ERROR 状态——目标的 CPU 从未被询问。")
+	v := say("The NIC enforced every rule on its own: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target process was never asked. Here Soft-RoCE's kernel code enforces the rules; on a hardware RNIC the NIC does, with no CPU involved.",
+		"每条规则都由网卡自己执行：WRITE 需要正确的 rkey，必须落在注册的范围内，MR 需要远程写权限，QP 只能使用同一 PD 的 MR。每次违规都以完成错误结束（远程访问错误；PD 不符则是本地保护错误），并使 QP 进入 ERROR 状态——目标进程从未被询问。这里由 Soft-RoCE 的内核代码执行这些规则；在硬件网卡上由网卡执行，不用 CPU。")
 	if !allOK {
 		v = say("At least one case did not end with the status the rule predicts; see the table.", "至少有一个情形的完成状态与规则预测的不同；见表格。")
 	}

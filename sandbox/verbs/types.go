@@ -256,6 +256,7 @@ type QPAttr struct {
 	DGID            GID
 	SGIDIndex       int
 	HopLimit        int
+	TrafficClass    int // the IP header's TOS byte on RoCEv2: DSCP << 2 | ECN
 	MaxDestRdAtomic int
 	MinRNRTimer     int // IB encoding: 1 = 0.01 ms … 31 = 491 ms, 0 = 655 ms
 

@@ -407,6 +407,7 @@ func (qp *QP) Modify(to QPState, a QPAttr) error {
 		attr.ah_attr.port_num = C.uint8_t(a.Port)
 		attr.ah_attr.grh.sgid_index = C.uint8_t(a.SGIDIndex)
 		attr.ah_attr.grh.hop_limit = C.uint8_t(a.HopLimit)
+		attr.ah_attr.grh.traffic_class = C.uint8_t(a.TrafficClass)
 		dgid := unsafe.Slice((*byte)(unsafe.Pointer(&attr.ah_attr.grh.dgid)), 16)
 		copy(dgid, a.DGID[:])
 		mask |= C.IBV_QP_AV | C.IBV_QP_PATH_MTU | C.IBV_QP_DEST_QPN | C.IBV_QP_RQ_PSN |

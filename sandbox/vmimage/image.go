@@ -39,6 +39,8 @@ var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
+	"strace", // the syscalls experiment counts system calls per message with it
+	"tc",     // lesson 02: netem loss on the veth path, reset after every run
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -47,8 +49,10 @@ var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ib_read_bw", "capsh"
 // guestModules are loaded in this order before the agent says it is ready;
 // --show-depends puts each module's dependencies before it. crc32_generic
 // is a hidden dependency of rdma_rxe (it asks the crypto API for "crc32"),
-// so it comes first.
-var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth"}
+// so it comes first. sch_netem (lesson 02's loss sweep) is small and must be
+// there before the first run: the guest has no modprobe for the kernel to
+// call when tc asks for a netem qdisc.
+var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rdma_rxe", "veth", "sch_netem"}
 
 // lateModules are loaded after the agent is ready, off the boot's critical
 // path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm

@@ -50,6 +50,7 @@ var programPackage = map[string]string{
 	"depmod":             "kmod",
 	"ip":                 "iproute2",
 	"rdma":               "iproute2",
+	"tc":                 "iproute2",
 	"ibv_devices":        "ibverbs-utils",
 	"ibv_devinfo":        "ibverbs-utils",
 	"ibv_rc_pingpong":    "ibverbs-utils",

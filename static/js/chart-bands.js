@@ -20,12 +20,14 @@
       "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round trip (µs, log)",
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
+      size: "message size (bytes, log scale)", rtt_median_us: "median round trip", rtt_p90_us: "90th percentile",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
       "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数）",
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
+      size: "消息大小（字节，对数刻度）", rtt_median_us: "往返中位数", rtt_p90_us: "第 90 百分位",
     },
   };
 
@@ -43,8 +45,10 @@
     ],
   };
 
-  // The x axis of each experiment's series.
-  var XAXIS = { "pingpong": "roundtrip" };
+  // The x axis of each experiment's series: pingpong plots latency by
+  // message size (one point per size, on a log2 axis); runs recorded
+  // before that plotted round trip numbers (series rtt_us_<size>).
+  var XAXIS = { "pingpong": "size" };
 
   function cssColor(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -130,7 +134,13 @@
     var lang = info.lang === "zh" ? "zh" : "en";
     var t = T[lang];
     var axes = opts.axes || [{}, {}];
-    axes[0] = Object.assign({}, axes[0], { label: t[XAXIS[info.experiment] || "time"] });
+    var xName = XAXIS[info.experiment] || "time";
+    if (xName === "size" && info.series.some(function (n) { return /^rtt_us_/.test(n); })) xName = "roundtrip";
+    axes[0] = Object.assign({}, axes[0], { label: t[xName] });
+    if (xName === "size") {
+      opts.scales = opts.scales || {};
+      opts.scales.x = { time: false, distr: 3, log: 2 };
+    }
     axes[1] = Object.assign({}, axes[1], { label: t[info.unit] || info.unit });
     opts.axes = axes;
 
@@ -140,6 +150,7 @@
       var name = info.series[i - 1] || "";
       var m = /^rtt_us_(.+)$/.exec(name);
       if (m) s.label = t.rtt.replace("%s", m[1]);
+      else if (t[name]) s.label = t[name];
     });
 
     var bands = BANDS[info.experiment + "|" + info.unit];

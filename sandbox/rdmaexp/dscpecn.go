@@ -1,0 +1,424 @@
+package rdmaexp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/netshape"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// DSCPECN is lesson 02's "what RoCE puts in the IP header": the client QP's
+// traffic class (DSCP << 2 | ECN) is set, WRITEs run, and a packet capture
+// on the server's link shows the DSCP and ECN fields of every RoCEv2 packet.
+// With marking on, netem CE-marks ECN-capable packets (and drops the others)
+// the way a congested switch would, and the capture shows what Soft-RoCE
+// does about it: rxe copies the traffic class into the IP header and
+// ignores CE on receipt — no CNP, no rate change; it has no DCQCN.
+func DSCPECN() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "dscp-ecn",
+		Title: say("DSCP and ECN on the wire", "线路上的 DSCP 与 ECN"),
+		Summary: say(
+			"Sets the client QP's traffic class (DSCP and ECN bits), runs RDMA WRITEs and captures every RoCEv2 packet on the server's link: DSCP and ECN of data packets and ACKs, CE marks, CNPs. Optionally tc netem CE-marks a share of the ECN-capable packets like a congested switch (and drops those that are not ECN-capable).",
+			"设置客户端 QP 的 traffic class（DSCP 和 ECN 位），运行 RDMA WRITE，并在服务端网卡上抓下每一个 RoCEv2 报文：数据包和 ACK 的 DSCP、ECN，CE 标记，CNP。可选：让 tc netem 像拥塞的交换机一样给一部分支持 ECN 的报文打上 CE（不支持 ECN 的则被丢弃）。"),
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // captures the link and may mark or drop on it: nobody else's packets belong there
+		Params: []sandbox.Param{
+			{Name: "dscp", Kind: sandbox.ParamInt, Title: say("DSCP", "DSCP"), Min: 0, Max: 63, Default: int64(26),
+				Help: say("The 6-bit DiffServ code point; 26 is a common choice for the RoCE traffic class, 48 for CNPs.", "6 位的 DiffServ 码点；RoCE 流量常用 26，CNP 常用 48。")},
+			{Name: "ecn", Kind: sandbox.ParamEnum, Title: say("ECN bits the sender sets", "发送方设置的 ECN 位"), Default: "ect0", Choices: []sandbox.Choice{
+				{Value: "ect0", Title: say("ECT(0) — ECN-capable (10)", "ECT(0)——支持 ECN（10）")},
+				{Value: "ect1", Title: say("ECT(1) — ECN-capable (01)", "ECT(1)——支持 ECN（01）")},
+				{Value: "not-ect", Title: say("Not-ECT (00)", "Not-ECT（00）")},
+			}},
+			{Name: "mark", Kind: sandbox.ParamInt, Title: say("Congestion marking", "拥塞标记"), Unit: "%", Min: 0, Max: 10, Default: int64(0),
+				Help: say("tc netem … loss N% ecn: N % of the client's packets are CE-marked if ECN-capable, dropped if not.", "tc netem … loss N% ecn：客户端 N % 的报文若支持 ECN 就被打上 CE，否则被丢弃。")},
+			{Name: "messages", Kind: sandbox.ParamInt, Title: say("WRITEs of 4 KiB", "4 KiB 的 WRITE 次数"), Min: 10, Max: 400, Default: int64(100)},
+		},
+		Presets: []sandbox.Preset{
+			{ID: "bits", Title: say("DSCP 26, ECT(0)", "DSCP 26，ECT(0)"), Values: map[string]any{"dscp": 26, "ecn": "ect0", "mark": 0}},
+			{ID: "marked", Title: say("… and a congested switch marks 5 %", "……再让拥塞的交换机标记 5 %"), Values: map[string]any{"dscp": 26, "ecn": "ect0", "mark": 5}},
+			{ID: "not-ect", Title: say("Not-ECT under the same congestion", "同样拥塞下的 Not-ECT"), Values: map[string]any{"dscp": 26, "ecn": "not-ect", "mark": 5}},
+		},
+		Timeout: 60 * time.Second,
+		Run:     runDSCPECN,
+	}
+}
+
+var ecnBits = map[string]int{"not-ect": 0, "ect1": 1, "ect0": 2}
+
+var ecnNames = [4]string{"Not-ECT", "ECT(1)", "ECT(0)", "CE"}
+
+// bthOpcode names the RC opcodes a WRITE stream uses, and the CNP.
+func bthOpcode(op byte) string {
+	switch op {
+	case 0x06:
+		return "RDMA WRITE First"
+	case 0x07:
+		return "RDMA WRITE Middle"
+	case 0x08:
+		return "RDMA WRITE Last"
+	case 0x0a:
+		return "RDMA WRITE Only"
+	case 0x10:
+		return "Acknowledge"
+	case 0x81:
+		return "CNP"
+	}
+	return fmt.Sprintf("opcode 0x%02x", op)
+}
+
+// rocePkt is what the lesson reads from one captured RoCEv2 packet.
+type rocePkt struct {
+	in     bool // arrived on the server's link (client → server)
+	tos    byte
+	opcode byte
+	psn    uint32
+	aeth   byte // syndrome of an Acknowledge
+}
+
+func (p rocePkt) dscp() int { return int(p.tos >> 2) }
+func (p rocePkt) ecn() int  { return int(p.tos & 3) }
+
+// parseRoCE reads Ethernet/IPv4/UDP:4791/BTH by their fixed offsets; any
+// other frame is not ours.
+func parseRoCE(b []byte) (rocePkt, bool) {
+	var p rocePkt
+	if len(b) < 14+20 || binary.BigEndian.Uint16(b[12:14]) != 0x0800 {
+		return p, false
+	}
+	ip := b[14:]
+	ihl := int(ip[0]&0x0f) * 4
+	if ip[0]>>4 != 4 || ip[9] != 17 || len(ip) < ihl+8+12 {
+		return p, false
+	}
+	udp := ip[ihl:]
+	if binary.BigEndian.Uint16(udp[2:4]) != 4791 {
+		return p, false
+	}
+	bth := udp[8:]
+	p.tos = ip[1]
+	p.opcode = bth[0]
+	p.psn = binary.BigEndian.Uint32(bth[8:12]) & 0xffffff
+	if p.opcode == 0x10 && len(bth) >= 13 {
+		p.aeth = bth[12]
+	}
+	return p, true
+}
+
+// capture reads frames of one link with an AF_PACKET socket until stopped.
+// Bounded: at most max packets are kept.
+type capture struct {
+	fd      int
+	max     int
+	mu      sync.Mutex
+	pkts    []rocePkt
+	other   int
+	stop    chan struct{}
+	done    chan struct{}
+	readErr error
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func startCapture(dev string, max int) (*capture, error) {
+	ifi, err := net.InterfaceByName(dev)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return nil, fmt.Errorf("AF_PACKET socket (needs CAP_NET_RAW): %w", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 50000})
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind the capture to %s: %w", dev, err)
+	}
+	c := &capture{fd: fd, max: max, stop: make(chan struct{}), done: make(chan struct{})}
+	go c.loop()
+	return c, nil
+}
+
+func (c *capture) loop() {
+	defer close(c.done)
+	buf := make([]byte, 256)
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		// MSG_TRUNC: the headers are all we read; n is the frame's length.
+		n, from, err := unix.Recvfrom(c.fd, buf, unix.MSG_TRUNC)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			c.readErr = err
+			return
+		}
+		ll, _ := from.(*unix.SockaddrLinklayer)
+		p, ok := parseRoCE(buf[:min(n, len(buf))])
+		c.mu.Lock()
+		if ok && len(c.pkts) < c.max {
+			p.in = ll != nil && ll.Pkttype != unix.PACKET_OUTGOING
+			c.pkts = append(c.pkts, p)
+		} else if !ok {
+			c.other++
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Stop ends the capture after a moment for the last packets, and returns
+// what it kept and the kernel's count of packets it had to drop.
+func (c *capture) Stop() ([]rocePkt, int) {
+	time.Sleep(100 * time.Millisecond)
+	close(c.stop)
+	<-c.done
+	var drops int
+	if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+		drops = int(st.Drops)
+	}
+	unix.Close(c.fd)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pkts, drops
+}
+
+func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	dscp := int(p["dscp"].(int64))
+	ecnName := p["ecn"].(string)
+	ecn := ecnBits[ecnName]
+	mark := int(p["mark"].(int64))
+	n := int(p["messages"].(int64))
+	tclass := dscp<<2 | ecn
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	if !top.Wire() {
+		return errors.New("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link")
+	}
+	note(emit, "info", top.describe())
+	cdev, sdev := top.Client.GID.Netdev, top.Server.GID.Netdev
+	cleanAtStart := linksClean(emit, cdev, sdev)
+	defer netshape.Reset(cdev)
+
+	phase(emit, "connect", say(fmt.Sprintf("client QP: traffic class 0x%02x = DSCP %d, ECN %s; server QP: traffic class 0 (default)", tclass, dscp, ecnNames[ecn]),
+		fmt.Sprintf("客户端 QP：traffic class 0x%02x = DSCP %d，ECN %s；服务端 QP：traffic class 0（默认）", tclass, dscp, ecnNames[ecn])))
+	const size = 4096
+	srv, err := openRC(rcOpts{Side: top.Server, BufSize: size, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 4, RecvWR: 4,
+		Tune: func(a *verbs.QPAttr) { a.Timeout = sweepTimeout }})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer srv.Close()
+	cli, err := openRC(rcOpts{Side: top.Client, BufSize: size, Access: verbs.AccessLocalWrite, SendWR: writeDepth * 2, RecvWR: 4,
+		Tune: func(a *verbs.QPAttr) { a.Timeout, a.TrafficClass = sweepTimeout, tclass }})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer cli.Close()
+	if err := srv.connect(cli.local()); err != nil {
+		return verbsError(emit, err)
+	}
+	target := srv.local()
+	if err := cli.connect(target); err != nil {
+		return verbsError(emit, err)
+	}
+	logf(emit, "ibv_modify_qp(client, RTR): ah_attr.grh.traffic_class = 0x%02x", tclass)
+	if mark > 0 {
+		cmds, err := netshape.Loss(ctx, cdev, float64(mark), true)
+		for _, c := range cmds {
+			logf(emit, "$ %s", c)
+		}
+		if err != nil {
+			return err
+		}
+		note(emit, "info", say(fmt.Sprintf("netem now stands for a congested switch: %d %% of the client's packets are CE-marked if their ECN field says ECN-capable, dropped if not", mark),
+			fmt.Sprintf("netem 现在扮演一台拥塞的交换机：客户端 %d %% 的报文若 ECN 字段表示支持 ECN 就被打上 CE，否则被丢弃", mark)))
+	}
+
+	phase(emit, "capture", say(fmt.Sprintf("capture on %s while the client WRITEs %d × 4 KiB", sdev, n), fmt.Sprintf("在 %s 上抓包，同时客户端 WRITE %d × 4 KiB", sdev, n)))
+	capt, err := startCapture(sdev, 4000)
+	if err != nil {
+		return err
+	}
+	before := readBoth(top)
+	start := time.Now()
+	werr := writeN(ctx, cli, target, size, n)
+	took := time.Since(start)
+	pkts, drops := capt.Stop()
+	d := diffBoth(before, readBoth(top))
+	if werr != nil {
+		var wf *wcFailure
+		if errors.As(werr, &wf) {
+			wcError(emit, wf.wc, say("The WRITEs failed before all were done; the capture below shows what was on the wire until then.", "WRITE 在全部完成前失败了；下面的抓包显示了此前线路上的报文。"))
+		} else {
+			return verbsError(emit, werr)
+		}
+	}
+	logf(emit, "%d WRITEs in %s; captured %d RoCEv2 packets (%d other frames, %d dropped by the capture socket)", n, fmtDur(took), len(pkts), capt.other, drops)
+
+	// The first packets one by one, as a small packet list.
+	list := &sandbox.Table{Title: "first RoCEv2 packets on " + sdev, Columns: []string{"#", "direction", "opcode", "PSN", "DSCP", "ECN"}}
+	for i, pk := range pkts {
+		if i == 12 {
+			break
+		}
+		dir := "client → server"
+		if !pk.in {
+			dir = "server → client"
+		}
+		list.Rows = append(list.Rows, []string{fmt.Sprint(i + 1), dir, bthOpcode(pk.opcode), fmt.Sprint(pk.psn), fmt.Sprint(pk.dscp()), ecnNames[pk.ecn()]})
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: list})
+
+	// Per direction: packets, DSCP values, ECN field counts, CNPs.
+	type agg struct {
+		pkts, cnp int
+		dscps     map[int]int
+		ecn       [4]int
+	}
+	by := map[bool]*agg{true: {dscps: map[int]int{}}, false: {dscps: map[int]int{}}}
+	for _, pk := range pkts {
+		a := by[pk.in]
+		a.pkts++
+		a.dscps[pk.dscp()]++
+		a.ecn[pk.ecn()]++
+		if pk.opcode == 0x81 {
+			a.cnp++
+		}
+	}
+	sum := &sandbox.Table{Title: "summary of the capture", Columns: []string{"direction", "packets", "DSCP seen", "Not-ECT", "ECT(1)", "ECT(0)", "CE", "CNPs"}}
+	for _, in := range []bool{true, false} {
+		a := by[in]
+		name := "client → server (WRITE data)"
+		if !in {
+			name = "server → client (ACKs)"
+		}
+		sum.Rows = append(sum.Rows, []string{name, fmt.Sprint(a.pkts), fmtCounts(a.dscps), fmt.Sprint(a.ecn[0]), fmt.Sprint(a.ecn[1]), fmt.Sprint(a.ecn[2]), fmt.Sprint(a.ecn[3]), fmt.Sprint(a.cnp)})
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: sum})
+
+	in, out := by[true], by[false]
+	figs := map[string]float64{
+		"clean_at_start": b2f(cleanAtStart), "traffic_class": float64(tclass), "dscp": float64(dscp), "ecn": float64(ecn), "mark": float64(mark),
+		"data_pkts": float64(in.pkts), "data_dscp_match": float64(in.dscps[dscp]), "data_ecn_set": float64(in.ecn[ecn]), "data_ce": float64(in.ecn[3]),
+		"ack_pkts": float64(out.pkts), "ack_dscp0": float64(out.dscps[0]), "ack_ce": float64(out.ecn[3]), "ack_ect": float64(out.ecn[1] + out.ecn[2]),
+		"cnps": float64(in.cnp + out.cnp), "capture_drops": float64(drops), "ms": round3(took.Seconds() * 1000), "write_failed": b2f(werr != nil),
+	}
+	for k, v := range d {
+		figs[k] = float64(v)
+	}
+	logf(emit, "rxe counters that moved: %s", fmtDeltas(d))
+
+	// The verdict says what this capture shows, part by part.
+	var en, zh []string
+	bitsOK := in.pkts > 0 && in.dscps[dscp]+in.ecn[3] >= in.pkts*9/10 // CE replaces the ECN bits, never the DSCP
+	if in.pkts == 0 {
+		en = append(en, "The capture holds no client → server packets, so it cannot show the header fields.")
+		zh = append(zh, "抓包里没有客户端 → 服务端的报文，无法展示头部字段。")
+	} else {
+		en = append(en, fmt.Sprintf("All %d data packets carried DSCP %d and the ECN bits the QP asked for (%s) — Soft-RoCE copies the QP's traffic class into the IP header's TOS byte as it is: it neither sets ECT on its own nor changes the DSCP.", in.dscps[dscp], dscp, ecnNames[ecn]))
+		zh = append(zh, fmt.Sprintf("%d 个数据包都带着 DSCP %d 和 QP 要求的 ECN 位（%s）——Soft-RoCE 把 QP 的 traffic class 原样写进 IP 头的 TOS 字节：既不会自己设置 ECT，也不会改动 DSCP。", in.dscps[dscp], dscp, ecnNames[ecn]))
+		if in.dscps[dscp] != in.pkts {
+			en[len(en)-1] = fmt.Sprintf("%d of %d data packets carried DSCP %d.", in.dscps[dscp], in.pkts, dscp)
+			zh[len(zh)-1] = fmt.Sprintf("%d 个数据包中有 %d 个带着 DSCP %d。", in.pkts, in.dscps[dscp], dscp)
+		}
+	}
+	if out.pkts > 0 {
+		en = append(en, fmt.Sprintf("The %d ACKs went back with DSCP %s: they take the server QP's own traffic class (0 here), so on a real fabric both ends must be configured.", out.pkts, fmtCounts(out.dscps)))
+		zh = append(zh, fmt.Sprintf("%d 个 ACK 回程时的 DSCP 是 %s：它们用的是服务端 QP 自己的 traffic class（这里是 0），所以真实网络里两端都要配置。", out.pkts, fmtCounts(out.dscps)))
+	}
+	if mark > 0 {
+		if ecn != 0 {
+			en = append(en, fmt.Sprintf("The congested link CE-marked %d data packets. Soft-RoCE received them and did nothing about it: %d CNPs went back and the sender kept its pace. rxe implements no DCQCN — a hardware RNIC would answer CE with a CNP and the sender would cut its rate (see the animation).", in.ecn[3], in.cnp+out.cnp))
+			zh = append(zh, fmt.Sprintf("拥塞链路给 %d 个数据包打上了 CE。Soft-RoCE 收下了它们却毫无反应：回传的 CNP 为 %d 个，发送方也没有降速。rxe 没有实现 DCQCN——硬件 RDMA 网卡会用 CNP 回应 CE，发送方随即降速（见动画）。", in.ecn[3], in.cnp+out.cnp))
+		} else {
+			en = append(en, fmt.Sprintf("These packets were Not-ECT, so the congested link could not mark them and dropped them instead: the receiver counted %d out-of-sequence packets and the sender retransmitted (go-back-N). ECN only helps traffic that says it is ECN-capable.", d["out_of_seq_request"]))
+			zh = append(zh, fmt.Sprintf("这些报文是 Not-ECT，拥塞链路无法给它们打标记，只好丢弃：接收端记录了 %d 个乱序报文，发送方进行了重传（go-back-N）。ECN 只帮得上声明自己支持 ECN 的流量。", d["out_of_seq_request"]))
+		}
+	}
+	ok := bitsOK && in.cnp+out.cnp == 0
+	result(emit, ok, sandbox.Text{"en": strings.Join(en, " "), "zh": strings.Join(zh, "")}, figs)
+	return nil
+}
+
+// writeN WRITEs n messages of size, keeping writeDepth in flight, and
+// waits for all completions.
+func writeN(ctx context.Context, cli *rc, target verbs.Endpoint, size, n int) error {
+	posted, done := 0, 0
+	post := func() error {
+		posted++
+		return cli.qp.PostSend(verbs.SendWR{ID: uint64(posted), Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: cli.mr, Length: size,
+			RemoteAddr: target.Addr, RKey: target.RKey})
+	}
+	for posted < n && posted < writeDepth {
+		if err := post(); err != nil {
+			return err
+		}
+	}
+	wcs := make([]verbs.WC, writeDepth)
+	start := time.Now()
+	for i := 0; done < posted; i++ {
+		k, err := cli.sendCQ.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range wcs[:k] {
+			done++
+			if wc.Status != verbs.WCSuccess {
+				return &wcFailure{wc: wc}
+			}
+			if posted < n {
+				if err := post(); err != nil {
+					return err
+				}
+			}
+		}
+		if k == 0 {
+			relax(i)
+			if i&1023 == 1023 {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if time.Since(start) > 30*time.Second {
+					return fmt.Errorf("%d of %d WRITEs still outstanding after 30 s", posted-done, n)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// fmtCounts prints {26: 400} as "26 (400)"; several values sorted.
+func fmtCounts(m map[int]int) string {
+	var keys []int
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d (%d)", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}

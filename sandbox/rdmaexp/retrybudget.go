@@ -1,0 +1,204 @@
+package rdmaexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/netshape"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// RetryBudget is lesson 02's "what a dead link costs an RC QP": every
+// packet the client sends is dropped, so its WRITE is never acknowledged;
+// the sender retransmits after each local ACK timeout (4.096 µs ×
+// 2^timeout) until retry_cnt retries are spent, then completes the WRITE
+// with IBV_WC_RETRY_EXC_ERR and moves the QP to ERROR. Timing experiment.
+func RetryBudget() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "retry-budget",
+		Title: say("The retry budget: when an RC QP gives up", "重试预算：RC QP 何时放弃"),
+		Summary: say(
+			"tc netem drops 100 % of the client's packets. One RDMA WRITE is retransmitted after every local ACK timeout until retry_cnt retries are used up; we time it from post to the IBV_WC_RETRY_EXC_ERR completion, compare with (retry_cnt + 1) × 4.096 µs × 2^timeout, chart the packets sent, and read both QPs' states afterwards.",
+			"用 tc netem 丢掉客户端 100 % 的报文。一个 RDMA WRITE 在每次本地 ACK 超时后重传，直到 retry_cnt 次重试用完；我们计时从投递到出现 IBV_WC_RETRY_EXC_ERR 完成为止，与 (retry_cnt + 1) × 4.096 µs × 2^timeout 比较，画出已发送的报文数，并读出两端 QP 随后的状态。"),
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // times a failure; its 100 % loss would break any run beside it
+		Params: []sandbox.Param{
+			{Name: "timeout", Kind: sandbox.ParamInt, Title: say("timeout (exponent)", "timeout（指数）"), Min: 8, Max: 17, Default: int64(14),
+				Help: say("Local ACK timeout = 4.096 µs × 2^timeout: 14 is 67 ms, 17 is 537 ms.", "本地 ACK 超时 = 4.096 µs × 2^timeout：14 是 67 ms，17 是 537 ms。")},
+			{Name: "retry_cnt", Kind: sandbox.ParamInt, Title: say("retry_cnt", "retry_cnt"), Min: 0, Max: 7, Default: int64(7),
+				Help: say("Retransmissions after the first try before the QP gives up (0–7).", "首次发送之后、QP 放弃之前的重传次数（0–7）。")},
+		},
+		Presets: []sandbox.Preset{
+			{ID: "default", Title: say("timeout 14, retry_cnt 7", "timeout 14，retry_cnt 7"), Values: map[string]any{"timeout": 14, "retry_cnt": 7}},
+			{ID: "short", Title: say("timeout 12, retry_cnt 1", "timeout 12，retry_cnt 1"), Values: map[string]any{"timeout": 12, "retry_cnt": 1}},
+			{ID: "long", Title: say("timeout 17, retry_cnt 3", "timeout 17，retry_cnt 3"), Values: map[string]any{"timeout": 17, "retry_cnt": 3}},
+		},
+		Timeout: 60 * time.Second,
+		Run:     runRetryBudget,
+	}
+}
+
+func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	exp := int(p["timeout"].(int64))
+	retry := int(p["retry_cnt"].(int64))
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	if !top.Wire() {
+		return errors.New("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link")
+	}
+	note(emit, "info", top.describe())
+	dev := top.Client.GID.Netdev
+	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)
+	defer func() {
+		if err := netshape.Reset(dev); err == nil {
+			note(emit, "info", say("loss removed: the link is as it was before the run", "已撤销丢包：链路恢复到运行前的状态"))
+		}
+	}()
+
+	per := ibTimeout(exp)
+	expected := time.Duration(retry+1) * per
+	phase(emit, "connect", say("connect an RC QP pair and WRITE once with the link healthy", "连接一对 RC QP，在链路正常时 WRITE 一次"))
+	const size = 4096
+	pair, err := newWritePair(top, size, exp, retry)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer pair.Close()
+	post := func(id uint64) error {
+		return pair.cli.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: pair.cli.mr, Length: size,
+			RemoteAddr: pair.target.Addr, RKey: pair.target.RKey})
+	}
+	if err := post(1); err != nil {
+		return verbsError(emit, err)
+	}
+	wc, err := pair.cli.waitCQ(ctx, pair.cli.sendCQ, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	logf(emit, "healthy link: WRITE of %d B completed with %s", size, wc.Status)
+
+	phase(emit, "cut", say("drop every packet the client sends", "丢掉客户端发出的每一个报文"))
+	cmds, err := netshape.Loss(ctx, dev, 100, false)
+	for _, c := range cmds {
+		logf(emit, "$ %s", c)
+	}
+	if err != nil {
+		return err
+	}
+	note(emit, "info", say(fmt.Sprintf("timeout %d → 4.096 µs × 2^%d = %s per try; retry_cnt %d → %d tries; expected time to give up ≈ %s",
+		exp, exp, fmtDur(per), retry, retry+1, fmtDur(expected)),
+		fmt.Sprintf("timeout %d → 4.096 µs × 2^%d = 每次 %s；retry_cnt %d → 共 %d 次发送；预计 %s 后放弃",
+			exp, exp, fmtDur(per), retry, retry+1, fmtDur(expected))))
+
+	phase(emit, "wait", say("WRITE into the void and wait for the completion", "向断开的链路 WRITE，等待完成"))
+	before := readBoth(top)
+	sent0 := before.cli["sent_pkts"]
+	if err := post(2); err != nil {
+		return verbsError(emit, err)
+	}
+	start := time.Now()
+	limit := 3*expected + 5*time.Second
+	wcs := make([]verbs.WC, 1)
+	lastSent := int64(-1)
+	for {
+		n, err := pair.cli.sendCQ.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		if c, err := verbs.Counters(top.Client.Dev, 1); err == nil && c["sent_pkts"]-sent0 != lastSent {
+			lastSent = c["sent_pkts"] - sent0
+			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(el.Seconds()), Y: float64(lastSent), Unit: "packets sent",
+				Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
+		}
+		if n == 1 {
+			wc = wcs[0]
+			break
+		}
+		if el > limit {
+			return fmt.Errorf("no completion %s after the WRITE (expected one after ≈ %s)", fmtDur(el), fmtDur(expected))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	took := time.Since(start)
+	after := readBoth(top)
+	d := diffBoth(before, after)
+	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(took.Seconds()), Y: float64(after.cli["sent_pkts"] - sent0), Unit: "packets sent",
+		Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
+	if wc.Status != verbs.WCSuccess {
+		wcError(emit, wc, say(fmt.Sprintf("No ACK came back, so the sender resent the WRITE after each timeout; after %d retries it gave up.", retry),
+			fmt.Sprintf("没有任何 ACK 返回，发送方每次超时后重发这个 WRITE；重试 %d 次之后放弃了。", retry)))
+	}
+	cliState, _ := pair.cli.qp.State()
+	srvState, _ := pair.srv.qp.State()
+
+	phase(emit, "after", say("what the QPs look like afterwards", "之后两端 QP 的样子"))
+	// A QP in ERROR flushes every further request.
+	var flush verbs.WC
+	if err := post(3); err == nil {
+		flush, _ = pair.cli.waitCQ(ctx, pair.cli.sendCQ, 5*time.Second)
+		logf(emit, "another WRITE posted on the failed QP completes with %s (%s)", flush.Status, flush.Status.Description())
+	} else {
+		logf(emit, "another WRITE on the failed QP is refused at post: %v", err)
+	}
+	tries := float64(after.cli["sent_pkts"]-sent0) / float64((size+pair.mtu-1)/pair.mtu)
+	t := &sandbox.Table{Title: "retry budget (measured here, Soft-RoCE in this lab's guest)", Columns: []string{"what", "value"}}
+	t.Rows = [][]string{
+		{"timeout / per try (4.096 µs × 2^timeout)", fmt.Sprintf("%d / %s", exp, fmtDur(per))},
+		{"retry_cnt / tries", fmt.Sprintf("%d / %d", retry, retry+1)},
+		{"expected time to give up", fmtDur(expected)},
+		{"measured time to the completion", fmtDur(took)},
+		{"work completion", fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description())},
+		{"packets the client sent", fmt.Sprintf("%d (%.1f times the %d packets of the WRITE)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu)},
+		{"client QP state afterwards", cliState.String()},
+		{"server QP state afterwards", srvState.String()},
+		{"next WRITE on the client QP", flush.Status.String()},
+		{"rxe counters that moved", fmtDeltas(d)},
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	ratio := took.Seconds() / expected.Seconds()
+	figs := map[string]float64{
+		"clean_at_start": b2f(cleanAtStart), "timeout": float64(exp), "retry_cnt": float64(retry),
+		"expected_ms": round3(expected.Seconds() * 1000), "measured_ms": round3(took.Seconds() * 1000), "ratio": round3(ratio),
+		"wc_status": float64(wc.Status), "client_qp_state": float64(cliState), "server_qp_state": float64(srvState),
+		"flush_status": float64(flush.Status), "sent_pkts": float64(after.cli["sent_pkts"] - sent0), "tries": round3(tries),
+	}
+	for n, v := range d {
+		figs[n] = float64(v)
+	}
+	ok := wc.Status == verbs.WCRetryExcErr && cliState == verbs.StateError
+	var v sandbox.Text
+	switch {
+	case ok:
+		v = say(fmt.Sprintf("The WRITE failed with IBV_WC_RETRY_EXC_ERR after %s; the formula (retry_cnt + 1) × 4.096 µs × 2^timeout says %s (measured/expected = %.2f). The client's QP is now %s and flushes every further request; the server's QP is still %s — it never heard a thing. The application learns about a dead path only after the whole retry budget is spent.",
+			fmtDur(took), fmtDur(expected), ratio, cliState, srvState),
+			fmt.Sprintf("这个 WRITE 在 %s 后以 IBV_WC_RETRY_EXC_ERR 失败；公式 (retry_cnt + 1) × 4.096 µs × 2^timeout 给出 %s（实测/预计 = %.2f）。客户端 QP 现在处于 %s，之后的每个请求都会被冲刷（flush）；服务端 QP 仍是 %s——它什么也没收到。应用只有在整个重试预算用完后才知道路径断了。",
+				fmtDur(took), fmtDur(expected), ratio, cliState, srvState))
+	default:
+		v = say(fmt.Sprintf("The WRITE completed with %s after %s and the client's QP is %s — not the retry-exceeded failure a dead link should cause; see the log.", wc.Status, fmtDur(took), cliState),
+			fmt.Sprintf("这个 WRITE 在 %s 后以 %s 完成，客户端 QP 处于 %s——不是断链应当造成的重试超限失败；请看日志。", fmtDur(took), wc.Status, cliState))
+	}
+	result(emit, ok, v, figs)
+	return nil
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// fmtDur prints a duration with three significant digits.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}
