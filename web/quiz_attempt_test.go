@@ -162,7 +162,7 @@ func TestQuizPageHoldsNoAnswers(t *testing.T) {
 						continue
 					}
 					var shown []string
-					d.Find(`section.quiz[data-question="`+q.ID+`"] select`).First().Find("option[value!='']").Each(func(_ int, s *goquery.Selection) {
+					d.Find(`section.quiz[data-question="` + q.ID + `"] select`).First().Find("option[value!='']").Each(func(_ int, s *goquery.Selection) {
 						v, _ := s.Attr("value")
 						shown = append(shown, v)
 					})
