@@ -124,7 +124,7 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		link := lessonLink(c, next.Slug, lang)
 		v.Next = &link
 	}
-	v.RefsInBody = refsInBody(page)
+	v.References = refsNotInBody(page)
 	v.Body = make([]templ.Component, len(page.Body))
 	for i, seg := range page.Body {
 		switch seg.Kind {
@@ -154,13 +154,10 @@ func lessonLink(c *lessons.Course, slug, lang string) views.Link {
 	return views.Link{Href: lessonHref(slug), Title: p.Title}
 }
 
-// refsInBody reports whether the page's text already links every
-// front-matter reference with a URL (the author wrote a further-reading
-// section): the references box would say it all again.
-func refsInBody(p *lessons.Page) bool {
-	if len(p.References) == 0 {
-		return false
-	}
+// refsNotInBody are the front-matter references the page's text does not
+// already link (an author's own "Further reading" section): the references
+// box lists only those, so no reference is listed twice.
+func refsNotInBody(p *lessons.Page) []lessons.Reference {
 	var body strings.Builder
 	for _, seg := range p.Body {
 		if seg.Kind == lessons.SegHTML {
@@ -168,10 +165,12 @@ func refsInBody(p *lessons.Page) bool {
 		}
 	}
 	html := body.String()
+	var out []lessons.Reference
 	for _, r := range p.References {
-		if r.URL == "" || !strings.Contains(html, `href="`+template.HTMLEscapeString(r.URL)+`"`) && !strings.Contains(html, `href="`+r.URL+`"`) {
-			return false
+		if r.URL != "" && (strings.Contains(html, `href="`+template.HTMLEscapeString(r.URL)+`"`) || strings.Contains(html, `href="`+r.URL+`"`)) {
+			continue
 		}
+		out = append(out, r)
 	}
-	return true
+	return out
 }

@@ -398,7 +398,7 @@ func LessonView(v Lesson) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if len(v.Page.References) > 0 && !v.RefsInBody {
+			if len(v.References) > 0 {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "<section class=\"references\" aria-labelledby=\"refs-h\" data-testid=\"references\"><h2 id=\"refs-h\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -416,7 +416,7 @@ func LessonView(v Lesson) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				for _, r := range v.Page.References {
+				for _, r := range v.References {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<li>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -82,9 +82,9 @@ type Lesson struct {
 	Prev, Next *Link
 	Body       []templ.Component
 	Complete   templ.Component
-	// RefsInBody: every front-matter reference is already linked in the
-	// text (a "Further reading" section), so no second references box.
-	RefsInBody bool
+	// References are the front-matter references the text does not link
+	// already (a "Further reading" section): each is listed once.
+	References []lessons.Reference
 }
 
 // ErrorPage is the 404 and 500 page.
