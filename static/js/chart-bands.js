@@ -21,6 +21,8 @@
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
       size: "message size (bytes, log scale)", rtt_median_us: "median round trip", rtt_p90_us: "90th percentile",
+      loss: "packet loss on the link (%)", "MB/s": "goodput (MB/s, measured here)",
+      "% of 0%": "goodput (% of its own loss-free goodput)", "packets sent": "packets sent (all dropped)",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
@@ -28,6 +30,8 @@
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
       size: "消息大小（字节，对数刻度）", rtt_median_us: "往返中位数", rtt_p90_us: "第 90 百分位",
+      loss: "链路丢包率（%）", "MB/s": "有效吞吐（MB/s，本实验室实测）",
+      "% of 0%": "有效吞吐（占自身无丢包时的 %）", "packets sent": "已发送的报文（全部被丢弃）",
     },
   };
 
@@ -48,7 +52,7 @@
   // The x axis of each experiment's series: pingpong plots latency by
   // message size (one point per size, on a log2 axis); runs recorded
   // before that plotted round trip numbers (series rtt_us_<size>).
-  var XAXIS = { "pingpong": "size" };
+  var XAXIS = { "pingpong": "size", "loss-sweep": "loss" };
 
   function cssColor(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
