@@ -101,6 +101,13 @@ func TestQuizRevealAndFormatErrors(t *testing.T) {
 	form := url.Values{"answer": {"twelve"}, "lesson": {"01-quiz"}, "anchor": {"cp-demo/number"}}
 	postForm(t, c, env.HTTP.URL+attemptsPath("demo/number"), form).Body.Close()
 
+	// A wrong answer keeps the hint open.
+	_, body = postJSON(t, env, c, "demo/pick-one", `{"answer":"b","anchor":"cp-demo/pick-one","lesson":"01-quiz"}`, "Accept-Language", "en")
+	var wrong struct{ HTML string }
+	json.Unmarshal(body, &wrong)
+	if !strings.Contains(wrong.HTML, `data-testid="hint" open`) && !strings.Contains(wrong.HTML, `open data-testid="hint"`) {
+		t.Errorf("hint not open after a wrong answer: %s", wrong.HTML)
+	}
 	res, body = postJSON(t, env, c, "demo/pick-one", `{"reveal":true,"anchor":"cp-demo/pick-one","lesson":"01-quiz"}`, "Accept-Language", "en")
 	if res.StatusCode != 200 {
 		t.Fatalf("reveal: %d %s", res.StatusCode, body)
@@ -135,8 +142,8 @@ func TestQuizRevealAndFormatErrors(t *testing.T) {
 	if counts["demo/number"].FormatErrors != 2 || counts["demo/pick-one"].Reveals != 1 || counts["demo/steps"].Reveals != 1 {
 		t.Errorf("recorded %+v", counts)
 	}
-	if n := countAttempts(t, env); n != 0 {
-		t.Errorf("%d attempts stored: reveals and format errors are not answers", n)
+	if n := countAttempts(t, env); n != 1 {
+		t.Errorf("%d attempts stored, want the 1 answer: reveals and format errors are not answers", n)
 	}
 	_ = quiz.Single
 }
