@@ -8,7 +8,7 @@ APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-d
             rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static libcap2-bin iproute2 \
             kmod cpio xz-utils strace
 # Tests also drive a real headless browser.
-APT_TEST := $(APT_RUN) chromium
+APT_TEST := $(APT_RUN) chromium tshark
 
 .PHONY: all build run test lint bench fuzz load deps-run deps-test generate clean vm-image
 

@@ -65,6 +65,9 @@ const (
 	EvTable  EventType = "table"
 	EvResult EventType = "result"
 	EvError  EventType = "error"
+	// EvCapture carries the packets a run captured (package
+	// sandbox/capture): a bounded .pcap kept with the run's events.
+	EvCapture EventType = "capture"
 )
 
 // Event is one thing that happened in a run. It is a JSON line on the agent's
@@ -106,6 +109,20 @@ type Event struct {
 	Errno     int    `json:"errno,omitempty"`
 	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+
+	// capture
+	Capture *Capture `json:"capture,omitempty"`
+}
+
+// Capture is a bounded packet capture made during a run (sandbox/capture
+// makes and decodes it). Pcap is a classic pcap file; Hosts names the IP
+// addresses in it ("10.0.0.2" → "rxe1 (requester)").
+type Capture struct {
+	Iface   string            `json:"iface"`
+	Packets int               `json:"packets"`
+	Dropped int               `json:"dropped,omitempty"` // seen but over the limits, not kept
+	Hosts   map[string]string `json:"hosts,omitempty"`
+	Pcap    []byte            `json:"pcap"`
 }
 
 // Table is a small result table. Title, Columns and Rows are English (or

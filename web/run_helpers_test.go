@@ -43,6 +43,7 @@ func runTestRegistry() *sandbox.Registry {
 	reg := sandbox.NewRegistry()
 	reg.Register(hostexp.TCPCost())
 	reg.Register(hostexp.Memlock()) // shown in widgets; never run here (its helper re-executes the binary)
+	reg.Register(captureReplay())   // run_capture_test.go: a stored capture as a run's event
 	// ticks emits n points of a series a few ms apart, a table and a verdict.
 	reg.Register(&sandbox.Experiment{
 		ID: "ticks", Title: sandbox.Text{"en": "Ticks", "zh": "滴答"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,

@@ -12,6 +12,8 @@ func (s *Server) runRoutes(r chi.Router) {
 	r.Get("/api/runs/{id}", s.runShow)
 	r.Get("/api/runs/{id}/events", s.runEvents)
 	r.Post("/api/runs/{id}/cancel", s.runCancel)
+	r.Get("/api/runs/{id}/capture", s.runCapture)          // run_capture.go
+	r.Get("/api/runs/{id}/capture.pcap", s.runCapturePcap) // run_capture.go
 	r.Get("/runs", s.runList)
 	r.With(limit).Post("/runs", s.runCreateForm)
 	r.Get("/runs/{id}", s.runPage)

@@ -61,7 +61,7 @@ func Loss(ctx context.Context, dev string, pct float64, ecn bool) ([]string, err
 	return ran, nil
 }
 
-// Reset removes every root qdisc we may have added on devs (the kernel's
+// Reset removes every root netem and clsact qdisc we may have added on devs (the kernel's
 // default one comes back) and restores their GSO limit. Links that do not
 // exist are skipped. It uses netlink, not tc, so it works even where the
 // tc program is missing.
@@ -79,7 +79,10 @@ func Reset(devs ...string) error {
 		}
 		for _, q := range qs {
 			a := q.Attrs()
-			if a.Parent == netlink.HANDLE_ROOT && q.Type() == "netem" {
+			// netem: lesson 02's loss; clsact: lesson 04's drop filters
+			// (sandbox/rdmaexp/wiretc.go), which match one QP number — a
+			// leftover would hit the next QP that gets the same number.
+			if a.Parent == netlink.HANDLE_ROOT && q.Type() == "netem" || q.Type() == "clsact" {
 				if err := netlink.QdiscDel(q); err != nil {
 					errs = append(errs, fmt.Errorf("delete %s qdisc of %s: %w", q.Type(), dev, err))
 				}

@@ -32,6 +32,8 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(LossSweep())
 	reg.Register(RetryBudget())
 	reg.Register(DSCPECN())
+	reg.Register(WireCapture())
+	reg.Register(Diagnose())
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)

@@ -40,7 +40,7 @@ var guestPrograms = []string{
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
 	"strace", // the syscalls experiment counts system calls per message with it
-	"tc",     // lesson 02: netem loss on the veth path, reset after every run
+	"tc",     // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -57,7 +57,7 @@ var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rd
 // lateModules are loaded after the agent is ready, off the boot's critical
 // path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm
 // users (qperf -cm1, rping), which no experiment starts in the first second.
-var lateModules = []string{"rdma_ucm"}
+var lateModules = []string{"rdma_ucm", "sch_ingress", "cls_u32", "act_gact"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}

@@ -308,6 +308,7 @@
   Widget.prototype.reset = function () {
     if (this.es) { this.es.close(); this.es = null; }
     this.result = null;
+    this.captureBox = null;
     for (var u in (this.charts || {})) if (this.charts[u].plot) this.charts[u].plot.destroy();
     this.out.innerHTML = "";
     this.out.hidden = false;
@@ -387,6 +388,7 @@
       case "table": return this.onTable(ev.table);
       case "result": return this.onResult(ev);
       case "error": return this.errorBox(this.text(ev), ev.call, ev.errno_name, ev.errno);
+      case "capture": return this.onCapture(ev);
     }
   };
 
@@ -423,6 +425,17 @@
       this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
       this.log.open = false;
     }
+  };
+
+  // onCapture gives capture.js (the packet list) a box above the tables;
+  // the event itself carries only the .pcap, capture.js fetches it decoded.
+  Widget.prototype.onCapture = function (ev) {
+    if (!this.captureBox) {
+      this.captureBox = h("div", { "class": "exp-capture", "data-testid": "run-capture" }, this.text(ev));
+      this.out.insertBefore(this.captureBox, this.tables);
+    }
+    this.root.dispatchEvent(new CustomEvent("rdmalab:capture", { bubbles: true,
+      detail: { run: this.runID, box: this.captureBox, lang: this.lang } }));
   };
 
   Widget.prototype.onPhase = function (ev) {

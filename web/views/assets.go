@@ -17,8 +17,8 @@ var (
 	// ExperimentAssets serve the experiment widget (Experiment): uPlot and
 	// the chart bands before experiment.js, which uses both.
 	ExperimentAssets = Assets{
-		Styles:  []string{"css/experiment.css", "vendor/uplot/uPlot.min.css"},
-		Scripts: []string{"vendor/uplot/uPlot.iife.min.js", "js/chart-bands.js", "js/experiment.js"},
+		Styles:  []string{"css/experiment.css", "vendor/uplot/uPlot.min.css", "css/capture.css"},
+		Scripts: []string{"vendor/uplot/uPlot.iife.min.js", "js/chart-bands.js", "js/capture.js", "js/experiment.js"},
 	}
 	// TableAssets style tables like the widget's (exp-table) on pages
 	// without a widget: the run history, the lab page.

@@ -1,0 +1,219 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/rdmalab/rdmalab/sandbox/ibt"
+)
+
+// Packet is one row of a packet list and everything its detail view shows.
+// Field offsets are into the frame, so Hex[2*Off:2*(Off+Len)] are a
+// field's bytes.
+type Packet struct {
+	No         int         `json:"no"`   // 1-based
+	Time       float64     `json:"time"` // seconds since the first packet
+	Src        string      `json:"src"`
+	Dst        string      `json:"dst"`
+	SrcName    string      `json:"src_name,omitempty"`
+	DstName    string      `json:"dst_name,omitempty"`
+	Len        int         `json:"len"` // on the wire
+	CapLen     int         `json:"caplen"`
+	DestQP     uint32      `json:"dest_qp"`
+	Opcode     uint8       `json:"opcode"`
+	OpName     string      `json:"op"` // e.g. "RDMA WRITE First"
+	Service    string      `json:"service"`
+	PSN        uint32      `json:"psn"`
+	AckReq     bool        `json:"ackreq"`
+	PayloadLen int         `json:"payload_len"`
+	Syndrome   string      `json:"syndrome,omitempty"` // AETH, read out
+	NAK        bool        `json:"nak,omitempty"`      // an RNR NAK or a NAK
+	ICRCOK     *bool       `json:"icrc_ok,omitempty"`  // nil: not checked (truncated, IPv6)
+	Summary    string      `json:"summary"`
+	Error      string      `json:"error,omitempty"`
+	Fields     []ibt.Field `json:"fields"`
+	Hex        string      `json:"hex"`
+	IB         *ibt.Packet `json:"-"`
+}
+
+// ReadPcap returns the frames of a classic pcap file.
+func ReadPcap(data []byte) ([]Frame, error) {
+	r, err := pcapgo.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("capture: read pcap: %w", err)
+	}
+	var out []Frame
+	for {
+		d, ci, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("capture: read pcap packet %d: %w", len(out)+1, err)
+		}
+		out = append(out, Frame{Time: ci.Timestamp, Data: d, Len: ci.Length})
+	}
+}
+
+// Decode reads a pcap file and decodes every frame; hosts names addresses
+// (may be nil). A frame that is not RoCEv2, or is malformed, is still
+// listed with its Error set.
+func Decode(data []byte, hosts map[string]string) ([]Packet, error) {
+	frames, err := ReadPcap(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Packet, 0, len(frames))
+	for i, f := range frames {
+		p := DecodeFrame(f.Data, hosts)
+		p.No = i + 1
+		p.Len = f.Len
+		if i > 0 {
+			p.Time = f.Time.Sub(frames[0].Time).Seconds()
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// DecodeFrame decodes one Ethernet frame: Ethernet, IPv4 or IPv6 and UDP
+// with gopacket, the transport headers with ibt.
+func DecodeFrame(frame []byte, hosts map[string]string) Packet {
+	p := Packet{CapLen: len(frame), Len: len(frame), Hex: hex.EncodeToString(frame)}
+	add := func(header, name string, off, n int, bits uint32, v uint64, text string) {
+		if off < 0 || off+n > len(frame) {
+			return // a truncated frame: gopacket may still name the field
+		}
+		p.Fields = append(p.Fields, ibt.Field{Header: header, Name: name, Off: off, Len: n, Bits: bits, Value: v, Text: text})
+	}
+	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true, Lazy: false})
+	eth, _ := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	if eth == nil {
+		p.Error = "not an Ethernet frame"
+		p.Summary = p.Error
+		return p
+	}
+	add("Ethernet", "Destination", 0, 6, 0, 0, eth.DstMAC.String())
+	add("Ethernet", "Source", 6, 6, 0, 0, eth.SrcMAC.String())
+	add("Ethernet", "EtherType", 12, 2, 0, uint64(eth.EthernetType), fmt.Sprintf("%s (0x%04x)", eth.EthernetType, uint16(eth.EthernetType)))
+	off := 14
+	var ipHdr []byte
+	if ip4, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+		hl := int(ip4.IHL) * 4
+		if hl < 20 || off+hl > len(frame) {
+			p.Error = "truncated IPv4 header"
+			p.Summary = p.Error
+			return p
+		}
+		ipHdr = frame[off : off+hl]
+		p.Src, p.Dst = ip4.SrcIP.String(), ip4.DstIP.String()
+		add("IPv4", "Version", off, 1, 0xf0, uint64(ip4.Version), fmt.Sprint(ip4.Version))
+		add("IPv4", "Header Length", off, 1, 0x0f, uint64(hl), fmt.Sprintf("%d bytes", hl))
+		add("IPv4", "DSCP", off+1, 1, 0xfc, uint64(ip4.TOS>>2), fmt.Sprint(ip4.TOS>>2))
+		add("IPv4", "ECN", off+1, 1, 0x03, uint64(ip4.TOS&3), ecnName(ip4.TOS&3))
+		add("IPv4", "Total Length", off+2, 2, 0, uint64(ip4.Length), fmt.Sprint(ip4.Length))
+		add("IPv4", "Identification", off+4, 2, 0, uint64(ip4.Id), fmt.Sprintf("0x%04x", ip4.Id))
+		add("IPv4", "Flags", off+6, 1, 0xe0, uint64(ip4.Flags), ip4.Flags.String())
+		add("IPv4", "Fragment Offset", off+6, 2, 0x1fff, uint64(ip4.FragOffset), fmt.Sprint(ip4.FragOffset))
+		add("IPv4", "TTL", off+8, 1, 0, uint64(ip4.TTL), fmt.Sprint(ip4.TTL))
+		add("IPv4", "Protocol", off+9, 1, 0, uint64(ip4.Protocol), fmt.Sprintf("%s (%d)", ip4.Protocol, uint8(ip4.Protocol)))
+		add("IPv4", "Header Checksum", off+10, 2, 0, uint64(ip4.Checksum), fmt.Sprintf("0x%04x", ip4.Checksum))
+		add("IPv4", "Source", off+12, 4, 0, 0, p.Src)
+		add("IPv4", "Destination", off+16, 4, 0, 0, p.Dst)
+		off += hl
+	} else if ip6, ok := pkt.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ok {
+		p.Src, p.Dst = ip6.SrcIP.String(), ip6.DstIP.String()
+		add("IPv6", "Traffic Class", off, 2, 0x0ff0, uint64(ip6.TrafficClass), fmt.Sprintf("0x%02x", ip6.TrafficClass))
+		add("IPv6", "Payload Length", off+4, 2, 0, uint64(ip6.Length), fmt.Sprint(ip6.Length))
+		add("IPv6", "Next Header", off+6, 1, 0, uint64(ip6.NextHeader), ip6.NextHeader.String())
+		add("IPv6", "Hop Limit", off+7, 1, 0, uint64(ip6.HopLimit), fmt.Sprint(ip6.HopLimit))
+		add("IPv6", "Source", off+8, 16, 0, 0, p.Src)
+		add("IPv6", "Destination", off+24, 16, 0, 0, p.Dst)
+		off += 40
+	} else {
+		p.Error = "not IP"
+		p.Summary = p.Error
+		return p
+	}
+	p.SrcName, p.DstName = hosts[p.Src], hosts[p.Dst]
+	udp, ok := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	if !ok || len(frame) < off+8 {
+		p.Error = "not UDP"
+		p.Summary = p.Error
+		return p
+	}
+	add("UDP", "Source Port", off, 2, 0, uint64(udp.SrcPort), fmt.Sprint(uint16(udp.SrcPort)))
+	add("UDP", "Destination Port", off+2, 2, 0, uint64(udp.DstPort), fmt.Sprintf("%d (%s)", uint16(udp.DstPort), portName(uint16(udp.DstPort))))
+	add("UDP", "Length", off+4, 2, 0, uint64(udp.Length), fmt.Sprint(udp.Length))
+	add("UDP", "Checksum", off+6, 2, 0, uint64(udp.Checksum), fmt.Sprintf("0x%04x", udp.Checksum))
+	if uint16(udp.DstPort) != RoCEv2Port {
+		p.Error = "UDP, not RoCEv2 (port 4791)"
+		p.Summary = p.Error
+		return p
+	}
+	end := len(frame)
+	if ul := off + int(udp.Length); udp.Length >= 8 && ul <= end {
+		end = ul // Ethernet padding is not part of the datagram
+	}
+	if p.Len > p.CapLen {
+		p.Error = "truncated capture"
+	}
+	ib, err := ibt.Decode(frame[off+8:end], off+8)
+	if ib == nil {
+		p.Error = err.Error()
+		p.Summary = p.Error
+		return p
+	}
+	p.IB = ib
+	if err != nil {
+		p.Error = err.Error()
+	}
+	p.DestQP, p.Opcode, p.OpName, p.Service = ib.DestQP, uint8(ib.Opcode), ib.Opcode.Operation(), ib.Opcode.Service()
+	p.PSN, p.AckReq, p.PayloadLen = ib.PSN, ib.AckReq, ib.PayloadLen
+	if ib.AETH != nil {
+		p.Syndrome = ib.AETH.Syndrome.String()
+		p.NAK = ib.AETH.Syndrome.IsNAK()
+	}
+	fields := ib.Fields
+	if ipHdr != nil && p.Len == p.CapLen {
+		if want, err := ibt.ICRCv4(ipHdr, frame[off:end]); err == nil {
+			ok := want == ib.ICRC
+			p.ICRCOK = &ok
+			last := &fields[len(fields)-1]
+			if ok {
+				last.Text += " (correct)"
+			} else {
+				last.Text += fmt.Sprintf(" (wrong: expected 0x%08x)", want)
+			}
+		}
+	}
+	p.Fields = append(p.Fields, fields...)
+	p.Summary = ib.Summary()
+	return p
+}
+
+func ecnName(v uint8) string {
+	switch v {
+	case 0:
+		return "Not-ECT (0)"
+	case 1:
+		return "ECT(1)"
+	case 2:
+		return "ECT(0)"
+	}
+	return "CE (3): congestion experienced"
+}
+
+func portName(p uint16) string {
+	if p == RoCEv2Port {
+		return "RoCEv2"
+	}
+	return "?"
+}
