@@ -66,11 +66,11 @@ func TestCheckpointQuiz(t *testing.T) {
 		t.Fatal("answering loaded a new page: the inline (JavaScript) path was not used")
 	}
 
-	// Right: exactly the three overheads RDMA removes.
-	choose("copies", "stack", "switches")
+	// Right: exactly the overheads RDMA removes (the quiz.yaml's correct options).
+	choose("copies", "stack", "irqs", "switches")
 	submit()
 	if c := eval[string](b, `document.querySelector('`+q+` [data-testid=result]').dataset.correct`); c != "true" {
-		t.Fatalf("copies+stack+switches graded correct=%s, want true", c)
+		t.Fatalf("copies+stack+irqs+switches graded correct=%s, want true", c)
 	}
 	if ex := b.text(q + ` [data-testid=explanation]`); len(ex) < 20 {
 		t.Errorf("explanation %q", ex)
