@@ -73,16 +73,19 @@ func TestEveryExperimentReplay(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
-	var exps []struct {
-		ID     string
-		Params []struct {
-			Name    string
-			Kind    string
-			Min     int64
-			Default any
+	var list struct {
+		Experiments []struct {
+			ID     string
+			Params []struct {
+				Name    string
+				Kind    string
+				Min     int64
+				Default any
+			}
 		}
 	}
-	getJSON("/api/experiments", &exps)
+	getJSON("/api/experiments", &list)
+	exps := list.Experiments
 	if len(exps) < 5 {
 		t.Fatalf("the server lists %d experiments", len(exps))
 	}
