@@ -9,6 +9,7 @@
   window.rdmalabExperiments = true;
 
   var MAX_LOG = 500;
+  var CHART_H = 260; // px: room for the longest y-axis title (web/chart_browser_test.go)
   var COLORS = ["#2f6fde", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
 
   function h(tag, attrs, text) {
@@ -538,7 +539,7 @@
       var axis = function (a) { return Object.assign({ stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } }, a); };
       var opts = {
         width: width,
-        height: 220,
+        height: CHART_H,
         scales: { x: { time: false } },
         axes: [axis({ label: "s" }), axis({ label: c.unit, size: 64, labelSize: 22 })],
         series: series
@@ -577,7 +578,7 @@
 
   window.addEventListener("resize", function () {
     document.querySelectorAll(".exp-chart").forEach(function (box) {
-      if (box._plot) box._plot.setSize({ width: box.clientWidth, height: 220 });
+      if (box._plot) box._plot.setSize({ width: box.clientWidth, height: CHART_H });
     });
   });
 
