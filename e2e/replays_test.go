@@ -67,7 +67,8 @@ func TestEveryExperimentReplay(t *testing.T) {
 		if st.State == "ready" {
 			break
 		}
-		if st.State == "failed" || st.State == "none" || time.Now().After(deadline) {
+		// A failed boot (TCG on a loaded machine) is retried by the server.
+		if st.State == "none" || time.Now().After(deadline) {
 			t.Fatalf("the Soft-RoCE lab is %s: %s", st.State, st.Reason)
 		}
 		time.Sleep(2 * time.Second)
