@@ -127,7 +127,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 				rz = fmt.Sprintf("被拒绝：%s（%s，%s）", ve.Call, verbs.ErrnoName(ve.Errno), expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)))
 				t := explain(ve.Call, ve.Errno)
 				en := fmt.Sprintf("%s: %s (%s). %s %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["en"], t["en"])
-				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
+				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
 				emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
 			}
 		} else {

@@ -433,7 +433,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 		v := say(fmt.Sprintf("SEND needs a RECV posted by the peer: with none, the completion was %s (%s) and %s counted %d RNR NAKs (rcvd_rnr_err). Two-sided operations need the receiver's cooperation; WRITE does not.",
 			o.wcFail.Status, o.wcFail.Status.Description(), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])),
 			fmt.Sprintf("SEND 需要对端先投递 RECV：没有 RECV 时，完成状态是 %s（%s），%s 记录了 %d 次 RNR NAK（rcvd_rnr_err）。双边操作需要接收方配合，WRITE 不需要。",
-				o.wcFail.Status, o.wcFail.Status.Description(), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])))
+				o.wcFail.Status, wcStatusZh(o.wcFail.Status), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])))
 		result(emit, ok, v, figs)
 		return nil
 	}

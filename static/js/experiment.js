@@ -172,10 +172,10 @@
             show("run.lab.booting", [], "booting");
             setTimeout(poll, 2000);
           } else if (lab.state === "failed") {
-            show("run.lab.failed", [lab.reason || "?"], "failed");
+            show("run.lab.failed", [lab.reason_text || lab.reason || "?"], "failed");
             setTimeout(poll, 10000); // the server restarts a failed guest
           } else {
-            show("run.lab.none", [lab.reason || "?"], "none");
+            show("run.lab.none", [lab.reason_text || lab.reason || "?"], "none");
           }
         })
         .catch(function (e) {
