@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -113,6 +115,12 @@ func newBrowser(t *testing.T, l *labproc.Server) *browser {
 		t.Fatalf("open a tab: %v", err)
 	}
 	b.ctx = ctx
+	// The log domain reports Content-Security-Policy violations (source
+	// "security"): every page must satisfy the lab's CSP, so each one fails
+	// the test like an uncaught exception.
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("enable the browser log: %v", err)
+	}
 	// Registered after the tab's cleanup, so it runs first (LIFO).
 	t.Cleanup(b.finish)
 	return b
@@ -130,6 +138,12 @@ func (b *browser) listen(ev any) {
 		b.mu.Lock()
 		b.problems = append(b.problems, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
 		b.mu.Unlock()
+	case *cdplog.EventEntryAdded:
+		if e := ev.Entry; e != nil && (e.Source == cdplog.EntrySourceSecurity || strings.Contains(e.Text, "Content Security Policy")) {
+			b.mu.Lock()
+			b.problems = append(b.problems, "CSP: "+e.URL+": "+e.Text)
+			b.mu.Unlock()
+		}
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeWarning {
 			return
@@ -155,7 +169,7 @@ func (b *browser) finish() {
 	problems := append([]string(nil), b.problems...)
 	b.mu.Unlock()
 	if len(problems) > 0 {
-		b.t.Errorf("uncaught JavaScript exceptions:\n  %s", strings.Join(problems, "\n  "))
+		b.t.Errorf("uncaught JavaScript exceptions or CSP violations:\n  %s", strings.Join(problems, "\n  "))
 	}
 	if b.t.Failed() {
 		b.saveArtifacts()

@@ -44,13 +44,14 @@ func TestCheckpointQuiz(t *testing.T) {
 		b.waitFor("graded question", `(function(){var e=document.querySelector('`+q+`');return e && !e.dataset.e2eOld && e.querySelector("[data-testid=result]")})()`, stepTimeout)
 	}
 
-	// Wrong: a real overhead plus a distractor (the NIC's DMA is not removed, it is how RDMA works).
-	choose("copies", "dma")
+	// Wrong: a real overhead plus a misconception (acknowledgements and
+	// retransmission are not removed, they move into the NIC).
+	choose("copies", "acks")
 	submit()
 	if c := eval[string](b, `document.querySelector('`+q+` [data-testid=result]').dataset.correct`); c != "false" {
-		t.Fatalf("copies+dma graded correct=%s, want false", c)
+		t.Fatalf("copies+acks graded correct=%s, want false", c)
 	}
-	if fb := b.text(q + ` [data-option=dma] [data-testid=feedback]`); fb == "" {
+	if fb := b.text(q + ` [data-option=acks] [data-testid=feedback]`); fb == "" {
 		t.Error("the wrong option chosen shows no feedback")
 	}
 	// Before the answer is revealed a wrong attempt tells about what was
@@ -66,7 +67,9 @@ func TestCheckpointQuiz(t *testing.T) {
 		t.Fatal("answering loaded a new page: the inline (JavaScript) path was not used")
 	}
 
-	// Right: exactly the overheads RDMA removes (the quiz.yaml's correct options).
+	// Right: exactly the overheads RDMA removes — the source's three
+	// (copies, the kernel stack, context switches) and the stack's
+	// per-packet interrupts, which the lesson names on their own.
 	choose("copies", "stack", "irqs", "switches")
 	submit()
 	if c := eval[string](b, `document.querySelector('`+q+` [data-testid=result]').dataset.correct`); c != "true" {

@@ -268,6 +268,12 @@ func TestChartBands(t *testing.T) {
 	if !got.Last {
 		t.Error("the reference caption is not under the chart")
 	}
+	// The same chart in Chinese: axis and legend in the page's language.
+	zh := eval[[]string](b, `(function(){ var o = window.rdmalabChart({ axes: [{}, {}], series: [{}, {}] },
+		{ experiment: "pingpong", unit: "µs", series: ["rtt_median_us"], lang: "zh" }); return [o.axes[0].label, o.series[1].label]; })()`)
+	if len(zh) != 2 || zh[0] != "消息大小（字节，对数刻度）" || zh[1] != "往返中位数" {
+		t.Errorf("zh pingpong chart: axis and legend %q", zh)
+	}
 	// Other charts get axis names but no bands.
 	plain := eval[int](b, `(function(){ var o = window.rdmalabChart({ axes: [{}, {}], series: [{}, {}] },
 		{ experiment: "tcp-cost", unit: "Gbps", series: ["throughput"], lang: "en" }); return (o.plugins || []).length; })()`)

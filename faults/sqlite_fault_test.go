@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -41,6 +43,16 @@ func question(t *testing.T) (string, string) {
 	}
 	t.Fatal("the built-in course has no single or numeric question")
 	return "", ""
+}
+
+// formAnswer is the form value of a JSON answer body from question.
+func formAnswer(t *testing.T, body string) string {
+	t.Helper()
+	var v struct{ Answer any }
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(v.Answer)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -203,6 +215,29 @@ func TestSQLiteBusy(t *testing.T) {
 		t.Errorf("the refused write took %s (busy_timeout is 5 s)", took)
 	}
 	t.Logf("write under a held lock: %d after %s: %s", code, took.Round(time.Millisecond), strings.TrimSpace(b))
+	// The form routes answer the same refusal as a page of their own
+	// (they used to answer the generic 500 page, and the no-JavaScript
+	// quiz form raw JSON): 503, Retry-After, "nothing was saved".
+	for _, f := range []struct{ path, form string }{
+		{"/me", "name=Ada"},
+		{"/lessons/01-why-rdma/complete", ""},
+		{"/api/quiz/" + qid + "/attempts", "lesson=01-why-rdma&answer=" + url.QueryEscape(formAnswer(t, body))},
+		{"/runs", "experiment=tcp-cost"},
+	} {
+		req, _ := http.NewRequest("POST", l.base+f.path, strings.NewReader(f.form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := l.c.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s under the lock: %v", f.path, err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" ||
+			!strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "nothing was saved") {
+			t.Errorf("form POST %s under the lock: %d %q Retry-After %q; want the 503 busy page",
+				f.path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Retry-After"))
+		}
+	}
 	for _, path := range []string{"/healthz", "/static/css/lab.css", "/api/experiments", "/", "/lessons/01-why-rdma"} {
 		t0 := time.Now()
 		if code, _, err := l.do("GET", path, ""); err != nil || code != 200 {

@@ -89,27 +89,6 @@ var rdmaSteps = []pathStep{
 		detail: [2]string{"应用轮询 CQ，不必等唤醒", "the app polls the CQ, no wakeup"}},
 }
 
-// diagramCSS is scoped to .rd-diagram. It only uses currentColor and CSS
-// variables with fallbacks, so the drawing follows the site's light/dark
-// theme and prints in black; --diagram-removed and --diagram-rdma may be set
-// by the site CSS.
-const diagramCSS = `.rd-diagram{display:flex;flex-wrap:wrap;gap:1rem;justify-content:center;margin:1.5rem 0}
-.rd-diagram svg{flex:1 1 300px;min-width:0;max-width:440px;height:auto;overflow:visible}
-.rd-diagram figcaption{flex:1 1 100%;font-size:.9em;opacity:.85;text-align:center}
-.rd-diagram text{fill:currentColor}
-.rd-diagram .rd-head{font-size:15px;font-weight:700}
-.rd-diagram .rd-title{font-size:13px;font-weight:600}
-.rd-diagram .rd-detail{font-size:11px;fill-opacity:.8}
-.rd-diagram .rd-zone{font-size:10px;fill-opacity:.7;letter-spacing:.04em}
-.rd-diagram .rd-box{fill:currentColor;fill-opacity:.05;stroke:currentColor;stroke-opacity:.5;stroke-width:1.2}
-.rd-diagram .rd-arrow{stroke:currentColor;stroke-opacity:.6;stroke-width:1.5;fill:none}
-.rd-diagram .rd-head-arrow{fill:currentColor;fill-opacity:.6}
-.rd-diagram .removed-by-rdma .rd-box{fill:var(--diagram-removed,#e5484d);fill-opacity:.1;stroke:var(--diagram-removed,#e5484d);stroke-opacity:1;stroke-dasharray:5 3}
-.rd-diagram .removed-by-rdma .rd-zone{fill:var(--diagram-removed,#e5484d);fill-opacity:1;font-weight:600}
-.rd-diagram .rdma-path .rd-box{fill:var(--diagram-rdma,#2e9d6a);fill-opacity:.1;stroke:var(--diagram-rdma,#2e9d6a);stroke-opacity:1}
-.rd-diagram .rdma-path .bypassed .rd-box{fill:none;stroke:currentColor;stroke-opacity:.45;stroke-dasharray:2 3}
-.rd-diagram .bypassed text{fill-opacity:.65}`
-
 // Geometry of a path drawing (viewBox units).
 const (
 	dgWidth  = 320
@@ -143,9 +122,6 @@ func tcpVsRDMA(lang string) template.HTML {
 		h := dgTop + len(steps)*dgBoxH + (len(steps)-1)*dgGap + 10
 		fmt.Fprintf(&b, `<svg class="%s" data-path="%s" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
 			class, strings.TrimSuffix(class, "-path"), dgWidth, h, esc(head[pi][li]+": "+stepTitles(steps, li)))
-		if pi == 0 {
-			b.WriteString("<style>" + diagramCSS + "</style>")
-		}
 		fmt.Fprintf(&b, `<text class="rd-head" x="%d" y="22">%s</text>`, dgLeft, esc(head[pi][li]))
 		for i, s := range steps {
 			y := dgTop + i*(dgBoxH+dgGap)

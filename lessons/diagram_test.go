@@ -3,6 +3,7 @@ package lessons
 import (
 	"encoding/xml"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -72,8 +73,15 @@ func TestTCPvsRDMADiagram(t *testing.T) {
 		if !strings.Contains(out, tc.tcpHead) || !strings.Contains(out, tc.word) {
 			t.Errorf("%s: labels not in the page language", tc.lang)
 		}
-		if !strings.Contains(out, "currentColor") || !strings.Contains(out, "var(--diagram-removed") {
-			t.Errorf("%s: not themed through currentColor/CSS variables", tc.lang)
+		// Themed by the site stylesheet, not an inline <style> (the CSP
+		// allows none).
+		if strings.Contains(out, "<style") || strings.Contains(out, "style=") {
+			t.Errorf("%s: inline style in the diagram", tc.lang)
+		}
+		css, err := os.ReadFile("../static/css/visuals.css")
+		if err != nil || !strings.Contains(string(css), ".rd-diagram text{fill:currentColor}") ||
+			!strings.Contains(string(css), "var(--diagram-removed") {
+			t.Errorf("static/css/visuals.css does not theme the diagram through currentColor/CSS variables (%v)", err)
 		}
 	}
 }

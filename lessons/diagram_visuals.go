@@ -40,24 +40,24 @@ type DiagramStep struct {
 // CPU per Gbps, 20–50 µs kernel TCP latency against 1–3 µs for RDMA.
 var stepCosts = map[string][2]string{
 	"tcp-copy": {
-		"代价：100 Gbps 时每一端每秒要拷贝 12.5 GB，光这一项就能占满至少一个核。",
-		"Cost: at 100 Gbps that is 12.5 GB to copy every second on each side — enough to keep at least one core busy on its own.",
+		"代价（硬件参考，按课文的数算）：100 Gbps 时每一端每秒要拷贝 12.5 GB，还要占用同样多的内存带宽，光这一项就能占满至少一个核。",
+		"Cost (hardware reference, from the lesson's figures): at 100 Gbps that is 12.5 GB to copy every second on each side, and as much memory bandwidth — enough to keep at least one core busy on its own.",
 	},
 	"tcp-stack": {
-		"代价：分段、校验和、TCP 状态机和 netfilter 按包在 CPU 上运行，是\"每 Gbps 约 1 GHz\"经验法则里的一大块。",
-		"Cost: segmentation, checksums, the TCP state machine and netfilter run on the CPU for every packet — a large share of the ~1 GHz per Gbps rule of thumb.",
+		"代价（硬件参考）：分段、校验和、TCP 状态机和 netfilter 按包在 CPU 上运行，是\"每 Gbps 约 1 GHz\"这条卸载普及之前的老经验里的一大块。",
+		"Cost (hardware reference): segmentation, checksums, the TCP state machine and netfilter run on the CPU for every packet — a large share of the old, pre-offload rule of thumb of ~1 GHz per Gbps.",
 	},
 	"tcp-driver": {
-		"代价：每次中断和软中断都把 CPU 从应用手里抢走并冲掉它的缓存；每秒数百万个包时，加起来就是好几个核。",
-		"Cost: every interrupt and softirq takes the CPU away from the application and cools its caches; at millions of packets per second that adds up to whole cores.",
+		"代价（硬件参考）：每次中断和软中断都把 CPU 从应用手里抢走并冲掉它的缓存；每秒数百万个包时，加起来就是好几个核。",
+		"Cost (hardware reference): every interrupt and softirq takes the CPU away from the application and cools its caches; at millions of packets per second that adds up to whole cores.",
 	},
 	"tcp-rx": {
-		"代价：接收端再挨一遍中断，在软中断里再走一遍协议栈——CPU 的账两端各付一次。",
-		"Cost: the receiver takes the interrupts and runs the whole stack again in softirq — the CPU bill is paid on both sides.",
+		"代价（硬件参考）：接收端再挨一遍中断，在软中断里再走一遍协议栈——CPU 的账两端各付一次。",
+		"Cost (hardware reference): the receiver takes the interrupts and runs the whole stack again in softirq — the CPU bill is paid on both sides.",
 	},
 	"tcp-wakeup": {
-		"代价：每条消息一次唤醒加上下文切换，要花几微秒（调度、缓存和 TLB 重新预热），接着 CPU 还要再拷贝一次数据；这是内核 TCP 单程延迟 20–50 µs 的重要来源，而 RDMA 只要 1–3 µs。",
-		"Cost: a wakeup and context switch per message costs microseconds (scheduling, cache and TLB refill), and then the CPU copies the data once more — a big part of kernel TCP's 20–50 µs one-way latency, against 1–3 µs for RDMA.",
+		"代价（硬件参考）：每条消息一次唤醒加上下文切换，要花几微秒（调度、缓存和 TLB 重新预热），接着 CPU 还要再拷贝一次数据；这是内核 TCP 单程延迟 20–50 µs（课程资料）的重要来源，而 RDMA 只要 1–3 µs（课程资料）。",
+		"Cost (hardware reference): a wakeup and context switch per message costs microseconds (scheduling, cache and TLB refill), and then the CPU copies the data once more — a big part of kernel TCP's 20–50 µs one-way latency, against 1–3 µs for RDMA (both figures from the course material).",
 	},
 }
 

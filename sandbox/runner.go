@@ -30,8 +30,11 @@ type RunnerConfig struct {
 	// Backend picks where an experiment of a given need runs. It may return
 	// a backend named "none" (or nil): the run then fails at once with the
 	// backend's Lab().Reason.
-	Backend     func(Need) Backend
-	Concurrency int  // runs executing at once; default 1
+	Backend func(Need) Backend
+	// Slots is how many runs a backend takes at once; default: Slots()
+	// of a Slotted backend, else 1.
+	Slots       func(Backend) int
+	Concurrency int  // runs executing at once, whatever their backends; default 1
 	QueueMax    int  // runs waiting beyond those; default 20, then ErrBusy
 	Sink        Sink // receives every event, numbered, in order per run
 	Logger      *slog.Logger
@@ -70,6 +73,8 @@ type Runner struct {
 	runs     map[string]*run // queued or running, by id
 	learners map[string]*run // active run per learner
 	running  int
+	active   []*run                   // running, in start order
+	expect   map[string]time.Duration // per experiment: how long its runs take (moving average)
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -85,6 +90,9 @@ type run struct {
 
 	cancel context.CancelFunc // set when it starts
 	stop   Status             // why it was stopped: cancelled or interrupted
+	be     Backend            // where it runs, set when it starts
+	began  time.Time          // when it started
+	wait   time.Duration      // the wait last told to the learner (queued)
 }
 
 // NewRunner returns a runner; call Close to stop it.
@@ -104,7 +112,8 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, runs: map[string]*run{}, learners: map[string]*run{}}
+	return &Runner{cfg: cfg, log: cfg.Logger, runs: map[string]*run{}, learners: map[string]*run{},
+		expect: map[string]time.Duration{}}
 }
 
 func randomID() string {
@@ -150,39 +159,128 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	r.runs[ru.info.ID] = ru
 	r.learners[learner] = ru
 	ru.info.Position = len(r.queue)
-	r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: ru.info.Position})
+	waits, known := r.waitsLocked()
+	ev := Event{Type: EvStatus, Status: StatusQueued, Position: ru.info.Position}
+	if i := len(r.queue) - 1; known[i] {
+		ru.wait, ev.Wait = waits[i], waits[i].Seconds()
+	}
+	r.emit(ru, ev)
 	r.dispatchLocked()
 	return ru.info, nil
 }
 
-// dispatchLocked starts waiting runs while there is capacity and tells the
-// ones still waiting their new position.
+// dispatchLocked starts the waiting runs the scheduling rules allow
+// (schedule.go) and tells the ones still waiting their new position and
+// estimated wait.
 func (r *Runner) dispatchLocked() {
-	started := false
-	for r.running < r.cfg.Concurrency && len(r.queue) > 0 && !r.closed {
-		ru := r.queue[0]
-		r.queue = r.queue[1:]
-		r.running++
-		r.start(ru)
-		started = true
+	if r.closed {
+		return
 	}
-	if started {
-		r.renumberLocked()
+	running := make([]schedItem, len(r.active))
+	for i, ru := range r.active {
+		running[i] = r.itemLocked(ru, ru.be)
 	}
+	queue := make([]schedItem, len(r.queue))
+	for i, ru := range r.queue {
+		queue[i] = r.itemLocked(ru, r.backendFor(ru.exp.Needs))
+	}
+	starts := admit(running, queue, r.cfg.Concurrency)
+	if len(starts) > 0 {
+		picked := map[int]bool{}
+		for _, i := range starts {
+			picked[i] = true
+			ru := r.queue[i]
+			r.running++
+			r.active = append(r.active, ru)
+			r.start(ru, r.backendFor(ru.exp.Needs))
+		}
+		rest := r.queue[:0:0]
+		for i, ru := range r.queue {
+			if !picked[i] {
+				rest = append(rest, ru)
+			}
+		}
+		r.queue = rest
+	}
+	r.renumberLocked()
+}
+
+func (r *Runner) backendFor(n Need) Backend {
+	if r.cfg.Backend == nil {
+		return nil
+	}
+	return r.cfg.Backend(n)
+}
+
+// itemLocked is ru as the scheduling rules see it.
+func (r *Runner) itemLocked(ru *run, be Backend) schedItem {
+	it := schedItem{key: be, slots: 1, timing: ru.exp.Class() == Timing, expect: r.expectLocked(ru.exp.ID)}
+	switch {
+	case be == nil || be.Name() == "none":
+		it.slots = 1 << 20 // fails at once
+	case r.cfg.Slots != nil:
+		it.slots = r.cfg.Slots(be)
+	default:
+		if sl, ok := be.(Slotted); ok {
+			it.slots = sl.Slots()
+		}
+	}
+	if ru.info.Status == StatusRunning {
+		it.left = remaining(it.expect, time.Since(ru.began))
+	}
+	return it
+}
+
+// expectLocked is how long a run of experiment id takes: the moving
+// average of its finished runs, else the average over the experiments
+// that have finished runs, else 0 (unknown).
+func (r *Runner) expectLocked(id string) time.Duration {
+	if d, ok := r.expect[id]; ok {
+		return d
+	}
+	if len(r.expect) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range r.expect {
+		sum += d
+	}
+	return sum / time.Duration(len(r.expect))
+}
+
+// waitsLocked predicts every waiting run's wait (see estimate).
+func (r *Runner) waitsLocked() ([]time.Duration, []bool) {
+	running := make([]schedItem, len(r.active))
+	for i, ru := range r.active {
+		running[i] = r.itemLocked(ru, ru.be)
+	}
+	queue := make([]schedItem, len(r.queue))
+	for i, ru := range r.queue {
+		queue[i] = r.itemLocked(ru, r.backendFor(ru.exp.Needs))
+	}
+	return estimate(running, queue, r.cfg.Concurrency)
 }
 
 // renumberLocked emits a status event to every waiting run whose position
-// changed.
+// changed, or whose estimated wait moved by more than a fifth (and 5 s).
 func (r *Runner) renumberLocked() {
+	waits, known := r.waitsLocked()
 	for i, ru := range r.queue {
-		if ru.info.Position != i+1 {
+		var w time.Duration
+		if known[i] {
+			w = waits[i]
+		}
+		moved := w-ru.wait > max(5*time.Second, ru.wait/5) || ru.wait-w > max(5*time.Second, ru.wait/5) ||
+			(w == 0) != (ru.wait == 0)
+		if ru.info.Position != i+1 || moved {
 			ru.info.Position = i + 1
-			r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: i + 1})
+			ru.wait = w
+			r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: i + 1, Wait: w.Seconds()})
 		}
 	}
 }
 
-func (r *Runner) start(ru *run) {
+func (r *Runner) start(ru *run, be Backend) {
 	timeout := ru.exp.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -191,10 +289,7 @@ func (r *Runner) start(ru *run) {
 	ru.cancel = cancel
 	ru.info.Status = StatusRunning
 	ru.info.Position = 0
-	var be Backend
-	if r.cfg.Backend != nil {
-		be = r.cfg.Backend(ru.exp.Needs)
-	}
+	ru.be, ru.began = be, time.Now()
 	name := "none"
 	if be != nil {
 		name = be.Name()
@@ -267,6 +362,20 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 		delete(r.learners, ru.info.Learner)
 	}
 	r.running--
+	for i, a := range r.active {
+		if a == ru {
+			r.active = append(r.active[:i], r.active[i+1:]...)
+			break
+		}
+	}
+	if status == StatusDone {
+		// A moving average: recent runs count most (a loaded machine).
+		took := time.Since(ru.began)
+		if old, ok := r.expect[ru.exp.ID]; ok {
+			took = (old*2 + took) / 3
+		}
+		r.expect[ru.exp.ID] = took
+	}
 	r.dispatchLocked()
 }
 
@@ -323,7 +432,7 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 	if r.learners[ru.info.Learner] == ru {
 		delete(r.learners, ru.info.Learner)
 	}
-	r.renumberLocked()
+	r.dispatchLocked() // a waiting timing run may have held others back
 }
 
 // Lookup returns an active (queued or running) run.

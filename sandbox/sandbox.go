@@ -80,7 +80,11 @@ type Event struct {
 	// status
 	Status   Status `json:"status,omitempty"`
 	Position int    `json:"position,omitempty"` // queue position, 1 = next
-	Backend  string `json:"backend,omitempty"`
+	// Wait is the estimated wait in seconds before a queued run starts,
+	// played forward from how long recent runs of each experiment took and
+	// the scheduling rules (0: not known yet).
+	Wait    float64 `json:"wait_s,omitempty"`
+	Backend string  `json:"backend,omitempty"`
 
 	// phase, log, result (verdict), error (message)
 	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
@@ -237,7 +241,11 @@ type Lab struct {
 	Reason  string   `json:"reason,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"`
 	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
-	Devices []Device `json:"devices"`
+	// Guests is the size of the vm backend's pool, GuestsReady how many
+	// of them are up.
+	Guests      int      `json:"guests,omitempty"`
+	GuestsReady int      `json:"guests_ready,omitempty"`
+	Devices     []Device `json:"devices"`
 }
 
 // Device is one RDMA device as reported by the agent.

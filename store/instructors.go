@@ -316,6 +316,25 @@ func (db *DB) LoginFailures(ctx context.Context, ip, username string, since time
 	return pair, byIP, nil
 }
 
+// AccountFailures counts the failed logins for username since `since`
+// (after its last success), from any address, and returns the time of the
+// newest one: the login throttle delays the next try by their number.
+func (db *DB) AccountFailures(ctx context.Context, username string, since time.Time) (n int, last time.Time, err error) {
+	var lastS sql.NullString
+	err = db.R.QueryRowContext(ctx, `SELECT COUNT(*), MAX(at) FROM login_attempts WHERE username = ?1 AND ok = 0
+		AND at > MAX(?2, COALESCE((SELECT MAX(at) FROM login_attempts WHERE username = ?1 AND ok = 1), ''))`,
+		strings.TrimSpace(username), formatTime(since)).Scan(&n, &lastS)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: count account login failures: %w", err)
+	}
+	if lastS.Valid {
+		if last, err = parseTime(lastS.String); err != nil {
+			return 0, time.Time{}, fmt.Errorf("store: account login failures: %w", err)
+		}
+	}
+	return n, last, nil
+}
+
 // CreateSetupToken replaces any earlier setup token with a new one, valid
 // for ttl, and returns it for the one-time setup link.
 func (db *DB) CreateSetupToken(ctx context.Context, ttl time.Duration) (string, error) {

@@ -46,3 +46,14 @@ func (db *DB) EnsureLearner(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// LearnerKnown reports whether the learner has a row, i.e. has written
+// something before. The web layer bounds how many new learners one client
+// address may create.
+func (db *DB) LearnerKnown(ctx context.Context, id string) (bool, error) {
+	var n int
+	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM learners WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: learner known: %w", err)
+	}
+	return n > 0, nil
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 )
 
 // maxBody bounds the body of every request to the lab. The largest real
@@ -14,16 +16,25 @@ import (
 // few hundred bytes; handlers may set lower limits of their own.
 const maxBody = 64 << 10
 
-// CodeTooLarge is a request body beyond maxBody (413).
-const CodeTooLarge Code = "too_large"
+// CodeTooLarge is a request body beyond maxBody (413); CodeTimeout a body
+// that did not arrive within Limits.BodyTimeout (408).
+const (
+	CodeTooLarge Code = "too_large"
+	CodeTimeout  Code = "timeout"
+)
 
 func init() {
 	codeStatus[CodeTooLarge] = http.StatusRequestEntityTooLarge
+	codeStatus[CodeTimeout] = http.StatusRequestTimeout
 	addStrings("zh", map[string]string{
+		"error.408.title":   "请求超时",
+		"error.408.message": "提交的内容没有及时传完，没有执行：请重试。",
 		"error.413.title":   "请求太大",
 		"error.413.message": "提交的内容超过了 " + strconv.Itoa(maxBody>>10) + " KiB 的上限，没有执行。",
 	})
 	addStrings("en", map[string]string{
+		"error.408.title":   "Request timed out",
+		"error.408.message": "What was sent did not arrive in time and was not acted on: please try again.",
 		"error.413.title":   "Request too large",
 		"error.413.message": "What was sent is larger than the " + strconv.Itoa(maxBody>>10) + " KiB limit and was not acted on.",
 	})
@@ -46,13 +57,33 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			s.tooLarge(w, r)
 			return
 		}
+		// A client that trickles its body (a byte every few seconds) would
+		// otherwise hold the connection and its buffers for as long as it
+		// likes: the whole body must arrive within Limits.BodyTimeout.
+		rc := http.NewResponseController(w)
+		if s.cfg.Limits.BodyTimeout > 0 {
+			rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyTimeout)) // unsupported writers (tests' recorders): no deadline
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if s.cfg.Limits.BodyTimeout > 0 {
+			rc.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			if _, big := errors.AsType[*http.MaxBytesError](err); big {
 				s.tooLarge(w, r)
 				return
 			}
-			// The client went away or sent a broken chunked body.
+			// The client went away, was too slow, or sent a broken chunked body.
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.log.Warn("request body too slow", "method", r.Method, "path", r.URL.Path, "addr", clientIP(r))
+				w.Header().Set("Connection", "close")
+				// net/http cancels the request's context on a read error; the
+				// answer is still worth writing.
+				r = r.WithContext(context.WithoutCancel(r.Context()))
+				lang, _ := resolveLang(r)
+				s.writeBodyError(w, r, &Error{Code: CodeTimeout, Message: tr(lang)("error.408.message"), Err: err})
+				return
+			}
 			s.writeBodyError(w, r, &Error{Code: CodeBadRequest, Message: "the request body could not be read", Err: err})
 			return
 		}

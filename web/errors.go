@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/rdmalab/rdmalab/web/views"
 )
 
 // Code classifies a user-facing error; it decides the HTTP status and is
@@ -134,6 +136,22 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
 	if isAPI(r) {
 		s.writeError(w, r, err)
+		return
+	}
+	s.pageError(w, r, err)
+}
+
+// pageError answers a failed request with a page, whatever its path (the
+// no-JavaScript quiz form posts to /api/quiz/… and must still get a page):
+// a database that cannot take the write now gets the "busy, nothing was
+// saved" page (503, Retry-After); anything else is logged and gets the
+// generic 500 page.
+func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	if e := s.storeUnavailable(w, r, err); e != nil {
+		t := tr(langOf(r))
+		s.render(w, r, e.Code.Status(), views.ErrorView(views.ErrorPage{
+			Chrome: s.chrome(r, t("error.503.title")), Status: e.Code.Status(), Heading: t("error.503.title"), Message: e.Message,
+		}))
 		return
 	}
 	s.log.Error("request failed", "req", middleware.GetReqID(r.Context()), "path", r.URL.Path, "err", err)

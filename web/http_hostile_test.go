@@ -376,7 +376,7 @@ func TestRunRateLimit(t *testing.T) {
 	codes := map[int]int{}
 	var last *http.Response
 	var lastBody []byte
-	for range runBurst + 5 {
+	for range DefaultLimits.RunBurst + 5 {
 		// An unknown experiment costs the runner nothing: only the limiter counts.
 		req, _ := http.NewRequest("POST", env.HTTP.URL+"/api/runs", strings.NewReader(`{"experiment":"nope"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -389,8 +389,8 @@ func TestRunRateLimit(t *testing.T) {
 		codes[res.StatusCode]++
 		last = res
 	}
-	if codes[http.StatusBadRequest] != runBurst || codes[http.StatusTooManyRequests] != 5 {
-		t.Fatalf("statuses %v, want %d×400 then 5×429", codes, runBurst)
+	if codes[http.StatusBadRequest] != DefaultLimits.RunBurst || codes[http.StatusTooManyRequests] != 5 {
+		t.Fatalf("statuses %v, want %d×400 then 5×429", codes, DefaultLimits.RunBurst)
 	}
 	var e errorBody
 	if err := json.Unmarshal(lastBody, &e); err != nil || e.Error.Code != CodeRateLimited ||
@@ -416,9 +416,9 @@ func TestRunRateLimit(t *testing.T) {
 	waitRunFinal(t, env.DB, id)
 }
 
-func TestRateLimiterRefills(t *testing.T) {
+func TestKeyedLimiterRefills(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := newRateLimiter(2, time.Second, 3)
+	l := newKeyedLimiter(2, time.Second)
 	l.now = func() time.Time { return now }
 	for i, want := range []bool{true, true, false} {
 		if ok, _ := l.allow("a"); ok != want {
@@ -435,14 +435,18 @@ func TestRateLimiterRefills(t *testing.T) {
 	if ok, _ := l.allow("a"); ok {
 		t.Error("refill gave more than earned")
 	}
-	// The table stays bounded: idle keys are forgotten, busy ones kept
-	// until the table must start over.
-	l.allow("b")
-	l.allow("c")
-	now = now.Add(time.Hour)
-	l.allow("d")
-	if len(l.buckets) > 3 {
-		t.Errorf("%d buckets kept, max 3", len(l.buckets))
+	if ok, _ := l.allow("b"); !ok {
+		t.Error("another key shares a's bucket")
+	}
+	// A refused request takes no token: after exactly one refill period
+	// the next one passes.
+	now = now.Add(time.Second)
+	if ok, _ := l.allow("a"); !ok {
+		t.Error("refused requests used up tokens")
+	}
+	var off *keyedLimiter
+	if ok, _ := off.allow("x"); !ok {
+		t.Error("a nil limiter refuses")
 	}
 }
 

@@ -3,10 +3,8 @@ package web
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,10 +27,15 @@ const (
 	instructorCookie = "lab_instructor"
 	// SessionTTL is how long an instructor stays logged in.
 	SessionTTL = 12 * time.Hour
-	// Login rate limit: failed attempts within loginWindow, per client ip
-	// and username (reset by a success), and per ip across usernames.
+	// Login throttle. Per account (from any address, reset by a success):
+	// loginFreeTries failures cost nothing, then each next try must wait
+	// twice as long after the last failure, up to loginMaxDelay — a growing
+	// delay, not a lockout, so junk logins cannot keep the real instructor
+	// out for longer than that. Per client address: loginIPLimit failures
+	// within loginWindow, whatever the usernames.
 	loginWindow    = 15 * time.Minute
-	loginPairLimit = 5
+	loginFreeTries = 3
+	loginMaxDelay  = 30 * time.Second
 	loginIPLimit   = 20
 	// setupTokenTTL is the validity of the first-start setup link.
 	setupTokenTTL = 24 * time.Hour
@@ -68,17 +71,6 @@ func clearInstructorCookie(w http.ResponseWriter, r *http.Request) {
 		Name: instructorCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
 	})
-}
-
-// clientIP is the peer address. X-Forwarded-For is not trusted: anyone could
-// send a fresh value with each guess and escape the rate limit; behind a
-// proxy all clients share the proxy's address and the per-user limit.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // sessionInstructor returns the instructor of the request's session cookie.
@@ -201,15 +193,14 @@ func (s *Server) instructorLogin(w http.ResponseWriter, r *http.Request) {
 	ip := clientIP(r)
 	db := s.cfg.Store
 
-	pair, byIP, err := db.LoginFailures(ctx, ip, user, time.Now().Add(-loginWindow))
-	if err != nil {
+	if wait, err := s.loginWait(ctx, ip, user); err != nil {
 		s.internalError(w, r, err)
 		return
-	}
-	if pair >= loginPairLimit || byIP >= loginIPLimit {
-		w.Header().Set("Retry-After", strconv.Itoa(int(loginWindow/time.Second)))
+	} else if wait > 0 {
+		secs := retryAfter(w, wait)
+		s.log.Warn("instructor login throttled", "ip", ip, "user", user, "retry_after_s", secs)
 		s.renderLogin(w, r, http.StatusTooManyRequests, views.InstructorLogin{
-			Username: user, Next: next, Error: trf(lang, "instr.login.limited", int(loginWindow/time.Minute)),
+			Username: user, Next: next, Error: trf(lang, "instr.login.wait", secs),
 		})
 		return
 	}
@@ -234,6 +225,39 @@ func (s *Server) instructorLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.startSession(w, r, in, next)
+}
+
+// loginWait is how long a login for user from ip must wait before its
+// password is checked (0: now). See loginFreeTries.
+func (s *Server) loginWait(ctx context.Context, ip, user string) (time.Duration, error) {
+	now := time.Now()
+	since := now.Add(-loginWindow)
+	_, byIP, err := s.cfg.Store.LoginFailures(ctx, ip, user, since)
+	if err != nil {
+		return 0, err
+	}
+	if byIP >= loginIPLimit {
+		return loginWindow, nil
+	}
+	n, last, err := s.cfg.Store.AccountFailures(ctx, user, since)
+	if err != nil {
+		return 0, err
+	}
+	if d := loginDelay(n); d > 0 {
+		if wait := last.Add(d).Sub(now); wait > 0 {
+			return wait, nil
+		}
+	}
+	return 0, nil
+}
+
+// loginDelay is the wait after the last failure that n failures impose:
+// none for the first loginFreeTries, then 1 s, 2 s, 4 s… up to loginMaxDelay.
+func loginDelay(n int) time.Duration {
+	if n < loginFreeTries {
+		return 0
+	}
+	return min(loginMaxDelay, time.Second<<min(n-loginFreeTries, 16))
 }
 
 // startSession creates a session for in and redirects to next.

@@ -29,6 +29,7 @@ func (s *Server) instructorRoutes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLearner)
 		r.Use(s.withLang)
+		r.Use(s.guardWrites)
 		r.Get("/me", s.meShow)
 		r.Post("/me", s.meUpdate)
 	})

@@ -57,14 +57,6 @@ func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if !sameOrigin(r) {
-		if mt == "application/x-www-form-urlencoded" {
-			s.errorPage(w, r, http.StatusForbidden)
-			return
-		}
-		s.writeError(w, r, Errorf(CodeForbidden, tr(langOf(r))("error.403.message")))
-		return
-	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxAttemptBody)
 	switch mt {
 	case "application/json":
@@ -234,7 +226,7 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	}
 	att, err := s.saveAttempt(r, q, a, lang)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.pageError(w, r, err) // a form: a page even on the /api/ path
 		return
 	}
 	if anchor == "" {

@@ -39,8 +39,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	// Pages show the learner's own progress: never share them between learners.
-	h.Set("Cache-Control", "private, no-cache")
+	// Pages show the learner's own progress: never share them between
+	// learners. A stricter policy set before (instructor pages: no-store)
+	// is kept.
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "private, no-cache")
+	}
 	h.Set("Vary", "Cookie, Accept-Language")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {

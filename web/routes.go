@@ -12,6 +12,8 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	r.Use(securityHeaders)  // CSP, no framing, nosniff, referrer policy (security_headers.go)
+	r.Use(s.withClientAddr) // the real client address, behind a trusted proxy too (client_addr.go)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
 	r.Use(middleware.GetHead)      // HEAD is answered by the GET route (monitors, link checkers)
@@ -31,6 +33,7 @@ func (s *Server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLearner)
 		r.Use(s.withLang)
+		r.Use(s.guardWrites) // per-address write and new-learner limits (write_guard.go)
 
 		r.Get("/", s.home)
 		r.Get("/lessons/{slug}", s.lessonShow)

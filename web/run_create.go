@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 
@@ -35,11 +36,23 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errSandboxOff)
 		return
 	}
+	// As strict as the quiz API: JSON only, one object, known fields.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		s.writeError(w, r, Errorf(CodeBadRequest, tr(langOf(r))("run.err.content_type")))
+		return
+	}
 	var req runRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxRunBody))
-	if err := dec.Decode(&req); err != nil {
-		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: `the body must be JSON {"experiment": "...", "params": {...}}`, Err: err})
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(langOf(r))("run.err.json"), Err: err})
 		return
+	}
+	if exp := s.cfg.Experiments.Get(req.Experiment); exp != nil {
+		if e := s.noRDMA(r, exp); e != nil {
+			s.writeError(w, r, e)
+			return
+		}
 	}
 	info, err := s.cfg.Runner.Submit(learnerID(r), req.Experiment, req.Params)
 	if err != nil {
@@ -49,6 +62,7 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, submitError(r, err))
 		return
 	}
+	s.noteRun(r, info.ID)
 	w.Header().Set("Location", "/api/runs/"+info.ID)
 	writeJSON(w, http.StatusCreated, runCreated{ID: info.ID, Status: info.Status, Position: info.Position})
 }
@@ -57,10 +71,6 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 // fields (or a preset button) become the params, and the learner lands on
 // the run page, which refreshes until the run ends.
 func (s *Server) runCreateForm(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
-		s.errorPage(w, r, http.StatusForbidden)
-		return
-	}
 	if !s.sandboxOn() {
 		s.refused(w, r, errSandboxOff)
 		return
@@ -75,12 +85,17 @@ func (s *Server) runCreateForm(w http.ResponseWriter, r *http.Request) {
 		s.refused(w, r, submitError(r, sandbox.ErrUnknownExperiment))
 		return
 	}
+	if e := s.noRDMA(r, exp); e != nil {
+		s.refused(w, r, e)
+		return
+	}
 	raw := formParams(exp, r.PostForm)
 	info, err := s.cfg.Runner.Submit(learnerID(r), exp.ID, raw)
 	if err != nil {
 		s.refused(w, r, submitError(r, err))
 		return
 	}
+	s.noteRun(r, info.ID)
 	http.Redirect(w, r, runHref(info.ID), http.StatusSeeOther)
 }
 

@@ -160,7 +160,10 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 		}
 	}
 	runner := sandbox.NewRunner(cfg)
-	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub})
+	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub,
+		// Tests speak for clients at other addresses through the proxy
+		// header (loopback is the trusted proxy).
+		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import "github.com/go-chi/chi/v5"
 // runRoutes are the experiment and run URLs (docs/architecture.md, "HTTP
 // interface"). They need a learner and a language, like the pages.
 func (s *Server) runRoutes(r chi.Router) {
-	limit := s.limitRuns() // run_ratelimit.go: one bucket per learner for both submit routes
+	limit := s.limitRuns // run_ratelimit.go: per learner and per address, both submit routes
 	r.Get("/api/experiments", s.experimentList)
 	r.With(limit).Post("/api/runs", s.runCreate)
 	r.Get("/api/runs/live", s.runLive) // run_live.go: the learner's queued or running run

@@ -91,21 +91,27 @@ func (q *queueWatch) note(runID string, ev sandbox.Event) sandbox.Event {
 		for _, t0 := range q.running {
 			el = append(el, now.Sub(t0))
 		}
-		ev.Messages = queueText(ev.Position, len(el), el, q.slots, q.recent)
+		ev.Messages = queueText(ev.Position, len(el), el, q.slots, q.recent, time.Duration(ev.Wait*float64(time.Second)))
 		ev.Message = ev.Messages["en"]
 	}
 	return ev
 }
 
 // queueText words the wait of a run at position pos with nRunning runs going.
-func queueText(pos, nRunning int, runningFor []time.Duration, slots int, recent []time.Duration) sandbox.Text {
+// planned is the runner's own estimate (sandbox.Event.Wait: each
+// experiment's recent run times played forward by its scheduling rules,
+// timing runs alone); when it has one, it is the one told.
+func queueText(pos, nRunning int, runningFor []time.Duration, slots int, recent []time.Duration, planned time.Duration) sandbox.Text {
 	ahead := pos - 1 + nRunning
 	en := fmt.Sprintf("%d ahead of you (%d running, %d waiting)", ahead, nRunning, pos-1)
 	zh := fmt.Sprintf("你前面还有 %d 个（%d 个正在运行，%d 个在等）", ahead, nRunning, pos-1)
 	if ahead == 1 && nRunning == 1 {
 		en, zh = "1 ahead of you, running now", "你前面还有 1 个，正在运行"
 	}
-	if wait, ok := waitEstimate(pos, runningFor, slots, recent); ok {
+	if planned > 0 {
+		en += "; estimated wait about " + roughDuration(planned, "en")
+		zh += "；预计约等 " + roughDuration(planned, "zh")
+	} else if wait, ok := waitEstimate(pos, runningFor, slots, recent); ok {
 		en += "; estimated wait about " + roughDuration(wait, "en")
 		zh += "；预计约等 " + roughDuration(wait, "zh")
 	}

@@ -46,6 +46,12 @@ type Config struct {
 	// /api/reload streams its changes to open pages and its errors to
 	// instructors. Course should then be Live.Course.
 	Live *lessons.Live
+
+	// ClientAddr says how to find a request's real client address behind
+	// a proxy (client_addr.go); Limits bounds what one address may do
+	// (limits.go). Zero values: the TCP peer, and DefaultLimits.
+	ClientAddr ClientAddrConfig
+	Limits     Limits
 }
 
 // Server serves the lab. It is safe for concurrent use.
@@ -55,6 +61,7 @@ type Server struct {
 	handler http.Handler
 
 	skeletons skeletonCache // lesson pages, rendered once per content load
+	limits    *limiters     // per-address and per-learner limits (limits.go)
 }
 
 // New checks cfg and builds the router.
@@ -69,7 +76,8 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, log: log}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg, log: log, limits: newLimiters(cfg.Limits)}
 	s.handler = s.routes()
 	return s, nil
 }

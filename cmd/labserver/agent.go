@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -58,10 +59,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // sandboxConfig is what `labserver serve` is told about the sandbox.
 type sandboxConfig struct {
-	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (1)
-	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (20)
+	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (0: as many as the backends take)
+	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (100)
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
+	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
 }
 
 // sandboxFlags adds the sandbox flags to fset, defaulting from env.
@@ -72,9 +74,10 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 		}
 		return def
 	}
-	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 1), "experiment runs at once")
-	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 20), "runs that may wait; beyond it learners are told the lab is busy")
+	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones)")
+	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
+	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows)")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
 }
 
@@ -99,12 +102,28 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if n > 0 {
 		log.Warn("runs left unfinished by the last server marked interrupted", "runs", n)
 	}
-	rdma, closeRDMA, _, err := rdmaBackend(ctx, c.Backend, c.SetupSoftRoCE, log)
+	rdma, closeRDMA, _, err := rdmaBackend(ctx, c, log)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}
 	host := &sandbox.HostBackend{}
 	reg := experimentRegistry()
+	// Host experiments take a CPU each; the RDMA backend says what it takes
+	// (a pool: a guest each; this host's devices: one at a time).
+	hostSlots := runtime.NumCPU()
+	slots := func(be sandbox.Backend) int {
+		if be == sandbox.Backend(host) {
+			return hostSlots
+		}
+		if s, ok := be.(sandbox.Slotted); ok {
+			return s.Slots()
+		}
+		return 1
+	}
+	concurrency := c.Concurrency
+	if concurrency <= 0 {
+		concurrency = hostSlots + slots(rdma)
+	}
 	hub := web.NewRunHub(db, log)
 	runner := sandbox.NewRunner(sandbox.RunnerConfig{
 		Registry: reg,
@@ -114,11 +133,13 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 			}
 			return host
 		},
-		Concurrency: c.Concurrency,
+		Slots:       slots,
+		Concurrency: concurrency,
 		QueueMax:    c.QueueMax,
 		Sink:        hub,
 		Logger:      log,
 	})
+	hub.SetSlots(concurrency) // the fallback estimate when the runner has none yet
 	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
 }
 

@@ -81,7 +81,7 @@ func TestFlagsAndEnv(t *testing.T) {
 	if err := m.ParseFlags(nil); err != nil {
 		t.Fatal(err)
 	}
-	sb := sandboxConfig{Concurrency: 1, QueueMax: 20, Backend: "auto"}
+	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto"}
 	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb}) {
 		t.Errorf("defaults %+v", m.Config)
 	}

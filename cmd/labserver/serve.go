@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Config struct {
 	DBPath     string // LAB_DB
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
 	Sandbox    sandboxConfig
+	Limits     limitsConfig
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -72,6 +74,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file")
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder (default: built-in)")
 	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
+	limitFlags(fset, &m.Config.Limits, m.envOr)
 	if err := fset.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -133,8 +136,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	clientAddr, limits, err := m.Config.Limits.webLimits()
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
-		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA})
+		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA,
+		ClientAddr: clientAddr, Limits: limits})
 	if err != nil {
 		return err
 	}
@@ -142,6 +150,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", m.Config.Addr, err)
 	}
+	// Connections per client address are capped where they are accepted;
+	// the trusted proxies carry everyone's connections and are exempt.
+	var exempt []netip.Prefix
+	if clientAddr.Header != "" {
+		exempt = clientAddr.Proxies
+		if len(exempt) == 0 {
+			exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+		}
+	}
+	ln = web.LimitListener(ln, srv.Limits().ConnsPerAddr, exempt)
 	m.ln = ln
 	m.HTTP = &http.Server{
 		Handler:           srv.Handler(),

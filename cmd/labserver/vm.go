@@ -229,8 +229,8 @@ func runGuestInit(args []string, stderr io.Writer) int {
 // rdmaBackend decides where RDMA experiments run and returns that backend
 // (started) with its closer. serve calls it with --backend and
 // --setup-softroce; the decision says why, for the log and /api/lab.
-func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog.Logger) (sandbox.Backend, func() error, choose.Decision, error) {
-	d, err := choose.Decide(ctx, choose.Options{Mode: mode, SetupSoftRoCE: setupSoftRoCE})
+func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbox.Backend, func() error, choose.Decision, error) {
+	d, err := choose.Decide(ctx, choose.Options{Mode: c.Backend, SetupSoftRoCE: c.SetupSoftRoCE})
 	if err != nil {
 		return nil, nil, d, err
 	}
@@ -243,9 +243,16 @@ func rdmaBackend(ctx context.Context, mode string, setupSoftRoCE bool, log *slog
 		}
 		return &rxedev.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		b := vm.New(vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log})
-		b.Start()
-		return b, b.Close, d, nil
+		cfg := vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log,
+			NoSnapshot: os.Getenv("LAB_VM_SNAPSHOT") == "off"}
+		guests := c.Guests
+		if guests <= 0 {
+			guests = vm.DefaultGuests(cfg.MemoryMiB)
+		}
+		log.Info("Soft-RoCE guests", "guests", guests)
+		p := vm.NewPool(cfg, guests)
+		p.Start()
+		return p, p.Close, d, nil
 	default:
 		reason := d.Reason
 		if d.Fix != "" {

@@ -23,8 +23,8 @@ func Memlock() *sandbox.Experiment {
 		ID:    "memlock",
 		Title: say("Why does registration fail with free memory?", "为什么内存充足，注册内存却失败？"),
 		Summary: say(
-			"Pins a buffer with mlock() in a process whose RLIMIT_MEMLOCK (ulimit -l) and CAP_IPC_LOCK you choose — the same check ibv_reg_mr hits — and shows the errno beside the machine's free memory, then the fix.",
-			"在一个子进程里用 mlock() 锁定（钉住）一块内存，RLIMIT_MEMLOCK（ulimit -l）和 CAP_IPC_LOCK 由你选择——ibv_reg_mr 碰到的正是同一道检查——把错误码和本机空闲内存并排显示，然后演示修复。"),
+			"Pins a buffer with mlock() in a process whose RLIMIT_MEMLOCK (ulimit -l) and CAP_IPC_LOCK you choose — mlock charges locked_vm, ibv_reg_mr charges pinned_vm, and both are checked against that limit — and shows the errno beside the machine's free memory, then the fix.",
+			"在一个子进程里用 mlock() 锁定（钉住）一块内存，RLIMIT_MEMLOCK（ulimit -l）和 CAP_IPC_LOCK 由你选择——mlock 记在 locked_vm 上，ibv_reg_mr 记在 pinned_vm 上，两者都要过这个上限——把错误码和本机空闲内存并排显示，然后演示修复。"),
 		Needs:   sandbox.NeedHost,
 		Sharing: sandbox.Shareable,
 		Params: []sandbox.Param{
@@ -251,8 +251,8 @@ func verdictMemlock(as []*attempt, avail int64) sandbox.Text {
 				fmt.Sprintf("虽然 RLIMIT_MEMLOCK 只有 %s，钉住 %s 仍然成功：CAP_IPC_LOCK 让进程可以突破上限锁定内存。这就是 RDMA 容器要授予 IPC_LOCK 的原因。", limitTextZh(r.SoftLimit), size))
 		}
 		return say(
-			fmt.Sprintf("Pinning %s worked: it fits under RLIMIT_MEMLOCK %s, so no capability was needed. Memory registration (ibv_reg_mr) passes the same check.", size, limitText(r.SoftLimit)),
-			fmt.Sprintf("钉住 %s 成功：它没有超过 RLIMIT_MEMLOCK %s，因此不需要任何能力。内存注册（ibv_reg_mr）过的是同一道检查。", size, limitTextZh(r.SoftLimit)))
+			fmt.Sprintf("Pinning %s worked: it fits under RLIMIT_MEMLOCK %s, so no capability was needed. Memory registration (ibv_reg_mr) is checked against the same limit (it counts pinned_vm, where mlock counts locked_vm).", size, limitText(r.SoftLimit)),
+			fmt.Sprintf("钉住 %s 成功：它没有超过 RLIMIT_MEMLOCK %s，因此不需要任何能力。内存注册（ibv_reg_mr）受的是同一个上限（它记在 pinned_vm 上，mlock 记在 locked_vm 上）。", size, limitTextZh(r.SoftLimit)))
 	}
 	var fixedEn, fixedZh string
 	for _, a := range as[1:] {
@@ -262,9 +262,9 @@ func verdictMemlock(as []*attempt, avail int64) sandbox.Text {
 		}
 	}
 	return say(
-		fmt.Sprintf("Pinning %s failed with %s “%s” while the machine had %s available: the process hit RLIMIT_MEMLOCK (%s) and had no CAP_IPC_LOCK. This is exactly how ibv_reg_mr fails in a container with plenty of free memory.%s",
+		fmt.Sprintf("Pinning %s failed with %s “%s” while the machine had %s available: the process hit RLIMIT_MEMLOCK (%s) and had no CAP_IPC_LOCK. ibv_reg_mr fails the same way in a container with plenty of free memory: the pages it pins count against the same limit (as pinned_vm rather than locked_vm).%s",
 			size, r.ErrnoName, r.Error, human(avail), limitText(r.SoftLimit), fixedEn),
-		fmt.Sprintf("钉住 %s 失败，错误为 %s “%s”，而本机可用内存有 %s：进程撞上了 RLIMIT_MEMLOCK（%s），又没有 CAP_IPC_LOCK。容器里内存明明充足、ibv_reg_mr 却失败，正是这样。%s",
+		fmt.Sprintf("钉住 %s 失败，错误为 %s “%s”，而本机可用内存有 %s：进程撞上了 RLIMIT_MEMLOCK（%s），又没有 CAP_IPC_LOCK。容器里内存明明充足、ibv_reg_mr 却失败，也是这个原因：它钉住的页受同一个上限约束（记在 pinned_vm 而不是 locked_vm 上）。%s",
 			size, r.ErrnoName, r.Error, human(avail), limitTextZh(r.SoftLimit), fixedZh))
 }
 

@@ -108,8 +108,8 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		t.AddRow(say(c.title["en"], c.title["zh"]), say(strings.Join(want, " or "), strings.Join(want, " 或 ")), sandbox.Same(wc.Status.String()), sandbox.Same(states[0].String()), sandbox.Same(states[1].String()))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
-	v := say("The NIC enforced every rule on its own: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target process was never asked. Here Soft-RoCE's kernel code enforces the rules; on a hardware RNIC the NIC does, with no CPU involved.",
-		"每条规则都由网卡自己执行：WRITE 需要正确的 rkey，必须落在注册的范围内，MR 需要远程写权限，QP 只能使用同一 PD 的 MR。每次违规都以完成错误结束（远程访问错误；PD 不符则是本地保护错误），并使 QP 进入 ERROR 状态——目标进程从未被询问。这里由 Soft-RoCE 的内核代码执行这些规则；在硬件网卡上由网卡执行，不用 CPU。")
+	v := say("The device enforced every rule on its own, without the applications: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target process was never asked. Here Soft-RoCE's kernel code enforces the rules; on a hardware RNIC the NIC does, with no CPU involved.",
+		"每条规则都由设备自己执行，不经过应用程序：WRITE 需要正确的 rkey，必须落在注册的范围内，MR 需要远程写权限，QP 只能使用同一 PD 的 MR。每次违规都以完成错误结束（远程访问错误；PD 不符则是本地保护错误），并使 QP 进入 ERROR 状态——目标进程从未被询问。这里由 Soft-RoCE 的内核代码执行这些规则；在硬件网卡上由网卡执行，不用 CPU。")
 	if !allOK {
 		v = say("At least one case did not end with the status the rule predicts; see the table.", "至少有一个情形的完成状态与规则预测的不同；见表格。")
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -34,9 +35,11 @@ type Backend struct {
 	kick    chan struct{} // ask the supervisor to boot again after a failure
 	boots   []time.Duration
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+	startOnce sync.Once
+	started   atomic.Bool
 }
 
 // New returns a backend that has not started yet.
@@ -52,13 +55,20 @@ func New(cfg Config) *Backend {
 
 // Start builds the image if needed and boots the guest in the background.
 func (b *Backend) Start() {
-	go b.supervise()
+	b.startOnce.Do(func() {
+		b.started.Store(true)
+		go b.supervise()
+	})
 }
 
-// Close stops the guest and the supervisor; a run in flight fails.
+// Close stops the guest and the supervisor; a run in flight fails. A
+// backend that never started has nothing to wait for.
 func (b *Backend) Close() error {
 	b.cancel()
-	<-b.done
+	b.startOnce.Do(func() {}) // no start after Close
+	if b.started.Load() {
+		<-b.done
+	}
 	return nil
 }
 
@@ -73,6 +83,13 @@ func (b *Backend) GuestPID() int {
 		return 0
 	}
 	return b.guest.PID()
+}
+
+// ready reports whether the guest is up (not booting, failed or dead).
+func (b *Backend) ready() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == sandbox.LabReady && b.guest != nil && b.guest.alive()
 }
 
 // BootTimes are the durations QEMU start → agent hello of the guests booted
@@ -244,6 +261,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
 		if err == nil {
 			saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelKVM, Reason: "KVM booted the guest"})
+			b.snapshot(g, qemu, im)
 			return g, nil
 		}
 		if b.ctx.Err() != nil {
@@ -256,8 +274,42 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		accel = AccelTCG
 		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
 	}
+	if !b.cfg.NoSnapshot {
+		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
+			b.setState(sandbox.LabBooting, "restoring the guest from its snapshot ("+strings.ToUpper(accel)+")", nil)
+			g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
+			if err == nil {
+				return g, nil
+			}
+			if b.ctx.Err() != nil {
+				return nil, err
+			}
+			b.cfg.Logger.Warn("restoring the guest failed; booting it", "err", firstLine(err.Error()))
+			b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel)+" (the snapshot did not restore)", nil)
+		}
+	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
-	return StartGuest(b.ctx, b.cfg, im, accel, false)
+	g, err := StartGuest(b.ctx, b.cfg, im, accel, false)
+	if err == nil {
+		b.snapshot(g, qemu, im)
+	}
+	return g, err
+}
+
+// snapshot saves a freshly booted guest's state, so the next guest (a
+// restart, another member of the pool, the next server start) is restored
+// in a fraction of the boot time. A failure only costs the next start a boot.
+func (b *Backend) snapshot(g *Guest, qemu string, im *vmimage.Image) {
+	if b.cfg.NoSnapshot {
+		return
+	}
+	key := snapshotKey(b.cfg, qemu, im, g.Accel)
+	if loadSnapshot(b.cfg.Dir, key) != nil {
+		return
+	}
+	if _, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, key); err != nil {
+		b.cfg.Logger.Warn("guest snapshot not saved; later guests boot", "err", err)
+	}
 }
 
 // watch returns why g is no longer usable: QEMU exited, the agent port

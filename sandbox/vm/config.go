@@ -24,6 +24,10 @@ type Config struct {
 	Logger      *slog.Logger  // nil discards
 	Progress    io.Writer     // image build progress lines; nil = quiet
 
+	// NoSnapshot: boot every guest instead of restoring the snapshot of the
+	// first one (LAB_VM_SNAPSHOT=off).
+	NoSnapshot bool
+
 	// KVMProbe is how long a first KVM boot (auto mode, no verdict
 	// remembered yet) may show no progress on the console before the
 	// backend gives KVM up and boots with TCG (2 s).

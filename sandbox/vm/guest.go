@@ -38,13 +38,22 @@ type Guest struct {
 	exited      chan struct{} // closed when QEMU has exited
 	waitErr     error
 
-	client *client
+	client   *client
+	qmpSock  string
+	Restored bool // started from a snapshot, not booted
 }
 
 // StartGuest boots a guest from im and returns once its agent said hello,
 // or with an error that includes the console's last lines. shell puts the
 // console on this process's stdio with a root shell (labserver vm shell).
 func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool) (*Guest, error) {
+	return startGuest(ctx, cfg, im, accel, shell, nil)
+}
+
+// startGuest boots a guest, or with snap restores one from a snapshot: the
+// restored guest is the snapshotted one, ready at once, so it answers a
+// ping instead of saying hello.
+func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool, snap *Snapshot) (*Guest, error) {
 	cfg = cfg.withDefaults()
 	qemu, err := vmimage.CheckQEMU(cfg.QEMU)
 	if err != nil {
@@ -64,7 +73,12 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 		exited:      make(chan struct{}),
 	}
 	sock := filepath.Join(runDir, "agent.sock")
-	g.cmd = exec.Command(qemu, qemuArgs(cfg, im, accel, sock, g.Console, shell)...)
+	args := qemuArgs(cfg, im, accel, sock, g.Console, shell)
+	if snap != nil {
+		args = append(args, "-incoming", "exec:cat "+shellQuote(snap.Path))
+	}
+	g.qmpSock = qmpPath(sock)
+	g.cmd = exec.Command(qemu, args...)
 	if shell {
 		g.cmd.Stdin, g.cmd.Stdout, g.cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	} else {
@@ -92,7 +106,11 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 		ctx = g.watchProgress(ctx, cfg.progressWithin)
 	}
 	conn, err := g.dial(ctx, sock)
-	if err == nil {
+	if err == nil && snap != nil {
+		g.client = newClient(conn, g.log, g.whyClosed)
+		g.client.stampTime = true
+		err = g.resume(ctx, snap)
+	} else if err == nil {
 		g.client = newClient(conn, g.log, g.whyClosed)
 		select {
 		case h := <-g.client.hello:
@@ -310,6 +328,10 @@ type client struct {
 	hello chan vmproto.Hello
 	done  chan struct{} // closed when the connection is finished
 
+	// stampTime: events get the host's time on arrival. A restored guest's
+	// clock starts where the snapshot's stopped, so its own times are old.
+	stampTime bool
+
 	wmu sync.Mutex
 
 	mu      sync.Mutex
@@ -409,6 +431,9 @@ func (c *client) deliver(m vmproto.GuestMsg) {
 	case m.End:
 		p.end <- vmproto.EndError(m)
 	case m.Event != nil && p.event != nil:
+		if c.stampTime {
+			m.Event.Time = time.Now()
+		}
 		p.event(*m.Event)
 	case m.Lab != nil && p.lab != nil:
 		p.lab(*m.Lab)

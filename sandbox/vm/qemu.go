@@ -151,9 +151,14 @@ func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell 
 		"-device", "virtio-serial-pci,id=vser",
 		"-chardev", "socket,id=agent,path="+sock+",server=on,wait=off",
 		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+vmproto.PortName,
+		// QMP, for snapshots (migration to a file) and restores.
+		"-qmp", "unix:"+qmpPath(sock)+",server=on,wait=off",
 	)
 	return a
 }
+
+// qmpPath is the QMP socket beside the agent socket.
+func qmpPath(agentSock string) string { return filepath.Join(filepath.Dir(agentSock), "qmp.sock") }
 
 // consoleTail is the end of the console log, for failure reasons.
 func consoleTail(path string, lines int) string {

@@ -95,24 +95,11 @@
     };
   }
 
-  var styled = false;
-  function style() {
-    if (styled) return;
-    styled = true;
-    var s = document.createElement("style");
-    s.textContent = ".chart-ref{font-size:.85rem;margin:.3rem 0 0;color:var(--text,inherit)}" +
-      ".chart-ref ul{margin:.2rem 0 0;padding-left:0;list-style:none}" +
-      ".chart-ref li{display:flex;gap:.4rem;align-items:baseline}" +
-      ".chart-ref .sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;flex:none;opacity:.6}";
-    document.head.appendChild(s);
-  }
-
   // caption writes the bands as text under the chart.
   function caption(box, bands, lang, t) {
     if (!box) return;
     var old = box.querySelector(".chart-ref");
     if (old) { box.appendChild(old); return; }
-    style();
     var p = document.createElement("div");
     p.className = "chart-ref";
     p.dataset.testid = "chart-ref";

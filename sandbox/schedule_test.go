@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestAdmit(t *testing.T) {
+	a, b := "guests", "host"
+	share := func(key any, slots int) schedItem { return schedItem{key: key, slots: slots} }
+	timing := func(key any) schedItem { return schedItem{key: key, slots: 2, timing: true} }
+	for _, c := range []struct {
+		name    string
+		running []schedItem
+		queue   []schedItem
+		limit   int
+		want    []int
+	}{
+		{"shareable fill the slots", nil, []schedItem{share(a, 2), share(a, 2), share(a, 2)}, 8, []int{0, 1}},
+		{"a full backend lets another backend's run pass", []schedItem{share(a, 1)}, []schedItem{share(a, 1), share(b, 4)}, 8, []int{1}},
+		{"the global limit", nil, []schedItem{share(a, 4), share(b, 4), share(b, 4)}, 2, []int{0, 1}},
+		{"timing waits for an empty machine, and nobody overtakes it", []schedItem{share(a, 2)},
+			[]schedItem{timing(a), share(b, 4)}, 8, nil},
+		{"timing starts alone on an empty machine", nil, []schedItem{timing(a), share(b, 4)}, 8, []int{0}},
+		{"nothing starts beside a timing run", []schedItem{timing(a)}, []schedItem{share(b, 4)}, 8, nil},
+		{"shareable ahead of a timing run still start", nil, []schedItem{share(a, 2), timing(a), share(a, 2)}, 8, []int{0}},
+	} {
+		if got := admit(c.running, c.queue, c.limit); !slices.Equal(got, c.want) {
+			t.Errorf("%s: admit = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	const s = time.Second
+	running := []schedItem{{key: "g", slots: 2, expect: 10 * s, left: 4 * s}}
+	queue := []schedItem{
+		{key: "g", slots: 2, expect: 10 * s},               // a free slot: now
+		{key: "g", slots: 2, expect: 20 * s, timing: true}, // after both shareable ones end: 10 s
+		{key: "g", slots: 2, expect: 10 * s},               // after the timing run: 30 s
+		{key: "g", slots: 2},                               // unknown length, starts beside the previous one: 30 s
+		{key: "g", slots: 2, expect: 10 * s},               // waits for a run of unknown length: not known
+	}
+	waits, ok := estimate(running, queue, 8)
+	want := []time.Duration{0, 10 * s, 30 * s, 30 * s}
+	for i, w := range want {
+		if !ok[i] || waits[i] != w {
+			t.Errorf("run %d: wait %s (known %v), want %s", i, waits[i], ok[i], w)
+		}
+	}
+	if ok[4] {
+		t.Errorf("run 4 waits for a run nobody knows the length of, yet its wait %s is called known", waits[4])
+	}
+}
+
+// schedRegistry adds a shareable and a timing variant of the gate.
+func schedRegistry() *Registry {
+	reg := testRegistry()
+	for _, v := range []struct {
+		id string
+		sh Sharing
+	}{{"gate-share", Shareable}, {"gate-timing", Timing}} {
+		reg.Register(&Experiment{
+			ID: v.id, Needs: NeedHost, Sharing: v.sh, Timeout: 30 * time.Second,
+			Params: []Param{{Name: "id", Kind: ParamInt, Min: 0, Max: 1000, Default: int64(0)}},
+			Run:    reg.Get("gate").Run,
+		})
+	}
+	return reg
+}
+
+func isRunning(evs []Event) bool {
+	for _, e := range evs {
+		if e.Type == EvStatus && e.Status == StatusRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunnerSharingClasses: shareable runs go side by side up to the
+// backend's slots; a timing run waits for the machine to empty, runs
+// alone, and a shareable run submitted after it does not overtake it.
+func TestRunnerSharingClasses(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 8, QueueMax: 10,
+		Slots: func(Backend) int { return 2 }})
+	submit := func(who, exp string) (string, func()) {
+		g, open := newGate()
+		info, err := r.Submit(who, exp, map[string]any{"id": g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.ID, open
+	}
+	s1, open1 := submit("ann", "gate-share")
+	s2, open2 := submit("bob", "gate-share")
+	rec.waitFor(s1, "running", isRunning)
+	rec.waitFor(s2, "running", isRunning)
+	tm, openT := submit("cat", "gate-timing")
+	s3, open3 := submit("dan", "gate-share")
+	if info, _ := r.Lookup(tm); info.Status != StatusQueued || info.Position != 1 {
+		t.Fatalf("timing run beside two shareable ones: %s at %d, want queued at 1", info.Status, info.Position)
+	}
+	open1()
+	rec.final(s1)
+	// A slot is free, but the timing run ahead holds dan's run back.
+	if info, _ := r.Lookup(s3); info.Status != StatusQueued {
+		t.Fatalf("shareable run behind a waiting timing run: %s, want queued", info.Status)
+	}
+	open2()
+	rec.final(s2)
+	rec.waitFor(tm, "running", isRunning)
+	if info, _ := r.Lookup(s3); info.Status != StatusQueued {
+		t.Fatalf("shareable run while a timing run runs: %s, want queued", info.Status)
+	}
+	openT()
+	rec.final(tm)
+	rec.waitFor(s3, "running", isRunning)
+	open3()
+	if f := rec.final(s3); f.Status != StatusDone {
+		t.Fatalf("last run: %s", f.Status)
+	}
+}
+
+// TestRunnerWaitEstimate: once runs of an experiment have finished, a
+// queued run's status carries an estimated wait played forward from them.
+func TestRunnerWaitEstimate(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10})
+	first, err := r.Submit("ann", "echo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.final(first.ID)
+	g, open := newGate()
+	busy, err := r.Submit("bob", "gate", map[string]any{"id": g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(busy.ID, "running", isRunning)
+	var ids []string
+	for i := range 2 {
+		info, err := r.Submit(fmt.Sprint("l", i), "echo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	var waits []float64
+	for _, id := range ids {
+		evs := rec.get(id)
+		if len(evs) == 0 || evs[0].Status != StatusQueued {
+			t.Fatalf("first event of a queued run: %+v", evs)
+		}
+		waits = append(waits, evs[0].Wait)
+	}
+	// gate has never finished: its length is taken as the average of the
+	// known ones (echo's), so both waits are known, and the second is longer.
+	if waits[0] <= 0 || waits[1] <= waits[0] {
+		t.Fatalf("estimated waits %v: want both known, the second longer", waits)
+	}
+	open()
+	for _, id := range ids {
+		rec.final(id)
+	}
+}

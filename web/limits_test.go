@@ -1,0 +1,190 @@
+package web
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// postAs posts a JSON body as a cookieless client at addr (through the
+// trusted proxy header) and returns the status and body.
+func postAs(t *testing.T, url, addr, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Real-IP", addr)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+var holdKeys atomic.Int64
+
+// countRows counts a table's rows through a connection of its own, as
+// another process would.
+func countRows(t *testing.T, path, table string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCookielessRunsCannotTakeTheQueue is issue 18.1: 25 cookieless
+// submissions from one address used to be 21 accepted runs (each a new
+// learner) and then 429 for everyone. Now one address holds at most
+// RunsPerAddr runs, and a learner elsewhere is still queued right behind.
+func TestCookielessRunsCannotTakeTheQueue(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{Concurrency: 1, QueueMax: 20})
+	key := 1_000_000 + holdKeys.Add(1)*1000
+	t.Cleanup(func() {
+		for k := key; k < key+30; k++ {
+			close(gate(k))
+		}
+	})
+	codes := map[int]int{}
+	for i := range 25 {
+		body := fmt.Sprintf(`{"experiment":"hold","params":{"key":%d,"before":0,"after":0}}`, key+int64(i))
+		code, b := postAs(t, env.HTTP.URL+"/api/runs", "198.51.100.7", body)
+		codes[code]++
+		if code == http.StatusTooManyRequests && !strings.Contains(string(b), "网络地址") {
+			t.Errorf("429 says %s", b)
+		}
+	}
+	max := env.Server.Limits().RunsPerAddr
+	if codes[http.StatusCreated] != max || codes[http.StatusTooManyRequests] != 25-max {
+		t.Fatalf("statuses %v, want %d×201 then 429", codes, max)
+	}
+	// A real learner at another address is accepted, behind only those.
+	body := fmt.Sprintf(`{"experiment":"hold","params":{"key":%d,"before":0,"after":0}}`, key+29)
+	code, b := postAs(t, env.HTTP.URL+"/api/runs", "203.0.113.9", body)
+	var out runCreated
+	json.Unmarshal(b, &out)
+	if code != http.StatusCreated || out.Position > max {
+		t.Fatalf("real learner: %d %s, want 201 within %d of the front", code, b, max)
+	}
+}
+
+// TestCookielessWritesAreBounded is issue 18.3: cookieless quiz attempts
+// created one learner row each, without limit. Now the first writes of new
+// learners are bounded per address, and so are all writes.
+func TestCookielessWritesAreBounded(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	url := env.HTTP.URL + "/api/quiz/one/q1/attempts"
+	accepted := 0
+	for range 300 {
+		code, _ := postAs(t, url, "198.51.100.7", `{"answer":"nope"}`)
+		if code != http.StatusTooManyRequests {
+			accepted++
+		}
+	}
+	learners := countRows(t, env.DB.Path, "learners")
+	burst := env.Server.Limits().NewLearnerBurst
+	if accepted > burst+1 || learners > burst+1 {
+		t.Fatalf("%d of 300 cookieless attempts got through, %d learners created; want at most %d", accepted, learners, burst+1)
+	}
+	// Another address is not affected.
+	if code, b := postAs(t, url, "203.0.113.9", `{"answer":"nope"}`); code == http.StatusTooManyRequests {
+		t.Fatalf("other address refused: %s", b)
+	}
+}
+
+// TestSlowBodiesAreCutOff is issue 18.2: a body trickled a byte at a time
+// held its connection forever, and one client could open thousands. Now
+// the body must arrive within BodyTimeout, connections per address are
+// capped, and /healthz keeps answering another address throughout.
+func TestSlowBodiesAreCutOff(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perAddr = 20
+	srv := httptest.NewUnstartedServer(env.Server.Handler())
+	srv.Listener = LimitListener(ln, perAddr, nil)
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	env.Server.cfg.Limits.BodyTimeout = 1500 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+
+	// perAddr+30 slow posters from 127.0.0.1.
+	slow := func() (net.Conn, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		_, err = fmt.Fprintf(c, "POST /me HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 65536\r\n\r\nn")
+		return c, err
+	}
+	var conns []net.Conn
+	for range perAddr + 30 {
+		c, err := slow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	// Those over the cap are closed at once: a read sees EOF.
+	closed := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		if ne, ok := err.(net.Error); err != nil && !(ok && ne.Timeout()) {
+			closed++
+		}
+	}
+	if closed < 30 {
+		t.Errorf("%d connections over the cap closed, want ≥ 30", closed)
+	}
+	// Another address is served meanwhile.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	res, err := hc.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz during the attack: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz during the attack: %d", res.StatusCode)
+	}
+	// The slow posters within the cap are answered 408 and closed once
+	// BodyTimeout has passed (well before a trickle of 65536 bytes ends).
+	timedOut := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err == nil && strings.Contains(line, " 408 ") {
+			timedOut++
+		}
+	}
+	if timedOut < perAddr-1 {
+		t.Errorf("%d slow posters answered 408, want ≈ %d", timedOut, perAddr)
+	}
+}

@@ -1,0 +1,66 @@
+package web
+
+import (
+	"net/http"
+)
+
+func init() {
+	addStrings("zh", map[string]string{
+		"limit.writes":       "来自你这个网络地址的请求太频繁了，这次没有保存：请 %d 秒后再试。",
+		"limit.new_learners": "来自你这个网络地址的新学员太多了，这次没有保存：请 %d 秒后再试。如果整个班级共用一个地址，请管理员查看 docs/operations.md 中的“限制”一节。",
+	})
+	addStrings("en", map[string]string{
+		"limit.writes":       "Too many requests from your network address; nothing was saved. Try again in %d s.",
+		"limit.new_learners": "Too many new learners from your network address; nothing was saved. Try again in %d s. If a whole class shares one address, the lab admin can raise the limit (docs/operations.md, \"Limits\").",
+	})
+}
+
+// guardWrites bounds what one client address can write: every
+// state-changing request counts against the address's write rate, and the
+// first write of a learner the database does not know yet (which creates
+// the learner's row) against its new-learner rate. A script that drops
+// its cookie is a new learner on every request, but not a new address.
+// It runs after withLearner and withLang.
+func (s *Server) guardWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		addr := addrKey(clientAddr(r))
+		if ok, wait := s.limits.write.allow(addr); !ok {
+			secs := retryAfter(w, wait)
+			s.log.Warn("write rate limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
+			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "limit.writes", secs)))
+			return
+		}
+		known, err := s.cfg.Store.LearnerKnown(r.Context(), learnerID(r))
+		if err != nil {
+			if e := s.storeUnavailable(w, r, err); e != nil {
+				s.refuseWrite(w, r, e)
+				return
+			}
+			s.internalError(w, r, err)
+			return
+		}
+		if !known {
+			if ok, wait := s.limits.newLearner.allow(addr); !ok {
+				secs := retryAfter(w, wait)
+				s.log.Warn("new learner limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
+				s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "limit.new_learners", secs)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseWrite answers a refused write in the route's own format: JSON on
+// the API, an error page with the reason elsewhere.
+func (s *Server) refuseWrite(w http.ResponseWriter, r *http.Request, e *Error) {
+	if isAPI(r) {
+		s.writeError(w, r, e)
+		return
+	}
+	s.refused(w, r, e)
+}
