@@ -97,6 +97,9 @@ func ServeAgent(ctx context.Context, reg *Registry, in io.Reader, out io.Writer)
 		ctx, cancel = context.WithTimeout(ctx, exp.Timeout)
 		defer cancel()
 	}
+	if exp.Interactive() {
+		ctx = WithCommands(ctx, agentCommands(ctx, exp, in, w))
+	}
 	return w.finish(runExperiment(ctx, exp, params, w))
 }
 

@@ -81,6 +81,16 @@ func (h *HostBackend) Exec(ctx context.Context, req Request, emit func(Event)) e
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), h.Env...)
 	cmd.Stdin = strings.NewReader(string(body))
+	// An interactive run's stdin stays open: commands follow the request.
+	inR, inW, err := agentStdinPipe(ctx)
+	if err != nil {
+		outW.Close()
+		errW.Close()
+		return fmt.Errorf("host backend: %w", err)
+	}
+	if inR != nil {
+		cmd.Stdin = inR
+	}
 	// *os.File outputs: the child writes straight into our pipes, and
 	// exec starts no copying goroutines that Wait would block on while a
 	// grandchild still holds the pipe.
@@ -93,6 +103,14 @@ func (h *HostBackend) Exec(ctx context.Context, req Request, emit func(Event)) e
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+		if err != nil {
+			inW.Close()
+		} else {
+			defer FeedCommands(ctx, inW, body)()
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("host backend: start agent %s: %w", argv[0], err)
 	}

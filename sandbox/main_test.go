@@ -116,6 +116,37 @@ func testRegistry() *Registry {
 		},
 	})
 	reg.Register(&Experiment{ID: "needs-rdma", Needs: NeedRDMA, Run: func(context.Context, Params, Emitter) error { return nil }})
+	// counter is interactive: "add" counts, "done" ends the run; when the
+	// command stream closes (idle) it says so and ends.
+	reg.Register(&Experiment{
+		ID: "counter", Needs: NeedHost, Timeout: time.Minute, Idle: 2 * time.Second,
+		Commands: []CommandSpec{{Name: "add"}, {Name: "done"}},
+		Run: func(ctx context.Context, p Params, emit Emitter) error {
+			cmds := CommandsFrom(ctx)
+			if cmds == nil {
+				return errors.New("no command stream")
+			}
+			emit.Emit(Event{Type: EvStep, Name: "start", Offers: []string{"add", "done"}})
+			n := 0
+			for {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case c, ok := <-cmds:
+					if !ok {
+						emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("stream closed at %d", n)})
+						return nil
+					}
+					if c.Cmd == "done" {
+						emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("done at %d", n)})
+						return nil
+					}
+					n++
+					emit.Emit(Event{Type: EvStep, Name: "add", Message: fmt.Sprintf("n=%d", n), Offers: []string{"add", "done"}})
+				}
+			}
+		},
+	})
 	return reg
 }
 

@@ -89,10 +89,15 @@ type run struct {
 	seq int64
 
 	cancel context.CancelFunc // set when it starts
-	stop   Status             // why it was stopped: cancelled or interrupted
+	stop   Status             // why it was stopped: cancelled, interrupted or timed-out (idle)
 	be     Backend            // where it runs, set when it starts
 	began  time.Time          // when it started
 	wait   time.Duration      // the wait last told to the learner (queued)
+	// interactive runs (runner_command.go), guarded by Runner.mu
+	cmds       chan Command
+	cmdsClosed bool
+	lastCmd    time.Time
+	stopMsg    string
 }
 
 // NewRunner returns a runner; call Close to stop it.
@@ -287,6 +292,9 @@ func (r *Runner) start(ru *run, be Backend) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	ru.cancel = cancel
+	if ru.exp.Interactive() {
+		ctx = r.startCommands(ctx, ru)
+	}
 	ru.info.Status = StatusRunning
 	ru.info.Position = 0
 	ru.be, ru.began = be, time.Now()
@@ -325,17 +333,23 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		}
 		r.emit(ru, ev)
 	})
+	r.mu.Lock()
+	stop, stopMsg := ru.stop, ru.stopMsg
+	r.mu.Unlock()
 	if err == nil {
+		if stop == StatusTimedOut { // an idle interactive run that cleaned up
+			return stop, stopMsg
+		}
 		return StatusDone, ""
 	}
-	r.mu.Lock()
-	stop := ru.stop
-	r.mu.Unlock()
 	switch {
 	case stop != "":
 		msg := "cancelled"
 		if stop == StatusInterrupted {
 			msg = "the lab server stopped while this run was going"
+		}
+		if stopMsg != "" {
+			msg = stopMsg
 		}
 		return stop, msg
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

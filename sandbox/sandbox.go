@@ -65,6 +65,14 @@ const (
 	EvTable  EventType = "table"
 	EvResult EventType = "result"
 	EvError  EventType = "error"
+	// EvCommand is a learner's command to an interactive run, emitted by
+	// the runner when it accepts one (Name = the command), so the replay
+	// shows what the learner asked before what the run answered.
+	EvCommand EventType = "command"
+	// EvStep is one step of an interactive run: the call made (Call, Code),
+	// what came back (Table, OK, ErrnoName), why (Detail) and which
+	// commands the run accepts next (Offers).
+	EvStep EventType = "step"
 	// EvCapture carries the packets a run captured (package
 	// sandbox/capture): a bounded .pcap kept with the run's events.
 	EvCapture EventType = "capture"
@@ -113,6 +121,11 @@ type Event struct {
 	Errno     int    `json:"errno,omitempty"`
 	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
 	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+
+	// step (interactive runs)
+	Code   string   `json:"code,omitempty"`   // the C code of the call, with the values used
+	Detail Text     `json:"detail,omitempty"` // what the result means, per language
+	Offers []string `json:"offers,omitempty"` // commands the run accepts next
 
 	// capture
 	Capture *Capture `json:"capture,omitempty"`
@@ -199,6 +212,13 @@ type Experiment struct {
 	Params  []Param       `json:"params"`
 	Presets []Preset      `json:"presets"`
 	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
+
+	// Commands makes the experiment interactive: while it runs, the learner
+	// may send these commands (and no others) to it; see command.go.
+	Commands []CommandSpec `json:"commands,omitempty"`
+	// Idle ends an interactive run that received no command for this long
+	// (DefaultIdle when 0); its status is then timed-out.
+	Idle time.Duration `json:"-"`
 
 	// Run performs the experiment inside `labserver agent`. It returns a
 	// non-nil error when the experiment could not do its job (the run fails);

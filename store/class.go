@@ -23,9 +23,24 @@ type LearnerSummary struct {
 	Runs        int
 }
 
-// ClassLearners lists every learner who has written anything, most recently
-// active first.
-func (db *DB) ClassLearners(ctx context.Context) ([]LearnerSummary, error) {
+// LearnerPage is one page of the class's learners, most recently active
+// first, with the counts over all of them.
+type LearnerPage struct {
+	Learners []LearnerSummary
+	Total    int // learners who have written anything
+	Active   int // of those, active since the activeSince given
+}
+
+// ClassLearners lists the learners who have written anything, most
+// recently active first: limit of them from offset (limit ≤ 0: all), and
+// how many there are and how many were active since activeSince (both 0
+// when offset is past the end). A class
+// dashboard shows one page: with 100k learners (a flood of anonymous
+// clients, say) the page stays small.
+func (db *DB) ClassLearners(ctx context.Context, limit, offset int, activeSince time.Time) (LearnerPage, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
 	rows, err := db.R.QueryContext(ctx, `
 		WITH p AS (SELECT learner, COUNT(*) AS opened, COUNT(completed_at) AS completed,
 		                  MAX(MAX(opened_at), COALESCE(MAX(completed_at), '')) AS last
@@ -34,34 +49,38 @@ func (db *DB) ClassLearners(ctx context.Context) ([]LearnerSummary, error) {
 		                  MAX(created_at) AS last
 		           FROM attempts GROUP BY learner),
 		     r AS (SELECT learner, COUNT(*) AS n, MAX(COALESCE(finished_at, started_at, created_at)) AS last
-		           FROM runs GROUP BY learner)
-		SELECT l.id, l.display_name, l.created,
-		       MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, '')) AS last,
-		       COALESCE(p.opened, 0), COALESCE(p.completed, 0), COALESCE(a.n, 0), COALESCE(a.ok, 0), COALESCE(r.n, 0)
-		FROM learners l
-		LEFT JOIN p ON p.learner = l.id
-		LEFT JOIN a ON a.learner = l.id
-		LEFT JOIN r ON r.learner = l.id
-		ORDER BY last DESC, l.id`)
+		           FROM runs GROUP BY learner),
+		     s AS (SELECT l.id, l.display_name, l.created,
+		                  MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, '')) AS last,
+		                  COALESCE(p.opened, 0) AS opened, COALESCE(p.completed, 0) AS completed,
+		                  COALESCE(a.n, 0) AS attempts, COALESCE(a.ok, 0) AS correct, COALESCE(r.n, 0) AS runs
+		           FROM learners l
+		           LEFT JOIN p ON p.learner = l.id
+		           LEFT JOIN a ON a.learner = l.id
+		           LEFT JOIN r ON r.learner = l.id)
+		SELECT id, display_name, created, last, opened, completed, attempts, correct, runs,
+		       COUNT(*) OVER (), SUM(last >= ?1) OVER ()
+		FROM s ORDER BY last DESC, id LIMIT ?2 OFFSET ?3`, formatTime(activeSince), limit, max(0, offset))
 	if err != nil {
-		return nil, fmt.Errorf("store: class learners: %w", err)
+		return LearnerPage{}, fmt.Errorf("store: class learners: %w", err)
 	}
 	defer rows.Close()
-	var out []LearnerSummary
+	var out LearnerPage
 	for rows.Next() {
 		var (
 			s             LearnerSummary
 			created, last string
 		)
-		if err := rows.Scan(&s.ID, &s.DisplayName, &created, &last, &s.Opened, &s.Completed, &s.Attempts, &s.Correct, &s.Runs); err != nil {
-			return nil, fmt.Errorf("store: class learners: %w", err)
+		if err := rows.Scan(&s.ID, &s.DisplayName, &created, &last, &s.Opened, &s.Completed, &s.Attempts, &s.Correct, &s.Runs,
+			&out.Total, &out.Active); err != nil {
+			return LearnerPage{}, fmt.Errorf("store: class learners: %w", err)
 		}
 		s.Created, _ = parseTime(created)
 		s.LastActive, _ = parseTime(last)
-		out = append(out, s)
+		out.Learners = append(out.Learners, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: class learners: %w", err)
+		return LearnerPage{}, fmt.Errorf("store: class learners: %w", err)
 	}
 	return out, nil
 }

@@ -44,10 +44,17 @@ func TestClassQueries(t *testing.T) {
 	run("r3", bob, "memlock", sandbox.StatusDone)
 	run("r4", bob, "tcp-cost", sandbox.StatusTimedOut)
 
-	ls, err := db.ClassLearners(ctx)
+	page, err := db.ClassLearners(ctx, 0, 0, time.Now().Add(-time.Hour))
 	must(err)
-	if len(ls) != 3 {
-		t.Fatalf("%d learners, want 3", len(ls))
+	ls := page.Learners
+	if len(ls) != 3 || page.Total != 3 || page.Active != 3 {
+		t.Fatalf("%d learners (total %d, active %d), want 3", len(ls), page.Total, page.Active)
+	}
+	// One page of two from the second: the counts are over everyone.
+	p2, err := db.ClassLearners(ctx, 2, 1, time.Now().Add(time.Hour))
+	must(err)
+	if len(p2.Learners) != 2 || p2.Total != 3 || p2.Active != 0 || p2.Learners[0].ID != ls[1].ID {
+		t.Errorf("page 2 of 2: %d learners, total %d, active %d", len(p2.Learners), p2.Total, p2.Active)
 	}
 	// bob ran last, so bob is most recently active.
 	if ls[0].ID != bob {

@@ -416,8 +416,10 @@ func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 		return &ValidationError{fmt.Sprintf("the name must have at most %d characters", MaxDisplayName)}
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
-			return &ValidationError{"the name must not contain control characters"}
+		// Direction controls (U+202E RIGHT-TO-LEFT OVERRIDE…) would let a
+		// name reorder what follows it on the dashboard and spoof another.
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return &ValidationError{"the name must not contain control or text-direction characters"}
 		}
 	}
 	if _, err := db.W.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)

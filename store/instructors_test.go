@@ -240,8 +240,10 @@ func TestDisplayName(t *testing.T) {
 
 // An unknown username must cost the same bcrypt work as a wrong password,
 // or response times would tell which usernames exist. Measured as a ratio of
-// medians in the same run (interleaved), not as a time limit: skipping the
-// dummy comparison makes unknown users ~20-100x faster and fails this test.
+// the fastest of each in the same run (interleaved), not as a time limit:
+// skipping the dummy comparison makes unknown users ~20-100x faster and
+// fails this test. The fastest, not the median: on a loaded machine noise
+// only ever adds time, and a median of a few samples caught it (ratio 3.1).
 func TestAuthenticateTimingSimilar(t *testing.T) {
 	old := PasswordCost
 	PasswordCost = 5
@@ -260,16 +262,12 @@ func TestAuthenticateTimingSimilar(t *testing.T) {
 	}
 	measure("nobody") // build the dummy hash outside the measurement
 	var unknown, wrong []time.Duration
-	for range 11 {
+	for range 21 {
 		unknown = append(unknown, measure("nobody"))
 		wrong = append(wrong, measure("ada"))
 	}
-	median := func(d []time.Duration) time.Duration {
-		slices.Sort(d)
-		return d[len(d)/2]
-	}
-	ratio := float64(median(unknown)) / float64(median(wrong))
-	t.Logf("median unknown user %v, wrong password %v, ratio %.2f", median(unknown), median(wrong), ratio)
+	ratio := float64(slices.Min(unknown)) / float64(slices.Min(wrong))
+	t.Logf("fastest unknown user %v, wrong password %v, ratio %.2f", slices.Min(unknown), slices.Min(wrong), ratio)
 	if ratio < 0.5 || ratio > 2 {
 		t.Fatalf("unknown user / wrong password time ratio %.2f, want within 0.5–2", ratio)
 	}

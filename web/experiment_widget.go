@@ -16,6 +16,9 @@ import (
 // directive as the experiment widget, its form preset with the directive's
 // values.
 func (s *Server) experimentSegment(lr *lessonRequest, seg lessons.Segment) templ.Component {
+	if exp := s.interactive(seg.ID); exp != nil { // stepthrough.go
+		return s.stepThroughSegment(lr.Lang, exp)
+	}
 	return views.Experiment(s.experimentWidget(lr.Lang, seg.ID, seg.Params))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -136,11 +137,18 @@ func loginHref(next, why string) string {
 // safeNext keeps redirects after login inside the instructor area, so the
 // login form cannot be used to bounce someone to another site.
 func safeNext(next string) string {
-	if next == "/instructor" || strings.HasPrefix(next, "/instructor/") || strings.HasPrefix(next, "/instructor?") {
-		if !strings.Contains(next, "//") && !strings.Contains(next, `\`) &&
-			!strings.HasPrefix(next, "/instructor/login") && !strings.HasPrefix(next, "/instructor/logout") {
-			return next
-		}
+	p, query, _ := strings.Cut(next, "?")
+	// Only a clean path inside the instructor area: "/instructor/../../evil"
+	// would leave it once the browser resolves the dots, so any path that
+	// cleaning changes is refused, as are "//host", backslashes, the
+	// login and logout pages themselves.
+	// Browsers treat "%2e%2e" as "..", so the path is judged unescaped.
+	u, err := url.PathUnescape(p)
+	clean := err == nil && (u == "/instructor" || strings.HasPrefix(u, "/instructor/") && path.Clean(u) == u)
+	if clean && !strings.Contains(next, "//") && !strings.ContainsAny(next, "\\\r\n") &&
+		!strings.HasPrefix(p, "/instructor/login") && !strings.HasPrefix(p, "/instructor/logout") &&
+		!strings.Contains(query, "#") {
+		return next
 	}
 	return "/instructor"
 }

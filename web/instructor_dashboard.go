@@ -16,6 +16,23 @@ import (
 // activeWindow: a learner with any activity this recent counts as active.
 const activeWindow = 15 * time.Minute
 
+// dashPageSize learners are listed per dashboard page.
+const dashPageSize = 50
+
+// dashPager links the pages of the learners table ("" links when there is
+// only one page).
+func dashPager(lang string, page, total int) views.Pager {
+	last := max(1, (total+dashPageSize-1)/dashPageSize)
+	p := views.Pager{Label: trf(lang, "instr.dash.page", (page-1)*dashPageSize+1, min(total, page*dashPageSize), total)}
+	if page > 1 {
+		p.Prev = "/instructor?page=" + strconv.Itoa(page-1) + "#learners"
+	}
+	if page < last {
+		p.Next = "/instructor?page=" + strconv.Itoa(page+1) + "#learners"
+	}
+	return p
+}
+
 // instructorDashboard is GET /instructor: who is active, progress per
 // lesson, per-question statistics (quiz.ComputeStats) and run outcomes.
 func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
@@ -26,9 +43,18 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 	in, _ := currentInstructor(r)
 	course := s.course()
 
-	learners, err := db.ClassLearners(ctx)
+	// The learners table is paged: a flood of anonymous learners must not
+	// make the dashboard huge (issue 18: 100k learners, 30 MB of HTML).
+	pageNo, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pageNo = max(1, pageNo)
+	now := time.Now()
+	page, err := db.ClassLearners(ctx, dashPageSize, (pageNo-1)*dashPageSize, now.Add(-activeWindow))
 	if err != nil {
 		s.internalError(w, r, err)
+		return
+	}
+	if len(page.Learners) == 0 && pageNo > 1 {
+		http.Redirect(w, r, "/instructor#learners", http.StatusSeeOther)
 		return
 	}
 	counts, err := db.ClassLessonCounts(ctx)
@@ -70,12 +96,10 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	now := time.Now()
-	for _, l := range learners {
+	v.Active, v.Total = page.Active, page.Total
+	v.Pager = dashPager(lang, pageNo, page.Total)
+	for _, l := range page.Learners {
 		active := now.Sub(l.LastActive) <= activeWindow
-		if active {
-			v.Active++
-		}
 		v.Learners = append(v.Learners, views.DashLearner{
 			Name: l.DisplayName, Short: shortID(l.ID), LastActive: ago(lang, now.Sub(l.LastActive), l.LastActive),
 			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs,
@@ -87,7 +111,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		p := l.Page(lang)
 		c := counts[l.Slug]
 		dl := views.DashLesson{Slug: l.Slug, Title: p.Title, Href: lessonHref(l.Slug),
-			Opened: c.Opened, Completed: c.Completed, Learners: len(learners)}
+			Opened: c.Opened, Completed: c.Completed, Learners: page.Total}
 		if l.Quiz != nil {
 			stats := quiz.ComputeStats(l.Quiz.Questions, attempts)
 			for i, q := range l.Quiz.Questions {

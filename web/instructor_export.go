@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/lessons"
 )
@@ -24,9 +26,17 @@ func csvTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// csvText defuses spreadsheet formulas in text a learner wrote.
+// csvText defuses spreadsheet formulas in text a learner wrote. Spreadsheets
+// skip leading spaces before a formula and some read the full-width signs
+// (＝＋－＠) as formula starts too, so the first character that is not a
+// space decides (and a cell that starts with a tab or line break is
+// guarded whatever follows).
 func csvText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	lead := strings.TrimLeftFunc(s, unicode.IsSpace)
+	if lead != s && strings.ContainsAny(s[:len(s)-len(lead)], "\t\r\n") {
+		return "'" + s
+	}
+	if r, _ := utf8.DecodeRuneInString(lead); lead != "" && strings.ContainsRune("=+-@|＝＋－＠", r) {
 		return "'" + s
 	}
 	return s

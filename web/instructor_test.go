@@ -749,6 +749,11 @@ func TestSafeNext(t *testing.T) {
 		"/instructorx":                 "/instructor",
 		"/instructor/login?next=/evil": "/instructor",
 		"/lessons/01-alpha":            "/instructor",
+		"/instructor/../../evil":       "/instructor",
+		"/instructor/./export":         "/instructor",
+		"/instructor/%2e%2e/evil":      "/instructor", // browsers resolve %2e%2e as ..
+		"/instructor/%2E%2e/%2e%2e/x":  "/instructor",
+		"/instructor/export/":          "/instructor",
 	} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)

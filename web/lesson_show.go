@@ -112,6 +112,7 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		Page:   page,
 	}
 	v.Use(lessonAssets(c, l, page, lang)...) // lesson_head.go
+	v.Use(s.interactiveAssets(page)...)      // stepthrough.go
 	for _, slug := range page.Prerequisites {
 		v.Prereqs = append(v.Prereqs, lessonLink(c, slug, lang))
 	}

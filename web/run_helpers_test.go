@@ -44,6 +44,7 @@ func runTestRegistry() *sandbox.Registry {
 	reg.Register(hostexp.TCPCost())
 	reg.Register(hostexp.Memlock()) // shown in widgets; never run here (its helper re-executes the binary)
 	reg.Register(captureReplay())   // run_capture_test.go: a stored capture as a run's event
+	reg.Register(fakeSteps())       // the step-through, scripted (stepthrough_test.go)
 	// ticks emits n points of a series a few ms apart, a table and a verdict.
 	reg.Register(&sandbox.Experiment{
 		ID: "ticks", Title: sandbox.Text{"en": "Ticks", "zh": "滴答"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
@@ -116,11 +117,15 @@ func (b pipeBackend) Exec(ctx context.Context, req sandbox.Request, emit func(sa
 	go func() {
 		outW.CloseWithError(sandbox.ServeAgent(ctx, b.reg, inR, outW))
 	}()
-	go func() {
-		b, _ := json.Marshal(req)
-		inW.Write(append(b, '\n'))
-		inW.Close()
-	}()
+	body, _ := json.Marshal(req)
+	if sandbox.CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
+		defer sandbox.FeedCommands(ctx, inW, append(body, '\n'))()
+	} else {
+		go func() {
+			inW.Write(append(body, '\n'))
+			inW.Close()
+		}()
+	}
 	err := sandbox.NewAgentReader(outR, 0).ReadRun(emit)
 	outR.Close()
 	if ctx.Err() != nil {

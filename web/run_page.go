@@ -53,6 +53,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		LessonHref:  s.lessonOf(run.Experiment, lang),
 	}
 	v.Use(views.ExperimentAssets)
+	if len(rv.Steps) > 0 {
+		v.Use(views.Assets{Styles: views.StepThroughAssets.Styles}) // the step list's look, no widget script
+	}
 	s.render(w, r, http.StatusOK, views.RunPageView(v))
 }
 
@@ -155,6 +158,7 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			rv.Errors = append(rv.Errors, item)
 		}
 	}
+	rv.Steps = stepItems(events, lang) // stepthrough.go: interactive runs
 	for _, k := range order {
 		a := metrics[k]
 		a.Last, a.Min, a.Max = num(a.last), num(a.min), num(a.max)

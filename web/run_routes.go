@@ -14,6 +14,7 @@ func (s *Server) runRoutes(r chi.Router) {
 	r.Post("/api/runs/{id}/cancel", s.runCancel)
 	r.Get("/api/runs/{id}/capture", s.runCapture)          // run_capture.go
 	r.Get("/api/runs/{id}/capture.pcap", s.runCapturePcap) // run_capture.go
+	r.Post("/api/runs/{id}/commands", s.runCommand)        // run_command.go: interactive runs
 	r.Get("/runs", s.runList)
 	r.With(limit).Post("/runs", s.runCreateForm)
 	r.Get("/runs/{id}", s.runPage)

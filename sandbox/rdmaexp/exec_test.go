@@ -22,6 +22,8 @@ import (
 // fails the test when the run fails.
 type executor interface {
 	run(t testing.TB, id string, raw map[string]any) *recorder
+	// interact starts an interactive run fed by cmds; done yields its error.
+	interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error)
 	name() string
 }
 
@@ -45,6 +47,31 @@ func (localExec) run(t testing.TB, id string, raw map[string]any) *recorder {
 		t.Fatalf("%s: %v", id, err)
 	}
 	return rec
+}
+
+func (localExec) interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
+	e := registry().Get(id)
+	rec := &recorder{}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
+		defer cancel()
+		done <- e.Run(sandbox.WithCommands(ctx, cmds), e.Defaults(), rec)
+	}()
+	return rec, done
+}
+
+func (g guestExec) interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
+	e := registry().Get(id)
+	rec := &recorder{}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
+		defer cancel()
+		req := sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: e.Defaults()}
+		done <- g.b.Exec(sandbox.WithCommands(ctx, cmds), req, rec.Emit)
+	}()
+	return rec, done
 }
 
 // guestExec runs experiments in the lab's Soft-RoCE guest through the vm

@@ -335,10 +335,12 @@ func startSampler(ctx context.Context, emit sandbox.Emitter, pid, tid int, top t
 				if c, err := readProcCPU(pid); err == nil {
 					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_cpu_ms", X: x, Y: float64((c.Ticks() - base.recv.Ticks()) * 1000 / clkTck), Unit: "ms",
 						Messages: say("receiver's CPU time", "接收方进程的 CPU 时间")})
-					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_voluntary_cs", X: x, Y: float64(c.VoluntaryCS - base.recv.VoluntaryCS), Unit: "switches",
-						Messages: say("receiver's context switches (woken up)", "接收方的上下文切换（被唤醒）")})
 				}
 				if th, err := readThreadSched(pid, tid); err == nil {
+					// The receiving thread's switches: /proc/pid/status only
+					// counts the main thread, which is not the one that waits.
+					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_voluntary_cs", X: x, Y: float64(th.VoluntaryCS - base.thread.VoluntaryCS), Unit: "switches",
+						Messages: say("receiving thread's context switches (woken up)", "接收线程的上下文切换（被唤醒）")})
 					// ms like the process's tick-based CPU time beside it, but
 					// exact: a single microsecond of running shows.
 					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_thread_run_ms", X: x, Y: float64(th.RunNs-base.thread.RunNs) / 1e6, Unit: "ms",
@@ -370,7 +372,6 @@ type wsOutcome struct {
 
 func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 	dTicks := o.end.recv.Ticks() - o.base.recv.Ticks()
-	dVol := o.end.recv.VoluntaryCS - o.base.recv.VoluntaryCS
 	thRun := o.end.thread.RunNs - o.base.thread.RunNs
 	thVol := o.end.thread.VoluntaryCS - o.base.thread.VoluntaryCS
 	dPkts := o.end.srvCnt["rcvd_pkts"] - o.base.srvCnt["rcvd_pkts"]
@@ -403,7 +404,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 	figs := map[string]float64{
 		"messages": float64(o.n), "sent": float64(o.sent), "size": float64(o.size), "seconds": secs,
 		"receiver_cpu_ticks": float64(dTicks), "receiver_cpu_ms": float64(dTicks * 1000 / clkTck),
-		"receiver_voluntary_cs": float64(dVol), "rcvd_pkts": float64(dPkts),
+		"receiver_voluntary_cs": float64(o.end.thread.VoluntaryCS - o.base.thread.VoluntaryCS), "rcvd_pkts": float64(dPkts),
 		"machine_kernel_ms":      float64(dKernel * 1000 / clkTck),
 		"receiver_thread_run_ns": float64(thRun), "receiver_thread_voluntary_cs": float64(thVol),
 	}

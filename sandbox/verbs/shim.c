@@ -34,6 +34,8 @@ static struct {
 	int (*destroy_qp)(struct ibv_qp *);
 	int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *);
+	int (*destroy_ah)(struct ibv_ah *);
 } F;
 
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -75,6 +77,8 @@ int rl_load(char *msg, int msglen) {
 			SYM(destroy_qp, "ibv_destroy_qp");
 			SYM(modify_qp, "ibv_modify_qp");
 			SYM(query_qp, "ibv_query_qp");
+			SYM(create_ah, "ibv_create_ah");
+			SYM(destroy_ah, "ibv_destroy_ah");
 			loaded = 1;
 			goto done;
 fail:
@@ -240,3 +244,28 @@ int rl_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr, uint32_t len,
 	return errno_of(ibv_post_recv(qp, &wr, &bad));
 }
 
+
+struct ibv_ah *rl_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr, int *err) {
+	errno = 0;
+	struct ibv_ah *ah = F.create_ah(pd, attr);
+	*err = ah ? 0 : (errno ? errno : EINVAL);
+	return ah;
+}
+
+int rl_destroy_ah(struct ibv_ah *ah) { errno = 0; return errno_of(F.destroy_ah(ah)); }
+
+int rl_post_send_ud(struct ibv_qp *qp, uint64_t wr_id, int flags,
+                    uint64_t addr, uint32_t len, uint32_t lkey,
+                    struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {0}, *bad = NULL;
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = (unsigned int)flags;
+	if (len > 0) { wr.sg_list = &sge; wr.num_sge = 1; }
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = remote_qpn;
+	wr.wr.ud.remote_qkey = remote_qkey;
+	errno = 0;
+	return errno_of(ibv_post_send(qp, &wr, &bad));
+}

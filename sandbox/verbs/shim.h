@@ -51,4 +51,11 @@ int rl_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags,
                  uint64_t remote_addr, uint32_t rkey, uint32_t imm);
 int rl_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey);
 
+/* UD: an address handle names the destination of each datagram. */
+struct ibv_ah *rl_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr, int *err);
+int rl_destroy_ah(struct ibv_ah *ah);
+int rl_post_send_ud(struct ibv_qp *qp, uint64_t wr_id, int flags,
+                    uint64_t addr, uint32_t len, uint32_t lkey,
+                    struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey);
+
 #endif

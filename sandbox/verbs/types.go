@@ -206,6 +206,8 @@ type WC struct {
 	Imm       uint32 // host order; valid when HasImm
 	HasImm    bool
 	QPNum     uint32
+	SrcQP     uint32 // UD receive: the sender's QP number
+	GRH       bool   // UD receive: the first 40 bytes of the buffer hold a GRH
 }
 
 // Err is nil for a successful completion, a *WCError otherwise.
@@ -235,10 +237,38 @@ type DeviceAttr struct {
 	MaxMRSize                                   uint64
 }
 
+// QPType is enum ibv_qp_type: the transport service of a QP.
+type QPType int
+
+// QP types, values as in <infiniband/verbs.h>.
+const (
+	QPTypeRC QPType = 2 // reliable connected: one peer, acknowledged, any size
+	QPTypeUC QPType = 3 // unreliable connected: one peer, no ACKs, no READ
+	QPTypeUD QPType = 4 // unreliable datagram: any peer per message, ≤ one MTU
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC, 0:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	}
+	return fmt.Sprintf("QPType(%d)", int(t))
+}
+
+// GRHBytes is the Global Routing Header a UD receive buffer must leave room
+// for: the first 40 bytes of every UD receive hold it (on RoCE v2 over IPv4,
+// bytes 20–39 hold the packet's IPv4 header).
+const GRHBytes = 40
+
 // QPCaps sizes a new QP.
 type QPCaps struct {
 	MaxSendWR, MaxRecvWR int
 	MaxInline            int
+	Type                 QPType // 0 = RC
 }
 
 // QPAttr carries the attributes of the RC state transitions. Modify picks the
@@ -248,6 +278,7 @@ type QPAttr struct {
 	Port        int    // physical port, 1-based
 	PKeyIndex   int    // partition key index, 0 on RoCE
 	AccessFlags Access // what the remote side may do through this QP
+	QKey        uint32 // UD only: datagrams must carry this key to be accepted
 
 	// RTR: where the peer is, and what we accept from it
 	PathMTU         MTU

@@ -324,6 +324,7 @@ func (cq *CQ) Poll(out []WC) (int, error) {
 		out[i] = WC{
 			WRID: uint64(w.wr_id), Status: WCStatus(w.status), Opcode: WCOpcode(w.opcode),
 			VendorErr: uint32(w.vendor_err), ByteLen: uint32(w.byte_len), QPNum: uint32(w.qp_num),
+			SrcQP: uint32(w.src_qp), GRH: w.wc_flags&C.IBV_WC_GRH != 0,
 		}
 		if w.wc_flags&C.IBV_WC_WITH_IMM != 0 {
 			out[i].HasImm = true
@@ -365,6 +366,9 @@ func (pd *PD) NewQP(send, recv *CQ, caps QPCaps) (*QP, error) {
 	a.send_cq = send.cq
 	a.recv_cq = recv.cq
 	a.qp_type = C.IBV_QPT_RC
+	if caps.Type != 0 {
+		a.qp_type = C.enum_ibv_qp_type(caps.Type)
+	}
 	a.cap.max_send_wr = C.uint32_t(caps.MaxSendWR)
 	a.cap.max_recv_wr = C.uint32_t(caps.MaxRecvWR)
 	a.cap.max_send_sge = 1
@@ -373,7 +377,7 @@ func (pd *PD) NewQP(send, recv *CQ, caps QPCaps) (*QP, error) {
 	var e C.int
 	qp := C.rl_create_qp(pd.p, &a, &e)
 	if qp == nil {
-		return nil, callErr("ibv_create_qp", int(e), fmt.Sprintf("RC, %d send / %d recv WRs", caps.MaxSendWR, caps.MaxRecvWR))
+		return nil, callErr("ibv_create_qp", int(e), fmt.Sprintf("%s, %d send / %d recv WRs", caps.Type, caps.MaxSendWR, caps.MaxRecvWR))
 	}
 	caps.MaxInline = int(a.cap.max_inline_data) // what the device granted
 	return &QP{qp: qp, pd: pd, caps: caps}, nil
@@ -385,12 +389,25 @@ func (qp *QP) Num() uint32 { return uint32(qp.qp.qp_num) }
 // Caps is what the device granted at creation (MaxInline may differ).
 func (qp *QP) Caps() QPCaps { return qp.caps }
 
+// Type is the QP's transport service.
+func (qp *QP) Type() QPType {
+	if qp.caps.Type == 0 {
+		return QPTypeRC
+	}
+	return qp.caps.Type
+}
+
 // Modify moves the QP to state to, passing the attributes that transition
-// requires (RESET→INIT, INIT→RTR, RTR→RTS; RESET and ERROR need none).
+// requires for the QP's type (RESET→INIT, INIT→RTR, RTR→RTS; RESET and
+// ERROR need none). UD needs only the Q_Key at INIT and the SQ PSN at RTS:
+// it has no peer, so nothing describes one.
 func (qp *QP) Modify(to QPState, a QPAttr) error {
 	var attr C.struct_ibv_qp_attr
 	attr.qp_state = C.enum_ibv_qp_state(to)
 	mask := C.IBV_QP_STATE
+	if t := qp.Type(); t == QPTypeUD || t == QPTypeUC {
+		return qp.modifyUnreliable(t, to, a)
+	}
 	switch to {
 	case StateInit:
 		attr.pkey_index = C.uint16_t(a.PKeyIndex)
@@ -422,6 +439,87 @@ func (qp *QP) Modify(to QPState, a QPAttr) error {
 	}
 	e := C.rl_modify_qp(qp.qp, &attr, C.int(mask))
 	return callErr("ibv_modify_qp", int(e), "to "+to.String())
+}
+
+func (qp *QP) modifyUnreliable(t QPType, to QPState, a QPAttr) error {
+	var attr C.struct_ibv_qp_attr
+	attr.qp_state = C.enum_ibv_qp_state(to)
+	mask := C.IBV_QP_STATE
+	switch {
+	case to == StateInit:
+		attr.pkey_index = C.uint16_t(a.PKeyIndex)
+		attr.port_num = C.uint8_t(a.Port)
+		mask |= C.IBV_QP_PKEY_INDEX | C.IBV_QP_PORT
+		if t == QPTypeUD {
+			attr.qkey = C.uint32_t(a.QKey)
+			mask |= C.IBV_QP_QKEY
+		} else {
+			attr.qp_access_flags = C.uint(a.AccessFlags)
+			mask |= C.IBV_QP_ACCESS_FLAGS
+		}
+	case to == StateRTR && t == QPTypeUC:
+		attr.path_mtu = C.enum_ibv_mtu(a.PathMTU)
+		attr.dest_qp_num = C.uint32_t(a.DestQPN)
+		attr.rq_psn = C.uint32_t(a.RQPSN)
+		attr.ah_attr.is_global = 1
+		attr.ah_attr.port_num = C.uint8_t(a.Port)
+		attr.ah_attr.grh.sgid_index = C.uint8_t(a.SGIDIndex)
+		attr.ah_attr.grh.hop_limit = C.uint8_t(a.HopLimit)
+		dgid := unsafe.Slice((*byte)(unsafe.Pointer(&attr.ah_attr.grh.dgid)), 16)
+		copy(dgid, a.DGID[:])
+		mask |= C.IBV_QP_AV | C.IBV_QP_PATH_MTU | C.IBV_QP_DEST_QPN | C.IBV_QP_RQ_PSN
+	case to == StateRTS:
+		attr.sq_psn = C.uint32_t(a.SQPSN)
+		mask |= C.IBV_QP_SQ_PSN
+	}
+	e := C.rl_modify_qp(qp.qp, &attr, C.int(mask))
+	return callErr("ibv_modify_qp", int(e), t.String()+" to "+to.String())
+}
+
+// AH is an address handle: where a UD datagram goes (the peer's GID, our
+// port and source GID index). One per destination, reused for every send.
+type AH struct {
+	ah *C.struct_ibv_ah
+}
+
+// NewAH creates an address handle towards dgid, leaving by port with the
+// source GID at sgidIndex.
+func (pd *PD) NewAH(port, sgidIndex int, dgid GID, hopLimit int) (*AH, error) {
+	var a C.struct_ibv_ah_attr
+	a.is_global = 1
+	a.port_num = C.uint8_t(port)
+	a.grh.sgid_index = C.uint8_t(sgidIndex)
+	a.grh.hop_limit = C.uint8_t(hopLimit)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&a.grh.dgid)), 16), dgid[:])
+	var e C.int
+	ah := C.rl_create_ah(pd.p, &a, &e)
+	if ah == nil {
+		return nil, callErr("ibv_create_ah", int(e), "to "+dgid.String())
+	}
+	return &AH{ah: ah}, nil
+}
+
+// Close destroys the address handle.
+func (ah *AH) Close() error {
+	if ah == nil || ah.ah == nil {
+		return nil
+	}
+	e := C.rl_destroy_ah(ah.ah)
+	ah.ah = nil
+	return callErr("ibv_destroy_ah", int(e), "")
+}
+
+// PostSendUD posts one UD SEND of wr's buffer to QP remoteQPN (with Q_Key
+// qkey) at the address ah names. wr.Op is ignored: UD only sends.
+func (qp *QP) PostSendUD(wr SendWR, ah *AH, remoteQPN, qkey uint32) error {
+	var addr C.uint64_t
+	var lkey C.uint32_t
+	if wr.MR != nil && wr.Length > 0 {
+		addr = C.uint64_t(wr.MR.addr + uint64(wr.Offset))
+		lkey = C.uint32_t(wr.MR.lkey)
+	}
+	e := C.rl_post_send_ud(qp.qp, C.uint64_t(wr.ID), C.int(wr.Flags), addr, C.uint32_t(wr.Length), lkey, ah.ah, C.uint32_t(remoteQPN), C.uint32_t(qkey))
+	return callErr("ibv_post_send", int(e), "UD SEND")
 }
 
 // State asks the device for the QP's current state.

@@ -124,3 +124,18 @@ func (qp *QP) PostRecv(id uint64, mr *MR, offset, length int) error { return Err
 
 // Close does nothing.
 func (qp *QP) Close() error { return nil }
+
+// Type is RC.
+func (qp *QP) Type() QPType { return QPTypeRC }
+
+// AH is an address handle (unavailable in this build).
+type AH struct{}
+
+// NewAH returns ErrNoVerbs.
+func (pd *PD) NewAH(port, sgidIndex int, dgid GID, hopLimit int) (*AH, error) { return nil, ErrNoVerbs }
+
+// Close does nothing.
+func (ah *AH) Close() error { return nil }
+
+// PostSendUD returns ErrNoVerbs.
+func (qp *QP) PostSendUD(wr SendWR, ah *AH, remoteQPN, qkey uint32) error { return ErrNoVerbs }

@@ -304,7 +304,7 @@ func (g *Guest) Fail(reason error) {
 
 // Run performs one run in the guest.
 func (g *Guest) Run(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &req}, emit, nil)
+	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &req, Commands: sandbox.CommandsFrom(ctx) != nil}, emit, nil)
 }
 
 // Lab asks the agent for the guest's devices now.
@@ -461,6 +461,10 @@ func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox
 		c.forget(m.ID)
 		return err
 	}
+	if m.Op == vmproto.OpRun && m.Commands {
+		stop := c.forwardCommands(ctx, m.ID)
+		defer stop()
+	}
 	select {
 	case err := <-p.end:
 		return err
@@ -480,6 +484,38 @@ func (c *client) forget(id uint64) {
 		c.running = 0
 	}
 	c.mu.Unlock()
+}
+
+// forwardCommands sends each command of ctx's stream to the guest for run
+// id, and an empty command when the stream closes. stop ends it.
+func (c *client) forwardCommands(ctx context.Context, id uint64) (stop func()) {
+	cmds := sandbox.CommandsFrom(ctx)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case cmd, ok := <-cmds:
+				c.mu.Lock()
+				c.nextID++
+				cid := c.nextID
+				c.mu.Unlock()
+				m := vmproto.HostMsg{ID: cid, Op: vmproto.OpCommand, Target: id}
+				if ok {
+					m.Cmd = &cmd
+				}
+				if err := c.send(m); err != nil || !ok {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // cancelInGuest asks the guest to stop run id (it kills the run's process

@@ -45,6 +45,7 @@ type guestConn struct {
 	mu      sync.Mutex
 	running uint64 // id of the run in flight, 0 = none
 	cancel  context.CancelFunc
+	cmds    chan sandbox.Command // the interactive run's commands; nil when it takes none
 	wg      sync.WaitGroup
 }
 
@@ -113,6 +114,21 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		}
 		c.mu.Unlock()
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+	case vmproto.OpCommand:
+		c.mu.Lock()
+		if c.running == m.Target && c.cmds != nil {
+			if m.Cmd == nil {
+				close(c.cmds)
+				c.cmds = nil
+			} else {
+				select {
+				case c.cmds <- *m.Cmd:
+				default: // the host's runner bounds the queue; more is a broken host
+				}
+			}
+		}
+		c.mu.Unlock()
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
 	case vmproto.OpRun:
 		if m.Req == nil {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "run without a request"})
@@ -126,7 +142,11 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 			return
 		}
 		rctx, cancel := context.WithCancel(ctx)
-		c.running, c.cancel = m.ID, cancel
+		c.running, c.cancel, c.cmds = m.ID, cancel, nil
+		if m.Commands {
+			c.cmds = make(chan sandbox.Command, 16)
+			rctx = sandbox.WithCommands(rctx, c.cmds)
+		}
 		c.mu.Unlock()
 		c.wg.Add(1)
 		go func() {
@@ -146,7 +166,7 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 				}
 			}
 			c.mu.Lock()
-			c.running, c.cancel = 0, nil
+			c.running, c.cancel, c.cmds = 0, nil, nil
 			c.mu.Unlock()
 			_ = c.send(end)
 		}()

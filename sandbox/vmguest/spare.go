@@ -126,8 +126,13 @@ func (r *SpareRunner) Run(ctx context.Context, req sandbox.Request, emit func(sa
 		c.kill()
 		return fmt.Errorf("encode request: %w", err)
 	}
-	_, err = c.stdin.Write(append(body, '\n'))
-	c.stdin.Close()
+	if sandbox.CommandsFrom(ctx) != nil {
+		// An interactive run: its commands follow the request on stdin.
+		defer sandbox.FeedCommands(ctx, c.stdin, append(body, '\n'))()
+	} else {
+		_, err = c.stdin.Write(append(body, '\n'))
+		c.stdin.Close()
+	}
 	if err != nil {
 		c.kill()
 		<-c.exited

@@ -41,6 +41,7 @@ var guestPrograms = []string{
 	"qperf",
 	"strace", // the syscalls experiment counts system calls per message with it
 	"tc",     // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
+	"rping",  // lesson 03: rdma_cm connects (rdmacm-utils)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -482,8 +483,17 @@ func (p *plan) addProvider(ctx context.Context) error {
 			return err
 		}
 	}
+	// glibc dlopen()s libgcc_s to unwind a thread in pthread_exit (rping's
+	// threads end that way) and aborts without it; ldd never lists it.
+	if _, err := os.Stat(libgccPath); err == nil {
+		if err := p.addBinary(ctx, libgccPath, guestLibPath(libgccPath)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+const libgccPath = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 
 // planModules resolves the modules and their dependencies with the host's
 // modprobe against the guest kernel's module tree.
@@ -628,6 +638,12 @@ func (p *plan) hashInputs() error {
 	ins := slices.Clone(p.inputs)
 	slices.Sort(ins)
 	for _, f := range slices.Compact(ins) {
+		if f == p.agent {
+			// Its content is hashed below: `go build -o` rewrites the same
+			// bytes with a new mtime, which must not remake the image (and
+			// throw away the guest snapshot made from it).
+			continue
+		}
 		fi, err := os.Stat(f)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {

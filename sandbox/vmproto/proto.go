@@ -35,6 +35,10 @@ const (
 	OpLab    = "lab"
 	OpPing   = "ping"
 	OpCancel = "cancel"
+	// OpCommand carries a learner's command to the interactive run Target;
+	// without Cmd it says no more commands will come (the guest closes the
+	// run's command stream, the agent's stdin reaches EOF).
+	OpCommand = "command"
 )
 
 // End kinds: why a request ended without success.
@@ -51,7 +55,10 @@ type HostMsg struct {
 	ID     uint64           `json:"id"`
 	Op     string           `json:"op"`
 	Req    *sandbox.Request `json:"req,omitempty"`
-	Target uint64           `json:"target,omitempty"` // cancel: the run to stop
+	Target uint64           `json:"target,omitempty"` // cancel, command: the run meant
+	// run: the run is interactive, commands will follow (op command)
+	Commands bool             `json:"commands,omitempty"`
+	Cmd      *sandbox.Command `json:"cmd,omitempty"` // command
 }
 
 // GuestMsg is a line from the guest to the host.

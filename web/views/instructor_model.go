@@ -46,12 +46,21 @@ type Dashboard struct {
 	LogoutAction string
 	CourseErrors []string // file:line: message of the last failed reload
 	Warnings     int
-	ActiveWindow string // e.g. "15 min"
-	Active       int
-	Learners     []DashLearner
+	ActiveWindow string        // e.g. "15 min"
+	Active       int           // active learners, over all pages
+	Total        int           // learners, over all pages
+	Learners     []DashLearner // this page
+	Pager        Pager
 	Lessons      []DashLesson
 	Experiments  []DashExperiment
 	Exports      []Link
+}
+
+// Pager links the previous and next page of a paged table ("" when there
+// is none) and says which rows are shown.
+type Pager struct {
+	Label      string // e.g. "learners 51–100 of 100,000"
+	Prev, Next string
 }
 
 // DashLearner is one row of the learners table.

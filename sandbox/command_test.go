@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestDecodeCommandIsStrict(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string // "" = error
+	}{
+		{`{"cmd":"next"}`, "next"},
+		{`{"cmd":"next","args":"rm -rf /"}`, ""},
+		{`{"cmd":""}`, ""},
+		{`{}`, ""},
+		{`"next"`, ""},
+		{`{"cmd":"a"}{"cmd":"b"}`, ""},
+		{`{"cmd":7}`, ""},
+	} {
+		got, err := DecodeCommand([]byte(c.in))
+		if c.want == "" {
+			var ce *CommandError
+			if !errors.As(err, &ce) {
+				t.Errorf("%s: %v %v, want a CommandError", c.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got.Cmd != c.want {
+			t.Errorf("%s: %v %v", c.in, got, err)
+		}
+	}
+	reg := testRegistry()
+	if err := reg.Get("counter").ValidateCommand(Command{Cmd: "shell"}); err == nil {
+		t.Error("counter accepted an undeclared command")
+	}
+	if err := reg.Get("echo").ValidateCommand(Command{Cmd: "add"}); !errors.Is(err, ErrNotInteractive) {
+		t.Errorf("echo: %v", err)
+	}
+}
+
+// steps returns the Message of each step event and each command event.
+func steps(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		switch e.Type {
+		case EvCommand:
+			out = append(out, "cmd:"+e.Name)
+		case EvStep:
+			out = append(out, e.Name+":"+e.Message)
+		}
+	}
+	return out
+}
+
+func waitSteps(t *testing.T, rec *recorder, id string, n int) []Event {
+	t.Helper()
+	return rec.waitFor(id, fmt.Sprintf("%d step events", n), func(evs []Event) bool {
+		c := 0
+		for _, e := range evs {
+			if e.Type == EvStep {
+				c++
+			}
+		}
+		return c >= n
+	})
+}
+
+// TestHostInteractiveRun drives an interactive run through the runner and
+// a real agent child: commands travel as lines on its stdin, each is stored
+// before the answer, a foreign learner and an undeclared command are
+// refused, and "done" ends the run.
+func TestHostInteractiveRun(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, err := r.Submit("ann", "counter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSteps(t, rec, info.ID, 1)
+	if err := r.Command(info.ID, "bob", Command{Cmd: "add"}); !errors.Is(err, ErrUnknownRun) {
+		t.Errorf("another learner's command: %v", err)
+	}
+	var ce *CommandError
+	if err := r.Command(info.ID, "ann", Command{Cmd: "rm"}); !errors.As(err, &ce) {
+		t.Errorf("undeclared command: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := r.Command(info.ID, "ann", Command{Cmd: "add"}); err != nil {
+			t.Fatal(err)
+		}
+		waitSteps(t, rec, info.ID, 1+i)
+	}
+	if err := r.Command(info.ID, "ann", Command{Cmd: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.final(info.ID); f.Status != StatusDone {
+		t.Fatalf("final %+v", f)
+	}
+	got := strings.Join(steps(rec.get(info.ID)), " ")
+	if got != "start: cmd:add add:n=1 cmd:add add:n=2 cmd:add add:n=3 cmd:done" {
+		t.Errorf("steps %q", got)
+	}
+	if err := r.Command(info.ID, "ann", Command{Cmd: "add"}); !errors.Is(err, ErrUnknownRun) {
+		t.Errorf("command after the end: %v", err)
+	}
+}
+
+// TestHostInteractiveIdle: a run nobody drives is told there are no more
+// commands (its stdin ends), cleans up, and ends timed-out.
+func TestHostInteractiveIdle(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, err := r.Submit("ann", "counter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSteps(t, rec, info.ID, 1)
+	if err := r.Command(info.ID, "ann", Command{Cmd: "add"}); err != nil {
+		t.Fatal(err)
+	}
+	f := rec.final(info.ID)
+	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "no command for") {
+		t.Fatalf("final %+v", f)
+	}
+	var closed bool
+	for _, e := range rec.get(info.ID) {
+		if e.Message == "stream closed at 1" {
+			closed = true
+		}
+	}
+	if !closed {
+		t.Errorf("the experiment did not see its command stream close: %v", steps(rec.get(info.ID)))
+	}
+}
+
+func TestCommandToNonInteractiveRun(t *testing.T) {
+	r, rec := hostRunner(t)
+	info, _ := r.Submit("ann", "sleeper", nil)
+	pidsOf(t, rec, info.ID)
+	if err := r.Command(info.ID, "ann", Command{Cmd: "next"}); !errors.Is(err, ErrNotInteractive) {
+		t.Errorf("command to sleeper: %v", err)
+	}
+	_ = r.Cancel(info.ID)
+	rec.final(info.ID)
+}

@@ -1,0 +1,171 @@
+package rdmaexp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// stepDriver sends commands to an interactive run and waits for the step
+// event each one produces.
+type stepDriver struct {
+	t    *testing.T
+	rec  *recorder
+	cmds chan sandbox.Command
+	done <-chan error
+	seen int
+}
+
+func startSteps(t *testing.T, ex executor) *stepDriver {
+	cmds := make(chan sandbox.Command)
+	rec, done := ex.interact(t, "verbs-steps", cmds)
+	d := &stepDriver{t: t, rec: rec, cmds: cmds, done: done}
+	d.wait() // the "start" step
+	return d
+}
+
+// wait returns the next step event.
+func (d *stepDriver) wait() sandbox.Event {
+	d.t.Helper()
+	for {
+		if evs := d.rec.of(sandbox.EvStep); len(evs) > d.seen {
+			d.seen++
+			return evs[d.seen-1]
+		}
+		select {
+		case err := <-d.done:
+			d.rec.dump(d.t)
+			d.t.Fatalf("the run ended while a step was awaited: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (d *stepDriver) do(cmd string) sandbox.Event {
+	d.t.Helper()
+	d.cmds <- sandbox.Command{Cmd: cmd}
+	ev := d.wait()
+	d.t.Logf("%-10s → %-11s %s ok=%v offers=%v", cmd, ev.Name, ev.ErrnoName, *ev.OK, ev.Offers)
+	return ev
+}
+
+func (d *stepDriver) expect(cmd, step, status string) sandbox.Event {
+	d.t.Helper()
+	ev := d.do(cmd)
+	if ev.Name != step || ev.ErrnoName != status || (status == "") != *ev.OK {
+		d.rec.dump(d.t)
+		d.t.Fatalf("%s: step %s status %q ok %v, want step %s status %q", cmd, ev.Name, ev.ErrnoName, *ev.OK, step, status)
+	}
+	return ev
+}
+
+func field(ev sandbox.Event, name string) string {
+	for _, r := range ev.Table.Rows {
+		if r[0] == name {
+			return r[1]
+		}
+	}
+	return ""
+}
+
+func (d *stepDriver) finish() {
+	d.t.Helper()
+	select {
+	case err := <-d.done:
+		if err != nil {
+			d.rec.dump(d.t)
+			d.t.Fatalf("verbs-steps: %v", err)
+		}
+	case <-time.After(time.Minute):
+		d.t.Fatal("the run did not end after teardown")
+	}
+}
+
+// testVerbsSteps walks the step-through as a learner would: every mistake
+// the lesson names, with the status the device must answer, a reconnect
+// after each, and an abandoned run that cleans up by itself. The kernel's
+// resource counts are the same after as before.
+func testVerbsSteps(t *testing.T, ex executor) {
+	before := ex.run(t, "rdma-resource", nil).result(t).Figures
+
+	d := startSteps(t, ex)
+	for _, s := range []string{"open", "pd", "mr", "cq", "qp", "init", "exchange"} {
+		ev := d.expect("next", s, "")
+		if ev.Code == "" || ev.Detail["zh"] == "" || ev.Detail["en"] == "" || !slices.Contains(ev.Offers, "next") {
+			t.Fatalf("step %s: code %q, detail %v, offers %v", s, ev.Code, ev.Detail, ev.Offers)
+		}
+		if s == "mr" && (field(ev, "mr->lkey") == "" || field(ev, "mr->rkey") == "") {
+			t.Fatalf("mr step shows no keys: %v", ev.Table.Rows)
+		}
+		if s == "qp" && !strings.HasPrefix(field(ev, "qp->qp_num"), "0x") {
+			t.Fatalf("qp step shows no QP number: %v", ev.Table.Rows)
+		}
+	}
+	ev := d.expect("wrong-qpn", "rtr", "")
+	if !slices.Contains(ev.Offers, "post-early") || !slices.Contains(ev.Offers, "few-rnr") {
+		t.Fatalf("after RTR the offers are %v", ev.Offers)
+	}
+	d.expect("post-early", "rts", "EINVAL")
+	d.expect("next", "rts", "")
+	d.expect("next", "write", "")
+	// the wrong remote QPN shows at the first WRITE: retries, then
+	// transport retry counter exceeded
+	ev = d.expect("next", "poll-write", "IBV_WC_RETRY_EXC_ERR")
+	if field(ev, "our QP state now") != "ERROR" || !slices.Equal(ev.Offers, []string{"reconnect", "finish"}) {
+		t.Fatalf("after the failed WRITE: state %q, offers %v", field(ev, "our QP state now"), ev.Offers)
+	}
+	d.expect("reconnect", "reconnect", "")
+	d.expect("write-oob", "write", "")
+	d.expect("next", "poll-write", "IBV_WC_REM_ACCESS_ERR")
+	d.expect("reconnect", "reconnect", "")
+	d.expect("next", "write", "")
+	ev = d.expect("next", "poll-write", "")
+	if !strings.Contains(field(ev, "peer's memory now"), "written by an RDMA WRITE") {
+		t.Fatalf("the peer's memory after the WRITE: %q", field(ev, "peer's memory now"))
+	}
+	d.expect("next", "send", "")
+	ev = d.expect("next", "poll-send", "")
+	if field(ev, "peer: wc.opcode") != "IBV_WC_RECV" || field(ev, "peer: wc.byte_len") != fmt.Sprint(len(stepSend)) {
+		t.Fatalf("the peer's receive completion: %v", ev.Table.Rows)
+	}
+	ev = d.expect("next", "teardown", "")
+	if len(ev.Offers) != 0 {
+		t.Errorf("offers after teardown: %v", ev.Offers)
+	}
+	d.finish()
+
+	// too few RNR retries: the late RECV makes the SEND fail
+	d = startSteps(t, ex)
+	for _, s := range []string{"open", "pd", "mr", "cq", "qp", "init", "exchange", "rtr"} {
+		d.expect("next", s, "")
+	}
+	d.expect("few-rnr", "rts", "")
+	d.expect("next", "write", "")
+	d.expect("next", "poll-write", "")
+	d.expect("next", "send", "")
+	d.expect("next", "poll-send", "IBV_WC_RNR_RETRY_EXC_ERR")
+	d.expect("finish", "teardown", "")
+	d.finish()
+
+	// abandoned half way: the stream closes, the run tears down and ends
+	d = startSteps(t, ex)
+	for _, s := range []string{"open", "pd", "mr", "cq", "qp"} {
+		d.expect("next", s, "")
+	}
+	close(d.cmds)
+	if ev := d.wait(); ev.Name != "teardown" || !*ev.OK {
+		t.Fatalf("an abandoned run's last step: %s ok %v", ev.Name, *ev.OK)
+	}
+	d.finish()
+
+	after := ex.run(t, "rdma-resource", nil).result(t).Figures
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %v before the step-throughs, %v after", k, v, after[k])
+		}
+	}
+}

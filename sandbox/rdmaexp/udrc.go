@@ -1,0 +1,378 @@
+package rdmaexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// UDvsRC is the experiment "RC vs UD": the same SEND over a reliable
+// connected QP and over an unreliable datagram QP with an address handle —
+// where the 40-byte GRH lands in the receive buffer, and what happens to a
+// message larger than the path MTU on each.
+func UDvsRC() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "ud-vs-rc",
+		Title: say("RC vs UD: connection or datagram", "RC 与 UD：连接还是数据报"),
+		Summary: say(
+			"Sends one message over an RC QP (connected to one peer, any size, split into MTU-sized packets and acknowledged), then over a UD QP with an address handle (any peer per message, a 40-byte GRH in front of the data in the receive buffer, at most one MTU per message), and finally a UD message bigger than the MTU.",
+			"先通过 RC QP 发送一条消息（只连一个对端、大小不限、按 MTU 切成多个包并被确认），再通过带地址句柄的 UD QP 发送（每条消息可发往任意对端、接收缓冲区里数据前面有 40 字节的 GRH、每条消息最多一个 MTU），最后发送一条大于 MTU 的 UD 消息。"),
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Shareable, // it shows what arrives, not how fast
+		Params: []sandbox.Param{
+			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Size of the big message", "大消息的大小"),
+				Help: say("Sent over RC, then over UD. Bigger than the path MTU (1024 bytes on the lab's veth) shows UD's limit.", "先走 RC 再走 UD。大于路径 MTU（实验环境的 veth 上是 1024 字节）时可以看到 UD 的上限。"),
+				Min:  1, Max: 64 << 10, Unit: "B", Default: int64(3000)},
+		},
+		Presets: []sandbox.Preset{
+			{ID: "over-mtu", Title: say("3000 bytes: more than one MTU", "3000 字节：超过一个 MTU"), Values: map[string]any{"size": 3000}},
+			{ID: "fits", Title: say("512 bytes: fits in one MTU", "512 字节：一个 MTU 装得下"), Values: map[string]any{"size": 512}},
+		},
+		Timeout: 40 * time.Second,
+		Run:     runUDvsRC,
+	}
+}
+
+// udQKey is the Q_Key both UD QPs agree on; a datagram with another key is
+// dropped by the receiver.
+const udQKey = 0x11111111
+
+// ud owns one UD end: device, PD, buffer+MR, one CQ for both queues, a UD
+// QP in RTS. Close frees in reverse order.
+type ud struct {
+	ctx  *verbs.Context
+	pd   *verbs.PD
+	cq   *verbs.CQ
+	qp   *verbs.QP
+	buf  *verbs.Buffer
+	mr   *verbs.MR
+	ah   *verbs.AH
+	port verbs.PortAttr
+	side side
+}
+
+func openUD(s side, bufSize int) (u *ud, err error) {
+	u = &ud{side: s}
+	defer func() {
+		if err != nil {
+			u.Close()
+		}
+	}()
+	if u.ctx, err = verbs.Open(s.Dev); err != nil {
+		return nil, err
+	}
+	if u.port, err = u.ctx.QueryPort(1); err != nil {
+		return nil, err
+	}
+	if u.pd, err = u.ctx.AllocPD(); err != nil {
+		return nil, err
+	}
+	if u.buf, err = verbs.NewBuffer(bufSize); err != nil {
+		return nil, err
+	}
+	if u.mr, err = u.pd.RegMR(u.buf, 0, bufSize, verbs.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	if u.cq, err = u.ctx.NewCQ(16, nil); err != nil {
+		return nil, err
+	}
+	if u.qp, err = u.pd.NewQP(u.cq, u.cq, verbs.QPCaps{MaxSendWR: 8, MaxRecvWR: 8, Type: verbs.QPTypeUD}); err != nil {
+		return nil, err
+	}
+	a := verbs.QPAttr{Port: 1, QKey: udQKey, SQPSN: rand.Uint32() & 0xffffff}
+	for _, st := range []verbs.QPState{verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
+		if err = u.qp.Modify(st, a); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+func (u *ud) Close() error {
+	if u == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range []interface{ Close() error }{u.ah, u.qp, u.mr, u.buf, u.cq, u.pd, u.ctx} {
+		if c == nil || isNilCloser(c) {
+			continue
+		}
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	u.ah, u.qp, u.mr, u.buf, u.cq, u.pd, u.ctx = nil, nil, nil, nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// isNilCloser reports a typed nil pointer inside the interface (a field
+// that was never set).
+func isNilCloser(c interface{ Close() error }) bool {
+	switch v := c.(type) {
+	case *verbs.AH:
+		return v == nil
+	case *verbs.QP:
+		return v == nil
+	case *verbs.MR:
+		return v == nil
+	case *verbs.Buffer:
+		return v == nil
+	case *verbs.CQ:
+		return v == nil
+	case *verbs.PD:
+		return v == nil
+	case *verbs.Context:
+		return v == nil
+	}
+	return false
+}
+
+// pollFor waits up to limit for one completion on cq; ok is false when none came.
+func pollFor(ctx context.Context, cq *verbs.CQ, limit time.Duration) (verbs.WC, bool, error) {
+	wc := make([]verbs.WC, 1)
+	deadline := time.Now().Add(limit)
+	for i := 0; ; i++ {
+		n, err := cq.Poll(wc)
+		if err != nil {
+			return verbs.WC{}, false, err
+		}
+		if n == 1 {
+			return wc[0], true, nil
+		}
+		if i%64 == 63 {
+			if ctx.Err() != nil {
+				return verbs.WC{}, false, ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return verbs.WC{}, false, nil
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+}
+
+func sentPkts(dev string) int64 {
+	c, err := verbs.Counters(dev, 1)
+	if err != nil {
+		return -1
+	}
+	return c["sent_pkts"]
+}
+
+// grhIPv4 reads the IPv4 header Soft-RoCE (RoCE v2 over IPv4) puts in
+// bytes 20–39 of the GRH area: source and destination address.
+func grhIPv4(grh []byte) (src, dst net.IP, ok bool) {
+	if len(grh) < verbs.GRHBytes {
+		return nil, nil, false
+	}
+	h := grh[20:40]
+	if h[0]>>4 != 4 {
+		return nil, nil, false
+	}
+	return net.IP(append([]byte(nil), h[12:16]...)), net.IP(append([]byte(nil), h[16:20]...)), true
+}
+
+func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	size := int(p["size"].(int64))
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	note(emit, "info", top.describe())
+	figs := map[string]float64{"size": float64(size)}
+	t := &sandbox.Table{Title: "RC vs UD", Columns: []string{"message", "QP", "bytes sent", "sender completion", "receiver completion", "byte_len", "GRH", "packets sent"}}
+
+	// 1. RC: one message of size bytes, any size.
+	phase(emit, "rc", say(fmt.Sprintf("RC: SEND %d bytes to the connected peer", size), fmt.Sprintf("RC：向已连接的对端 SEND %d 字节", size)))
+	srv, err := openRC(rcOpts{Side: top.Server, BufSize: size, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4, RNRRetry: 7})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer srv.Close()
+	cli, err := openRC(rcOpts{Side: top.Client, BufSize: size, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4, RNRRetry: 7})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer cli.Close()
+	if err := srv.connect(cli.local()); err != nil {
+		return verbsError(emit, err)
+	}
+	if err := cli.connect(srv.local()); err != nil {
+		return verbsError(emit, err)
+	}
+	mtu := cli.port.ActiveMTU.Bytes()
+	figs["mtu"] = float64(mtu)
+	logf(emit, "path MTU %d bytes (active MTU of %s port 1)", mtu, top.Client.Dev)
+	if err := srv.qp.PostRecv(1, srv.mr, 0, size); err != nil {
+		return verbsError(emit, err)
+	}
+	fill(cli.buf.Bytes()[:size], "rc")
+	before := sentPkts(top.Client.Dev)
+	if err := cli.qp.PostSend(verbs.SendWR{ID: 2, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: size}); err != nil {
+		return verbsError(emit, err)
+	}
+	swc, err := cli.waitCQ(ctx, cli.sendCQ, 20*time.Second)
+	if err != nil {
+		return err
+	}
+	rwc, err := srv.waitCQ(ctx, srv.recvCQ, 20*time.Second)
+	if err != nil {
+		return err
+	}
+	rcPkts := sentPkts(top.Client.Dev) - before
+	rcOK := swc.Status == verbs.WCSuccess && rwc.Status == verbs.WCSuccess && int(rwc.ByteLen) == size &&
+		string(srv.buf.Bytes()[:size]) == string(cli.buf.Bytes()[:size])
+	figs["rc_byte_len"] = float64(rwc.ByteLen)
+	figs["rc_packets"] = float64(rcPkts)
+	figs["rc_ok"] = b2f(rcOK)
+	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "RC", fmt.Sprint(size), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), "no", fmt.Sprint(rcPkts)})
+	note(emit, "info", say(fmt.Sprintf("RC delivered all %d bytes as one message (receive byte_len %d) in %d packets of at most %d bytes: the sender's NIC split it by the path MTU, the receiver's put it back together, and every packet was acknowledged.", size, rwc.ByteLen, rcPkts, mtu),
+		fmt.Sprintf("RC 把 %d 字节作为一条消息完整送达（接收 byte_len %d），用了 %d 个包，每包至多 %d 字节：发送方网卡按路径 MTU 切分，接收方网卡重新拼好，每个包都得到确认。", size, rwc.ByteLen, rcPkts, mtu)))
+	srv.Close()
+	cli.Close()
+
+	// 2. UD: a small datagram through an address handle.
+	phase(emit, "ud", say("UD: SEND 64 bytes through an address handle", "UD：通过地址句柄 SEND 64 字节"))
+	bufSize := verbs.GRHBytes + max(size, mtu) + 4096
+	us, err := openUD(top.Server, bufSize)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer us.Close()
+	uc, err := openUD(top.Client, bufSize)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer uc.Close()
+	if uc.ah, err = uc.pd.NewAH(1, top.Client.GID.Index, top.Server.GID.GID, 64); err != nil {
+		return verbsError(emit, err)
+	}
+	logf(emit, "UD QPs: client 0x%x on %s, server 0x%x on %s, Q_Key 0x%x; address handle → %s (GID index %d)",
+		uc.qp.Num(), top.Client.Dev, us.qp.Num(), top.Server.Dev, udQKey, top.Server.GID.GID.IP(), top.Client.GID.Index)
+	// Each receive buffer is GRH + one MTU, as a UD receiver must post.
+	slot := verbs.GRHBytes + mtu
+	if err := us.qp.PostRecv(10, us.mr, 0, slot); err != nil {
+		return verbsError(emit, err)
+	}
+	if err := us.qp.PostRecv(11, us.mr, slot, slot); err != nil {
+		return verbsError(emit, err)
+	}
+	const small = 64
+	fill(uc.buf.Bytes()[:small], "ud")
+	before = sentPkts(top.Client.Dev)
+	if err := uc.qp.PostSendUD(verbs.SendWR{ID: 20, Flags: verbs.SendSignaled, MR: uc.mr, Length: small}, uc.ah, us.qp.Num(), udQKey); err != nil {
+		return verbsError(emit, err)
+	}
+	swc, ok, err := pollFor(ctx, uc.cq, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("ud-vs-rc: the UD SEND produced no completion")
+	}
+	rwc, ok, err = pollFor(ctx, us.cq, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	udPkts := sentPkts(top.Client.Dev) - before
+	if !ok {
+		return fmt.Errorf("ud-vs-rc: the 64-byte UD datagram did not arrive")
+	}
+	grh := us.buf.Bytes()[:verbs.GRHBytes]
+	payloadOK := string(us.buf.Bytes()[verbs.GRHBytes:verbs.GRHBytes+small]) == string(uc.buf.Bytes()[:small])
+	src, dst, ipOK := grhIPv4(grh)
+	udOK := rwc.Status == verbs.WCSuccess && rwc.GRH && int(rwc.ByteLen) == small+verbs.GRHBytes && payloadOK
+	figs["ud_byte_len"] = float64(rwc.ByteLen)
+	figs["ud_grh"] = b2f(rwc.GRH)
+	figs["ud_payload_after_grh"] = b2f(payloadOK)
+	figs["ud_src_qp_matches"] = b2f(rwc.SrcQP == uc.qp.Num())
+	figs["ud_grh_ipv4"] = b2f(ipOK && src.Equal(top.Client.GID.GID.IP()) && dst.Equal(top.Server.GID.GID.IP()))
+	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts)})
+	logf(emit, "receive buffer bytes 0–39 (GRH area): % x", grh)
+	if ipOK {
+		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40 — a UD receiver that posts a buffer of exactly the message size loses its last 40 bytes.", rwc.ByteLen, small, rwc.SrcQP, src, dst),
+			fmt.Sprintf("接收完成显示 byte_len %d = 40（GRH）+ %d（数据），src_qp 0x%x。GRH 区域的第 20–39 字节是报文的 IPv4 头（RoCE v2 over IPv4）：从 %s 到 %s。数据从第 40 字节开始——UD 接收方如果只投递恰好等于消息大小的缓冲区，就会丢掉最后 40 字节。", rwc.ByteLen, small, rwc.SrcQP, src, dst)))
+	}
+
+	// 3. UD: a datagram bigger than the MTU.
+	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (path MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（路径 MTU %d）", size, mtu)))
+	fill(uc.buf.Bytes()[:size], "big")
+	before = sentPkts(top.Client.Dev)
+	bigPost := "ok"
+	bigSend, bigRecv := "-", "none"
+	bigArrived := false
+	var bigLen uint32
+	if err := uc.qp.PostSendUD(verbs.SendWR{ID: 30, Flags: verbs.SendSignaled, MR: uc.mr, Length: size}, uc.ah, us.qp.Num(), udQKey); err != nil {
+		var ve *verbs.Error
+		if !errors.As(err, &ve) {
+			return err
+		}
+		bigPost = verbs.ErrnoName(ve.Errno)
+		note(emit, "info", say(fmt.Sprintf("ibv_post_send refused the %d-byte UD SEND: %s.", size, ve.Error()), fmt.Sprintf("ibv_post_send 拒绝了 %d 字节的 UD SEND：%s。", size, ve.Error())))
+	} else {
+		swc, ok, err := pollFor(ctx, uc.cq, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if ok {
+			bigSend = swc.Status.String()
+		}
+		// Wait a full second: a datagram that was sent arrives in
+		// milliseconds even under emulation.
+		rwc, ok, err := pollFor(ctx, us.cq, time.Second)
+		if err != nil {
+			return err
+		}
+		if ok {
+			bigArrived = rwc.Status == verbs.WCSuccess
+			bigRecv, bigLen = rwc.Status.String(), rwc.ByteLen
+		}
+	}
+	bigPkts := sentPkts(top.Client.Dev) - before
+	figs["ud_big_arrived"] = b2f(bigArrived)
+	figs["ud_big_packets"] = float64(bigPkts)
+	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())
+	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend + " (post: " + bigPost + ")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts)})
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+
+	var v sandbox.Text
+	switch {
+	case !rcOK || !udOK:
+		v = say("Something did not behave as RC and UD should; see the table.", "有些结果与 RC、UD 应有的行为不符；见表格。")
+	case size > mtu && !bigArrived && bigSend == verbs.WCSuccess.String() && bigPkts == 0:
+		v = say(fmt.Sprintf("RC carried %d bytes as one message in %d packets. UD put a 40-byte GRH in front of the data (byte_len %d for 64 bytes). The %d-byte UD message was bigger than the %d-byte MTU: the sender's completion said IBV_WC_SUCCESS, yet not one packet left and the receiver got nothing — the IB spec (C10-93.1.1) says exactly that: drop silently, report no error. A UD application must cut its messages to the MTU itself.", size, rcPkts, rwc.ByteLen, size, mtu),
+			fmt.Sprintf("RC 把 %d 字节作为一条消息、用 %d 个包送达。UD 在数据前放了 40 字节的 GRH（64 字节数据的 byte_len 为 %d）。%d 字节的 UD 消息超过了 %d 字节的 MTU：发送方的完成显示 IBV_WC_SUCCESS，却一个包也没发出，接收方什么也没收到——IB 规范（C10-93.1.1）就是这么规定的：静默丢弃，不报错。UD 应用必须自己把消息切到 MTU 以内。", size, rcPkts, rwc.ByteLen, size, mtu))
+	case size > mtu && !bigArrived:
+		v = say(fmt.Sprintf("RC carried %d bytes in %d packets; the %d-byte UD message, bigger than the %d-byte MTU, never arrived (sender: %s, post: %s). UD messages must fit in one MTU.", size, rcPkts, size, mtu, bigSend, bigPost),
+			fmt.Sprintf("RC 用 %d 个包送达了 %d 字节；超过 %d 字节 MTU 的 %d 字节 UD 消息没有到达（发送方：%s，投递：%s）。UD 消息必须装进一个 MTU。", rcPkts, size, mtu, size, bigSend, bigPost))
+	case size <= mtu && bigArrived:
+		v = say(fmt.Sprintf("%d bytes fit in the %d-byte MTU, so UD delivered them too (byte_len %d, GRH included). Try a size above the MTU to see UD's limit.", size, mtu, bigLen),
+			fmt.Sprintf("%d 字节装得进 %d 字节的 MTU，所以 UD 也送达了（byte_len %d，含 GRH）。把大小调到 MTU 以上就能看到 UD 的上限。", size, mtu, bigLen))
+	default:
+		v = say(fmt.Sprintf("The big UD message: sender %s, receiver %s, %d packets — not what the MTU rule predicts; see the table.", bigSend, bigRecv, bigPkts),
+			fmt.Sprintf("大 UD 消息：发送方 %s，接收方 %s，%d 个包——与 MTU 规则的预测不符；见表格。", bigSend, bigRecv, bigPkts))
+		rcOK = false
+	}
+	result(emit, rcOK && udOK, v, figs)
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// fill writes a recognisable pattern.
+func fill(b []byte, tag string) {
+	for i := range b {
+		b[i] = tag[i%len(tag)] + byte(i/len(tag)%7)
+	}
+}
