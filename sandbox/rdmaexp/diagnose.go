@@ -67,6 +67,8 @@ type symptom struct {
 	elapsed time.Duration
 	clean   time.Duration // c: the same WRITEs on a clean link
 	moves   []counterMove
+	before  counterSnap
+	after   counterSnap
 }
 
 func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -79,8 +81,11 @@ func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return errors.New("diagnose needs two Soft-RoCE devices on two netdevs (the lab's guest has rxe0 and rxe1 on a veth pair)")
 	}
 	note(emit, "info", top.describe())
-	summary := &sandbox.Table{Title: "symptom → counter → cause", Columns: []string{"mystery", "symptom (completion, QP, time)", "counters that moved", "cause"}}
+	summary := sandbox.NewTable(say("symptom → counter → cause (your own runs)", "症状 → 计数器 → 原因（你自己的运行）"),
+		say("mystery", "谜题"), say("symptom (completion, QP, time)", "症状（完成状态、QP、耗时）"), say("counters that moved", "变化了的计数器"), say("cause", "原因"))
 	figs := map[string]float64{}
+	allTypical := true
+	var syms []sandbox.Text
 	for _, m := range mysteries {
 		if which != "all" && which != m.id {
 			continue
@@ -92,9 +97,7 @@ func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		}
 		sym := describeSymptom(m, s)
 		note(emit, "info", sym)
-		roles := map[string]string{top.Client.Dev: "(requester)", top.Server.Dev: "(responder)"}
-		t := countersTable(s.moves, roles)
-		t.Title = "mystery " + strings.ToUpper(m.id) + ": " + t.Title
+		t := countersTable(s.moves, s.before, s.after, wireRoles(top), say("mystery "+strings.ToUpper(m.id)+": ", "谜题 "+strings.ToUpper(m.id)+"："))
 		emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 		var moved []string
 		for _, mv := range s.moves {
@@ -106,19 +109,59 @@ func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		}
 		figs[m.id+".status"] = float64(firstStatus(s))
 		figs[m.id+".ms"] = float64(s.elapsed.Microseconds()) / 1000
+		typical := typicalSymptom(m, s)
+		allTypical = allTypical && typical
+		figs[m.id+".typical"] = b2f(typical)
+		syms = append(syms, say("Mystery "+strings.ToUpper(m.id)+": "+sym["en"], "谜题 "+strings.ToUpper(m.id)+"："+sym["zh"]))
 		if which == "all" {
-			summary.Rows = append(summary.Rows, []string{strings.ToUpper(m.id), sym["en"], strings.Join(moved, ", "), m.cause["en"]})
+			summary.AddRow(sandbox.Same(strings.ToUpper(m.id)), sym, sandbox.Same(strings.Join(moved, ", ")), m.cause)
 		}
 	}
 	if which == "all" {
 		emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: summary})
-		result(emit, true, say("Your own three runs, side by side: the completion status names the symptom, the counters point at the layer (access, receiver not ready, sequence and retries), and the capture in wire-capture shows the packet that proves the cause.",
-			"你自己的三次运行并排在一起：完成状态给出症状，计数器指向出问题的环节（访问权限、接收方未就绪、序号与重传），而 wire-capture 的抓包给出证明原因的那个报文。"), figs)
-		return nil
 	}
-	result(emit, true, say("These are the symptoms an operator sees first. Which cause fits them? Answer the question below, then capture the same run to check.",
-		"这些就是运维人员最先看到的症状。哪个原因与它们吻合？先回答下面的问题，再抓包验证。"), figs)
+	en, zh := "", ""
+	for _, t := range syms {
+		en += t["en"] + " "
+		zh += t["zh"]
+	}
+	switch {
+	case !allTypical:
+		en += "This run did not show the usual symptom of its fault (see the counters above); run it again, or capture it to see what happened on the wire."
+		zh += "这次运行没有表现出该故障通常的症状（见上面的计数器）；再运行一次，或抓包看看线上发生了什么。"
+	case which == "all":
+		en += "Side by side: the completion status names the symptom, the counters point at the layer (access, receiver not ready, sequence and retries), and wire-capture shows the packet that proves the cause."
+		zh += "并排来看：完成状态给出症状，计数器指向出问题的环节（访问权限、接收方未就绪、序号与重传），而 wire-capture 的抓包给出证明原因的那个报文。"
+	default:
+		en += "Which cause fits? Answer the question below, then capture the same fault to check."
+		zh += "哪个原因与它吻合？先回答下面的问题，再抓包验证。"
+	}
+	result(emit, allTypical, say(strings.TrimSpace(en), zh), figs)
 	return nil
+}
+
+// typicalSymptom reports whether a mystery showed the symptom its fault
+// usually has, so the verdict can say when it did not.
+func typicalSymptom(m mystery, s symptom) bool {
+	moved := func(names ...string) bool {
+		for _, mv := range s.moves {
+			for _, n := range names {
+				if mv.Name == n && mv.Delta > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch m.op {
+	case wireRKey:
+		return firstStatus(s) == verbs.WCRemAccessErr
+	case wireRNR:
+		return firstStatus(s) == verbs.WCRNRRetryExcErr
+	case wireLossy:
+		return firstStatus(s) == verbs.WCSuccess && moved("rcvd_seq_err", "out_of_seq_request", "duplicate_request", "completer_retry_err")
+	}
+	return false
 }
 
 func firstStatus(s symptom) verbs.WCStatus {
@@ -156,7 +199,7 @@ func runMystery(ctx context.Context, top topology, m mystery) (symptom, error) {
 		return s, err
 	}
 	defer undo()
-	before := pair.counters()
+	s.before = pair.counters()
 	start := time.Now()
 	s.wcs, err = pair.do(ctx, m.op, n)
 	s.elapsed = time.Since(start)
@@ -164,7 +207,8 @@ func runMystery(ctx context.Context, top topology, m mystery) (symptom, error) {
 		return s, err
 	}
 	time.Sleep(50 * time.Millisecond) // the last ACK and the responder's counters
-	s.moves = counterDelta(before, pair.counters())
+	s.after = pair.counters()
+	s.moves = counterDelta(s.before, s.after)
 	s.state, _ = pair.req.qp.State()
 	return s, nil
 }

@@ -71,8 +71,10 @@ func bthOpcode(op byte) string {
 		return "RDMA WRITE Last"
 	case 0x0a:
 		return "RDMA WRITE Only"
-	case 0x10:
+	case 0x11:
 		return "Acknowledge"
+	case 0x12:
+		return "Atomic Acknowledge"
 	case 0x81:
 		return "CNP"
 	}
@@ -111,7 +113,7 @@ func parseRoCE(b []byte) (rocePkt, bool) {
 	p.tos = ip[1]
 	p.opcode = bth[0]
 	p.psn = binary.BigEndian.Uint32(bth[8:12]) & 0xffffff
-	if p.opcode == 0x10 && len(bth) >= 13 {
+	if p.opcode == 0x11 && len(bth) >= 13 {
 		p.aeth = bth[12]
 	}
 	return p, true
@@ -141,7 +143,12 @@ func startCapture(dev string, max int) (*capture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("AF_PACKET socket (needs CAP_NET_RAW): %w", err)
 	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	// A frame costs its skb's truesize (~2–3 KiB) of the receive buffer
+	// even though we read 256 bytes of it; rmem_max (~208 KiB) would hold
+	// under a hundred. FORCE lifts that cap (we are root in the guest).
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
+	}
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 50000})
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 		unix.Close(fd)

@@ -17,6 +17,7 @@ func TestLossless(t *testing.T) {
 	ex := pickExecutor(t)
 	t.Run("loss-sweep", func(t *testing.T) { testLossSweep(t, ex) })
 	t.Run("retry-budget", func(t *testing.T) { testRetryBudget(t, ex) })
+	t.Run("retry-budget/seven", func(t *testing.T) { testRetrySeven(t, ex) })
 	t.Run("dscp-ecn", func(t *testing.T) { testDSCPECN(t, ex) })
 	t.Run("cancel-leaves-no-loss", func(t *testing.T) { testCancelMidLoss(t, ex) })
 }
@@ -80,9 +81,16 @@ func testLossSweep(t *testing.T, ex executor) {
 		if len(rec.of(sandbox.EvMetric)) < 6 {
 			t.Errorf("%d metric events, want ≥ 6 (4 series over 3 steps)", len(rec.of(sandbox.EvMetric)))
 		}
-		if f["rdma_rel_1"] < 70 && f["out_of_seq_request_1"]+f["rcvd_seq_err_1"] > 0 {
+		if f["rdma_rel_1"] < 70 && f["out_of_seq_request_1"]+f["rcvd_seq_err_1"] > 0 && f["rdma_resent_1"] > 2*f["tcp_resent_1"] {
 			break
 		}
+	}
+	// Go-back-N resends the window behind each drop, SACK the drop only.
+	if f["rdma_resent_1"] <= 2*f["tcp_resent_1"] || f["rdma_resent_1"] < 3 {
+		t.Errorf("at 1 %% loss RDMA resent %v %% and TCP %v %%: want RDMA > 3 %% and > twice TCP", f["rdma_resent_1"], f["tcp_resent_1"])
+	}
+	if f["tcp_resent_1"] <= 0 {
+		t.Errorf("TCP resent nothing at 1 %% loss: %v", f)
 	}
 	if f["rdma_rel_1"] >= 70 {
 		t.Errorf("RDMA goodput at 1 %% loss is %.0f %% of its loss-free goodput, want < 70 %%", f["rdma_rel_1"])
@@ -179,5 +187,21 @@ func testDSCPECN(t *testing.T, ex executor) {
 	if f["data_ce"] != 0 || f["out_of_seq_request"]+f["completer_retry_err"] == 0 {
 		rec.dump(t)
 		t.Errorf("want no CE and retransmissions (Not-ECT packets dropped): %v", f)
+	}
+}
+
+// testRetrySeven: Soft-RoCE never decrements retry_cnt 7, so a dead link
+// never fails the WRITE; the experiment says so after twelve timeouts.
+func testRetrySeven(t *testing.T, ex executor) {
+	rec := ex.run(t, "retry-budget", map[string]any{"timeout": 12, "retry_cnt": 7})
+	r := rec.result(t)
+	f := r.Figures
+	t.Logf("retry-budget retry_cnt 7: %v", f)
+	if f["still_retrying"] != 1 || f["tries"] <= 8 || verbs.QPState(f["client_qp_state"]) != verbs.StateRTS {
+		rec.dump(t)
+		t.Fatalf("want no completion, more than 8 tries and the client QP still in RTS: %v", f)
+	}
+	if r.OK == nil || !*r.OK {
+		t.Errorf("verdict not ok: %s", r.Message)
 	}
 }

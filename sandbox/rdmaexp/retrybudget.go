@@ -28,13 +28,14 @@ func RetryBudget() *sandbox.Experiment {
 		Params: []sandbox.Param{
 			{Name: "timeout", Kind: sandbox.ParamInt, Title: say("timeout (exponent)", "timeout（指数）"), Min: 8, Max: 17, Default: int64(14),
 				Help: say("Local ACK timeout = 4.096 µs × 2^timeout: 14 is 67 ms, 17 is 537 ms.", "本地 ACK 超时 = 4.096 µs × 2^timeout：14 是 67 ms，17 是 537 ms。")},
-			{Name: "retry_cnt", Kind: sandbox.ParamInt, Title: say("retry_cnt", "retry_cnt"), Min: 0, Max: 7, Default: int64(7),
-				Help: say("Retransmissions after the first try before the QP gives up (0–7).", "首次发送之后、QP 放弃之前的重传次数（0–7）。")},
+			{Name: "retry_cnt", Kind: sandbox.ParamInt, Title: say("retry_cnt", "retry_cnt"), Min: 0, Max: 7, Default: int64(6),
+				Help: say("Retransmissions after the first try before the QP gives up (0–7). Soft-RoCE treats 7 as \"forever\".", "首次发送之后、QP 放弃之前的重传次数（0–7）。Soft-RoCE 把 7 当作\"永远\"。")},
 		},
 		Presets: []sandbox.Preset{
-			{ID: "default", Title: say("timeout 14, retry_cnt 7", "timeout 14，retry_cnt 7"), Values: map[string]any{"timeout": 14, "retry_cnt": 7}},
+			{ID: "default", Title: say("timeout 14, retry_cnt 6", "timeout 14，retry_cnt 6"), Values: map[string]any{"timeout": 14, "retry_cnt": 6}},
 			{ID: "short", Title: say("timeout 12, retry_cnt 1", "timeout 12，retry_cnt 1"), Values: map[string]any{"timeout": 12, "retry_cnt": 1}},
 			{ID: "long", Title: say("timeout 17, retry_cnt 3", "timeout 17，retry_cnt 3"), Values: map[string]any{"timeout": 17, "retry_cnt": 3}},
+			{ID: "seven", Title: say("retry_cnt 7 on Soft-RoCE", "Soft-RoCE 上的 retry_cnt 7"), Values: map[string]any{"timeout": 12, "retry_cnt": 7}},
 		},
 		Timeout: 60 * time.Second,
 		Run:     runRetryBudget,
@@ -103,6 +104,16 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	}
 	start := time.Now()
 	limit := 3*expected + 5*time.Second
+	// rxe never counts retry_cnt 7 down (rxe_comp.c: "if (qp->comp.retry_cnt
+	// != 7) qp->comp.retry_cnt--"): on Soft-RoCE it means retry forever, as
+	// only rnr_retry 7 does in the IB spec. Watch twelve timeouts, then say so.
+	forever := retry == 7
+	if forever {
+		limit = min(12*per, 9*time.Second)
+		note(emit, "info", say("Soft-RoCE treats retry_cnt 7 as \"retry forever\" (the IB spec gives 7 retries): we watch for twelve timeouts and then stop waiting.",
+			"Soft-RoCE 把 retry_cnt 7 当作\"永远重试\"（IB 规范的意思是重试 7 次）：我们观察十二个超时周期，然后停止等待。"))
+	}
+	stillRetrying := false
 	wcs := make([]verbs.WC, 1)
 	lastSent := int64(-1)
 	for {
@@ -121,6 +132,10 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 			break
 		}
 		if el > limit {
+			if forever {
+				stillRetrying = true
+				break
+			}
 			return fmt.Errorf("no completion %s after the WRITE (expected one after ≈ %s)", fmtDur(el), fmtDur(expected))
 		}
 		if ctx.Err() != nil {
@@ -133,7 +148,10 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	d := diffBoth(before, after)
 	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(took.Seconds()), Y: float64(after.cli["sent_pkts"] - sent0), Unit: "packets sent",
 		Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
-	if wc.Status != verbs.WCSuccess {
+	if stillRetrying {
+		note(emit, "warn", say(fmt.Sprintf("After %s (%.0f timeouts) there is still no completion: the QP keeps retransmitting.", fmtDur(took), took.Seconds()/per.Seconds()),
+			fmt.Sprintf("%s（%.0f 个超时周期）之后仍然没有完成：这个 QP 还在不停地重传。", fmtDur(took), took.Seconds()/per.Seconds())))
+	} else if wc.Status != verbs.WCSuccess {
 		wcError(emit, wc, say(fmt.Sprintf("No ACK came back, so the sender resent the WRITE after each timeout; after %d retries it gave up.", retry),
 			fmt.Sprintf("没有任何 ACK 返回，发送方每次超时后重发这个 WRITE；重试 %d 次之后放弃了。", retry)))
 	}
@@ -143,7 +161,9 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	phase(emit, "after", say("what the QPs look like afterwards", "之后两端 QP 的样子"))
 	// A QP in ERROR flushes every further request.
 	var flush verbs.WC
-	if err := post(3); err == nil {
+	if stillRetrying {
+		logf(emit, "the client QP is still retrying, so no further WRITE is posted; closing the QP ends it")
+	} else if err := post(3); err == nil {
 		flush, _ = pair.cli.waitCQ(ctx, pair.cli.sendCQ, 5*time.Second)
 		logf(emit, "another WRITE posted on the failed QP completes with %s (%s)", flush.Status, flush.Status.Description())
 	} else {
@@ -156,11 +176,11 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		{"retry_cnt / tries", fmt.Sprintf("%d / %d", retry, retry+1)},
 		{"expected time to give up", fmtDur(expected)},
 		{"measured time to the completion", fmtDur(took)},
-		{"work completion", fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description())},
+		{"work completion", wcText(wc, stillRetrying)},
 		{"packets the client sent", fmt.Sprintf("%d (%.1f times the %d packets of the WRITE)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu)},
 		{"client QP state afterwards", cliState.String()},
 		{"server QP state afterwards", srvState.String()},
-		{"next WRITE on the client QP", flush.Status.String()},
+		{"next WRITE on the client QP", map[bool]string{true: "not posted", false: flush.Status.String()}[stillRetrying]},
 		{"rxe counters that moved", fmtDeltas(d)},
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
@@ -174,9 +194,19 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	for n, v := range d {
 		figs[n] = float64(v)
 	}
+	figs["still_retrying"] = b2f(stillRetrying)
+	if stillRetrying {
+		figs["wc_status"] = -1 // no completion
+	}
 	ok := wc.Status == verbs.WCRetryExcErr && cliState == verbs.StateError
 	var v sandbox.Text
 	switch {
+	case stillRetrying:
+		ok = tries > float64(retry+1)
+		v = say(fmt.Sprintf("With retry_cnt 7 Soft-RoCE never gave up: after %s it had sent the WRITE %.0f times, the QP is still %s and no completion came. rxe treats 7 as \"retry forever\" (drivers/infiniband/sw/rxe/rxe_comp.c never counts it down), which the IB spec allows only for rnr_retry. A hardware RNIC following the spec fails the WRITE after 7 retries, 8 × %s ≈ %s. An application on Soft-RoCE with retry_cnt 7 never learns that the path is dead.",
+			fmtDur(took), tries, cliState, fmtDur(per), fmtDur(expected)),
+			fmt.Sprintf("retry_cnt 为 7 时 Soft-RoCE 从不放弃：%s 之后它已经把这个 WRITE 发了 %.0f 次，QP 仍是 %s，也没有任何完成。rxe 把 7 当作\"永远重试\"（drivers/infiniband/sw/rxe/rxe_comp.c 从不递减它），而 IB 规范只对 rnr_retry 这样规定。遵循规范的硬件网卡会在重试 7 次后让 WRITE 失败，即 8 × %s ≈ %s。在 Soft-RoCE 上用 retry_cnt 7 的应用永远不会知道路径已断。",
+				fmtDur(took), tries, cliState, fmtDur(per), fmtDur(expected)))
 	case ok:
 		v = say(fmt.Sprintf("The WRITE failed with IBV_WC_RETRY_EXC_ERR after %s; the formula (retry_cnt + 1) × 4.096 µs × 2^timeout says %s (measured/expected = %.2f). The client's QP is now %s and flushes every further request; the server's QP is still %s — it never heard a thing. The application learns about a dead path only after the whole retry budget is spent.",
 			fmtDur(took), fmtDur(expected), ratio, cliState, srvState),
@@ -201,4 +231,12 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}
+
+// wcText describes the completion, or its absence.
+func wcText(wc verbs.WC, none bool) string {
+	if none {
+		return "none yet (still retrying)"
+	}
+	return fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description())
 }

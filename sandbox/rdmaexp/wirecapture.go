@@ -239,12 +239,22 @@ func counterDelta(before, after counterSnap) []counterMove {
 	return out
 }
 
-func countersTable(moves []counterMove, roles map[string]string) *sandbox.Table {
-	t := &sandbox.Table{Title: "counters that moved (rdma statistic / hw_counters)", Columns: []string{"device", "counter", "change"}}
+// countersTable lists the counters that moved, before and after; title
+// prefixes the table's title (may be nil).
+func countersTable(moves []counterMove, before, after counterSnap, roles map[string]sandbox.Text, title sandbox.Text) *sandbox.Table {
+	t := sandbox.NewTable(say(title["en"]+"counters that moved (rdma statistic / hw_counters; device-wide)", title["zh"]+"变化了的计数器（rdma statistic / hw_counters；整台设备）"),
+		say("device", "设备"), say("counter", "计数器"), say("before", "之前"), say("after", "之后"), say("change", "变化"))
 	for _, m := range moves {
-		t.Rows = append(t.Rows, []string{m.Dev + " " + roles[m.Dev], m.Name, fmt.Sprintf("%+d", m.Delta)})
+		t.AddRow(sandbox.Text{"en": m.Dev + " " + roles[m.Dev]["en"], "zh": m.Dev + " " + roles[m.Dev]["zh"]}, sandbox.Same(m.Name),
+			sandbox.Same(strconv.FormatInt(before[m.Dev][m.Name], 10)), sandbox.Same(strconv.FormatInt(after[m.Dev][m.Name], 10)),
+			sandbox.Same(fmt.Sprintf("%+d", m.Delta)))
 	}
 	return t
+}
+
+// wireRoles names the two devices in both languages.
+func wireRoles(top topology) map[string]sandbox.Text {
+	return map[string]sandbox.Text{top.Client.Dev: say("(requester)", "（请求方）"), top.Server.Dev: say("(responder)", "（响应方）")}
 }
 
 func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -314,8 +324,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	}
 	emit.Emit(ev)
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: packetTable(packets)})
-	roles := map[string]string{top.Client.Dev: "(requester)", top.Server.Dev: "(responder)"}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: countersTable(counterDelta(before, after), roles)})
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: countersTable(counterDelta(before, after), before, after, wireRoles(top), nil)})
 	ok, verdict, figs := wireVerdict(op, pair.mtu, packets, wcs)
 	figs["packets"] = float64(len(packets))
 	result(emit, ok, verdict, figs)
@@ -323,7 +332,8 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 }
 
 func packetTable(ps []wirecap.Packet) *sandbox.Table {
-	t := &sandbox.Table{Title: "captured packets", Columns: []string{"#", "time (ms)", "from → to", "dest QP", "opcode", "PSN", "AckReq", "payload", "AETH"}}
+	t := sandbox.NewTable(say("captured packets", "抓到的报文"), sandbox.Same("#"), say("time (ms)", "时间 (ms)"), say("from → to", "源 → 目的"),
+		say("dest QP", "目的 QP"), say("opcode", "操作码"), sandbox.Same("PSN"), sandbox.Same("AckReq"), say("payload", "载荷"), sandbox.Same("AETH"))
 	for _, p := range ps {
 		from, to := p.SrcName, p.DstName
 		if from == "" {
@@ -336,8 +346,9 @@ func packetTable(ps []wirecap.Packet) *sandbox.Table {
 		if p.AckReq {
 			ack = "1"
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(p.No), fmt.Sprintf("%.3f", p.Time*1000), from + " → " + to,
-			fmt.Sprintf("0x%06x", p.DestQP), p.OpName, strconv.Itoa(int(p.PSN)), ack, strconv.Itoa(p.PayloadLen), p.Syndrome})
+		t.AddRow(sandbox.Same(strconv.Itoa(p.No)), sandbox.Same(fmt.Sprintf("%.3f", p.Time*1000)), sandbox.Same(from+" → "+to),
+			sandbox.Same(fmt.Sprintf("0x%06x", p.DestQP)), sandbox.Same(p.OpName), sandbox.Same(strconv.Itoa(int(p.PSN))), sandbox.Same(ack),
+			sandbox.Same(strconv.Itoa(p.PayloadLen)), sandbox.Same(p.Syndrome))
 	}
 	return t
 }

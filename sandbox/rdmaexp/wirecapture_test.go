@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	wirecap "github.com/rdmalab/rdmalab/sandbox/capture"
@@ -30,6 +31,9 @@ func TestWireCapture(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			rec := ex.run(t, "wire-capture", map[string]any{"op": op})
 			r := rec.result(t)
+			if n := len(rec.evs); n > 1 {
+				t.Logf("the run's events span %s", rec.evs[n-1].Time.Sub(rec.evs[0].Time).Round(time.Millisecond))
+			}
 			caps := rec.of(sandbox.EvCapture)
 			if len(caps) != 1 || caps[0].Capture == nil || len(caps[0].Capture.Pcap) == 0 {
 				rec.dump(t)
@@ -126,9 +130,13 @@ func TestDiagnose(t *testing.T) {
 	ex := pickExecutor(t)
 	rec := ex.run(t, "diagnose", map[string]any{"case": "all"})
 	r := rec.result(t)
+	t.Logf("the run's events span %s", rec.evs[len(rec.evs)-1].Time.Sub(rec.evs[0].Time).Round(time.Millisecond))
 	f := r.Figures
 	for _, tb := range rec.of(sandbox.EvTable) {
 		t.Logf("%s: %v", tb.Table.Title, tb.Table.Rows)
+	}
+	if r.OK == nil || !*r.OK {
+		t.Errorf("verdict not ok: %s", r.Message)
 	}
 	if f["a.status"] != float64(verbs.WCRemAccessErr) || f["b.status"] != float64(verbs.WCRNRRetryExcErr) || f["c.status"] != float64(verbs.WCSuccess) {
 		t.Errorf("statuses a=%v b=%v c=%v; want REM_ACCESS_ERR, RNR_RETRY_EXC_ERR, SUCCESS", f["a.status"], f["b.status"], f["c.status"])

@@ -158,7 +158,9 @@
       byName[f.header].push(f);
     });
     groups.forEach(function (g) {
-      var d = h("details", { open: "", "class": "cap-group", "data-header": g });
+      // Ethernet, IP and UDP start folded (Wireshark's habit): the lesson is about the InfiniBand headers.
+      var folded = g === "Ethernet" || g === "IPv4" || g === "IPv6" || g === "UDP";
+      var d = h("details", { open: folded ? null : "", "class": "cap-group", "data-header": g });
       d.appendChild(h("summary", null, g));
       var ul = h("ul");
       byName[g].forEach(function (f) {

@@ -23,6 +23,7 @@
       size: "message size (bytes, log scale)", rtt_median_us: "median round trip", rtt_p90_us: "90th percentile",
       loss: "packet loss on the link (%)", "MB/s": "goodput (MB/s, measured here)",
       "% of 0%": "goodput (% of its own loss-free goodput)", "packets sent": "packets sent (all dropped)",
+      "% resent": "packets resent (% of what the data needed)",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
@@ -32,6 +33,7 @@
       size: "消息大小（字节，对数刻度）", rtt_median_us: "往返中位数", rtt_p90_us: "第 90 百分位",
       loss: "链路丢包率（%）", "MB/s": "有效吞吐（MB/s，本实验室实测）",
       "% of 0%": "有效吞吐（占自身无丢包时的 %）", "packets sent": "已发送的报文（全部被丢弃）",
+      "% resent": "重发的报文（占数据所需报文的 %）",
     },
   };
 
