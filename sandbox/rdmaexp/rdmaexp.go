@@ -1,6 +1,6 @@
 // Package rdmaexp holds the experiments that need RDMA devices (Soft-RoCE in
 // the lab's guest, or a host whose kernel has them): reg-mr, write-silent,
-// pingpong, rkey and qp-states. They run inside `labserver agent` and talk to
+// pingpong, rkey, qp-states and lesson 05's perf-* experiments. They run inside `labserver agent` and talk to
 // the devices through package verbs; the peers that must be separate
 // processes (a receiver whose CPU time we watch, a pong server) are hidden
 // agent helpers started with sandbox.HelperCommand.
@@ -37,6 +37,14 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(UDvsRC())
 	reg.Register(RDMACM())
 	reg.Register(VerbsSteps())
+	reg.Register(PerfSweep())
+	reg.Register(PerfInline())
+	reg.Register(PerfSignal())
+	reg.Register(PerfWait())
+	reg.Register(PerfMRCost())
+	reg.Register(PerfDepth())
+	reg.Register(PerfMTU())
+	reg.RegisterHelper(helperMTUGuard, mtuGuardHelper)
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)
 	reg.RegisterHelper(helperPong, pongHelper)

@@ -1,0 +1,285 @@
+package rdmaexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
+)
+
+// PerfInline is lesson 05's "inline data": the same small RDMA WRITE posted
+// with and without IBV_SEND_INLINE, below the QP's inline threshold, then
+// one size above it, where the device refuses an inline post.
+func PerfInline() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "perf-inline",
+		Title: say("Inline data (IBV_SEND_INLINE)", "内联数据（IBV_SEND_INLINE）"),
+		Summary: say("Posts the same RDMA WRITE with and without IBV_SEND_INLINE at sizes up to the QP's inline threshold and times each from the post to its completion and inside ibv_post_send; one size above the threshold shows the device refusing an inline post.",
+			"在 QP 的内联阈值以内的几种大小上，分别带与不带 IBV_SEND_INLINE 投递同一个 RDMA WRITE，计时从投递到完成以及 ibv_post_send 本身；再用一个超过阈值的大小，展示设备拒绝内联投递。"),
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
+		Params: []sandbox.Param{
+			{Name: "iterations", Kind: sandbox.ParamInt, Title: say("WRITEs per size and way", "每种大小、每种方式的 WRITE 次数"), Min: 20, Max: 2000, Default: int64(200)},
+			{Name: "max_inline", Kind: sandbox.ParamBytes, Title: say("max_inline_data asked for", "申请的 max_inline_data"),
+				Help: say("The inline threshold asked for when the QP is created; the device may grant more, and the experiment uses what it granted.", "创建 QP 时申请的内联阈值；设备可能给得更多，实验使用设备实际给的值。"),
+				Min:  16, Max: 256, Default: int64(64)},
+		},
+		Presets: []sandbox.Preset{{ID: "default", Title: say("64 B threshold", "阈值 64 B"), Values: map[string]any{"max_inline": int64(64)}}},
+		Timeout: 60 * time.Second,
+		Run:     runPerfInline,
+	}
+}
+
+// inlineRow is one size's medians, inline and not.
+type inlineRow struct {
+	Size              int
+	Lat, LatInl       time.Duration // post → completion
+	Post, PostInl     time.Duration // inside ibv_post_send
+	CPUPer, CPUPerInl time.Duration // thread CPU per WRITE
+}
+
+func runPerfInline(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	iters := int(p["iterations"].(int64))
+	ask := int(p["max_inline"].(int64))
+	phase(emit, "setup", say("Connecting two queue pairs", "连接两个队列对"))
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	note(emit, "info", top.describe())
+	tcgNote(emit)
+	pr, err := openPair(top, rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite, SendWR: 64, RecvWR: 1, MaxInline: ask},
+		rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 1, RecvWR: 1})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer pr.Close()
+	granted := pr.cli.qp.Caps().MaxInline
+	note(emit, "info", say(fmt.Sprintf("Asked for max_inline_data = %d B; %s granted %d B. Messages up to %d B can be copied into the work request itself.", ask, top.Client.Dev, granted, granted),
+		fmt.Sprintf("申请 max_inline_data = %d B；%s 实际给了 %d B。不超过 %d B 的消息可以直接拷进工作请求本身。", ask, top.Client.Dev, granted, granted)))
+	var sizes []int
+	for _, s := range []int{8, 64, granted} {
+		if s <= granted && (len(sizes) == 0 || s > sizes[len(sizes)-1]) {
+			sizes = append(sizes, s)
+		}
+	}
+	defer lockThread()()
+
+	phase(emit, "measure", say(fmt.Sprintf("%d WRITEs per size, alternating inline and not", iters), fmt.Sprintf("每种大小 %d 个 WRITE，内联与非内联交替进行", iters)))
+	var rows []inlineRow
+	for _, size := range sizes {
+		// warm both paths, then alternate blocks so drift hits both alike
+		for _, inl := range []bool{false, true} {
+			if _, _, err := pr.latency(ctx, size, 10, inl); err != nil {
+				return verbsError(emit, err)
+			}
+		}
+		row := inlineRow{Size: size}
+		var lat, latInl, post, postInl []time.Duration
+		var cpu, cpuInl time.Duration
+		block := max(10, iters/4)
+		for done := 0; done < iters; done += block {
+			n := min(block, iters-done)
+			for _, inl := range []bool{false, true} {
+				d, c, err := pr.latency(ctx, size, n, inl)
+				if err != nil {
+					return verbsError(emit, err)
+				}
+				pd, err := pr.postCost(ctx, size, n, inl)
+				if err != nil {
+					return verbsError(emit, err)
+				}
+				if inl {
+					latInl, postInl, cpuInl = append(latInl, d...), append(postInl, pd...), cpuInl+c
+				} else {
+					lat, post, cpu = append(lat, d...), append(post, pd...), cpu+c
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row.Lat, row.LatInl = medianOf(lat), medianOf(latInl)
+		row.Post, row.PostInl = medianOf(post), medianOf(postInl)
+		row.CPUPer, row.CPUPerInl = cpu/time.Duration(iters), cpuInl/time.Duration(iters)
+		rows = append(rows, row)
+		x := float64(size)
+		metric(emit, "lat_plain", say("post → completion, not inline", "投递→完成，非内联"), x, us(row.Lat), "µs")
+		metric(emit, "lat_inline", say("post → completion, inline", "投递→完成，内联"), x, us(row.LatInl), "µs")
+		logf(emit, "%d B: post→completion %.1f µs plain, %.1f µs inline; inside ibv_post_send %.1f µs plain, %.1f µs inline", size, us(row.Lat), us(row.LatInl), us(row.Post), us(row.PostInl))
+	}
+
+	// what inline promises: the payload is taken at post time, so the
+	// buffer may be overwritten as soon as ibv_post_send returns
+	phase(emit, "reuse", say("Overwriting the buffer right after the post", "投递后立刻改写缓冲区"))
+	snapInl, err := pr.snapshot(ctx, min(64, granted), true)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	snapPlain, err := pr.snapshot(ctx, min(64, granted), false)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	logf(emit, "overwritten right after ibv_post_send: the peer got the old bytes inline=%v, not inline=%v", snapInl, snapPlain)
+
+	// one size above the threshold: an inline post must be refused
+	phase(emit, "above", say("Above the threshold", "超过阈值"))
+	above := granted + 1
+	err = pr.cli.qp.PostSend(pr.writeWR(1<<40, 0, above, verbs.SendSignaled|verbs.SendInline))
+	var ve *verbs.Error
+	refused := errors.As(err, &ve)
+	if err != nil && !refused {
+		return err
+	}
+	if err == nil { // accepted after all: collect its completion
+		if _, _, err := drainOne(ctx, pr); err != nil {
+			return verbsError(emit, err)
+		}
+		note(emit, "warn", say(fmt.Sprintf("This device accepted an inline WRITE of %d B although it granted only %d B.", above, granted),
+			fmt.Sprintf("这个设备接受了 %d B 的内联 WRITE，尽管它只给了 %d B 的阈值。", above, granted)))
+	}
+	errnoName := ""
+	if refused {
+		errnoName = verbs.ErrnoName(ve.Errno)
+		note(emit, "info", say(fmt.Sprintf("An inline WRITE of %d B (threshold %d B) was refused when posted: ibv_post_send returned %s. The data must then come from a registered buffer, by DMA.", above, granted, errnoName),
+			fmt.Sprintf("%d B 的内联 WRITE（阈值 %d B）在投递时被拒绝：ibv_post_send 返回 %s。此时数据只能来自已注册的缓冲区，由 DMA 读取。", above, granted, errnoName)))
+		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: errnoName,
+			Message: fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
+			Messages: sandbox.Text{"en": fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
+				"zh": fmt.Sprintf("ibv_post_send（IBV_SEND_INLINE，%d B > max_inline_data %d B）：%s", above, granted, verbs.Strerror(ve.Errno))}})
+	}
+	return reportInline(emit, granted, rows, refused, errnoName, snapInl, snapPlain)
+}
+
+// drainOne waits for one completion on the client's send CQ.
+func drainOne(ctx context.Context, pr *pair) (verbs.WC, bool, error) {
+	wc, err := pr.cli.waitCQ(ctx, pr.cli.sendCQ, 10*time.Second)
+	return wc, err == nil, err
+}
+
+// postCost times only ibv_post_send (unsignaled WRITEs, reaped by a
+// signaled one every 16) — the part of the cost that inline moves.
+func (p *pair) postCost(ctx context.Context, size, n int, inline bool) ([]time.Duration, error) {
+	var clk tsc.Clock
+	out := make([]uint64, 0, n)
+	clk.Start()
+	for i := 0; i < n; i++ {
+		fl := verbs.SendFlags(0)
+		if i%16 == 15 || i == n-1 {
+			fl = verbs.SendSignaled
+		}
+		if inline {
+			fl |= verbs.SendInline
+		}
+		c0 := tsc.Now()
+		if err := p.cli.qp.PostSend(p.writeWR(uint64(i), 0, size, fl)); err != nil {
+			return nil, err
+		}
+		if c1 := tsc.Now(); c1 > c0 {
+			out = append(out, c1-c0)
+		}
+		if fl&verbs.SendSignaled != 0 {
+			wc, err := p.cli.waitCQ(ctx, p.cli.sendCQ, 10*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			if err := wc.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	clk.Stop()
+	d := make([]time.Duration, len(out))
+	for i, c := range out {
+		d[i] = clk.Duration(c)
+	}
+	return d, nil
+}
+
+func reportInline(emit sandbox.Emitter, granted int, rows []inlineRow, refused bool, errnoName string, snapInl, snapPlain bool) error {
+	t := sandbox.NewTable(say("inline vs not: medians", "内联与非内联：中位数"), say("size", "大小"), say("post→completion, plain µs", "投递→完成，非内联 µs"), say("inline µs", "内联 µs"), say("inline/plain", "内联/非内联"),
+		say("ibv_post_send, plain µs", "ibv_post_send，非内联 µs"), say("inline µs", "内联 µs"), say("CPU per WRITE, plain µs", "每个 WRITE 的 CPU，非内联 µs"), say("inline µs", "内联 µs"))
+	figs := map[string]float64{"max_inline": float64(granted), "above_refused": b2f(refused), "snapshot_inline": b2f(snapInl), "snapshot_plain": b2f(snapPlain)}
+	wins := 0
+	for _, r := range rows {
+		q := ratio(us(r.LatInl), us(r.Lat))
+		sameRow(t, fmt.Sprint(r.Size), f1(us(r.Lat)), f1(us(r.LatInl)), fmt.Sprintf("%.2f", q), f1(us(r.Post)), f1(us(r.PostInl)), f1(us(r.CPUPer)), f1(us(r.CPUPerInl)))
+		k := fmt.Sprint(r.Size)
+		figs["lat_us_"+k], figs["lat_inline_us_"+k], figs["ratio_"+k] = us(r.Lat), us(r.LatInl), q
+		figs["post_us_"+k], figs["post_inline_us_"+k] = us(r.Post), us(r.PostInl)
+		if q < 0.97 {
+			wins++
+		}
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	small := rows[0]
+	q := ratio(us(small.LatInl), us(small.Lat))
+	figs["ratio"], figs["sizes_faster"] = q, float64(wins)
+	var v sandbox.Text
+	gen := say("In general (hardware RNIC): inline saves the NIC a DMA read of the payload across PCIe — for a small message that read is a large share of the latency, so inline is faster below the threshold, and the buffer may be reused as soon as ibv_post_send returns.",
+		"一般规律（硬件 RDMA 网卡）：内联省掉了网卡跨 PCIe 对负载的一次 DMA 读取——对小消息而言，这次读取占了时延的很大一部分，所以阈值以下内联更快，而且 ibv_post_send 一返回缓冲区就能复用。")
+	rxe := say("Specific to rxe: there is no PCIe and no DMA. The provider copies an inline payload into the work request and the kernel copies it into the packet; without inline the kernel looks the MR up by its lkey and copies from the pinned pages. The saving is that lookup, small beside the system call and the packet work every WRITE pays here.",
+		"rxe 特有：这里没有 PCIe，也没有 DMA。内联时，用户态驱动把负载拷进工作请求，内核再拷进报文；不内联时，内核按 lkey 查找 MR，从钉住的页面里拷贝。省下的就是这次查找——与每个 WRITE 在这里都要付出的系统调用和报文处理相比，它很小。")
+	switch {
+	case q < 0.97:
+		v = say(fmt.Sprintf("Inline was faster: %d B WRITEs took %.1f µs from post to completion inline against %.1f µs not (%.0f%% of it); %d of %d sizes up to the %d B threshold were faster inline. ", small.Size, us(small.LatInl), us(small.Lat), q*100, wins, len(rows), granted)+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("内联更快：%d B 的 WRITE 从投递到完成，内联 %.1f µs，非内联 %.1f µs（前者为后者的 %.0f%%）；阈值 %d B 以内的 %d 种大小中有 %d 种内联更快。", small.Size, us(small.LatInl), us(small.Lat), q*100, granted, len(rows), wins)+gen["zh"]+rxe["zh"])
+	case q <= 1.03:
+		v = say(fmt.Sprintf("No measurable difference here: %d B WRITEs took %.1f µs inline and %.1f µs not (ratio %.2f). ", small.Size, us(small.LatInl), us(small.Lat), q)+rxe["en"]+" "+gen["en"],
+			fmt.Sprintf("这里测不出差别：%d B 的 WRITE 内联 %.1f µs，非内联 %.1f µs（比值 %.2f）。", small.Size, us(small.LatInl), us(small.Lat), q)+rxe["zh"]+gen["zh"])
+	default:
+		v = say(fmt.Sprintf("Inline was slower here: %d B WRITEs took %.1f µs inline and %.1f µs not (ratio %.2f) — the noise of a shared, emulated machine is larger than the saving. ", small.Size, us(small.LatInl), us(small.Lat), q)+rxe["en"]+" "+gen["en"],
+			fmt.Sprintf("这里内联反而更慢：%d B 的 WRITE 内联 %.1f µs，非内联 %.1f µs（比值 %.2f）——共享的模拟机器上的噪声比省下的还大。", small.Size, us(small.LatInl), us(small.Lat), q)+rxe["zh"]+gen["zh"])
+	}
+	if refused {
+		v = say(v["en"]+fmt.Sprintf(" Above the threshold (%d B) an inline post is refused (%s): large messages always go by DMA from registered memory.", granted, errnoName),
+			v["zh"]+fmt.Sprintf("超过阈值（%d B）时内联投递被拒绝（%s）：大消息总是由 DMA 从已注册内存读取。", granted, errnoName))
+	}
+	reuse := say(" Overwriting the buffer right after ibv_post_send: with inline the peer received the bytes as they were at the post (the data was already copied into the work request — guaranteed on every device); ",
+		"投递后立刻改写缓冲区：内联时，对端收到的是投递那一刻的字节（数据已经拷进了工作请求——在任何设备上都有保证）；")
+	if snapPlain {
+		reuse = say(reuse["en"]+"without inline it also got the old bytes, because this kernel's rxe builds the packets inside the doorbell system call — on a hardware NIC, which reads the buffer later by DMA, the peer could get either, so a program must not touch a non-inline buffer before the completion.",
+			reuse["zh"]+"不内联时对端也收到了旧字节，因为这个内核的 rxe 在门铃系统调用里就构造好了报文——而硬件网卡稍后才用 DMA 读缓冲区，对端可能收到新旧任一种，所以程序在完成之前不能动非内联的缓冲区。")
+	} else {
+		reuse = say(reuse["en"]+"without inline it got the new bytes: the device read the buffer after the post returned, as a hardware NIC's DMA does — a program must not touch a non-inline buffer before the completion.",
+			reuse["zh"]+"不内联时对端收到了新字节：设备在投递返回之后才读取缓冲区，正如硬件网卡的 DMA——程序在完成之前不能动非内联的缓冲区。")
+	}
+	if !snapInl {
+		reuse = say(" The inline WRITE delivered the overwritten bytes — that breaks the inline promise; report it.", "内联 WRITE 送达的是改写后的字节——这违反了内联的承诺，请报告这个问题。")
+	}
+	v = say(v["en"]+reuse["en"], v["zh"]+reuse["zh"])
+	result(emit, true, v, figs)
+	return nil
+}
+
+// snapshot fills size bytes with 'A', posts one WRITE, overwrites them with
+// 'B' at once and reports whether the peer got the 'A's.
+func (p *pair) snapshot(ctx context.Context, size int, inline bool) (bool, error) {
+	src, dst := p.cli.buf.Bytes()[:size], p.srv.buf.Bytes()[:size]
+	for i := range src {
+		src[i], dst[i] = 'A', 0
+	}
+	fl := verbs.SendSignaled
+	if inline {
+		fl |= verbs.SendInline
+	}
+	if err := p.cli.qp.PostSend(p.writeWR(7, 0, size, fl)); err != nil {
+		return false, err
+	}
+	for i := range src {
+		src[i] = 'B'
+	}
+	if err := waitOK(ctx, p); err != nil {
+		return false, err
+	}
+	for _, c := range dst {
+		if c != 'A' {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,166 @@
+package rdmaexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/verbs"
+)
+
+// PerfSignal is lesson 05's "selective signaling": stream small WRITEs
+// asking for a completion on every one, then on every Nth; and what
+// happens when a program never asks for one.
+func PerfSignal() *sandbox.Experiment {
+	return &sandbox.Experiment{
+		ID:    "perf-signal",
+		Title: say("Selective signaling: a completion for every Nth WR", "选择性信号：每 N 个 WR 才要一个完成"),
+		Summary: say("Streams small RDMA WRITEs with a completion (IBV_SEND_SIGNALED) on every work request, then on every Nth, and compares messages per second, CPU per message and completions polled; then posts without ever signaling until the send queue is full.",
+			"流式发送小的 RDMA WRITE：先为每个工作请求都要一个完成（IBV_SEND_SIGNALED），再每 N 个才要一个，比较每秒消息数、每条消息的 CPU 和轮询到的完成数；最后一直不要完成地投递，直到发送队列被占满。"),
+		Needs:   sandbox.NeedRDMA,
+		Sharing: sandbox.Timing, // figures need the machine alone
+		Params: []sandbox.Param{
+			{Name: "every", Kind: sandbox.ParamInt, Title: say("Signal every Nth WR", "每 N 个 WR 要一个完成"), Min: 2, Max: 64, Default: int64(16)},
+			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 8, Max: 4 << 10, Default: int64(64)},
+			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per way", "每种方式的秒数"), Min: 1, Max: 4, Default: int64(1)},
+		},
+		Presets: []sandbox.Preset{{ID: "default", Title: say("every 16th, 64 B", "每 16 个，64 B"), Values: map[string]any{"every": int64(16), "size": int64(64)}}},
+		Timeout: 60 * time.Second,
+		Run:     runPerfSignal,
+	}
+}
+
+const signalDepth = 64 // WRs in flight while streaming
+
+func runPerfSignal(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+	every := int(p["every"].(int64))
+	size := int(p["size"].(int64))
+	secs := time.Duration(p["seconds"].(int64)) * time.Second
+	phase(emit, "setup", say("Connecting two queue pairs", "连接两个队列对"))
+	top, err := pickTopology()
+	if err != nil {
+		return err
+	}
+	note(emit, "info", top.describe())
+	tcgNote(emit)
+	pr, err := openPair(top, rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite, SendWR: signalDepth, RecvWR: 1},
+		rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 1, RecvWR: 1})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer pr.Close()
+	defer lockThread()()
+
+	ways := []struct {
+		every  int
+		series string
+		label  sandbox.Text
+	}{
+		{1, "every_1", say("signal every WR", "每个 WR 都要完成")},
+		{every, "every_n", say(fmt.Sprintf("signal every %dth WR", every), fmt.Sprintf("每 %d 个 WR 要一个完成", every))},
+	}
+	phase(emit, "measure", say(fmt.Sprintf("%s WRITEs, %d in flight: every WR signaled, then every %dth", human(int64(size)), signalDepth, every),
+		fmt.Sprintf("%s 的 WRITE，%d 个在途：先每个都要完成，再每 %d 个要一个", human(int64(size)), signalDepth, every)))
+	if _, err := pr.stream(ctx, streamOpts{Size: size, Depth: signalDepth, SignalEvery: every, Msgs: 200}); err != nil {
+		return verbsError(emit, err)
+	}
+	// two rounds, alternating, each a quarter of the time: drift on a
+	// shared machine hits both ways alike
+	stats := make([]streamStats, 2)
+	const rounds = 4
+	for r := 0; r < rounds; r++ {
+		for i, w := range ways {
+			st, err := pr.stream(ctx, streamOpts{Size: size, Depth: signalDepth, SignalEvery: w.every, Budget: secs / rounds})
+			if err != nil {
+				return verbsError(emit, err)
+			}
+			stats[i] = addStats(stats[i], st)
+			metric(emit, w.series, w.label, float64(r+1), stats[i].MsgRate()/1000, "k msg/s")
+		}
+	}
+
+	// the mistake: never signal. Unsignaled WRs still hold their send-queue
+	// slots until a later signaled completion retires them.
+	phase(emit, "never", say("Never signaling", "从不要完成"))
+	never, postErr := pr.fillUnsignaled(size)
+	var ve *verbs.Error
+	full := errors.As(postErr, &ve)
+	if postErr != nil && !full {
+		return postErr
+	}
+	if full {
+		verbsError(emit, postErr)
+		logf(emit, "ibv_post_send refused WR %d: %d unsignaled WRs filled the send queue (%d asked for)", never+1, never, signalDepth)
+	}
+	return reportSignal(emit, every, size, stats, never, full, ve)
+}
+
+func addStats(a, b streamStats) streamStats {
+	a.Msgs += b.Msgs
+	a.Bytes += b.Bytes
+	a.Elapsed += b.Elapsed
+	a.CPU += b.CPU
+	a.Completions += b.Completions
+	a.Polls += b.Polls
+	return a
+}
+
+// neverPosts is how many unsignaled WRITEs the "never signal" step tries:
+// four times the send queue asked for.
+const neverPosts = 4 * signalDepth
+
+// fillUnsignaled posts unsignaled WRITEs until the send queue refuses one
+// (at most neverPosts) and returns how many it took.
+func (p *pair) fillUnsignaled(size int) (int, error) {
+	for i := 0; i < neverPosts; i++ {
+		if err := p.cli.qp.PostSend(p.writeWR(uint64(i), 0, size, 0)); err != nil {
+			return i, err
+		}
+	}
+	return neverPosts, nil
+}
+
+func reportSignal(emit sandbox.Emitter, every, size int, st []streamStats, never int, full bool, ve *verbs.Error) error {
+	all, sel := st[0], st[1]
+	t := sandbox.NewTable(say("selective signaling", "选择性信号"), say("signaled", "要完成的 WR"), say("messages", "消息数"), say("k msg/s", "千条消息/秒"), sandbox.Same("MB/s"), say("CPU µs/msg", "每条消息 CPU µs"), say("completions polled", "轮询到的完成"), say("ibv_poll_cq calls", "ibv_poll_cq 调用次数"))
+	for i, s := range st {
+		name := say("every WR", "每个 WR")
+		if i == 1 {
+			name = say(fmt.Sprintf("every %dth", every), fmt.Sprintf("每 %d 个", every))
+		}
+		t.AddRow(name, sandbox.Same(fmt.Sprint(s.Msgs)), sandbox.Same(f1(s.MsgRate()/1000)), sandbox.Same(f1(s.MBps())), sandbox.Same(f1(us(s.CPUPerMsg()))), sandbox.Same(fmt.Sprint(s.Completions)), sandbox.Same(fmt.Sprint(s.Polls)))
+	}
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	speed := ratio(sel.MsgRate(), all.MsgRate())
+	cpu := ratio(us(sel.CPUPerMsg()), us(all.CPUPerMsg()))
+	figs := map[string]float64{
+		"every": float64(every), "rate_all": all.MsgRate(), "rate_sel": sel.MsgRate(), "speedup": speed,
+		"cpu_us_all": us(all.CPUPerMsg()), "cpu_us_sel": us(sel.CPUPerMsg()), "cpu_ratio": cpu,
+		"cqe_per_msg_all": ratio(float64(all.Completions), float64(all.Msgs)), "cqe_per_msg_sel": ratio(float64(sel.Completions), float64(sel.Msgs)),
+		"never_posted": float64(never), "never_full": b2f(full), "send_queue": signalDepth,
+	}
+	gen := say("In general: a completion is work for the device (write a CQE, maybe raise an event) and for the program (poll it, handle it); signaling every Nth request divides that work by N. The other requests still finish — the signaled one reports them all, in order.",
+		"一般规律：每个完成对设备（写 CQE，也许还要触发事件）和程序（轮询、处理）都是工作；每 N 个请求才要一个完成，就把这部分工作除以 N。其余请求照样完成——被标记的那个请求按顺序替它们一起报告。")
+	rxe := say("Specific to rxe: here the \"device\" is the kernel, and the WRITE itself (a system call, building the packet, its CRC, the ACK) costs far more than a completion, so the gain is smaller than on hardware, where completions and doorbells are what limits the message rate.",
+		"rxe 特有：这里的“设备”就是内核，WRITE 本身（一次系统调用、构造报文、计算 CRC、处理 ACK）比一个完成贵得多，所以收益比硬件上小；在硬件上，限制消息速率的正是完成和门铃。")
+	var v sandbox.Text
+	switch {
+	case speed >= 1.05:
+		v = say(fmt.Sprintf("Signaling every %dth WR sent %.0f%% more %s WRITEs per second than signaling every one (%.1f k/s against %.1f k/s), with %.2f completions per message instead of 1. ", every, (speed-1)*100, human(int64(size)), sel.MsgRate()/1000, all.MsgRate()/1000, figs["cqe_per_msg_sel"])+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("每 %d 个 WR 要一个完成，每秒发出的 %s WRITE 比每个都要完成时多 %.0f%%（%.1f k/s 对 %.1f k/s），每条消息的完成数从 1 降到 %.2f。", every, human(int64(size)), (speed-1)*100, sel.MsgRate()/1000, all.MsgRate()/1000, figs["cqe_per_msg_sel"])+gen["zh"]+rxe["zh"])
+	default:
+		v = say(fmt.Sprintf("Here signaling every %dth WR changed the rate little (%.1f k/s against %.1f k/s, ratio %.2f), though completions per message fell from 1 to %.2f. ", every, sel.MsgRate()/1000, all.MsgRate()/1000, speed, figs["cqe_per_msg_sel"])+rxe["en"]+" "+gen["en"],
+			fmt.Sprintf("这里每 %d 个 WR 要一个完成，速率变化不大（%.1f k/s 对 %.1f k/s，比值 %.2f），但每条消息的完成数从 1 降到了 %.2f。", every, sel.MsgRate()/1000, all.MsgRate()/1000, speed, figs["cqe_per_msg_sel"])+rxe["zh"]+gen["zh"])
+	}
+	if full {
+		v = say(v["en"]+fmt.Sprintf(" Never signaling is a bug: after %d unsignaled WRs (the QP asked for %d send slots; the device may round up) the send queue was full and ibv_post_send returned %s — this device frees a slot only when a later signaled completion is polled, as hardware providers do.", never, signalDepth, verbs.ErrnoName(ve.Errno)),
+			v["zh"]+fmt.Sprintf("从不要完成是个错误：%d 个不要完成的 WR 之后（QP 申请了 %d 个发送槽位，设备可能向上取整），发送队列满了，ibv_post_send 返回 %s——这个设备只有在后面某个要完成的 WR 的完成被轮询到时才释放槽位，硬件驱动就是这样做的。", never, signalDepth, verbs.ErrnoName(ve.Errno)))
+	} else {
+		v = say(v["en"]+fmt.Sprintf(" Never signaling did not fill the send queue here: all %d unsignaled WRs were accepted by a queue of %d. That is rxe: its kernel completer frees the slot of every finished WR, signaled or not. A hardware provider such as mlx5 frees slots only when it polls a completion, so the same program there stops with ENOMEM after one queue's worth — the verbs rules say an unsignaled WR is done only when a later signaled one completes. Write for the rules, not for rxe.", never, signalDepth),
+			v["zh"]+fmt.Sprintf("这里从不要完成并没有占满发送队列：容量 %d 的队列接受了全部 %d 个不要完成的 WR。这是 rxe 的行为：它的内核完成器会释放每个已完成 WR 的槽位，不管要没要完成。mlx5 等硬件驱动只在轮询到完成时才释放槽位，所以同样的程序在那里投递满一队之后就会因 ENOMEM 停下——Verbs 的规则是：不要完成的 WR 只有在后面某个要完成的 WR 完成时才算完成。要按规则写程序，而不是按 rxe 写。", signalDepth, never))
+	}
+	result(emit, true, v, figs)
+	return nil
+}
