@@ -107,6 +107,19 @@ func (c *Course) OpenAsset(slug, name string) (fs.File, error) {
 	return c.fsys.Open(slug + "/" + name)
 }
 
+// symlinkIn returns the first part of slug/name that is a symbolic link
+// ("" when none is): OpenAsset refuses those, so check must too.
+func symlinkIn(fsys fs.FS, slug, name string) string {
+	p := slug
+	for _, part := range strings.Split(name, "/") {
+		p += "/" + part
+		if fi, err := fs.Lstat(fsys, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 func statFS(fsys fs.FS, name string) (fs.FileInfo, error) {
 	return fs.Stat(fsys, name)
 }

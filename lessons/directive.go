@@ -22,6 +22,11 @@ const (
 	pieceDirective
 	pieceOpen  // ":::name [title]"
 	pieceClose // ":::"
+	// pieceMistyped is a line that looks meant as a directive or callout
+	// but is not one (indented, a space after the colons, one colon): it
+	// would render as text, so check reports it with the fix. It is also
+	// kept as Markdown (src) so the page still renders.
+	pieceMistyped
 )
 
 // piece is one unit of a lesson body.
@@ -72,6 +77,10 @@ func splitBody(body []byte, firstLine int) []piece {
 				out = append(out, piece{kind: pieceOpen, line: n, name: name, args: strings.TrimSpace(args)})
 			}
 			continue
+		} else if fix := mistypedDirective(l); fix != "" {
+			flush()
+			out = append(out, piece{kind: pieceMistyped, line: n, src: []byte(l + "\n"), args: fix})
+			continue
 		} else if len(l) > 2 && strings.HasPrefix(l, "::") && isASCIILetter(l[2]) {
 			flush()
 			name, args, _ := strings.Cut(strings.TrimSpace(l[2:]), " ")
@@ -109,6 +118,46 @@ func fenceOf(l string) (c byte, n int, info string) {
 		return 0, 0, "" // an inline code span, not a fence (CommonMark rule)
 	}
 	return c, n, info
+}
+
+// knownDirectiveWords are the directive and callout names a mistyped line
+// is recognised by.
+var knownDirectiveWords = map[string]bool{
+	"experiment": true, "quiz": true, "checkpoint": true, "diagram": true, "terminal": true, "task": true,
+	"note": true, "warning": true, "takeaway": true,
+}
+
+// mistypedDirective returns how to fix l when it looks like a directive or
+// callout that is not one ("" when it is fine): "  ::checkpoint" (indented),
+// ":: quiz x" (space after the colons), ":checkpoint" (one colon).
+func mistypedDirective(l string) string {
+	t := strings.TrimLeft(l, " \t")
+	colons := len(t) - len(strings.TrimLeft(t, ":"))
+	if colons == 0 || colons > 3 {
+		return ""
+	}
+	rest := t[colons:]
+	word := strings.TrimLeft(rest, " \t")
+	name := word
+	if i := strings.IndexAny(name, " \t"); i >= 0 {
+		name = name[:i]
+	}
+	if !knownDirectiveWords[name] {
+		return ""
+	}
+	want := "::" + name
+	if colons == 3 || name == "note" || name == "warning" || name == "takeaway" {
+		want = ":::" + name
+	}
+	switch {
+	case t != l:
+		return fmt.Sprintf("a directive must start at column 1: remove the indentation before %s", want)
+	case word != rest:
+		return fmt.Sprintf("no space between the colons and the name: write %s", want)
+	case colons == 1:
+		return fmt.Sprintf("a directive starts with two colons: write %s", want)
+	}
+	return ""
 }
 
 func isASCIILetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }

@@ -261,6 +261,17 @@ func stringList(v yamlast.Node, key string, vline int, lineOf func(yamlast.Node)
 			errAt(lineOf(it), "front matter: %s: each item must be non-empty text, got %s", key, nodeKind(unwrap(it)))
 			continue
 		}
+		// "- one\n   - two" (the second dash indented one space more) is
+		// one item "one - two" to YAML: say so instead of merging silently.
+		if tok := unwrap(it).GetToken(); tok != nil {
+			lines := strings.Split(tok.Origin, "\n")
+			for i, l := range lines[1:] {
+				if strings.HasPrefix(strings.TrimSpace(l), "- ") {
+					errAt(lineOf(it)+i+1, "front matter: %s: this line is indented more than the item above, so YAML joins them into one item; start every item's dash in the same column", key)
+					break
+				}
+			}
+		}
 		out = append(out, strings.TrimSpace(s))
 	}
 	return out

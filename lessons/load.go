@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,8 +135,20 @@ func load(fsys fs.FS, opt Options) (*Course, []Diagnostic) {
 		}
 		return a.Slug < b.Slug
 	})
+	// A quiz.yaml that YAML cannot read comes first in its lesson folder:
+	// fixing it is what makes the rest of the findings meaningful.
+	brokenFirst := func(file string) string {
+		dir, base := path.Split(file)
+		if base == "quiz.yaml" && ld.brokenQuiz[strings.TrimSuffix(dir, "/")] {
+			return dir + "\x00"
+		}
+		return file
+	}
 	sort.SliceStable(ld.diags, func(i, j int) bool {
 		a, b := ld.diags[i], ld.diags[j]
+		if fa, fb := brokenFirst(a.File), brokenFirst(b.File); fa != fb {
+			return fa < fb
+		}
 		if a.File != b.File {
 			return a.File < b.File
 		}
@@ -164,20 +177,36 @@ func (ld *loader) scan() []*lessonSource {
 			continue
 		}
 		src := &lessonSource{lesson: &Lesson{Slug: name, Pages: map[string]*Page{}}, files: map[string]string{}}
+		misnamed := 0
 		for _, f := range files {
+			if f.Name() == "index.md" && !f.IsDir() {
+				// The most common slip: the page is there but has no language.
+				ld.errAt(name+"/index.md", 0, "a lesson page is named index.LANG.md: rename this file to index.zh.md or index.en.md")
+				misnamed++
+				continue
+			}
 			lang, ok := strings.CutPrefix(f.Name(), "index.")
 			lang, ok2 := strings.CutSuffix(lang, ".md")
 			if !ok || !ok2 || f.IsDir() {
 				continue
 			}
 			if !isLang(lang) {
-				ld.warnAt(name+"/"+f.Name(), 0, "language %q is not served (known: %s); file ignored", lang, strings.Join(Langs, ", "))
+				want := "index.zh.md or index.en.md"
+				if l := strings.ToLower(lang); strings.HasPrefix(l, "zh") {
+					want = "index.zh.md"
+				} else if strings.HasPrefix(l, "en") {
+					want = "index.en.md"
+				}
+				ld.errAt(name+"/"+f.Name(), 0, "language %q is not served (known: %s): rename this file to %s", lang, strings.Join(Langs, ", "), want)
+				misnamed++
 				continue
 			}
 			src.files[lang] = name + "/" + f.Name()
 		}
 		if len(src.files) == 0 {
-			ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored")
+			if misnamed == 0 {
+				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in folders starting with _)")
+			}
 			continue
 		}
 		if !slugPattern.MatchString(name) {
@@ -234,6 +263,9 @@ func (ld *loader) readQuiz(l *Lesson) {
 		return
 	}
 	l.Quiz = set
+	for _, q := range set.Questions {
+		ld.quizHTML(file, q)
+	}
 	for _, q := range set.Questions {
 		if prev := ld.course.Questions[q.ID]; prev != nil {
 			ld.errAt(file, q.Line, "question id %q is already used at %s:%d", q.ID, prev.File, prev.Line)
@@ -394,6 +426,7 @@ func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
 			}
 		}
 	}
+	ld.prereqConsistency(srcs)
 	for _, lr := range links {
 		target := bySlug[lr.slug]
 		if target == nil || len(target.Pages) == 0 {
@@ -411,4 +444,102 @@ func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
 			ld.errAt(lr.file, lr.line, "broken link: %s has no heading #%s", path.Join(lr.slug, "index."+p.SourceLang+".md"), lr.fragment)
 		}
 	}
+}
+
+// prereqConsistency reports prerequisites that differ between a lesson's
+// languages (a learner's path must not depend on the language) and cycles
+// (no lesson on one could ever be started first).
+func (ld *loader) prereqConsistency(srcs []*lessonSource) {
+	graph := map[string][]string{}
+	where := map[string]string{} // slug → the file its prerequisites come from
+	for _, s := range srcs {
+		var first []string
+		firstFile := ""
+		for _, lang := range Langs {
+			file, ok := s.files[lang]
+			if !ok {
+				continue
+			}
+			pre := ld.prereqs[file].Prerequisites
+			if firstFile == "" {
+				first, firstFile = pre, file
+				continue
+			}
+			a, b := append([]string(nil), first...), append([]string(nil), pre...)
+			sort.Strings(a)
+			sort.Strings(b)
+			if strings.Join(a, ",") != strings.Join(b, ",") {
+				line := 0
+				if fm := ld.prereqs[file]; len(fm.PrereqLines) > 0 {
+					line = fm.PrereqLines[0]
+				}
+				ld.errAt(file, line, "prerequisites [%s] differ from %s's [%s]: give every language the same list",
+					strings.Join(pre, ", "), firstFile, strings.Join(first, ", "))
+			}
+		}
+		graph[s.lesson.Slug] = first
+		where[s.lesson.Slug] = firstFile
+	}
+	// Depth-first search; a back edge closes a cycle, reported once at the
+	// file of the lesson where it was found.
+	state := map[string]int{} // 0 new, 1 on the stack, 2 done
+	var stack []string
+	var visit func(slug string)
+	visit = func(slug string) {
+		state[slug] = 1
+		stack = append(stack, slug)
+		for _, next := range graph[slug] {
+			if next == slug {
+				continue // reported as "cannot require itself"
+			}
+			switch state[next] {
+			case 0:
+				if _, known := graph[next]; known {
+					visit(next)
+				}
+			case 1:
+				i := slices.Index(stack, next)
+				cycle := append(append([]string(nil), stack[i:]...), next)
+				ld.errAt(where[slug], 0, "prerequisites form a cycle: %s (no lesson on it could be started first)", strings.Join(cycle, " → "))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[slug] = 2
+	}
+	slugs := make([]string, 0, len(graph))
+	for slug := range graph {
+		slugs = append(slugs, slug)
+	}
+	sort.Strings(slugs)
+	for _, slug := range slugs {
+		if state[slug] == 0 {
+			visit(slug)
+		}
+	}
+}
+
+// rawHTMLTag finds an HTML tag in quiz text (comments excluded).
+var rawHTMLTag = regexp.MustCompile(`<(/?[a-zA-Z][a-zA-Z0-9-]*)(\s[^<>]*)?/?>`)
+
+// codeSpan matches inline code, where a tag is just text.
+var codeSpan = regexp.MustCompile("`[^`]*`")
+
+// quizHTML warns once per question text that holds raw HTML: question
+// texts are Markdown, and raw HTML is not rendered (as in lessons).
+func (ld *loader) quizHTML(file string, q *quiz.Question) {
+	check := func(what string, t quiz.Text) {
+		for _, lang := range Langs {
+			if m := rawHTMLTag.FindString(codeSpan.ReplaceAllString(t[lang], "")); m != "" {
+				ld.warnAt(file, q.Line, "%s: %s.%s has raw HTML %s, which is not rendered: use Markdown", q.ID, what, lang, m)
+				return
+			}
+		}
+	}
+	check("prompt", q.Prompt)
+	for _, o := range q.Options {
+		check("option "+o.ID, o.Text)
+		check("option "+o.ID+" feedback", o.Feedback)
+	}
+	check("explanation", q.Explanation)
+	check("hint", q.Hint)
 }

@@ -151,6 +151,9 @@ func (r *pageRenderer) render(pieces []piece) {
 			r.buf.WriteString("</aside>\n")
 		case pieceDirective:
 			r.directive(p)
+		case pieceMistyped:
+			r.errAt(p.line, "%q is shown as text, not run as a directive: %s", strings.TrimSpace(string(p.src)), p.args)
+			r.markdown(piece{kind: pieceMarkdown, line: p.line, src: p.src})
 		}
 	}
 	for i := len(r.callout) - 1; i >= 0; i-- {
@@ -231,6 +234,11 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		if r.ld.course.Questions[id] == nil {
+			if len(r.ld.brokenQuiz) > 0 {
+				// A quiz.yaml that cannot be read may hold this question: its
+				// YAML error, reported first, is the one to fix.
+				return
+			}
 			r.errAt(p.line, "::quiz %s: no question with this id in any quiz.yaml of the course", id)
 			return
 		}
@@ -333,6 +341,8 @@ func (r *pageRenderer) markdown(p piece) {
 	src := p.src
 	doc := markdown.Parser().Parse(text.NewReader(src), parser.WithContext(r.pc))
 	lineAt := func(off int) int { return p.line + bytes.Count(src[:min(off, len(src))], []byte("\n")) }
+	htmlWarned := map[int]bool{}
+	r.spacedImages(p)
 
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -345,6 +355,8 @@ func (r *pageRenderer) markdown(p piece) {
 			id, _ := idv.([]byte)
 			if prev, dup := r.ids[string(id)]; dup {
 				r.errAt(line, "duplicate heading id %q (also on line %d)", id, prev)
+			} else if reservedID(string(id)) {
+				r.errAt(line, "heading id %q is used by the page itself: choose another {#id}", id)
 			} else {
 				r.ids[string(id)] = line
 			}
@@ -359,7 +371,15 @@ func (r *pageRenderer) markdown(p piece) {
 		case *ast.Image:
 			n.Destination = []byte(r.resolve(string(n.Destination), true, lineAt(inlineOffset(n))))
 		case *ast.RawHTML, *ast.HTMLBlock:
-			r.warnAt(lineAt(inlineOffset(n)), "raw HTML is not rendered in lessons (use Markdown or a directive)")
+			// One warning per line however many tags it holds; comments
+			// (an author's notes) are fine.
+			if raw := strings.TrimSpace(rawHTMLText(n, src)); strings.HasPrefix(raw, "<!--") {
+				break
+			}
+			if line := lineAt(inlineOffset(n)); !htmlWarned[line] {
+				htmlWarned[line] = true
+				r.warnAt(line, "raw HTML is not rendered in lessons (use Markdown or a directive)")
+			}
 		}
 		return ast.WalkContinue, nil
 	})
@@ -374,6 +394,71 @@ func (r *pageRenderer) markdown(p piece) {
 		}
 		if isTable {
 			r.buf.WriteString("</div>\n")
+		}
+	}
+}
+
+// reservedIDs are element ids the lesson page uses itself; a heading with
+// one would duplicate it (skip link target, completion box…). "checkpoint"
+// is not among them: the author's checkpoint heading carries it, and the
+// ::checkpoint section under it then renders no id of its own.
+var reservedIDs = map[string]bool{
+	"main": true, "checkpoint-h": true, "complete": true, "lesson-body": true,
+	"objectives-h": true, "prereqs-h": true, "refs-h": true, "toc-h": true, "theme-toggle": true,
+	"worth-it": true, "worth-it-h": true, "cpu-budget-h": true,
+}
+
+// reservedID reports whether a heading id would clash with the page's own
+// ids, including the question anchors (q-…, cp-…).
+func reservedID(id string) bool {
+	return reservedIDs[id] || strings.HasPrefix(id, "q-") || strings.HasPrefix(id, "cp-")
+}
+
+// rawHTMLText is the source text of a raw HTML node.
+func rawHTMLText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	switch n := n.(type) {
+	case *ast.RawHTML:
+		for i := 0; i < n.Segments.Len(); i++ {
+			seg := n.Segments.At(i)
+			b.Write(seg.Value(src))
+		}
+	case *ast.HTMLBlock:
+		for i := 0; i < n.Lines().Len(); i++ {
+			seg := n.Lines().At(i)
+			b.Write(seg.Value(src))
+		}
+	}
+	return b.String()
+}
+
+// spacedImage is an image whose path holds a space: CommonMark ends the
+// destination at the space, so the image renders as text.
+var spacedImage = regexp.MustCompile(`!\[[^\]]*\]\(([^)<>"']*\s[^)]*)\)`)
+
+// spacedImages reports images whose path holds a space (outside code).
+func (r *pageRenderer) spacedImages(p piece) {
+	var fence byte
+	var fenceN int
+	for i, l := range strings.Split(string(p.src), "\n") {
+		if fence != 0 {
+			if c, k, info := fenceOf(l); c == fence && k >= fenceN && strings.TrimSpace(info) == "" {
+				fence = 0
+			}
+			continue
+		}
+		if c, k, _ := fenceOf(l); c != 0 {
+			fence, fenceN = c, k
+			continue
+		}
+		for _, m := range spacedImage.FindAllStringSubmatch(l, -1) {
+			dest := strings.TrimSpace(m[1])
+			f := strings.Fields(dest)
+			if len(f) >= 2 && strings.ContainsAny(f[1][:1], "\"'(") {
+				continue // dest "title"
+			}
+			r.errAt(p.line+i, "image path %q has a space, so it shows as text: rename the file, or write %s",
+				dest, strings.ReplaceAll(dest, " ", "%20"))
 		}
 	}
 }
@@ -408,7 +493,8 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 		rest, ok := strings.CutPrefix(u.Path, "/lessons/")
 		if !ok {
 			if image {
-				r.errAt(line, "image %q is outside the course: put the file in the lesson folder", dest)
+				r.errAt(line, "image %q is an absolute path: put the file in the lesson folder and write a path relative to the lesson, e.g. images/%s",
+					dest, path.Base(u.Path))
 			}
 			return dest // another page of the site (/lab, /runs): not ours to check
 		}
@@ -447,6 +533,11 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 	}
 	if st, err := statFS(r.ld.fsys, slug+"/"+file); err != nil || st.IsDir() {
 		r.errAt(line, "broken %s %q: no file %s", what, dest, slug+"/"+file)
+		return dest
+	}
+	if link := symlinkIn(r.ld.fsys, slug, file); link != "" {
+		// The server never follows links out of a lesson folder (OpenAsset).
+		r.errAt(line, "%s %q: %s is a symbolic link, which the server does not serve: copy the file into the lesson folder", what, dest, link)
 		return dest
 	}
 	out.Path = "/lessons/" + slug + "/assets/" + file

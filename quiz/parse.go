@@ -233,6 +233,11 @@ func (p *fileParser) text(n ast.Node, what string, required bool) Text {
 	t := Text{}
 	for _, kv := range kvs {
 		if !slices.Contains(Langs, kv.key) {
+			if _, null := kv.value.(*ast.NullNode); null || kv.value == nil {
+				// {zh: 甲, 乙, en: …}: YAML split the text at the comma.
+				p.errorf(kv.keyNode, "`%s`: %q is not a language: a comma or colon inside {zh: …, en: …} splits the text; quote it: {zh: \"…\", en: \"…\"}", what, kv.key)
+				continue
+			}
 			p.errorf(kv.keyNode, "`%s`: unknown language %q (use %s)", what, kv.key, strings.Join(Langs, ", "))
 			continue
 		}

@@ -197,6 +197,9 @@ func parseInt(s string, bytes bool) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
+		if bytes {
+			return 0, fmt.Errorf("want a whole number of bytes, with an optional unit k/KiB, m/MiB or g/GiB (like 4KiB or 64k), got %q", orig)
+		}
 		return 0, fmt.Errorf("want a whole number, got %q", orig)
 	}
 	if n > math.MaxInt64/mult || n < math.MinInt64/mult {

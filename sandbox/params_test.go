@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 		{name: "fraction", raw: map[string]any{"seconds": 1.5}, param: "seconds", message: "whole number"},
 		{name: "bytes above max", raw: map[string]any{"size": "2MiB"}, param: "size", message: "must be between 64 B and 1 MiB (got 2 MiB)"},
 		{name: "bytes below min", raw: map[string]any{"size": 1.0}, param: "size", message: "between 64 B and 1 MiB"},
-		{name: "not a number", raw: map[string]any{"size": "lots"}, param: "size", message: `want a whole number, got "lots"`},
+		{name: "not a number", raw: map[string]any{"size": "lots"}, param: "size", message: `want a whole number of bytes, with an optional unit k/KiB, m/MiB or g/GiB (like 4KiB or 64k), got "lots"`},
 		{name: "wrong type", raw: map[string]any{"seconds": true}, param: "seconds", message: "want a number"},
 		{name: "enum unknown", raw: map[string]any{"limit": "1GiB"}, param: "limit", message: "must be one of 65536, 8388608, unlimited"},
 		{name: "bool garbage", raw: map[string]any{"poll": "maybe"}, param: "poll", message: "true or false"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -91,11 +92,23 @@ func (r *Registry) helper(name string) HelperFunc {
 func (r *Registry) CheckParams(id string, params map[string]string) error {
 	e := r.Get(id)
 	if e == nil {
-		return fmt.Errorf("%w %q", ErrUnknownExperiment, id)
+		ids := make([]string, 0, len(r.List()))
+		for _, x := range r.List() {
+			ids = append(ids, x.ID)
+		}
+		sort.Strings(ids)
+		return fmt.Errorf("%w %q (known: %s)", ErrUnknownExperiment, id, strings.Join(ids, ", "))
 	}
 	raw := make(map[string]any, len(params))
 	for k, v := range params {
 		raw[k] = v
+	}
+	// A lesson writes booleans as the authoring guide says: true or false
+	// (the forms' and the API's other spellings are not for lesson files).
+	for _, p := range e.Params {
+		if v, ok := params[p.Name]; ok && p.Kind == ParamBool && v != "true" && v != "false" {
+			return &ParamError{Param: p.Name, Message: fmt.Sprintf("write true or false (got %q)", v)}
+		}
 	}
 	_, err := e.Validate(raw)
 	return err

@@ -14,6 +14,8 @@ func (s *Server) instructorRoutes(r chi.Router) {
 		r.Post("/instructor/logout", s.instructorLogout)
 		r.Get("/instructor/setup", s.instructorSetupForm)
 		r.Post("/instructor/setup", s.instructorSetup)
+		r.Get("/instructor/invite", s.inviteForm)
+		r.Post("/instructor/invite", s.inviteAccept)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireInstructor)
@@ -21,6 +23,9 @@ func (s *Server) instructorRoutes(r chi.Router) {
 			r.Get("/instructor/export/progress.csv", s.exportProgress)
 			r.Get("/instructor/export/attempts.csv", s.exportAttempts)
 			r.Get("/instructor/export/runs.csv", s.exportRuns)
+			r.Get("/instructor/account", s.accountShow)
+			r.Post("/instructor/account/invite", s.accountInvite)
+			r.Post("/instructor/account/password", s.accountPassword)
 			// Any other instructor URL is guarded too (403/redirect before 404).
 			r.HandleFunc("/instructor/*", s.notFound)
 		})

@@ -70,8 +70,8 @@ func stepItems(events []sandbox.Event, lang string) []views.StepItem {
 		case sandbox.EvStep:
 			it := views.StepItem{Command: pending, Name: ev.Name, Title: localized(ev, lang), Call: ev.Call, Code: ev.Code,
 				Detail: text(ev.Detail, lang), OK: ev.OK == nil || *ev.OK, Status: ev.ErrnoName}
-			if ev.Table != nil {
-				it.Columns, it.Rows = ev.Table.Columns, ev.Table.Rows
+			if tb := ev.Table.In(lang); tb != nil {
+				it.Columns, it.Rows = tb.Columns, tb.Rows
 			}
 			out = append(out, it)
 			pending = ""

@@ -21,6 +21,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver vm ...              build and manage the Soft-RoCE guest
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
+       labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)
 
 serve flags (environment fallbacks in brackets):
   --addr ADDR      listen address [LAB_ADDR] (default 127.0.0.1:8080)

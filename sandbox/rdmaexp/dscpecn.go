@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmalab/rdmalab/sandbox"
+	wirecap "github.com/rdmalab/rdmalab/sandbox/capture"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
@@ -83,7 +82,8 @@ func bthOpcode(op byte) string {
 
 // rocePkt is what the lesson reads from one captured RoCEv2 packet.
 type rocePkt struct {
-	in     bool // arrived on the server's link (client → server)
+	in     bool   // client → server
+	src    string // IPv4 source address
 	tos    byte
 	opcode byte
 	psn    uint32
@@ -93,8 +93,9 @@ type rocePkt struct {
 func (p rocePkt) dscp() int { return int(p.tos >> 2) }
 func (p rocePkt) ecn() int  { return int(p.tos & 3) }
 
-// parseRoCE reads Ethernet/IPv4/UDP:4791/BTH by their fixed offsets; any
-// other frame is not ours.
+// parseRoCE reads Ethernet/IPv4/UDP:4791/BTH of a captured frame by their
+// fixed offsets: the four fields this lesson counts over hundreds of
+// packets (sandbox/capture decodes every field for the packet view).
 func parseRoCE(b []byte) (rocePkt, bool) {
 	var p rocePkt
 	if len(b) < 14+20 || binary.BigEndian.Uint16(b[12:14]) != 0x0800 {
@@ -110,6 +111,7 @@ func parseRoCE(b []byte) (rocePkt, bool) {
 		return p, false
 	}
 	bth := udp[8:]
+	p.src = net.IP(ip[12:16]).String()
 	p.tos = ip[1]
 	p.opcode = bth[0]
 	p.psn = binary.BigEndian.Uint32(bth[8:12]) & 0xffffff
@@ -119,91 +121,18 @@ func parseRoCE(b []byte) (rocePkt, bool) {
 	return p, true
 }
 
-// capture reads frames of one link with an AF_PACKET socket until stopped.
-// Bounded: at most max packets are kept.
-type capture struct {
-	fd      int
-	max     int
-	mu      sync.Mutex
-	pkts    []rocePkt
-	other   int
-	stop    chan struct{}
-	done    chan struct{}
-	readErr error
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-func startCapture(dev string, max int) (*capture, error) {
-	ifi, err := net.InterfaceByName(dev)
-	if err != nil {
-		return nil, err
+// rmemForCapture lifts the guest's default socket receive buffer while the
+// capture socket is opened: a frame costs its skb's truesize (~2–3 KiB) of
+// it whatever the snap length, and the default (~208 KiB) holds under a
+// hundred frames — a slow guest would drop the rest. Only sockets created
+// meanwhile get it; the old value is put back at once.
+func rmemForCapture(open func() error) error {
+	const f = "/proc/sys/net/core/rmem_default"
+	old, err := os.ReadFile(f)
+	if err == nil && os.WriteFile(f, []byte("16777216"), 0o644) == nil {
+		defer os.WriteFile(f, old, 0o644)
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-	if err != nil {
-		return nil, fmt.Errorf("AF_PACKET socket (needs CAP_NET_RAW): %w", err)
-	}
-	// A frame costs its skb's truesize (~2–3 KiB) of the receive buffer
-	// even though we read 256 bytes of it; rmem_max (~208 KiB) would hold
-	// under a hundred. FORCE lifts that cap (we are root in the guest).
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
-	}
-	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 50000})
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("bind the capture to %s: %w", dev, err)
-	}
-	c := &capture{fd: fd, max: max, stop: make(chan struct{}), done: make(chan struct{})}
-	go c.loop()
-	return c, nil
-}
-
-func (c *capture) loop() {
-	defer close(c.done)
-	buf := make([]byte, 256)
-	for {
-		select {
-		case <-c.stop:
-			return
-		default:
-		}
-		// MSG_TRUNC: the headers are all we read; n is the frame's length.
-		n, from, err := unix.Recvfrom(c.fd, buf, unix.MSG_TRUNC)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				continue
-			}
-			c.readErr = err
-			return
-		}
-		ll, _ := from.(*unix.SockaddrLinklayer)
-		p, ok := parseRoCE(buf[:min(n, len(buf))])
-		c.mu.Lock()
-		if ok && len(c.pkts) < c.max {
-			p.in = ll != nil && ll.Pkttype != unix.PACKET_OUTGOING
-			c.pkts = append(c.pkts, p)
-		} else if !ok {
-			c.other++
-		}
-		c.mu.Unlock()
-	}
-}
-
-// Stop ends the capture after a moment for the last packets, and returns
-// what it kept and the kernel's count of packets it had to drop.
-func (c *capture) Stop() ([]rocePkt, int) {
-	time.Sleep(100 * time.Millisecond)
-	close(c.stop)
-	<-c.done
-	var drops int
-	if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-		drops = int(st.Drops)
-	}
-	unix.Close(c.fd)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pkts, drops
+	return open()
 }
 
 func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -261,15 +190,20 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 
 	phase(emit, "capture", say(fmt.Sprintf("capture on %s while the client WRITEs %d × 4 KiB", sdev, n), fmt.Sprintf("在 %s 上抓包，同时客户端 WRITE %d × 4 KiB", sdev, n)))
-	capt, err := startCapture(sdev, 4000)
-	if err != nil {
+	// Snap 128 B keeps every header (Ethernet, IP, UDP, BTH, RETH/AETH):
+	// the payload is not the point here, and ~500 frames stay small.
+	var capt *wirecap.Capture
+	if err := rmemForCapture(func() (err error) {
+		capt, err = wirecap.Start(sdev, wirecap.Limits{Packets: 3000, Bytes: 3000 * 128, Snap: 128}, nil)
+		return err
+	}); err != nil {
 		return err
 	}
 	before := readBoth(top)
 	start := time.Now()
 	werr := writeN(ctx, cli, target, size, n)
 	took := time.Since(start)
-	pkts, drops := capt.Stop()
+	res := capt.Stop()
 	d := diffBoth(before, readBoth(top))
 	if werr != nil {
 		var wf *wcFailure
@@ -279,7 +213,27 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 			return verbsError(emit, werr)
 		}
 	}
-	logf(emit, "%d WRITEs in %s; captured %d RoCEv2 packets (%d other frames, %d dropped by the capture socket)", n, fmtDur(took), len(pkts), capt.other, drops)
+	if res.Err != nil {
+		return fmt.Errorf("capture: %w", res.Err)
+	}
+	var pkts []rocePkt
+	for _, f := range res.Frames {
+		if pk, ok := parseRoCE(f.Data); ok {
+			pk.in = pk.src == top.Client.IP()
+			pkts = append(pkts, pk)
+		}
+	}
+	// The whole capture goes with the run: the page lists the packets,
+	// shows each one's DSCP and ECN bits in the header, and offers the .pcap.
+	hosts := map[string]string{top.Client.IP(): top.Client.Dev + " (client)", top.Server.IP(): top.Server.Dev + " (server)"}
+	if ev, err := res.Event(hosts); err == nil {
+		emit.Emit(ev)
+	} else {
+		logf(emit, "the capture could not be stored with the run: %v", err)
+	}
+	missed := d["rcvd_pkts"] - int64(len(pkts)) // the server received every frame the capture should have seen
+	logf(emit, "%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"])
+	drops := int(max(missed, 0))
 
 	// The first packets one by one, as a small packet list.
 	list := &sandbox.Table{Title: "first RoCEv2 packets on " + sdev, Columns: []string{"#", "direction", "opcode", "PSN", "DSCP", "ECN"}}

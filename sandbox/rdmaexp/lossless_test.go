@@ -172,6 +172,11 @@ func testDSCPECN(t *testing.T, ex executor) {
 	if f["ack_pkts"] == 0 || f["ack_dscp0"] != f["ack_pkts"] || f["cnps"] != 0 || f["data_ce"] != 0 {
 		t.Errorf("want ACKs with DSCP 0, no CNP, no CE: %v", f)
 	}
+	// The capture goes with the run (packet view, .pcap download).
+	caps := rec.of(sandbox.EvCapture)
+	if len(caps) != 1 || caps[0].Capture == nil || float64(caps[0].Capture.Packets) != f["data_pkts"]+f["ack_pkts"] || len(caps[0].Capture.Pcap) == 0 {
+		t.Errorf("want one capture event holding the %v packets counted: %d events", f["data_pkts"]+f["ack_pkts"], len(caps))
+	}
 
 	rec = ex.run(t, "dscp-ecn", map[string]any{"dscp": 26, "ecn": "ect0", "mark": 10, "messages": n})
 	f = rec.result(t).Figures

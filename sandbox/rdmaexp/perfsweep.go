@@ -95,9 +95,9 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			}
 			r := sweepRow{Size: size, Lat: medianOf(lat), St: st}
 			rows = append(rows, r)
-			kb := float64(size) / 1024
-			metric(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), kb, st.MBps(), "MB/s")
-			metric(emit, "lat_ours", say("post → completion, this program", "投递→完成，本程序"), kb, us(r.Lat), "µs")
+			x := float64(size)
+			metric(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), x, st.MBps(), "MB/s")
+			metric(emit, "lat_ours", say("post → completion, this program", "投递→完成，本程序"), x, us(r.Lat), "µs")
 			logf(emit, "%s: post→completion %.1f µs, %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs)
 		}
 		return nil
@@ -113,7 +113,7 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			note(emit, "warn", say("ib_write_bw did not give a figure: "+err.Error(), "ib_write_bw 没有给出结果："+err.Error()))
 		} else {
 			pt = bw
-			metric(emit, "bw_perftest", say("bandwidth, ib_write_bw", "带宽，ib_write_bw"), float64(mustAtoi(ptSize))/1024, bw, "MB/s")
+			metric(emit, "bw_perftest", say("bandwidth, ib_write_bw", "带宽，ib_write_bw"), float64(mustAtoi(ptSize)), bw, "MB/s")
 		}
 	}
 	return reportSweep(emit, rows, ptSize, pt)

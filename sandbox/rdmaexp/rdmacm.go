@@ -221,14 +221,16 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "info", Message: lg.name + ": " + line})
 		}
 	}
-	t := &sandbox.Table{Title: "rdma_cm events", Columns: []string{"side", "event", "what it replaced in the manual exchange"}}
+	t := sandbox.NewTable(say("rdma_cm events", "rdma_cm 事件"), say("side", "端"), say("event", "事件"),
+		say("what it replaced in the manual exchange", "它替代了手工交换中的哪一步"))
+	sideText := map[string]sandbox.Text{"server": say("server", "服务端"), "client": say("client", "客户端")}
 	established := 0
 	for _, e := range events {
 		if e.Event == "RDMA_CM_EVENT_ESTABLISHED" {
 			established++
 		}
 		m := cmMeaning(e.Event)
-		t.Rows = append(t.Rows, []string{e.Side, e.Event, m["en"]})
+		t.AddRow(sideText[e.Side], sandbox.Same(e.Event), m)
 		if m["en"] != "" {
 			note(emit, "info", say(e.Side+": "+e.Event+" — "+m["en"], map[string]string{"server": "服务端", "client": "客户端"}[e.Side]+"："+e.Event+"——"+m["zh"]))
 		}

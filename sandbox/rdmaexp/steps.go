@@ -155,9 +155,9 @@ func runVerbsSteps(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		return fmt.Errorf("verbs-steps is interactive: it needs a command stream (run it from the lesson page)")
 	}
 	note(emit, "info", top.describe())
-	plan := &sandbox.Table{Title: "steps", Columns: []string{"#", "step"}}
+	plan := sandbox.NewTable(say("steps", "步骤"), sandbox.Same("#"), say("step", "步骤"))
 	for i, d := range stepList() {
-		plan.Rows = append(plan.Rows, []string{fmt.Sprint(i + 1), d.title["en"]})
+		plan.AddRow(sandbox.Same(fmt.Sprint(i+1)), d.title)
 	}
 	ok := true
 	emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "start", Message: "Ready", Messages: say("Ready: press Next for the first call", "准备就绪：按“下一步”执行第一个调用"),
@@ -240,7 +240,7 @@ func (s *stepper) run(i int, variant string) error {
 	}
 	out.figs["step"] = float64(i + 1)
 	s.emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: d.id, Message: title["en"], Messages: title, Call: out.call, Code: out.code,
-		Detail: out.detail, Table: &sandbox.Table{Columns: []string{"field", "value"}, Rows: out.rows}, OK: &ok, ErrnoName: out.status,
+		Detail: out.detail, Table: stepTable(out.rows), OK: &ok, ErrnoName: out.status,
 		Offers: s.offers(), Figures: out.figs})
 	return nil
 }
@@ -812,7 +812,7 @@ func (s *stepper) reconnect() error {
 	s.emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "reconnect", Message: title["en"], Messages: title, Call: out.call, Code: out.code,
 		Detail: say("A QP in ERROR never recovers by itself: it must go back to RESET and through INIT, RTR and RTS again. The peer's QP (also in ERROR after a NAK) does the same. Real programs usually destroy the QP and connect a new one.",
 			"处于 ERROR 的 QP 不会自己恢复：必须回到 RESET，再依次经过 INIT、RTR、RTS。对端的 QP（收到 NAK 之后也处于 ERROR）同样如此。实际程序通常是销毁这个 QP，再连一个新的。"),
-		Table: &sandbox.Table{Columns: []string{"field", "value"}, Rows: out.rows}, OK: &ok, Offers: s.offers()})
+		Table: stepTable(out.rows), OK: &ok, Offers: s.offers()})
 	return nil
 }
 
@@ -885,4 +885,41 @@ func asVerbsError(err error) (*verbs.Error, bool) {
 	var ve *verbs.Error
 	ok := errors.As(err, &ve)
 	return ve, ok
+}
+
+// stepLabels are the Chinese words of the step tables' English labels and
+// values; C names (mr->lkey, qp_num…) read the same in both languages.
+var stepLabels = map[string]string{
+	"device": "设备", "kernel's PD count": "内核的 PD 计数", "kernel's MR count": "内核的 MR 计数",
+	"kernel's CQ count": "内核的 CQ 计数", "kernel's QP count": "内核的 QP 计数", "allocated": "已分配",
+	"cqe (asked)": "cqe（申请）", "completion channel": "完成通道", "none: we will poll": "无：我们轮询",
+	"cap.max_inline_data (granted)": "cap.max_inline_data（实际给予）", "state": "状态", "QP state": "QP 状态",
+	"ours: qpn": "本端：qpn", "ours: psn": "本端：psn", "ours: gid": "本端：gid", "ours: addr, rkey": "本端：addr、rkey",
+	"peer: qpn": "对端：qpn", "peer: psn": "对端：psn", "peer: gid": "对端：gid",
+	"peer: addr, rkey, length": "对端：addr、rkey、length", "peer's QP state": "对端 QP 状态",
+	"returned": "返回值", "waited": "等待时间", "our QP state now": "本端 QP 现在的状态",
+	"peer's memory now": "对端内存现在的内容", "peer's buffer": "对端缓冲区", "length": "长度",
+	"peer: ibv_post_recv": "对端：ibv_post_recv", "wr_id 7, 100 ms after our SEND": "wr_id 7，在我们的 SEND 之后 100 毫秒",
+	"our QP": "本端 QP", "peer's QP": "对端 QP", "not created": "未创建", "peer teardown": "对端拆除",
+	"0 (accepted)": "0（已接受）",
+}
+
+// stepTable is a step's field/value rows with their Chinese version.
+func stepTable(rows [][]string) *sandbox.Table {
+	t := sandbox.NewTable(say("what the device returned", "设备返回"), say("field", "字段"), say("value", "值"))
+	for _, r := range rows {
+		cells := make([]sandbox.Text, len(r))
+		for i, c := range r {
+			cells[i] = sandbox.Same(c)
+			if zh, ok := stepLabels[c]; ok {
+				cells[i] = say(c, zh)
+			} else if strings.HasPrefix(c, "kernel's counts on ") {
+				cells[i] = say(c, "内核计数："+strings.TrimSuffix(strings.TrimPrefix(c, "kernel's counts on "), " (start→now)")+"（开始→现在）")
+			} else if strings.HasSuffix(c, " (every process)") {
+				cells[i] = say(c, strings.TrimSuffix(c, " (every process)")+"（所有进程）")
+			}
+		}
+		t.AddRow(cells...)
+	}
+	return t
 }

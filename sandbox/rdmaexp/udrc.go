@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -157,12 +160,43 @@ func pollFor(ctx context.Context, cq *verbs.CQ, limit time.Duration) (verbs.WC, 
 	}
 }
 
-func sentPkts(dev string) int64 {
+// sentPkts reads the device's sent_pkts counter; a failure is logged once
+// per run and counts as -1 (a delta of two failures is 0).
+func sentPkts(emit sandbox.Emitter, dev string) int64 {
+	// the one file first: cheap, and what `rdma statistic` shows
+	if b, err := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/hw_counters/sent_pkts"); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return v
+		}
+	}
 	c, err := verbs.Counters(dev, 1)
 	if err != nil {
+		logf(emit, "counters of %s unavailable: %v", dev, err)
 		return -1
 	}
-	return c["sent_pkts"]
+	v, ok := c["sent_pkts"]
+	if !ok {
+		logf(emit, "%s has no sent_pkts counter", dev)
+		return -1
+	}
+	return v
+}
+
+// settledPkts is sentPkts once it stopped moving: Soft-RoCE may count a
+// packet after the completion of its send was already delivered, so a
+// reading right after a completion can miss it (and the next window count
+// it). It waits until two readings 100 ms apart agree (at most ~1 s).
+func settledPkts(emit sandbox.Emitter, dev string) int64 {
+	v := sentPkts(emit, dev)
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		w := sentPkts(emit, dev)
+		if w == v {
+			return v
+		}
+		v = w
+	}
+	return v
 }
 
 // grhIPv4 reads the IPv4 header Soft-RoCE (RoCE v2 over IPv4) puts in
@@ -186,7 +220,25 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	note(emit, "info", top.describe())
 	figs := map[string]float64{"size": float64(size)}
-	t := &sandbox.Table{Title: "RC vs UD", Columns: []string{"message", "QP", "bytes sent", "sender completion", "receiver completion", "byte_len", "GRH", "packets sent"}}
+	t := sandbox.NewTable(say("RC vs UD", "RC 与 UD"), say("message", "消息"), sandbox.Same("QP"), say("bytes sent", "发送字节"),
+		say("sender completion", "发送方完成"), say("receiver completion", "接收方完成"), sandbox.Same("byte_len"), sandbox.Same("GRH"),
+		say("packets sent", "发出的包"))
+	row := func(cells ...string) {
+		ts := make([]sandbox.Text, len(cells))
+		for i, c := range cells {
+			switch c {
+			case "yes":
+				ts[i] = say("yes", "有")
+			case "no":
+				ts[i] = say("no", "无")
+			case "none":
+				ts[i] = say("none", "无")
+			default:
+				ts[i] = sandbox.Same(c)
+			}
+		}
+		t.AddRow(ts...)
+	}
 
 	// 1. RC: one message of size bytes, any size.
 	phase(emit, "rc", say(fmt.Sprintf("RC: SEND %d bytes to the connected peer", size), fmt.Sprintf("RC：向已连接的对端 SEND %d 字节", size)))
@@ -213,7 +265,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		return verbsError(emit, err)
 	}
 	fill(cli.buf.Bytes()[:size], "rc")
-	before := sentPkts(top.Client.Dev)
+	before := settledPkts(emit, top.Client.Dev)
 	if err := cli.qp.PostSend(verbs.SendWR{ID: 2, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: size}); err != nil {
 		return verbsError(emit, err)
 	}
@@ -225,13 +277,13 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	rcPkts := sentPkts(top.Client.Dev) - before
+	rcPkts := settledPkts(emit, top.Client.Dev) - before
 	rcOK := swc.Status == verbs.WCSuccess && rwc.Status == verbs.WCSuccess && int(rwc.ByteLen) == size &&
 		string(srv.buf.Bytes()[:size]) == string(cli.buf.Bytes()[:size])
 	figs["rc_byte_len"] = float64(rwc.ByteLen)
 	figs["rc_packets"] = float64(rcPkts)
 	figs["rc_ok"] = b2f(rcOK)
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "RC", fmt.Sprint(size), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), "no", fmt.Sprint(rcPkts)})
+	row(fmt.Sprintf("%d B", size), "RC", fmt.Sprint(size), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), "no", fmt.Sprint(rcPkts))
 	note(emit, "info", say(fmt.Sprintf("RC delivered all %d bytes as one message (receive byte_len %d) in %d packets of at most %d bytes: the sender's NIC split it by the path MTU, the receiver's put it back together, and every packet was acknowledged.", size, rwc.ByteLen, rcPkts, mtu),
 		fmt.Sprintf("RC 把 %d 字节作为一条消息完整送达（接收 byte_len %d），用了 %d 个包，每包至多 %d 字节：发送方网卡按路径 MTU 切分，接收方网卡重新拼好，每个包都得到确认。", size, rwc.ByteLen, rcPkts, mtu)))
 	srv.Close()
@@ -265,7 +317,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	const small = 64
 	fill(uc.buf.Bytes()[:small], "ud")
-	before = sentPkts(top.Client.Dev)
+	before = settledPkts(emit, top.Client.Dev)
 	if err := uc.qp.PostSendUD(verbs.SendWR{ID: 20, Flags: verbs.SendSignaled, MR: uc.mr, Length: small}, uc.ah, us.qp.Num(), udQKey); err != nil {
 		return verbsError(emit, err)
 	}
@@ -280,7 +332,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if err != nil {
 		return err
 	}
-	udPkts := sentPkts(top.Client.Dev) - before
+	udPkts := settledPkts(emit, top.Client.Dev) - before
 	if !ok {
 		return fmt.Errorf("ud-vs-rc: the 64-byte UD datagram did not arrive")
 	}
@@ -293,7 +345,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["ud_payload_after_grh"] = b2f(payloadOK)
 	figs["ud_src_qp_matches"] = b2f(rwc.SrcQP == uc.qp.Num())
 	figs["ud_grh_ipv4"] = b2f(ipOK && src.Equal(top.Client.GID.GID.IP()) && dst.Equal(top.Server.GID.GID.IP()))
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts)})
+	row(fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts))
 	logf(emit, "receive buffer bytes 0–39 (GRH area): % x", grh)
 	if ipOK {
 		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40 — a UD receiver that posts a buffer of exactly the message size loses its last 40 bytes.", rwc.ByteLen, small, rwc.SrcQP, src, dst),
@@ -303,7 +355,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	// 3. UD: a datagram bigger than the MTU.
 	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (path MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（路径 MTU %d）", size, mtu)))
 	fill(uc.buf.Bytes()[:size], "big")
-	before = sentPkts(top.Client.Dev)
+	before = settledPkts(emit, top.Client.Dev)
 	bigPost := "ok"
 	bigSend, bigRecv := "-", "none"
 	bigArrived := false
@@ -334,11 +386,11 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			bigRecv, bigLen = rwc.Status.String(), rwc.ByteLen
 		}
 	}
-	bigPkts := sentPkts(top.Client.Dev) - before
+	bigPkts := settledPkts(emit, top.Client.Dev) - before
 	figs["ud_big_arrived"] = b2f(bigArrived)
 	figs["ud_big_packets"] = float64(bigPkts)
 	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())
-	t.Rows = append(t.Rows, []string{fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend + " (post: " + bigPost + ")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts)})
+	row(fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend+" (post: "+bigPost+")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 
 	var v sandbox.Text

@@ -24,6 +24,8 @@
       loss: "packet loss on the link (%)", "MB/s": "goodput (MB/s, measured here)",
       "% of 0%": "goodput (% of its own loss-free goodput)", "packets sent": "packets sent (all dropped)",
       "% resent": "packets resent (% of what the data needed)",
+      depth: "work requests in flight (queue depth, log scale)", round: "measurement round (#)",
+      "k msg/s": "messages per second (thousands)",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
@@ -34,6 +36,8 @@
       loss: "链路丢包率（%）", "MB/s": "有效吞吐（MB/s，本实验室实测）",
       "% of 0%": "有效吞吐（占自身无丢包时的 %）", "packets sent": "已发送的报文（全部被丢弃）",
       "% resent": "重发的报文（占数据所需报文的 %）",
+      depth: "在途工作请求数（队列深度，对数刻度）", round: "第几轮测量",
+      "k msg/s": "每秒消息数（千）",
     },
   };
 
@@ -54,7 +58,10 @@
   // The x axis of each experiment's series: pingpong plots latency by
   // message size (one point per size, on a log2 axis); runs recorded
   // before that plotted round trip numbers (series rtt_us_<size>).
-  var XAXIS = { "pingpong": "size", "loss-sweep": "loss" };
+  var XAXIS = { "pingpong": "size", "loss-sweep": "loss",
+    // lesson 05: by message size, by queue depth, by round or round trip
+    "perf-sweep": "size", "perf-inline": "size", "perf-mr-cost": "size",
+    "perf-depth": "depth", "perf-signal": "round", "perf-wait": "roundtrip" };
 
   function cssColor(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -130,7 +137,7 @@
     var xName = XAXIS[info.experiment] || "time";
     if (xName === "size" && info.series.some(function (n) { return /^rtt_us_/.test(n); })) xName = "roundtrip";
     axes[0] = Object.assign({}, axes[0], { label: t[xName] });
-    if (xName === "size") {
+    if (xName === "size" || xName === "depth") {
       opts.scales = opts.scales || {};
       opts.scales.x = { time: false, distr: 3, log: 2 };
     }

@@ -176,12 +176,12 @@
   ST.prototype.card = function (ev) {
     var ok = ev.ok !== false;
     var li = h("li", { "class": "st-step" + (ok ? "" : " st-failed"), "data-step": ev.name, "data-testid": "st-step" });
-    if (this.pending) {
+    if (this.pending && this.pending !== "next") {
       var p = h("p", { "class": "st-cmd" }, this.t("steps.you") + ": ");
       p.appendChild(h("code", null, this.pending));
       li.appendChild(p);
-      this.pending = "";
     }
+    this.pending = "";
     var title = h("h4", { tabindex: "-1" }, this.text(ev) + " ");
     if (ev.errno_name) title.appendChild(h("code", { "class": "errno", "data-testid": "st-errno" }, ev.errno_name));
     li.appendChild(title);
@@ -196,11 +196,14 @@
       fig.appendChild(pre);
       body.appendChild(fig);
     }
-    if (ev.table && ev.table.rows && ev.table.rows.length) {
+    var rows = ev.table && ev.table.rows;
+    var loc = ev.table && ev.table.i18n && ev.table.i18n[this.lang];
+    if (loc && loc.rows && rows && loc.rows.length === rows.length) rows = loc.rows;
+    if (rows && rows.length) {
       var tb = h("table", { "class": "exp-table st-result" });
       tb.appendChild(h("caption", null, this.t("steps.result")));
       var tbody = h("tbody");
-      ev.table.rows.forEach(function (r) {
+      rows.forEach(function (r) {
         var tr = h("tr");
         r.forEach(function (c, i) { tr.appendChild(h(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : null, c)); });
         tbody.appendChild(tr);

@@ -149,3 +149,14 @@ func barWidth(n, of int) string {
 	}
 	return "w" + strconv.Itoa((pct+2)/5*5)
 }
+
+// Account is the instructor's account page.
+type Account struct {
+	Chrome
+	Me            string
+	Instructors   []string
+	InviteURL     string // a link just made (shown once)
+	InviteExpires string
+	PwSaved       bool
+	PwError       string
+}

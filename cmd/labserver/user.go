@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/store"
+)
+
+func init() {
+	commands["user"] = runUser
+}
+
+const userUsage = `usage: labserver user add NAME      [--db PATH]  create an instructor account
+       labserver user passwd NAME   [--db PATH]  set a new password (ends the account's sessions)
+       labserver user remove NAME   [--db PATH]  remove an account (not the last one)
+       labserver user list          [--db PATH]  list the accounts
+  The password is never an argument: it is asked for on the terminal (twice,
+  not echoed) or read as the first line of standard input
+  (echo "$PW" | labserver user add ada: echo is a shell builtin).
+  --db PATH   the lab database [LAB_DB] (default ./rdmalab.db); safe while serving
+`
+
+// stdin is where passwords are read from (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// runUser is `labserver user add|passwd|remove|list`.
+func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, userUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	verb, args := args[0], args[1:]
+	fset := flag.NewFlagSet("labserver user "+verb, flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() { fmt.Fprint(stderr, userUsage) }
+	def := os.Getenv("LAB_DB")
+	if def == "" {
+		def = "./rdmalab.db"
+	}
+	dbPath := fset.String("db", def, "database file")
+	// Flags may come before or after NAME.
+	var names []string
+	for {
+		if err := fset.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fset.NArg() == 0 {
+			break
+		}
+		names = append(names, fset.Arg(0))
+		args = fset.Args()[1:]
+	}
+	wantNames := 1
+	switch verb {
+	case "add", "passwd", "remove":
+	case "list":
+		wantNames = 0
+	default:
+		fmt.Fprintf(stderr, "labserver user: unknown action %q\n\n%s", verb, userUsage)
+		return 2
+	}
+	if len(names) != wantNames {
+		fmt.Fprint(stderr, userUsage)
+		return 2
+	}
+	if _, err := os.Stat(*dbPath); err != nil && verb != "add" {
+		fmt.Fprintf(stderr, "labserver user: %v (set --db or LAB_DB to the lab's database)\n", err)
+		return 1
+	}
+	db, err := store.Open(*dbPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "labserver user:", err)
+		return 1
+	}
+	defer db.Close()
+
+	var name string
+	if wantNames == 1 {
+		name = strings.TrimSpace(names[0])
+		if err := store.CheckUsername(name); err != nil {
+			fmt.Fprintln(stderr, "labserver user:", err)
+			return 2
+		}
+	}
+	fail := func(err error) int {
+		var ve *store.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			fmt.Fprintln(stderr, "labserver user:", ve.Message)
+		case errors.Is(err, store.ErrInstructorTaken):
+			fmt.Fprintf(stderr, "labserver user: %q exists already (use `labserver user passwd %s` to set its password)\n", name, name)
+		case errors.Is(err, store.ErrNoInstructor):
+			fmt.Fprintf(stderr, "labserver user: no instructor %q (see `labserver user list`)\n", name)
+		case errors.Is(err, store.ErrLastInstructor):
+			fmt.Fprintf(stderr, "labserver user: %q is the last instructor account; add another one first\n", name)
+		default:
+			fmt.Fprintln(stderr, "labserver user:", err)
+		}
+		return 1
+	}
+	switch verb {
+	case "list":
+		list, err := db.Instructors(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		for _, in := range list {
+			fmt.Fprintf(stdout, "%s\t%s\n", in.Username, in.CreatedAt.Format("2006-01-02 15:04 MST"))
+		}
+		return 0
+	case "remove":
+		if err := db.DeleteInstructor(ctx, name); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "instructor %q removed (its sessions ended)\n", name)
+		return 0
+	}
+	pw, err := readPassword(stdin, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "labserver user:", err)
+		return 1
+	}
+	if verb == "add" {
+		if _, err := db.CreateInstructor(ctx, name, pw); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "instructor %q created\n", name)
+		return 0
+	}
+	if err := db.ChangePassword(ctx, name, pw, ""); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "password of %q changed (its sessions ended)\n", name)
+	return 0
+}
+
+// readPassword asks twice on a terminal with echo off; otherwise it reads
+// the first line of in.
+func readPassword(in io.Reader, prompt io.Writer) (string, error) {
+	if f, ok := in.(*os.File); ok {
+		if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			read := func(label string) (string, error) {
+				fmt.Fprint(prompt, label)
+				quiet := *t
+				quiet.Lflag &^= unix.ECHO
+				quiet.Lflag |= unix.ICANON
+				if err := unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &quiet); err != nil {
+					return "", fmt.Errorf("turn off echo: %w", err)
+				}
+				defer func() {
+					unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
+					fmt.Fprintln(prompt)
+				}()
+				return readLine(f)
+			}
+			pw, err := read("password (at least 10 characters): ")
+			if err != nil {
+				return "", err
+			}
+			again, err := read("again: ")
+			if err != nil {
+				return "", err
+			}
+			if pw != again {
+				return "", errors.New("the two passwords differ")
+			}
+			return pw, nil
+		}
+	}
+	return readLine(in)
+}
+
+// readLine reads one line (without its newline) byte by byte, so nothing
+// after it is consumed.
+func readLine(in io.Reader) (string, error) {
+	var b strings.Builder
+	one := make([]byte, 1)
+	for b.Len() <= store.MaxPasswordLen*4 {
+		n, err := in.Read(one)
+		if n == 1 {
+			if one[0] == '\n' {
+				break
+			}
+			b.WriteByte(one[0])
+			continue
+		}
+		if err == io.EOF {
+			if b.Len() == 0 {
+				return "", errors.New("no password on standard input")
+			}
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\r"), nil
+}
