@@ -97,6 +97,7 @@
     this.lab = root.querySelector("[data-lab-status]");
     if (this.lab) this.labReady = false;
     this.bind();
+    this.sync(); // Run waits for the lab from the start, not after a flash of enabled
     if (this.lab) this.watchLab();
   }
 
@@ -107,7 +108,9 @@
   Widget.prototype.sync = function () {
     if (!this.form) return;
     var busy = this.live || !!this.blocker;
-    this.form.querySelectorAll('button[type="submit"]').forEach(function (b) {
+    // Presets only fill the form (with JS): they stay usable; Run (and the
+    // hidden Enter target) follow the lab and the live run.
+    this.form.querySelectorAll('button[type="submit"]:not([data-preset])').forEach(function (b) {
       b.disabled = !this.labReady;
       if (busy) b.setAttribute("aria-disabled", "true"); else b.removeAttribute("aria-disabled");
     }, this);
@@ -153,8 +156,17 @@
   Widget.prototype.watchLab = function () {
     var w = this;
     var setRunnable = function (ok) { w.labReady = ok; w.sync(); };
+    // The state goes in a span before the link to /lab, which stays (a
+    // keyboard user who tabbed to it does not lose it when the state comes).
+    var text = w.lab.querySelector(".exp-lab-text");
+    if (!text) {
+      text = h("span", { "class": "exp-lab-text" });
+      w.lab.insertBefore(text, w.lab.firstChild);
+      var link = w.lab.querySelector("a");
+      if (link) { link.textContent = w.t("run.lab.details"); w.lab.insertBefore(document.createTextNode(" "), link); }
+    }
     var show = function (key, args, state) {
-      w.lab.textContent = fmt.apply(null, [w.t(key)].concat(args));
+      text.textContent = fmt.apply(null, [w.t(key)].concat(args));
       w.lab.dataset.state = state;
     };
     var poll = function () {
