@@ -329,7 +329,15 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 	req := Request{RunID: ru.info.ID, Experiment: ru.exp.ID, Params: ru.info.Params}
 	err := be.Exec(ctx, req, func(ev Event) {
 		if ev.Type == EvStatus {
-			return // the runner alone decides the lifecycle
+			// The runner alone decides the lifecycle; a backend may only
+			// say where the run really runs (a worker: "vm@lab-2").
+			if ev.Status == StatusRunning && ev.Backend != "" {
+				r.mu.Lock()
+				ru.info.Backend = ev.Backend
+				r.mu.Unlock()
+				r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: ev.Backend})
+			}
+			return
 		}
 		r.emit(ru, ev)
 	})

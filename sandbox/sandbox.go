@@ -266,6 +266,21 @@ type Lab struct {
 	Guests      int      `json:"guests,omitempty"`
 	GuestsReady int      `json:"guests_ready,omitempty"`
 	Devices     []Device `json:"devices"`
+	// Workers are the other machines running experiments for this lab
+	// (labserver worker), as they last reported.
+	Workers []WorkerInfo `json:"workers,omitempty"`
+}
+
+// WorkerInfo is one worker as /lab lists it.
+type WorkerInfo struct {
+	Name    string   `json:"name"`
+	Backend string   `json:"backend"` // host|vm|none: where its RDMA runs go
+	Accel   string   `json:"accel,omitempty"`
+	Devices []string `json:"devices,omitempty"`
+	Slots   int      `json:"slots"`   // runs it takes at once
+	Running int      `json:"running"` // runs it has now
+	Load1   float64  `json:"load1"`   // its load average
+	CPUs    int      `json:"cpus"`
 }
 
 // Device is one RDMA device as reported by the agent.

@@ -9,6 +9,9 @@
 //   - a warm guest's run start vs a host agent's (sandbox/vm)
 //   - a guest cold boot vs its kernel's own boot (sandbox/vm)
 //   - our pingpong vs perftest on the same devices (sandbox/rdmaexp)
+//   - a guest restored from its snapshot vs a cold boot, and their idle memory (sandbox/vm)
+//   - a burst of 60 learners: single queue vs the pool; pingpong's fidelity
+//     to perftest inside the burst vs alone (sandbox/vm)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed (the table still shows the rest).
@@ -48,6 +51,8 @@ var benches = []bench{
 	{Pkg: "./sandbox/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkColdBoot", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkFidelity", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -276,6 +281,20 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkFidelity", "BenchmarkFidelity", "write-pingpong-us", "write-perftest-us", "write-ratio", 1, "µs", "0.8–1.25")
 	add("pingpong SEND/RECV one-way vs perftest ib_send_lat (same devices)",
 		"BenchmarkFidelity", "BenchmarkFidelity", "send-pingpong-us", "send-perftest-us", "send-ratio", 1, "µs", "0.8–1.25")
+	add("guest restored from its snapshot → agent ready vs a cold boot",
+		"BenchmarkRestore", "BenchmarkRestore", "restore-s", "boot-s", "", 1, "s", "restore < 1 s (TCG)")
+	add("idle guest memory (QEMU RSS): restored vs booted",
+		"BenchmarkRestore", "BenchmarkRestore", "restored-rss-MiB", "booted-rss-MiB", "", 1, "MiB", "report")
+	add("burst of 60 learners (57 shareable, 3 timing) to drain: pool vs single queue",
+		"BenchmarkBurst", "BenchmarkBurst", "pool-s", "single-s", "", 1, "s", "single/pool ≥ 2")
+	if g, ok := get("BenchmarkBurst", "guests"); ok {
+		rows[len(rows)-1].What += fmt.Sprintf(" (%.0f guests)", g)
+	}
+	if n, ok := get("BenchmarkBurst", "not-done"); ok && n > 0 {
+		rows[len(rows)-1].What += fmt.Sprintf("; %.0f runs did not end done", n)
+	}
+	add("pingpong/perftest fidelity inside the pool burst vs alone (timing runs isolated)",
+		"BenchmarkBurst", "BenchmarkBurst", "fid-pool", "fid-quiet", "", 1, "", "0.8–1.25")
 	return rows
 }
 

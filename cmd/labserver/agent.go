@@ -10,8 +10,10 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/store"
@@ -64,6 +66,13 @@ type sandboxConfig struct {
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
 	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
+
+	// More machines (sandbox/fleet): workers join the embedded NATS server.
+	WorkersListen string // --workers-listen [LAB_WORKERS_LISTEN]: e.g. 0.0.0.0:4222 ("" = no workers)
+	NatsToken     string // --nats-token [LAB_NATS_TOKEN]
+	NatsNkeys     string // --nats-nkeys [LAB_NATS_NKEYS]: workers' public nkeys, comma-separated
+	NatsTLSCert   string // --nats-tls-cert [LAB_NATS_TLS_CERT]
+	NatsTLSKey    string // --nats-tls-key [LAB_NATS_TLS_KEY]
 }
 
 // sandboxFlags adds the sandbox flags to fset, defaulting from env.
@@ -78,7 +87,22 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
 	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows)")
+	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream)")
+	fset.StringVar(&c.NatsToken, "nats-token", env("LAB_NATS_TOKEN", ""), "the token workers join with")
+	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "workers' public nkeys (comma-separated), instead of a token")
+	fset.StringVar(&c.NatsTLSCert, "nats-tls-cert", env("LAB_NATS_TLS_CERT", ""), "TLS certificate for workers' connections")
+	fset.StringVar(&c.NatsTLSKey, "nats-tls-key", env("LAB_NATS_TLS_KEY", ""), "TLS key for workers' connections")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // labSandbox is serve's sandbox: the experiments, the hub that stores and
@@ -106,8 +130,27 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}
-	host := &sandbox.HostBackend{}
+	var host sandbox.Backend = &sandbox.HostBackend{}
 	reg := experimentRegistry()
+	var fl *fleet.Server
+	if c.WorkersListen != "" {
+		// More machines: workers join over NATS; each need's runs go to
+		// this machine while it has a free slot, else to a worker.
+		fl, err = fleet.Start(fleet.ServerConfig{Listen: c.WorkersListen, Token: c.NatsToken, NkeyPubs: splitList(c.NatsNkeys),
+			TLSCert: c.NatsTLSCert, TLSKey: c.NatsTLSKey, Logger: log})
+		if err != nil {
+			closeRDMA()
+			return nil, err
+		}
+		rdmaSlots := 1
+		if s, ok := rdma.(sandbox.Slotted); ok {
+			rdmaSlots = s.Slots()
+		}
+		host = &fleet.Mix{Need: sandbox.NeedHost, Local: host, Slots0: runtime.NumCPU(), Fleet: fl}
+		rdma = &fleet.Mix{Need: sandbox.NeedRDMA, Local: rdma, Slots0: rdmaSlots, Fleet: fl}
+		inner := closeRDMA
+		closeRDMA = func() error { fl.Close(); return inner() }
+	}
 	// Host experiments take a CPU each; the RDMA backend says what it takes
 	// (a pool: a guest each; this host's devices: one at a time).
 	hostSlots := runtime.NumCPU()
@@ -123,6 +166,9 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	concurrency := c.Concurrency
 	if concurrency <= 0 {
 		concurrency = hostSlots + slots(rdma)
+		if fl != nil {
+			concurrency = 1 << 16 // the workers' slots, which come and go, are the limit
+		}
 	}
 	hub := web.NewRunHub(db, log)
 	runner := sandbox.NewRunner(sandbox.RunnerConfig{
@@ -139,7 +185,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Sink:        hub,
 		Logger:      log,
 	})
-	hub.SetSlots(concurrency) // the fallback estimate when the runner has none yet
+	hub.SetSlots(min(concurrency, hostSlots+slots(rdma))) // the fallback estimate when the runner has none yet
 	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
 }
 

@@ -59,27 +59,6 @@ var ecnBits = map[string]int{"not-ect": 0, "ect1": 1, "ect0": 2}
 
 var ecnNames = [4]string{"Not-ECT", "ECT(1)", "ECT(0)", "CE"}
 
-// bthOpcode names the RC opcodes a WRITE stream uses, and the CNP.
-func bthOpcode(op byte) string {
-	switch op {
-	case 0x06:
-		return "RDMA WRITE First"
-	case 0x07:
-		return "RDMA WRITE Middle"
-	case 0x08:
-		return "RDMA WRITE Last"
-	case 0x0a:
-		return "RDMA WRITE Only"
-	case 0x11:
-		return "Acknowledge"
-	case 0x12:
-		return "Atomic Acknowledge"
-	case 0x81:
-		return "CNP"
-	}
-	return fmt.Sprintf("opcode 0x%02x", op)
-}
-
 // rocePkt is what the lesson reads from one captured RoCEv2 packet.
 type rocePkt struct {
 	in     bool   // client → server
@@ -87,7 +66,6 @@ type rocePkt struct {
 	tos    byte
 	opcode byte
 	psn    uint32
-	aeth   byte // syndrome of an Acknowledge
 }
 
 func (p rocePkt) dscp() int { return int(p.tos >> 2) }
@@ -115,9 +93,6 @@ func parseRoCE(b []byte) (rocePkt, bool) {
 	p.tos = ip[1]
 	p.opcode = bth[0]
 	p.psn = binary.BigEndian.Uint32(bth[8:12]) & 0xffffff
-	if p.opcode == 0x11 && len(bth) >= 13 {
-		p.aeth = bth[12]
-	}
 	return p, true
 }
 
@@ -235,20 +210,6 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	logf(emit, "%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"])
 	drops := int(max(missed, 0))
 
-	// The first packets one by one, as a small packet list.
-	list := &sandbox.Table{Title: "first RoCEv2 packets on " + sdev, Columns: []string{"#", "direction", "opcode", "PSN", "DSCP", "ECN"}}
-	for i, pk := range pkts {
-		if i == 12 {
-			break
-		}
-		dir := "client → server"
-		if !pk.in {
-			dir = "server → client"
-		}
-		list.Rows = append(list.Rows, []string{fmt.Sprint(i + 1), dir, bthOpcode(pk.opcode), fmt.Sprint(pk.psn), fmt.Sprint(pk.dscp()), ecnNames[pk.ecn()]})
-	}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: list})
-
 	// Per direction: packets, DSCP values, ECN field counts, CNPs.
 	type agg struct {
 		pkts, cnp int
@@ -265,14 +226,17 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 			a.cnp++
 		}
 	}
-	sum := &sandbox.Table{Title: "summary of the capture", Columns: []string{"direction", "packets", "DSCP seen", "Not-ECT", "ECT(1)", "ECT(0)", "CE", "CNPs"}}
+	same := sandbox.Same
+	sum := sandbox.NewTable(say("DSCP and ECN of every captured packet on "+sdev, sdev+" 上抓到的每个报文的 DSCP 与 ECN"),
+		say("direction", "方向"), say("packets", "报文数"), say("DSCP seen (packets)", "出现的 DSCP（报文数）"),
+		same("Not-ECT"), same("ECT(1)"), same("ECT(0)"), same("CE"), same("CNP"))
 	for _, in := range []bool{true, false} {
 		a := by[in]
-		name := "client → server (WRITE data)"
+		name := say("client → server (WRITE data)", "客户端 → 服务端（WRITE 数据）")
 		if !in {
-			name = "server → client (ACKs)"
+			name = say("server → client (ACKs)", "服务端 → 客户端（ACK）")
 		}
-		sum.Rows = append(sum.Rows, []string{name, fmt.Sprint(a.pkts), fmtCounts(a.dscps), fmt.Sprint(a.ecn[0]), fmt.Sprint(a.ecn[1]), fmt.Sprint(a.ecn[2]), fmt.Sprint(a.ecn[3]), fmt.Sprint(a.cnp)})
+		sum.AddRow(name, same(fmt.Sprint(a.pkts)), same(fmtCounts(a.dscps)), same(fmt.Sprint(a.ecn[0])), same(fmt.Sprint(a.ecn[1])), same(fmt.Sprint(a.ecn[2])), same(fmt.Sprint(a.ecn[3])), same(fmt.Sprint(a.cnp)))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: sum})
 

@@ -23,7 +23,8 @@ import (
 type executor interface {
 	run(t testing.TB, id string, raw map[string]any) *recorder
 	// interact starts an interactive run fed by cmds; done yields its error.
-	interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error)
+	// Cancelling ctx stops it as a learner's Cancel does.
+	interact(ctx context.Context, t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error)
 	name() string
 }
 
@@ -49,24 +50,24 @@ func (localExec) run(t testing.TB, id string, raw map[string]any) *recorder {
 	return rec
 }
 
-func (localExec) interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
+func (localExec) interact(ctx context.Context, t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
 	e := registry().Get(id)
 	rec := &recorder{}
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
+		ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 		defer cancel()
 		done <- e.Run(sandbox.WithCommands(ctx, cmds), e.Defaults(), rec)
 	}()
 	return rec, done
 }
 
-func (g guestExec) interact(t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
+func (g guestExec) interact(ctx context.Context, t testing.TB, id string, cmds <-chan sandbox.Command) (*recorder, <-chan error) {
 	e := registry().Get(id)
 	rec := &recorder{}
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), e.Timeout)
+		ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 		defer cancel()
 		req := sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: e.Defaults()}
 		done <- g.b.Exec(sandbox.WithCommands(ctx, cmds), req, rec.Emit)

@@ -207,18 +207,21 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	}
 
 	// Results table: ratios first, then the measured absolutes.
-	t := &sandbox.Table{Title: "goodput under loss (measured here, Soft-RoCE in this lab's guest)",
-		Columns: []string{"loss %", "RDMA resent %", "TCP resent %", "RDMA % of 0 %", "TCP % of 0 %", "RDMA MB/s", "TCP MB/s", "rxe counters that moved"}}
+	same := sandbox.Same
+	t := sandbox.NewTable(say("the price of a drop (measured here, Soft-RoCE in this lab's guest)", "丢包的代价（本实验室实测：虚拟机里的 Soft-RoCE）"),
+		say("loss %", "丢包率 %"), say("RDMA resent %", "RDMA 重发 %"), say("TCP resent %", "TCP 重发 %"),
+		say("RDMA goodput, % of 0 %", "RDMA 有效吞吐，占 0 % 时的 %"), say("TCP goodput, % of 0 %", "TCP 有效吞吐，占 0 % 时的 %"),
+		same("RDMA MB/s"), same("TCP MB/s"), say("rxe counters that moved", "变化了的 rxe 计数器"))
 	base := pts[0]
 	figs := map[string]float64{"clean_at_start": b2f(cleanAtStart), "size": float64(size)}
 	for _, pt := range pts {
 		k := pctKey(pt.loss)
-		cnt := fmtDeltas(pt.deltas)
+		cnt := sandbox.Text{"en": fmtDeltas(pt.deltas), "zh": strings.Replace(fmtDeltas(pt.deltas), "none moved", "都没变", 1)}
 		if pt.rdmaErr != "" {
-			cnt += "; WRITE failed: " + pt.rdmaErr
+			cnt = sandbox.Text{"en": cnt["en"] + "; WRITE failed: " + pt.rdmaErr, "zh": cnt["zh"] + "；WRITE 失败：" + pt.rdmaErr}
 		}
-		t.Rows = append(t.Rows, []string{k, fmt.Sprintf("%.1f", pt.rdmaResent), fmt.Sprintf("%.1f", pt.tcpResent), fmt.Sprintf("%.0f", rel(pt.rdmaMBps, base.rdmaMBps)), fmt.Sprintf("%.0f", rel(pt.tcpMBps, base.tcpMBps)),
-			fmt.Sprintf("%.1f", pt.rdmaMBps), fmt.Sprintf("%.1f", pt.tcpMBps), cnt})
+		t.AddRow(same(k), same(fmt.Sprintf("%.1f", pt.rdmaResent)), same(fmt.Sprintf("%.1f", pt.tcpResent)), same(fmt.Sprintf("%.0f", rel(pt.rdmaMBps, base.rdmaMBps))),
+			same(fmt.Sprintf("%.0f", rel(pt.tcpMBps, base.tcpMBps))), same(fmt.Sprintf("%.1f", pt.rdmaMBps)), same(fmt.Sprintf("%.1f", pt.tcpMBps)), cnt)
 		figs["rdma_mbps_"+k] = round2(pt.rdmaMBps)
 		figs["tcp_mbps_"+k] = round2(pt.tcpMBps)
 		figs["rdma_rel_"+k] = round2(rel(pt.rdmaMBps, base.rdmaMBps))

@@ -193,8 +193,10 @@ func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error
 		v = say(fmt.Sprintf("Path MTU %d moved %s WRITEs at %.1f MB/s against %.1f MB/s at %d (×%.2f), with %.1f packets per WRITE instead of %.1f. ", hi.PathMTU, human(int64(size)), hi.St.MBps(), lo.St.MBps(), lo.PathMTU, gain, phi, plo)+rxe["en"]+" "+gen["en"],
 			fmt.Sprintf("路径 MTU %d 下 %s 的 WRITE 达到 %.1f MB/s，%d 下为 %.1f MB/s（×%.2f），每个 WRITE 的报文数从 %.1f 降到 %.1f。", hi.PathMTU, human(int64(size)), hi.St.MBps(), lo.PathMTU, lo.St.MBps(), gain, plo, phi)+rxe["zh"]+gen["zh"])
 	} else {
-		v = say(fmt.Sprintf("Fewer packets (%.1f per WRITE at %d, %.1f at %d) but little more bandwidth here: %.1f MB/s against %.1f MB/s (×%.2f) — on this busy or emulated machine something else than per-packet work limited the stream. ", phi, hi.PathMTU, plo, lo.PathMTU, hi.St.MBps(), lo.St.MBps(), gain)+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("报文少了（%d 时每个 WRITE %.1f 个，%d 时 %.1f 个），带宽却没涨多少：%.1f MB/s 对 %.1f MB/s（×%.2f）——在这台繁忙或模拟的机器上，限制速度的不是逐包开销。", hi.PathMTU, phi, lo.PathMTU, plo, hi.St.MBps(), lo.St.MBps(), gain)+gen["zh"]+rxe["zh"])
+		rxeLow := say("Specific to rxe: every packet is CPU work (an skb built, checksummed, passed through the veth pair, parsed and ACKed), so fewer packets usually pay off well here; this time the time went elsewhere — a shared, emulated machine is noisy: run it again.",
+			"rxe 特有：每个报文都是 CPU 的工作（构造 skb、计算校验、经 veth 对递交、解析并回 ACK），所以在这里报文少了通常收益明显；这次时间花在了别处——共享的模拟机器噪声很大，请再运行一次。")
+		v = say(fmt.Sprintf("Fewer packets (%.1f per WRITE at %d, %.1f at %d) but little more bandwidth this time: %.1f MB/s against %.1f MB/s (×%.2f) — something other than per-packet work limited the stream. ", phi, hi.PathMTU, plo, lo.PathMTU, hi.St.MBps(), lo.St.MBps(), gain)+gen["en"]+" "+rxeLow["en"],
+			fmt.Sprintf("报文少了（%d 时每个 WRITE %.1f 个，%d 时 %.1f 个），这次带宽却没涨多少：%.1f MB/s 对 %.1f MB/s（×%.2f）——限制速度的不是逐包开销。", hi.PathMTU, phi, lo.PathMTU, plo, hi.St.MBps(), lo.St.MBps(), gain)+gen["zh"]+rxeLow["zh"])
 	}
 	result(emit, true, v, figs)
 	return nil

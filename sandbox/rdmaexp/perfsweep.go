@@ -25,7 +25,7 @@ func PerfSweep() *sandbox.Experiment {
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Timing, // figures need the machine alone
 		Params: []sandbox.Param{
-			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"), Help: say("Sizes run from 64 B, ×4 each step, up to this.", "大小从 64 B 起每次乘 4，直到这个值。"), Min: 256, Max: 1 << 20, Default: int64(256 << 10)},
+			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"), Help: say("Sizes run from 64 B, ×4 each step, up to this.", "大小从 64 B 起每次乘 4，直到这个值。"), Min: 256, Max: 1 << 20, Default: int64(64 << 10)},
 			{Name: "perftest_size", Kind: sandbox.ParamEnum, Title: say("ib_write_bw at", "ib_write_bw 的消息大小"),
 				Help:    say("perftest needs seconds to start in the emulated guest, so it runs at one size; none skips it.", "perftest 在模拟的虚拟机里启动要好几秒，所以只在一个大小上运行；none 表示不运行。"),
 				Default: "4096", Choices: []sandbox.Choice{
@@ -35,7 +35,10 @@ func PerfSweep() *sandbox.Experiment {
 					{Value: "65536", Title: say("64 KiB", "64 KiB")},
 				}},
 		},
-		Presets: []sandbox.Preset{{ID: "default", Title: say("64 B – 256 KiB", "64 B – 256 KiB"), Values: map[string]any{"max_size": int64(256 << 10)}}},
+		Presets: []sandbox.Preset{
+			{ID: "default", Title: say("64 B – 64 KiB", "64 B – 64 KiB"), Values: map[string]any{"max_size": int64(64 << 10)}},
+			{ID: "large", Title: say("up to 1 MiB, no perftest", "直到 1 MiB，不运行 perftest"), Values: map[string]any{"max_size": int64(1 << 20), "perftest_size": "none"}},
+		},
 		Timeout: 90 * time.Second,
 		Run:     runPerfSweep,
 	}
@@ -75,7 +78,7 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		defer lockThread()()
 		phase(emit, "sweep", say(fmt.Sprintf("Sizes %s to %s: latency, then bandwidth with %d WRITEs in flight", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth),
 			fmt.Sprintf("大小 %s 到 %s：先测时延，再以 %d 个在途 WRITE 测带宽", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth)))
-		budget := 4 * time.Second / time.Duration(len(sizes))
+		budget := 3 * time.Second / time.Duration(len(sizes))
 		for _, size := range sizes {
 			// fewer samples where each takes milliseconds under emulation
 			n := 40
@@ -131,7 +134,7 @@ func perftestBW(ctx context.Context, emit sandbox.Emitter, top topology, size st
 	if err != nil {
 		return 0, fmt.Errorf("ib_write_bw is not installed here (apt-get install perftest): %w", err)
 	}
-	common := []string{"-F", "-s", size, "-n", "200", "-t", strconv.Itoa(sweepDepth), "-Q", strconv.Itoa(sweepDepth / 2)}
+	common := []string{"-F", "-s", size, "-n", "100", "-t", strconv.Itoa(sweepDepth), "-Q", strconv.Itoa(sweepDepth / 2)}
 	srv := append([]string{"-d", top.Server.Dev, "-x", strconv.Itoa(top.Server.GID.Index)}, common...)
 	cli := append(append([]string{"-d", top.Client.Dev, "-x", strconv.Itoa(top.Client.GID.Index)}, common...), top.Server.IP())
 	logf(emit, "ib_write_bw %s", strings.Join(cli, " "))

@@ -170,19 +170,27 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		logf(emit, "another WRITE on the failed QP is refused at post: %v", err)
 	}
 	tries := float64(after.cli["sent_pkts"]-sent0) / float64((size+pair.mtu-1)/pair.mtu)
-	t := &sandbox.Table{Title: "retry budget (measured here, Soft-RoCE in this lab's guest)", Columns: []string{"what", "value"}}
-	t.Rows = [][]string{
-		{"timeout / per try (4.096 µs × 2^timeout)", fmt.Sprintf("%d / %s", exp, fmtDur(per))},
-		{"retry_cnt / tries", fmt.Sprintf("%d / %d", retry, retry+1)},
-		{"expected time to give up", fmtDur(expected)},
-		{"measured time to the completion", fmtDur(took)},
-		{"work completion", wcText(wc, stillRetrying)},
-		{"packets the client sent", fmt.Sprintf("%d (%.1f times the %d packets of the WRITE)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu)},
-		{"client QP state afterwards", cliState.String()},
-		{"server QP state afterwards", srvState.String()},
-		{"next WRITE on the client QP", map[bool]string{true: "not posted", false: flush.Status.String()}[stillRetrying]},
-		{"rxe counters that moved", fmtDeltas(d)},
+	same := sandbox.Same
+	t := sandbox.NewTable(say("retry budget (measured here, Soft-RoCE in this lab's guest)", "重试预算（本实验室实测：虚拟机里的 Soft-RoCE）"), say("what", "项目"), say("value", "值"))
+	next := same(flush.Status.String())
+	if stillRetrying {
+		next = say("not posted", "未投递")
 	}
+	done := same(fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description()))
+	if stillRetrying {
+		done = say("none yet (still retrying)", "还没有（仍在重试）")
+	}
+	t.AddRow(say("timeout / per try (4.096 µs × 2^timeout)", "timeout / 每次（4.096 µs × 2^timeout）"), same(fmt.Sprintf("%d / %s", exp, fmtDur(per))))
+	t.AddRow(say("retry_cnt / tries", "retry_cnt / 发送次数"), same(fmt.Sprintf("%d / %d", retry, retry+1)))
+	t.AddRow(say("expected time to give up", "预计放弃所需时间"), same(fmtDur(expected)))
+	t.AddRow(say("measured time to the completion", "实测到完成的时间"), same(fmtDur(took)))
+	t.AddRow(say("work completion", "工作完成"), done)
+	t.AddRow(say("packets the client sent", "客户端发出的报文"), say(fmt.Sprintf("%d (%.1f times the %d packets of the WRITE)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu),
+		fmt.Sprintf("%d（WRITE 的 %d 个报文的 %.1f 倍）", after.cli["sent_pkts"]-sent0, (size+pair.mtu-1)/pair.mtu, tries)))
+	t.AddRow(say("client QP state afterwards", "之后客户端 QP 的状态"), same(cliState.String()))
+	t.AddRow(say("server QP state afterwards", "之后服务端 QP 的状态"), same(srvState.String()))
+	t.AddRow(say("next WRITE on the client QP", "客户端 QP 上的下一个 WRITE"), next)
+	t.AddRow(say("rxe counters that moved", "变化了的 rxe 计数器"), same(fmtDeltas(d)))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	ratio := took.Seconds() / expected.Seconds()
 	figs := map[string]float64{
@@ -231,12 +239,4 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
-}
-
-// wcText describes the completion, or its absence.
-func wcText(wc verbs.WC, none bool) string {
-	if none {
-		return "none yet (still retrying)"
-	}
-	return fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description())
 }

@@ -1,6 +1,7 @@
 package rdmaexp
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,8 +22,12 @@ type stepDriver struct {
 }
 
 func startSteps(t *testing.T, ex executor) *stepDriver {
+	return startStepsCtx(context.Background(), t, ex)
+}
+
+func startStepsCtx(ctx context.Context, t *testing.T, ex executor) *stepDriver {
 	cmds := make(chan sandbox.Command)
-	rec, done := ex.interact(t, "verbs-steps", cmds)
+	rec, done := ex.interact(ctx, t, "verbs-steps", cmds)
 	d := &stepDriver{t: t, rec: rec, cmds: cmds, done: done}
 	d.wait() // the "start" step
 	return d
@@ -161,6 +166,18 @@ func testVerbsSteps(t *testing.T, ex executor) {
 		t.Fatalf("an abandoned run's last step: %s ok %v", ev.Name, *ev.OK)
 	}
 	d.finish()
+
+	// cancelled half way, as the Cancel button does: the agent's process
+	// is killed with the objects it holds, and the kernel frees them
+	ctx, cancel := context.WithCancel(context.Background())
+	d = startStepsCtx(ctx, t, ex)
+	for _, s := range []string{"open", "pd", "mr", "cq", "qp", "init", "exchange"} {
+		d.expect("next", s, "")
+	}
+	cancel()
+	if err := <-d.done; err == nil {
+		t.Error("a cancelled walk ended without an error")
+	}
 
 	after := ex.run(t, "rdma-resource", nil).result(t).Figures
 	for k, v := range before {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func (f wireFault) install(ctx context.Context) (func(), error) {
 		}
 		return nil
 	}
+	waitModules(ctx, 10*time.Second, "sch_ingress", "cls_u32", "act_gact")
 	_ = run("qdisc", "del", "dev", f.Iface, "clsact") // a leftover; "no such qdisc" is the usual answer
 	if err := run("qdisc", "add", "dev", f.Iface, "clsact"); err != nil {
 		return nil, err
@@ -72,4 +74,21 @@ func (f wireFault) install(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	return undo, nil
+}
+
+// waitModules waits (at most limit) until the kernel modules are loaded:
+// the guest loads them just after it says it is ready (vmimage's
+// lateModules) and has no modprobe for tc to load them on demand, so a run
+// right after boot could otherwise find no gact action. A module built
+// into the kernel, or one that never comes, only costs the wait.
+func waitModules(ctx context.Context, limit time.Duration, names ...string) {
+	deadline := time.Now().Add(limit)
+	for _, n := range names {
+		for {
+			if _, err := os.Stat("/sys/module/" + n); err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }

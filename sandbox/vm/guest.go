@@ -469,13 +469,26 @@ func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox
 	case err := <-p.end:
 		return err
 	case <-ctx.Done():
-		c.forget(m.ID)
 		if m.Op == vmproto.OpRun {
+			// Wait for the guest to end the run (it kills the run's
+			// process group): a run sent before that finds the guest busy.
 			c.cancelInGuest(m.ID)
+			t := time.NewTimer(cancelWait)
+			defer t.Stop()
+			select {
+			case <-p.end:
+			case <-c.done:
+			case <-t.C:
+			}
 		}
+		c.forget(m.ID)
 		return ctx.Err()
 	}
 }
+
+// cancelWait bounds how long a cancelled run waits for the guest to say
+// the run has ended.
+const cancelWait = 10 * time.Second
 
 func (c *client) forget(id uint64) {
 	c.mu.Lock()

@@ -35,14 +35,15 @@ type Snapshot struct {
 }
 
 const (
-	snapshotFile = "snapshot.state"
-	snapshotMeta = "snapshot.json"
+	snapshotFormat = 1 // bump when the QEMU command line changes
+	snapshotFile   = "snapshot.state"
+	snapshotMeta   = "snapshot.json"
 )
 
 // snapshotKey names everything the saved state depends on.
 func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d\n%d\n%s\n", im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
+	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n", snapshotFormat, im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 

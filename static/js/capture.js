@@ -76,7 +76,7 @@
     if (c.dropped) this.box.appendChild(h("p", { "class": "cap-dropped" }, c.dropped + " " + t.dropped));
 
     var wrap = h("div", { "class": "cap-list-wrap" });
-    var table = h("table", { "class": "cap-list", "data-testid": "capture-list", "aria-label": t.list });
+    var table = h("table", { "class": "cap-list", role: "grid", "data-testid": "capture-list", "aria-label": t.list });
     var thead = h("thead"), tr = h("tr");
     [t.no, t.time, t.dir, t.qp, t.op, t.psn, t.ackreq, t.len, t.info].forEach(function (x) { tr.appendChild(h("th", { scope: "col" }, x)); });
     thead.appendChild(tr);

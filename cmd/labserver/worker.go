@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/fleet"
+)
+
+func init() {
+	commands["worker"] = runWorker
+}
+
+const workerUsage = `usage: labserver worker --join nats://HOST:4222 (--token T | --nkey-seed FILE) [flags]
+
+Runs experiments for a lab server on this machine: takes runs from the
+lab's work queue, runs each here (host experiments in a labserver agent
+child, RDMA ones on this machine's backend: its RDMA devices or its own
+Soft-RoCE guests) and streams the events back. See docs/operations.md,
+"More machines".
+
+flags (environment fallbacks in brackets):
+  --join URL        the lab's NATS address [LAB_JOIN] (tls://HOST:4222 with TLS)
+  --token T         the lab's worker token [LAB_NATS_TOKEN]
+  --nkey-seed FILE  this worker's nkey seed, instead of a token [LAB_NATS_NKEY_SEED]
+  --ca FILE         TLS: the CA of the lab's certificate [LAB_NATS_CA]
+  --name NAME       how /lab lists this worker (default: host name)
+  --backend B       auto|host|vm|none: where RDMA runs go here [LAB_BACKEND]
+  --guests N        Soft-RoCE guests (vm backend) [LAB_GUESTS] (0: one per CPU)
+  --host-slots N    host experiments at once (default: one per CPU; 0 takes none)
+`
+
+// runWorker is `labserver worker`.
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("labserver worker", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() { fmt.Fprint(stderr, workerUsage) }
+	var cfg fleet.WorkerConfig
+	var sb sandboxConfig
+	fset.StringVar(&cfg.URL, "join", envOr("LAB_JOIN", ""), "the lab's NATS address")
+	fset.StringVar(&cfg.Token, "token", envOr("LAB_NATS_TOKEN", ""), "worker token")
+	fset.StringVar(&cfg.NkeySeed, "nkey-seed", envOr("LAB_NATS_NKEY_SEED", ""), "nkey seed file")
+	fset.StringVar(&cfg.CAFile, "ca", envOr("LAB_NATS_CA", ""), "TLS CA file")
+	fset.StringVar(&cfg.Name, "name", "", "worker name")
+	fset.StringVar(&sb.Backend, "backend", envOr("LAB_BACKEND", "auto"), "auto|host|vm|none")
+	guests := fset.Int("guests", 0, "Soft-RoCE guests")
+	hostSlots := fset.Int("host-slots", runtime.NumCPU(), "host experiments at once")
+	if err := fset.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if cfg.URL == "" || (cfg.Token == "" && cfg.NkeySeed == "") {
+		fmt.Fprint(stderr, workerUsage)
+		return 2
+	}
+	sb.Guests = *guests
+	if sb.Guests == 0 {
+		sb.Guests = atoiEnv("LAB_GUESTS")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if cfg.Name == "" {
+		cfg.Name, _ = os.Hostname()
+	}
+	log = log.With("worker", cfg.Name)
+	// Credentials first: a refused worker should not boot guests.
+	nc, err := fleet.Connect(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "labserver worker:", err)
+		return 1
+	}
+	nc.Close()
+	rdma, closeRDMA, _, err := rdmaBackend(ctx, sb, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "labserver worker: RDMA backend:", err)
+		return 1
+	}
+	defer closeRDMA()
+	cfg.Logger = log
+	cfg.Backends = map[sandbox.Need]sandbox.Backend{sandbox.NeedHost: &sandbox.HostBackend{}}
+	cfg.Slots = map[sandbox.Need]int{sandbox.NeedHost: *hostSlots}
+	if rdma.Name() != "none" {
+		cfg.Backends[sandbox.NeedRDMA] = rdma
+		n := 1
+		if s, ok := rdma.(sandbox.Slotted); ok {
+			n = s.Slots()
+		}
+		cfg.Slots[sandbox.NeedRDMA] = n
+	}
+	if err := fleet.RunWorker(ctx, cfg); err != nil {
+		fmt.Fprintln(stderr, "labserver worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func atoiEnv(key string) int {
+	var n int
+	fmt.Sscan(os.Getenv(key), &n)
+	return n
+}

@@ -1,0 +1,334 @@
+package fleet
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/hostexp"
+	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+)
+
+var labserverBin string
+
+// TestMain builds labserver (or takes $LAB_TEST_LABSERVER): the workers
+// are separate `labserver worker` processes, as on other machines.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
+		labserverBin = p
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "fleet-test-")
+	if err != nil {
+		panic(err)
+	}
+	labserverBin = filepath.Join(dir, "labserver")
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", labserverBin, "./cmd/labserver")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/labserver: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const token = "s3cret-class-token"
+
+func startServer(t *testing.T, listen string) *Server {
+	t.Helper()
+	s, err := Start(ServerConfig{Listen: listen, Token: token, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// workerProc is one `labserver worker` process.
+type workerProc struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startWorker(t *testing.T, addr, name, tok string, extra ...string) *workerProc {
+	t.Helper()
+	args := append([]string{"worker", "--join", "nats://" + addr, "--token", tok, "--name", name, "--backend", "none", "--host-slots", "1"}, extra...)
+	cmd := exec.Command(labserverBin, args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProc{cmd: cmd, out: out}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %s said:\n%s", name, out.String())
+		}
+	})
+	return w
+}
+
+// waitWorkers waits until the server has heard from n workers.
+func waitWorkers(t *testing.T, s *Server, n int) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if len(s.Workers()) >= n {
+			return
+		}
+		if i > 600 {
+			t.Fatalf("%d workers joined, want %d", len(s.Workers()), n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sink records every run's events.
+type sink struct {
+	mu     sync.Mutex
+	events map[string][]sandbox.Event
+	final  chan string
+}
+
+func newSink() *sink {
+	return &sink{events: map[string][]sandbox.Event{}, final: make(chan string, 1000)}
+}
+
+func (s *sink) RunEvent(id string, ev sandbox.Event) {
+	s.mu.Lock()
+	s.events[id] = append(s.events[id], ev)
+	s.mu.Unlock()
+	if ev.Type == sandbox.EvStatus && ev.Status.Final() {
+		s.final <- id
+	}
+}
+
+func (s *sink) get(id string) []sandbox.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sandbox.Event(nil), s.events[id]...)
+}
+
+func last(evs []sandbox.Event) sandbox.Event { return evs[len(evs)-1] }
+
+// newRunner runs every experiment on the workers only.
+func newRunner(s *Server, sk *sink) *sandbox.Runner {
+	reg := sandbox.NewRegistry()
+	hostexp.Register(reg)
+	rdmaexp.Register(reg)
+	host := &Mix{Need: sandbox.NeedHost, Fleet: s}
+	rdma := &Mix{Need: sandbox.NeedRDMA, Fleet: s}
+	return sandbox.NewRunner(sandbox.RunnerConfig{Registry: reg, Sink: sk, Concurrency: 64, QueueMax: 100,
+		Backend: func(n sandbox.Need) sandbox.Backend {
+			if n == sandbox.NeedRDMA {
+				return rdma
+			}
+			return host
+		}})
+}
+
+func memlock() map[string]any {
+	return map[string]any{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}
+}
+
+// TestWorkersBurst: a burst of runs spreads over two worker processes;
+// every run ends done, its events stored in order, and its running status
+// names the worker it ran on.
+func TestWorkersBurst(t *testing.T) {
+	s := startServer(t, "127.0.0.1:0")
+	defer s.Close()
+	startWorker(t, s.Addr(), "w1", token)
+	startWorker(t, s.Addr(), "w2", token)
+	waitWorkers(t, s, 2)
+	sk := newSink()
+	r := newRunner(s, sk)
+	defer r.Close()
+	var ids []string
+	for i := range 8 {
+		info, err := r.Submit(fmt.Sprint("learner", i), "memlock", memlock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	for range ids {
+		<-sk.final
+	}
+	where := map[string]int{}
+	for _, id := range ids {
+		evs := sk.get(id)
+		if f := last(evs); f.Status != sandbox.StatusDone {
+			t.Fatalf("run %s: %s (%s); events %+v", id, f.Status, f.Message, evs)
+		}
+		for i, ev := range evs {
+			if ev.Seq != int64(i+1) {
+				t.Fatalf("run %s: event %d has seq %d", id, i, ev.Seq)
+			}
+			if ev.Type == sandbox.EvStatus && ev.Status == sandbox.StatusRunning && strings.Contains(ev.Backend, "@") {
+				where[ev.Backend]++
+			}
+		}
+	}
+	if where["host@w1"] == 0 || where["host@w2"] == 0 {
+		t.Fatalf("runs per worker %v: want both workers used", where)
+	}
+	t.Logf("runs per worker: %v", where)
+}
+
+// TestWorkerKilledMidRun: the worker running a run is killed; the run
+// ends failed with a reason that names the worker, and nothing hangs.
+func TestWorkerKilledMidRun(t *testing.T) {
+	s := startServer(t, "127.0.0.1:0")
+	defer s.Close()
+	w := startWorker(t, s.Addr(), "doomed", token)
+	waitWorkers(t, s, 1)
+	sk := newSink()
+	r := newRunner(s, sk)
+	defer r.Close()
+	info, err := r.Submit("ann", "tcp-cost", map[string]any{"seconds": 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		started := false
+		for _, ev := range sk.get(info.ID) {
+			started = started || (ev.Type == sandbox.EvStatus && ev.Backend == "host@doomed")
+		}
+		if started {
+			break
+		}
+		if i > 600 {
+			t.Fatalf("the run never started on the worker: %+v", sk.get(info.ID))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	<-sk.final
+	f := last(sk.get(info.ID))
+	if f.Status != sandbox.StatusFailed || !strings.Contains(f.Message, "doomed") || !strings.Contains(f.Message, "stopped answering") {
+		t.Fatalf("final %s: %q, want failed naming the worker that stopped answering", f.Status, f.Message)
+	}
+	t.Logf("reason: %s", f.Message)
+}
+
+// TestUnstartedRunGoesToAnotherWorker: a worker takes a job from the
+// queue and dies before starting it (never claims it); after the ack wait
+// the job goes to another worker and the run ends done there.
+func TestUnstartedRunGoesToAnotherWorker(t *testing.T) {
+	s := startServer(t, "127.0.0.1:0")
+	defer s.Close()
+	// No worker yet: the Mix has no slot, so use the fleet directly.
+	done := make(chan error, 1)
+	var events []sandbox.Event
+	var mu sync.Mutex
+	go func() {
+		done <- s.Exec(t.Context(), sandbox.NeedHost, sandbox.Request{RunID: "r-unstarted", Experiment: "memlock",
+			Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}},
+			func(ev sandbox.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() })
+	}()
+	// The dying worker: takes the job, then its connection is gone.
+	nc, err := Connect(WorkerConfig{URL: "nats://" + s.Addr(), Token: token, Name: "dying"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), stream, jetstream.ConsumerConfig{
+		Durable: "work-host", FilterSubject: subjRuns + "host", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: 5, MaxAckPending: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := 0
+	for range batch.Messages() {
+		took++
+	}
+	nc.Close()
+	if took != 1 {
+		t.Fatalf("the dying worker took %d jobs, want 1", took)
+	}
+	startWorker(t, s.Addr(), "heir", token)
+	if err := <-done; err != nil {
+		t.Fatalf("the run after its first worker died unstarted: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) == 0 || events[0].Backend != "host@heir" {
+		t.Fatalf("events %+v: want the run started on heir", events)
+	}
+}
+
+func TestWrongCredentialsRefused(t *testing.T) {
+	s := startServer(t, "127.0.0.1:0")
+	defer s.Close()
+	w := startWorker(t, s.Addr(), "intruder", "not-the-token")
+	err := w.cmd.Wait()
+	if err == nil {
+		t.Fatal("a worker with a wrong token kept running")
+	}
+	if out := strings.ToLower(w.out.String()); !strings.Contains(out, "authorization") {
+		t.Fatalf("worker output %q: want an authorization error", out)
+	}
+	time.Sleep(2 * beatEvery)
+	if ws := s.Workers(); len(ws) != 0 {
+		t.Fatalf("workers %v joined with a wrong token", ws)
+	}
+}
+
+// TestServerRestartWithWorkers: the lab server goes away and comes back on
+// the same address; its worker reconnects and serves the new server.
+func TestServerRestartWithWorkers(t *testing.T) {
+	s := startServer(t, "127.0.0.1:0")
+	addr := s.Addr()
+	startWorker(t, addr, "steady", token)
+	waitWorkers(t, s, 1)
+	s.Close()
+	s = startServer(t, addr)
+	defer s.Close()
+	waitWorkers(t, s, 1)
+	sk := newSink()
+	r := newRunner(s, sk)
+	defer r.Close()
+	info, err := r.Submit("ann", "memlock", memlock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sk.final
+	if f := last(sk.get(info.ID)); f.Status != sandbox.StatusDone {
+		t.Fatalf("run after the restart: %s (%s)", f.Status, f.Message)
+	}
+}

@@ -1,0 +1,261 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// WorkerConfig is one worker machine.
+type WorkerConfig struct {
+	URL      string // nats://HOST:4222 (tls://… with TLS)
+	Token    string
+	NkeySeed string // file with the worker's nkey seed (instead of a token)
+	CAFile   string // TLS: the server certificate's CA, if not a public one
+	Name     string // default: host name
+	// Backends are what this worker runs, per need, with their slots.
+	Backends map[sandbox.Need]sandbox.Backend
+	Slots    map[sandbox.Need]int
+	Logger   *slog.Logger
+}
+
+// Connect joins the lab's NATS server; wrong credentials fail here.
+func Connect(cfg WorkerConfig) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("labserver worker " + cfg.Name), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(false)}
+	switch {
+	case cfg.NkeySeed != "":
+		o, err := nats.NkeyOptionFromSeed(cfg.NkeySeed)
+		if err != nil {
+			return nil, fmt.Errorf("nkey seed: %w", err)
+		}
+		opts = append(opts, o)
+	case cfg.Token != "":
+		opts = append(opts, nats.Token(cfg.Token))
+	}
+	if cfg.CAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.CAFile))
+	}
+	nc, err := nats.Connect(cfg.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("join %s: %w", cfg.URL, err)
+	}
+	return nc, nil
+}
+
+// RunWorker serves the lab until ctx ends: it takes jobs for each need it
+// has slots for, runs them on its backend and streams their events back.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Name == "" {
+		cfg.Name, _ = os.Hostname()
+	}
+	nc, err := Connect(cfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w := &worker{cfg: cfg, log: cfg.Logger, nc: nc, cancels: map[string]context.CancelFunc{}}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	w.js = js
+	sub, err := nc.Subscribe(subjCancel+"*", w.onCancel)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	cfg.Logger.Info("worker joined", "url", cfg.URL, "name", cfg.Name, "slots", cfg.Slots)
+	var wg sync.WaitGroup
+	wg.Go(func() { w.heartbeat(ctx) })
+	for need, n := range cfg.Slots {
+		for range n {
+			wg.Go(func() { w.serve(ctx, need) })
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+type worker struct {
+	cfg WorkerConfig
+	log *slog.Logger
+	nc  *nats.Conn
+	js  jetstream.JetStream
+
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc
+	running int
+}
+
+func (w *worker) onCancel(m *nats.Msg) {
+	id := m.Subject[len(subjCancel):]
+	w.mu.Lock()
+	if c := w.cancels[id]; c != nil {
+		c()
+	}
+	w.mu.Unlock()
+}
+
+// heartbeat says every beatEvery that this worker is alive, what it runs
+// and how loaded it is.
+func (w *worker) heartbeat(ctx context.Context) {
+	info := Worker{Name: w.cfg.Name, Backends: map[string]int{}, CPUs: runtime.NumCPU(), Backend: "none"}
+	for need, n := range w.cfg.Slots {
+		info.Backends[string(need)] = n
+	}
+	var labMu sync.Mutex
+	refresh := func() {
+		if be := w.cfg.Backends[sandbox.NeedRDMA]; be != nil {
+			lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			lab := be.Lab(lctx)
+			cancel()
+			labMu.Lock()
+			info.Backend, info.Accel, info.Devices = be.Name(), lab.Accel, lab.Devices
+			labMu.Unlock()
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			refresh()
+			_ = sleep(ctx, 10*time.Second)
+		}
+	}()
+	for ctx.Err() == nil {
+		labMu.Lock()
+		hb := info
+		labMu.Unlock()
+		w.mu.Lock()
+		hb.Running = w.running
+		w.mu.Unlock()
+		hb.Load1 = load1()
+		b, _ := json.Marshal(hb)
+		_ = w.nc.Publish(subjHeartbeat, b)
+		_ = sleep(ctx, beatEvery)
+	}
+}
+
+// serve takes one job at a time for need until ctx ends. A lost stream
+// (the server restarted) is looked for again.
+func (w *worker) serve(ctx context.Context, need sandbox.Need) {
+	var cons jetstream.Consumer
+	for ctx.Err() == nil {
+		if cons == nil {
+			c, err := w.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+				Durable: "work-" + string(need), FilterSubject: subjRuns + string(need),
+				AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: 5, MaxAckPending: 10000,
+			})
+			if err != nil {
+				_ = sleep(ctx, 500*time.Millisecond)
+				continue
+			}
+			cons = c
+		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			cons = nil
+			_ = sleep(ctx, 250*time.Millisecond)
+			continue
+		}
+		for m := range batch.Messages() {
+			w.handle(ctx, need, m)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			cons = nil
+		}
+	}
+}
+
+// handle claims a job's run, runs it and streams its events. A refused
+// claim (the run ended already, or belongs to an earlier server) drops it.
+func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg) {
+	var job Job
+	if err := json.Unmarshal(m.Data(), &job); err != nil || job.Req.RunID == "" {
+		_ = m.Term()
+		return
+	}
+	id := job.Req.RunID
+	cb, _ := json.Marshal(Claim{Worker: w.cfg.Name, Epoch: job.Epoch})
+	reply, err := w.nc.Request(subjClaim+id, cb, 5*time.Second)
+	if err != nil {
+		_ = m.Nak() // the server did not answer: let it come back
+		return
+	}
+	if string(reply.Data) != "ok" {
+		_ = m.Term()
+		return
+	}
+	_ = m.Ack()
+	runCtx, cancel := context.WithCancel(ctx)
+	w.mu.Lock()
+	w.cancels[id] = cancel
+	w.running++
+	w.mu.Unlock()
+	defer func() {
+		cancel()
+		w.mu.Lock()
+		delete(w.cancels, id)
+		w.running--
+		w.mu.Unlock()
+	}()
+	w.log.Info("run", "run", id, "experiment", job.Req.Experiment)
+	subj := subjEvents + id
+	be := w.cfg.Backends[need]
+	var end Msg
+	if be == nil {
+		end = Msg{End: true, Kind: "error", Error: "worker " + w.cfg.Name + " has no backend for " + string(need)}
+	} else {
+		err := be.Exec(runCtx, job.Req, func(ev sandbox.Event) {
+			b, _ := json.Marshal(Msg{Event: &ev})
+			_ = w.nc.Publish(subj, b)
+		})
+		end = Msg{End: true}
+		var af *sandbox.AgentFailure
+		switch {
+		case err == nil:
+		case errors.As(err, &af):
+			end.Kind, end.Error = "failed", af.Message
+		default:
+			end.Kind, end.Error = "error", err.Error()
+		}
+	}
+	b, _ := json.Marshal(end)
+	_ = w.nc.Publish(subj, b)
+	_ = w.nc.Flush()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func load1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}

@@ -1,0 +1,241 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/hostexp"
+	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+)
+
+// BenchmarkRestore is a guest restored from its snapshot → agent ready,
+// median of 3, against a cold boot → agent ready (median of 3) as the
+// baseline, with the resident memory of an idle guest of each kind.
+func BenchmarkRestore(b *testing.B) {
+	cfg := testConfig(b)
+	cfg.Accel = AccelTCG
+	dir, err := os.MkdirTemp("", "rdmalab-restore-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, f := range []string{"manifest.json", "vmlinux", "initramfs.cpio"} {
+		if err := os.Symlink(testImage(b)+"/"+f, dir+"/"+f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg.Dir = dir
+	im := mustImageB(b, dir)
+	var cold, warm, coldRSS, warmRSS []float64
+	idleRSS := func(g *Guest) float64 {
+		time.Sleep(2 * time.Second) // idle, as between runs
+		return float64(processRSS(g.PID())) / (1 << 20)
+	}
+	for i := 0; i < b.N; i++ {
+		for range 3 {
+			g, err := StartGuest(context.Background(), cfg, im, AccelTCG, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cold = append(cold, g.Ready.Sub(g.Started).Seconds())
+			coldRSS = append(coldRSS, idleRSS(g))
+			g.Stop()
+			r, err := Restore(context.Background(), cfg) // the first one also saves the snapshot
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm = append(warm, r.Ready.Sub(r.Started).Seconds())
+			warmRSS = append(warmRSS, idleRSS(r))
+			r.Stop()
+		}
+	}
+	cm, wm := median(cold), median(warm)
+	b.ReportMetric(wm, "restore-s")
+	b.ReportMetric(cm, "boot-s")
+	b.ReportMetric(cm/wm, "boot/restore")
+	b.ReportMetric(median(coldRSS), "booted-rss-MiB")
+	b.ReportMetric(median(warmRSS), "restored-rss-MiB")
+	b.Logf("TCG: cold boot %v s, restore %v s; idle QEMU RSS booted %v MiB, restored %v MiB",
+		round3(cold), round3(warm), round3(coldRSS), round3(warmRSS))
+}
+
+func mustImageB(b *testing.B, dir string) *vmimage.Image {
+	im, err := vmimage.LoadImage(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return im
+}
+
+// burstSink counts final statuses and keeps each run's result figures.
+type burstSink struct {
+	mu      sync.Mutex
+	final   map[string]sandbox.Status
+	figures map[string]map[string]float64
+	done    chan struct{}
+	want    int
+}
+
+func (s *burstSink) RunEvent(id string, ev sandbox.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ev.Type == sandbox.EvResult && ev.Figures != nil {
+		s.figures[id] = ev.Figures
+	}
+	if ev.Type == sandbox.EvStatus && ev.Status.Final() {
+		s.final[id] = ev.Status
+		if len(s.final) == s.want {
+			close(s.done)
+		}
+	}
+}
+
+// burstRun is one learner's submission.
+type burstRun struct {
+	exp    string
+	params map[string]any
+}
+
+// burst is 60 learners: 57 shareable runs (reg-mr, rkey, qp-states in the
+// guests; memlock on the host) and three timing ones (perftest and
+// pingpong in a guest, tcp-cost on the host).
+func burst() []burstRun {
+	share := []burstRun{{"reg-mr", nil}, {"rkey", nil}, {"qp-states", nil}, {"memlock", nil}}
+	var out []burstRun
+	for i := range 57 {
+		out = append(out, share[i%len(share)])
+		switch i {
+		case 10:
+			out = append(out, burstRun{"perftest", map[string]any{"test": "write", "size": 2, "iterations": 1000}})
+		case 30:
+			out = append(out, burstRun{"pingpong", map[string]any{"transport": "write", "mode": "poll", "iterations": 1000, "max_size": 2}})
+		case 50:
+			out = append(out, burstRun{"tcp-cost", map[string]any{"seconds": 1}})
+		}
+	}
+	return out
+}
+
+// runBurst submits runs for as many learners through a runner over the
+// given backends and returns the time until the last one ended.
+func runBurst(b *testing.B, rdma sandbox.Backend, host *sandbox.HostBackend, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
+	reg := sandbox.NewRegistry()
+	hostexp.Register(reg)
+	rdmaexp.Register(reg)
+	sink := &burstSink{final: map[string]sandbox.Status{}, figures: map[string]map[string]float64{}, done: make(chan struct{}), want: len(runs)}
+	r := sandbox.NewRunner(sandbox.RunnerConfig{
+		Registry: reg, Sink: sink, Concurrency: concurrency, QueueMax: len(runs),
+		Backend: func(n sandbox.Need) sandbox.Backend {
+			if n == sandbox.NeedRDMA {
+				return rdma
+			}
+			return host
+		},
+		Slots: func(be sandbox.Backend) int {
+			if be == sandbox.Backend(host) {
+				return hostSlots
+			}
+			if s, ok := be.(sandbox.Slotted); ok {
+				return s.Slots()
+			}
+			return 1
+		},
+	})
+	defer r.Close()
+	begin := time.Now()
+	var ids []string
+	for i, run := range runs {
+		info, err := r.Submit(fmt.Sprint("learner", i), run.exp, run.params)
+		if err != nil {
+			b.Fatalf("submit %s: %v", run.exp, err)
+		}
+		ids = append(ids, info.ID)
+	}
+	<-sink.done
+	return time.Since(begin), sink, ids
+}
+
+// fidelity is pingpong's one-way median over perftest's typical latency
+// among the burst's results (0 if either is missing).
+func fidelity(s *burstSink, ids []string, runs []burstRun) float64 {
+	var pp, pt float64
+	for i, id := range ids {
+		switch runs[i].exp {
+		case "pingpong":
+			pp = s.figures[id]["median_us"] / 2
+		case "perftest":
+			pt = s.figures[id]["typical_us"]
+		}
+	}
+	if pp == 0 || pt == 0 {
+		return 0
+	}
+	return pp / pt
+}
+
+// BenchmarkBurst is a class pressing Run within the same moment: 60
+// learners (57 shareable runs, 3 timing ones) drained by today's single
+// queue (one run at a time, one guest) against the pool (a guest per CPU,
+// host runs on every CPU, timing runs alone). It also reports pingpong's
+// fidelity to perftest measured quietly (the two alone) and inside each
+// burst: timing runs are isolated if the burst does not move it.
+func BenchmarkBurst(b *testing.B) {
+	cfg := testConfig(b)
+	cfg.Accel = AccelTCG
+	bin := labserver(b)
+	host := &sandbox.HostBackend{Command: []string{bin, "agent"}}
+	runs := burst()
+	guests := DefaultGuests(256)
+	for i := 0; i < b.N; i++ {
+		single := NewPool(cfg, 1)
+		single.Start()
+		if _, err := single.WaitReady(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		quiet := []burstRun{runs[11], runs[32]} // perftest, pingpong
+		_, qs, qids := runBurst(b, single, host, 1, 1, quiet)
+		quietFid := fidelity(qs, qids, quiet)
+		t1, s1, ids1 := runBurst(b, single, host, 1, 1, runs)
+		single.Close()
+
+		pool := NewPool(cfg, guests)
+		pool.Start()
+		for _, m := range pool.Members() {
+			if _, err := m.WaitReady(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		hostSlots := runtime.NumCPU()
+		t2, s2, ids2 := runBurst(b, pool, host, hostSlots+pool.Slots(), hostSlots, runs)
+		pool.Close()
+
+		notDone := 0
+		for _, s := range []*burstSink{s1, s2} {
+			for _, st := range s.final {
+				if st != sandbox.StatusDone {
+					notDone++
+				}
+			}
+		}
+		b.ReportMetric(t1.Seconds(), "single-s")
+		b.ReportMetric(t2.Seconds(), "pool-s")
+		b.ReportMetric(t1.Seconds()/t2.Seconds(), "single/pool")
+		b.ReportMetric(float64(guests), "guests")
+		b.ReportMetric(float64(notDone), "not-done")
+		f1, f2 := fidelity(s1, ids1, runs), fidelity(s2, ids2, runs)
+		b.ReportMetric(quietFid, "fid-quiet")
+		b.ReportMetric(f2, "fid-pool")
+		if quietFid > 0 {
+			b.ReportMetric(f2/quietFid, "fid-pool/quiet")
+		}
+		b.Logf("burst of %d: single queue %s, pool of %d guests + %d host CPUs %s (%.2f×); runs not done: %d; pingpong/perftest quiet %.2f, in the single-queue burst %.2f, in the pool burst %.2f",
+			len(runs), t1.Round(time.Second), guests, hostSlots, t2.Round(time.Second), t1.Seconds()/t2.Seconds(), notDone, quietFid, f1, f2)
+	}
+}
