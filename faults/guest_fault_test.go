@@ -30,7 +30,9 @@ func TestKillGuestMidRun(t *testing.T) {
 	if out, err := exec.Command(bin, "vm", "build", "--dir", vmDir).CombinedOutput(); err != nil {
 		t.Fatalf("labserver vm build: %v\n%s", err, out)
 	}
-	srv := start(t, labproc.Options{Dir: dir, Env: []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir}})
+	// One guest: the QEMU child this test kills is then the one running
+	// the run (a pool of several would leave the run going in another).
+	srv := start(t, labproc.Options{Dir: dir, Env: []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir, "LAB_GUESTS=1"}})
 	l := newLearner(t, srv.URL)
 	l.must("GET", "/?lang=en", "", 200)
 

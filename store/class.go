@@ -38,6 +38,11 @@ type LearnerPage struct {
 // dashboard shows one page: with 100k learners (a flood of anonymous
 // clients, say) the page stays small.
 func (db *DB) ClassLearners(ctx context.Context, limit, offset int, activeSince time.Time) (LearnerPage, error) {
+	return db.ClassLearnersIn(ctx, Scope{}, limit, offset, activeSince)
+}
+
+// ClassLearnersIn is ClassLearners for the learners in scope.
+func (db *DB) ClassLearnersIn(ctx context.Context, sc Scope, limit, offset int, activeSince time.Time) (LearnerPage, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
@@ -57,7 +62,9 @@ func (db *DB) ClassLearners(ctx context.Context, limit, offset int, activeSince 
 		           FROM learners l
 		           LEFT JOIN p ON p.learner = l.id
 		           LEFT JOIN a ON a.learner = l.id
-		           LEFT JOIN r ON r.learner = l.id)
+		           LEFT JOIN r ON r.learner = l.id
+		           WHERE `+sc.cond(`(l.display_name != '' OR a.n > 0 OR r.n > 0 OR p.completed > 0
+		                             OR EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id))`)+`)
 		SELECT id, display_name, created, last, opened, completed, attempts, correct, runs,
 		       COUNT(*) OVER (), SUM(last >= ?1) OVER ()
 		FROM s ORDER BY last DESC, id LIMIT ?2 OFFSET ?3`, formatTime(activeSince), limit, max(0, offset))
@@ -95,7 +102,13 @@ type LessonCounts struct {
 // ClassLessonCounts counts progress per lesson slug (lessons nobody opened
 // are absent).
 func (db *DB) ClassLessonCounts(ctx context.Context) (map[string]LessonCounts, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress GROUP BY lesson`)
+	return db.ClassLessonCountsIn(ctx, Scope{})
+}
+
+// ClassLessonCountsIn is ClassLessonCounts for the learners in scope.
+func (db *DB) ClassLessonCountsIn(ctx context.Context, sc Scope) (map[string]LessonCounts, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress
+		WHERE `+sc.rowOf("progress.learner", activityExists)+` GROUP BY lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson counts: %w", err)
 	}
@@ -125,9 +138,14 @@ type ExperimentRunCounts struct {
 // ClassRunCounts counts runs per experiment and final status, experiments
 // sorted by id.
 func (db *DB) ClassRunCounts(ctx context.Context) ([]ExperimentRunCounts, error) {
+	return db.ClassRunCountsIn(ctx, Scope{})
+}
+
+// ClassRunCountsIn is ClassRunCounts for the learners in scope.
+func (db *DB) ClassRunCountsIn(ctx context.Context, sc Scope) ([]ExperimentRunCounts, error) {
 	rows, err := db.R.QueryContext(ctx, `SELECT experiment, status, COUNT(*),
-		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment)
-		FROM runs GROUP BY experiment, status ORDER BY experiment, status`)
+		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment AND `+sc.rowOf("r2.learner", "1")+`)
+		FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` GROUP BY experiment, status ORDER BY experiment, status`)
 	if err != nil {
 		return nil, fmt.Errorf("store: run counts: %w", err)
 	}
@@ -165,8 +183,13 @@ type ProgressRow struct {
 
 // ClassProgress returns every progress row, by learner then lesson.
 func (db *DB) ClassProgress(ctx context.Context) ([]ProgressRow, error) {
+	return db.ClassProgressIn(ctx, Scope{})
+}
+
+// ClassProgressIn is ClassProgress for the learners in scope.
+func (db *DB) ClassProgressIn(ctx context.Context, sc Scope) ([]ProgressRow, error) {
 	rows, err := db.R.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at, p.completed_at
-		FROM progress p JOIN learners l ON l.id = p.learner ORDER BY p.learner, p.lesson`)
+		FROM progress p JOIN learners l ON l.id = p.learner WHERE `+sc.cond(activityExists)+` ORDER BY p.learner, p.lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class progress: %w", err)
 	}
@@ -195,7 +218,12 @@ func (db *DB) ClassProgress(ctx context.Context) ([]ProgressRow, error) {
 
 // ClassRuns returns every run's summary in creation order (CSV export).
 func (db *DB) ClassRuns(ctx context.Context) ([]Run, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at, id`)
+	return db.ClassRunsIn(ctx, Scope{})
+}
+
+// ClassRunsIn is ClassRuns for the learners in scope.
+func (db *DB) ClassRunsIn(ctx context.Context, sc Scope) ([]Run, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class runs: %w", err)
 	}
@@ -232,6 +260,28 @@ func (db *DB) DisplayNames(ctx context.Context) (map[string]string, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: display names: %w", err)
+	}
+	return out, nil
+}
+
+// ClassAttemptsIn returns the attempts of the learners in scope in time
+// order (dashboard statistics, attempts export, gradebook).
+func (db *DB) ClassAttemptsIn(ctx context.Context, sc Scope) ([]Attempt, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE `+sc.rowOf("attempts.learner", "1")+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: class attempts: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: class attempts: %w", err)
 	}
 	return out, nil
 }

@@ -276,6 +276,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, in store.I
 		return
 	}
 	s.log.Info("instructor logged in", "user", in.Username, "ip", clientIP(r))
+	s.markStaff(r, in)
 	setInstructorCookie(w, r, token, expires)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -21,14 +21,14 @@ const dashPageSize = 50
 
 // dashPager links the pages of the learners table ("" links when there is
 // only one page).
-func dashPager(lang string, page, total int) views.Pager {
+func dashPager(lang string, sc store.Scope, page, total int) views.Pager {
 	last := max(1, (total+dashPageSize-1)/dashPageSize)
 	p := views.Pager{Label: trf(lang, "instr.dash.page", (page-1)*dashPageSize+1, min(total, page*dashPageSize), total)}
 	if page > 1 {
-		p.Prev = "/instructor?page=" + strconv.Itoa(page-1) + "#learners"
+		p.Prev = "/instructor?page=" + strconv.Itoa(page-1) + classQuery(sc, "&") + "#learners"
 	}
 	if page < last {
-		p.Next = "/instructor?page=" + strconv.Itoa(page+1) + "#learners"
+		p.Next = "/instructor?page=" + strconv.Itoa(page+1) + classQuery(sc, "&") + "#learners"
 	}
 	return p
 }
@@ -42,32 +42,36 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 	db := s.cfg.Store
 	in, _ := currentInstructor(r)
 	course := s.course()
+	sc, cohort, ok := s.requestScope(w, r) // ?class=ID (cohorts.go)
+	if !ok {
+		return
+	}
 
 	// The learners table is paged: a flood of anonymous learners must not
 	// make the dashboard huge (issue 18: 100k learners, 30 MB of HTML).
 	pageNo, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	pageNo = max(1, pageNo)
 	now := time.Now()
-	page, err := db.ClassLearners(ctx, dashPageSize, (pageNo-1)*dashPageSize, now.Add(-activeWindow))
+	page, err := db.ClassLearnersIn(ctx, sc, dashPageSize, (pageNo-1)*dashPageSize, now.Add(-activeWindow))
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
 	if len(page.Learners) == 0 && pageNo > 1 {
-		http.Redirect(w, r, "/instructor#learners", http.StatusSeeOther)
+		http.Redirect(w, r, "/instructor"+classQuery(sc, "?")+"#learners", http.StatusSeeOther)
 		return
 	}
-	counts, err := db.ClassLessonCounts(ctx)
+	counts, err := db.ClassLessonCountsIn(ctx, sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	stored, err := db.AllAttempts(ctx)
+	stored, err := db.ClassAttemptsIn(ctx, sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	runs, err := db.ClassRunCounts(ctx)
+	runs, err := db.ClassRunCountsIn(ctx, sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -85,10 +89,17 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		Warnings:     len(course.Warnings),
 		ActiveWindow: trf(lang, "instr.window", int(activeWindow/time.Minute)),
 		Exports: []views.Link{
-			{Href: "/instructor/export/progress.csv", Title: t("instr.export.progress")},
-			{Href: "/instructor/export/attempts.csv", Title: t("instr.export.attempts")},
-			{Href: "/instructor/export/runs.csv", Title: t("instr.export.runs")},
+			{Href: "/instructor/export/progress.csv" + classQuery(sc, "?"), Title: t("instr.export.progress")},
+			{Href: "/instructor/export/attempts.csv" + classQuery(sc, "?"), Title: t("instr.export.attempts")},
+			{Href: "/instructor/export/runs.csv" + classQuery(sc, "?"), Title: t("instr.export.runs")},
+			{Href: "/instructor/export/gradebook.csv" + classQuery(sc, "?"), Title: t("grade.title")},
 		},
+		ClassName:     cohort.Name,
+		GradebookHref: "/instructor/gradebook" + classQuery(sc, "?"),
+	}
+	if v.Classes, err = s.classPicks(r, sc); err != nil {
+		s.internalError(w, r, err)
+		return
 	}
 	if s.cfg.Live != nil {
 		for _, d := range s.cfg.Live.Snapshot().Errors {
@@ -97,7 +108,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 	}
 
 	v.Active, v.Total = page.Active, page.Total
-	v.Pager = dashPager(lang, pageNo, page.Total)
+	v.Pager = dashPager(lang, sc, pageNo, page.Total)
 	for _, l := range page.Learners {
 		active := now.Sub(l.LastActive) <= activeWindow
 		v.Learners = append(v.Learners, views.DashLearner{

@@ -63,7 +63,11 @@ func (s *Server) writeCSV(w http.ResponseWriter, r *http.Request, name string, r
 // exportProgress is GET /instructor/export/progress.csv: one row per learner
 // and opened lesson.
 func (s *Server) exportProgress(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.cfg.Store.ClassProgress(r.Context())
+	sc, _, ok := s.requestScope(w, r)
+	if !ok {
+		return
+	}
+	rows, err := s.cfg.Store.ClassProgressIn(r.Context(), sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -82,7 +86,11 @@ func (s *Server) exportProgress(w http.ResponseWriter, r *http.Request) {
 // or its options changed since).
 func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	attempts, err := s.cfg.Store.AllAttempts(ctx)
+	sc, _, ok := s.requestScope(w, r)
+	if !ok {
+		return
+	}
+	attempts, err := s.cfg.Store.ClassAttemptsIn(ctx, sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -117,7 +125,11 @@ func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
 // how it ended.
 func (s *Server) exportRuns(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	runs, err := s.cfg.Store.ClassRuns(ctx)
+	sc, _, ok := s.requestScope(w, r)
+	if !ok {
+		return
+	}
+	runs, err := s.cfg.Store.ClassRunsIn(ctx, sc)
 	if err != nil {
 		s.internalError(w, r, err)
 		return

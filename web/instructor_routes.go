@@ -26,6 +26,11 @@ func (s *Server) instructorRoutes(r chi.Router) {
 			r.Get("/instructor/account", s.accountShow)
 			r.Post("/instructor/account/invite", s.accountInvite)
 			r.Post("/instructor/account/password", s.accountPassword)
+			r.Get("/instructor/classes", s.cohortsShow)
+			r.Get("/instructor/gradebook", s.gradebookShow)
+			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
+			r.Post("/instructor/classes", s.cohortCreate)
+			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
 			// Any other instructor URL is guarded too (403/redirect before 404).
 			r.HandleFunc("/instructor/*", s.notFound)
 		})
@@ -37,5 +42,8 @@ func (s *Server) instructorRoutes(r chi.Router) {
 		r.Use(s.guardWrites)
 		r.Get("/me", s.meShow)
 		r.Post("/me", s.meUpdate)
+		r.Get("/join", s.joinShow)
+		r.Get("/join/{code}", s.joinShow)
+		r.Post("/join", s.joinPost)
 	})
 }

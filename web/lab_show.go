@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -51,6 +52,12 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
 	}
 	v.Use(views.TableAssets) // the device and counter tables
+	v.Guests, v.GuestsReady = l.Guests, l.GuestsReady
+	for _, w := range l.Workers {
+		v.Workers = append(v.Workers, views.LabWorker{Name: w.Name, Backend: w.Backend, Accel: w.Accel,
+			Devices: strings.Join(w.Devices, ", "), Slots: w.Slots, Running: w.Running, CPUs: w.CPUs,
+			Load: strconv.FormatFloat(w.Load1, 'f', 2, 64)})
+	}
 	switch l.Backend {
 	case "vm", "host", "none":
 		v.Note = t("lab.note." + l.Backend)

@@ -19,6 +19,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver check [DIR]         validate a course folder (default: the built-in course)
        labserver agent               run one experiment request (used by the sandbox)
        labserver vm ...              build and manage the Soft-RoCE guest
+       labserver worker --join nats://HOST:4222 --token T   run experiments for a lab on this machine
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
        labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)

@@ -251,6 +251,8 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 		}
 		log.Info("Soft-RoCE guests", "guests", guests)
 		p := vm.NewPool(cfg, guests)
+		reg := experimentRegistry()
+		p.Timing = func(id string) bool { e := reg.Get(id); return e != nil && e.Class() == sandbox.Timing }
 		p.Start()
 		return p, p.Close, d, nil
 	default:

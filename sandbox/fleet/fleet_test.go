@@ -82,8 +82,16 @@ func (s *syncBuffer) String() string {
 
 func startWorker(t *testing.T, addr, name, tok string, extra ...string) *workerProc {
 	t.Helper()
+	return startWorkerEnv(t, nil, addr, name, tok, extra...)
+}
+
+func startWorkerEnv(t *testing.T, env []string, addr, name, tok string, extra ...string) *workerProc {
+	t.Helper()
 	args := append([]string{"worker", "--join", "nats://" + addr, "--token", tok, "--name", name, "--backend", "none", "--host-slots", "1"}, extra...)
 	cmd := exec.Command(labserverBin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -331,4 +339,70 @@ func TestServerRestartWithWorkers(t *testing.T) {
 	if f := last(sk.get(info.ID)); f.Status != sandbox.StatusDone {
 		t.Fatalf("run after the restart: %s (%s)", f.Status, f.Message)
 	}
+}
+
+// TestBurstOverGuestAndHostWorkers: three workers — one with its own
+// Soft-RoCE guest, two on the host backend only — share a burst of RDMA
+// and host runs; the RDMA ones can only run in the guest worker's guest.
+func TestBurstOverGuestAndHostWorkers(t *testing.T) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skipf("no QEMU (make deps-test installs it): %v", err)
+	}
+	s := startServer(t, "127.0.0.1:0")
+	defer s.Close()
+	cache := t.TempDir()
+	startWorkerEnv(t, []string{"LAB_VM_DIR=" + cache, "LAB_VM_ACCEL=tcg"}, s.Addr(), "guesty", token, "--backend", "vm", "--guests", "1")
+	startWorker(t, s.Addr(), "h1", token)
+	startWorker(t, s.Addr(), "h2", token)
+	waitWorkers(t, s, 3)
+	// The guest worker lists its guest's devices once the guest is up
+	// (built and booted under TCG: minutes on a loaded machine).
+	up := func() bool {
+		for _, w := range s.Workers() {
+			if w.Name == "guesty" && len(w.Devices) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; !up(); i++ {
+		if i > 6000 {
+			t.Fatalf("the guest worker's guest never came up; workers %+v", s.Workers())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sk := newSink()
+	r := newRunner(s, sk)
+	defer r.Close()
+	var ids []string
+	for i := range 9 {
+		exp, params := "memlock", memlock()
+		if i%3 == 0 {
+			exp, params = "qp-states", nil
+		}
+		info, err := r.Submit(fmt.Sprint("learner", i), exp, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	for range ids {
+		<-sk.final
+	}
+	where := map[string]int{}
+	for _, id := range ids {
+		evs := sk.get(id)
+		if f := last(evs); f.Status != sandbox.StatusDone {
+			t.Fatalf("run %s: %s (%s)", id, f.Status, f.Message)
+		}
+		for _, ev := range evs {
+			if ev.Type == sandbox.EvStatus && ev.Status == sandbox.StatusRunning && strings.Contains(ev.Backend, "@") {
+				where[ev.Backend]++
+			}
+		}
+	}
+	if where["vm@guesty"] != 3 {
+		t.Fatalf("runs per place %v: want the 3 RDMA runs in guesty's guest", where)
+	}
+	t.Logf("runs per place: %v", where)
 }

@@ -21,6 +21,22 @@ import (
 // GuestLinks are the lab guest's veth ends (see rxedev.GuestTopology).
 var GuestLinks = []string{"veth0", "veth1"}
 
+// HostLinks are the veth ends `--setup-softroce` creates on a host (see
+// rxedev.HostTopology).
+var HostLinks = []string{"rdmalab0", "rdmalab1"}
+
+// Ours reports whether dev is one of the lab's own veth ends: the only
+// links an experiment may shape. A host's real NIC carrying an rxe device
+// must never get a lab's packet loss.
+func Ours(dev string) bool {
+	for _, l := range append(append([]string{}, GuestLinks...), HostLinks...) {
+		if dev == l {
+			return true
+		}
+	}
+	return false
+}
+
 // gsoDefault is the kernel's GSO_MAX_SEGS, what a veth starts with.
 const gsoDefault = 65535
 
@@ -34,6 +50,9 @@ const gsoDefault = 65535
 func Loss(ctx context.Context, dev string, pct float64, ecn bool) ([]string, error) {
 	if pct < 0 || pct > 100 {
 		return nil, fmt.Errorf("loss %v%% outside 0–100", pct)
+	}
+	if !Ours(dev) {
+		return nil, fmt.Errorf("%s is not one of the lab's own veth links (%v, %v): the lab never shapes another link", dev, GuestLinks, HostLinks)
 	}
 	tc := []string{"tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss", strconv.FormatFloat(pct, 'f', -1, 64) + "%"}
 	if ecn {

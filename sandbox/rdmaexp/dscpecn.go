@@ -124,6 +124,9 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	if !top.Wire() {
 		return errors.New("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link")
 	}
+	if err := shapeable(top); err != nil {
+		return err
+	}
 	note(emit, "info", top.describe())
 	cdev, sdev := top.Client.GID.Netdev, top.Server.GID.Netdev
 	cleanAtStart := linksClean(emit, cdev, sdev)

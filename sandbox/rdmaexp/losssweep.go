@@ -87,6 +87,9 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	if !top.Wire() {
 		return errors.New("the loss sweep needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link")
 	}
+	if err := shapeable(top); err != nil {
+		return err
+	}
 	note(emit, "info", top.describe())
 	dev := top.Client.GID.Netdev
 	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)
@@ -270,6 +273,19 @@ func rel(v, base float64) float64 {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// shapeable refuses devices that are not on the lab's own veth links: the
+// lesson 02 experiments add loss to a link, and a host's real NIC with an
+// rxe device on it must never get that.
+func shapeable(top topology) error {
+	for _, d := range []string{top.Client.GID.Netdev, top.Server.GID.Netdev} {
+		if !netshape.Ours(d) {
+			return fmt.Errorf("the RDMA devices sit on %s, which is not one of the lab's own veth links (%v in the guest, %v on a host): this experiment changes the link, so it only runs on those",
+				d, netshape.GuestLinks, netshape.HostLinks)
+		}
+	}
+	return nil
+}
 
 // linksClean reports (and logs) whether the links carry no shaping left
 // over from an earlier run, then resets them anyway.

@@ -68,7 +68,8 @@ func runPerfDepth(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	logf(emit, "depth 1: the completion was already in the CQ at the first poll after ibv_post_send returned for %.0f%% of 50 WRITEs", ready*100)
+	note(emit, "info", say(fmt.Sprintf("Depth 1: for %.0f%% of 50 WRITEs the completion was already in the CQ at the first poll after ibv_post_send returned.", ready*100),
+		fmt.Sprintf("深度 1：50 个 WRITE 中有 %.0f%% 在 ibv_post_send 返回后第一次轮询时，完成就已经在 CQ 里了。", ready*100)))
 	rows := make([]depthRow, len(depths))
 	for round := 0; round < 2; round++ { // two passes, up then down
 		order := depths

@@ -110,7 +110,8 @@ func runPerfInline(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		x := float64(size)
 		metric(emit, "lat_plain", say("post → completion, not inline", "投递→完成，非内联"), x, us(row.Lat), "µs")
 		metric(emit, "lat_inline", say("post → completion, inline", "投递→完成，内联"), x, us(row.LatInl), "µs")
-		logf(emit, "%d B: post→completion %.1f µs plain, %.1f µs inline; inside ibv_post_send %.1f µs plain, %.1f µs inline", size, us(row.Lat), us(row.LatInl), us(row.Post), us(row.PostInl))
+		note(emit, "info", say(fmt.Sprintf("%d B: post→completion %.1f µs plain, %.1f µs inline; inside ibv_post_send %.1f µs plain, %.1f µs inline", size, us(row.Lat), us(row.LatInl), us(row.Post), us(row.PostInl)),
+			fmt.Sprintf("%d B：投递→完成 非内联 %.1f µs，内联 %.1f µs；ibv_post_send 内部 非内联 %.1f µs，内联 %.1f µs", size, us(row.Lat), us(row.LatInl), us(row.Post), us(row.PostInl))))
 	}
 
 	// what inline promises: the payload is taken at post time, so the
@@ -124,7 +125,8 @@ func runPerfInline(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	logf(emit, "overwritten right after ibv_post_send: the peer got the old bytes inline=%v, not inline=%v", snapInl, snapPlain)
+	note(emit, "info", say(fmt.Sprintf("Buffer overwritten right after ibv_post_send — the peer got the bytes of the post time: inline %s, not inline %s.", yesNoIn(snapInl, "en"), yesNoIn(snapPlain, "en")),
+		fmt.Sprintf("ibv_post_send 之后立刻改写缓冲区——对端收到的是投递时的字节：内联 %s，非内联 %s。", yesNoIn(snapInl, "zh"), yesNoIn(snapPlain, "zh"))))
 
 	// one size above the threshold: an inline post must be refused
 	phase(emit, "above", say("Above the threshold", "超过阈值"))

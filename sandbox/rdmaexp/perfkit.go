@@ -305,6 +305,14 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// yesNoIn is a yes/no in lang.
+func yesNoIn(b bool, lang string) string {
+	if lang == "zh" {
+		return map[bool]string{true: "是", false: "否"}[b]
+	}
+	return map[bool]string{true: "yes", false: "no"}[b]
+}
+
 // sameRow adds a row of language-free cells (figures, sizes).
 func sameRow(t *sandbox.Table, cells ...string) {
 	txt := make([]sandbox.Text, len(cells))

@@ -102,7 +102,8 @@ func runPerfMRCost(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		rows = append(rows, row)
 		metric(emit, "reg", say("ibv_reg_mr", "ibv_reg_mr"), float64(size), us(row.Reg), "µs")
 		metric(emit, "dereg", say("ibv_dereg_mr", "ibv_dereg_mr"), float64(size), us(row.Dereg), "µs")
-		logf(emit, "%s: ibv_reg_mr %.1f µs, ibv_dereg_mr %.1f µs (%.2f µs per 4 KiB page)", human(int64(size)), us(row.Reg), us(row.Dereg), us(row.Reg)/float64(size/4096))
+		note(emit, "info", say(fmt.Sprintf("%s: ibv_reg_mr %.1f µs, ibv_dereg_mr %.1f µs (%.2f µs per 4 KiB page)", human(int64(size)), us(row.Reg), us(row.Dereg), us(row.Reg)/float64(size/4096)),
+			fmt.Sprintf("%s：ibv_reg_mr %.1f µs，ibv_dereg_mr %.1f µs（每个 4 KiB 页 %.2f µs）", human(int64(size)), us(row.Reg), us(row.Dereg), us(row.Reg)/float64(size/4096))))
 	}
 
 	// the wrong way and the right way to send one 64 KiB message

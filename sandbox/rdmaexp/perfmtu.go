@@ -82,7 +82,7 @@ func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	for name, m := range orig {
 		if m != 1500 {
 			raised = true
-			logf(emit, "%s had MTU %d (left by an earlier run?): setting 1500", name, m)
+			note(emit, "warn", say(fmt.Sprintf("%s had MTU %d (left by an earlier run?): setting 1500", name, m), fmt.Sprintf("%s 的 MTU 是 %d（之前的运行留下的？）：改回 1500", name, m)))
 			orig[name] = 1500
 		}
 	}
@@ -101,7 +101,7 @@ func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 			note(emit, "warn", say("Could not put the MTU back: "+err.Error(), "未能恢复 MTU："+err.Error()))
 			return
 		}
-		logf(emit, "MTU back to %v", orig)
+		note(emit, "info", say(fmt.Sprintf("MTU back to %v", orig), fmt.Sprintf("MTU 已恢复为 %v", orig)))
 	}()
 	if err := setMTUs(links, orig); err != nil {
 		return err
@@ -166,7 +166,8 @@ func mtuStream(ctx context.Context, emit sandbox.Emitter, top topology, size int
 		return mtuRow{}, err
 	}
 	row := mtuRow{PathMTU: path, St: total, Pkts: c1["sent_pkts"] - c0["sent_pkts"]}
-	logf(emit, "path MTU %d: %d WRITEs of %d B, %d packets sent (%.1f per WRITE), %.1f MB/s", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), total.MBps())
+	note(emit, "info", say(fmt.Sprintf("path MTU %d: %d WRITEs of %d B, %d packets sent (%.1f per WRITE), %.1f MB/s", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), total.MBps()),
+		fmt.Sprintf("路径 MTU %d：%d 个 %d B 的 WRITE，发出 %d 个报文（每个 WRITE %.1f 个），%.1f MB/s", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), total.MBps())))
 	return row, nil
 }
 

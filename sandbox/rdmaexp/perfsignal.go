@@ -92,7 +92,8 @@ func runPerfSignal(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 	}
 	if full {
 		verbsError(emit, postErr)
-		logf(emit, "ibv_post_send refused WR %d: %d unsignaled WRs filled the send queue (%d asked for)", never+1, never, signalDepth)
+		note(emit, "info", say(fmt.Sprintf("ibv_post_send refused WR %d: %d unsignaled WRs filled the send queue (%d asked for)", never+1, never, signalDepth),
+			fmt.Sprintf("ibv_post_send 拒绝了第 %d 个 WR：%d 个不要完成的 WR 占满了发送队列（申请了 %d 个）", never+1, never, signalDepth)))
 	}
 	return reportSignal(emit, every, size, stats, never, full, ve)
 }

@@ -101,7 +101,8 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			x := float64(size)
 			metric(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), x, st.MBps(), "MB/s")
 			metric(emit, "lat_ours", say("post → completion, this program", "投递→完成，本程序"), x, us(r.Lat), "µs")
-			logf(emit, "%s: post→completion %.1f µs, %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs)
+			note(emit, "info", say(fmt.Sprintf("%s: post→completion %.1f µs, %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs),
+				fmt.Sprintf("%s：投递→完成 %.1f µs，%.1f MB/s（%d 个 WRITE）", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs)))
 		}
 		return nil
 	}()

@@ -63,7 +63,8 @@ func runPerfWait(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 			return verbsError(emit, err)
 		}
 		rows = append(rows, row)
-		logf(emit, "%s: median round trip %.1f µs, CPU %.1f µs per round trip (both threads), %.1f voluntary context switches per round trip", mode, us(row.RTT), us(row.CPU), float64(row.Switches)/float64(iters))
+		note(emit, "info", say(fmt.Sprintf("%s: median round trip %.1f µs, CPU %.1f µs per round trip (both threads), %.1f sleeps (voluntary context switches) per round trip", mode, us(row.RTT), us(row.CPU), float64(row.Switches)/float64(iters)),
+			fmt.Sprintf("%s：往返中位数 %.1f µs，每次往返 CPU %.1f µs（两个线程合计），每次往返睡眠（主动上下文切换）%.1f 次", map[string]string{mPoll: "轮询", mEvent: "事件"}[mode], us(row.RTT), us(row.CPU), float64(row.Switches)/float64(iters))))
 	}
 	return reportWait(emit, iters, rows)
 }

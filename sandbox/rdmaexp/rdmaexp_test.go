@@ -93,7 +93,7 @@ func registry() *sandbox.Registry {
 
 func TestRegistryDefinitions(t *testing.T) {
 	reg := registry()
-	for _, id := range []string{"reg-mr", "write-silent", "pingpong", "rkey", "qp-states"} {
+	for _, id := range []string{"reg-mr", "write-silent", "pingpong", "rkey", "qp-states", "ud-vs-rc", "rdma-cm", "verbs-steps"} {
 		e := reg.Get(id)
 		if e == nil {
 			t.Fatalf("%s not registered", id)
@@ -140,6 +140,9 @@ func TestParamsRejected(t *testing.T) {
 		{"rkey", map[string]any{"case": "nope"}, "case"},
 		{"qp-states", map[string]any{"mistakes": "maybe"}, "mistakes"},
 		{"qp-states", map[string]any{"extra": 1}, "extra"},
+		{"ud-vs-rc", map[string]any{"size": 1 << 20}, "size"},
+		{"rdma-cm", map[string]any{"count": 11}, "count"},
+		{"verbs-steps", map[string]any{"cmd": "next"}, "cmd"},
 	} {
 		_, err := reg.Get(c.id).Validate(c.raw)
 		var pe *sandbox.ParamError
@@ -245,5 +248,33 @@ func TestParsePerftest(t *testing.T) {
 	}
 	if _, err := parsePerftestLat("Correlation coefficient r^2: 0.89 < 0.9\n----\n Send Latency Test\n"); err == nil {
 		t.Fatal("output without a table parsed")
+	}
+}
+
+// TestVerbsStepsDefinition: the step-through is interactive, shareable, and
+// every command a step may offer is one it declares (the runner and the
+// agent refuse anything else).
+func TestVerbsStepsDefinition(t *testing.T) {
+	e := registry().Get("verbs-steps")
+	if !e.Interactive() || e.Class() != sandbox.Shareable || e.IdleLimit() <= 0 {
+		t.Fatalf("verbs-steps: interactive %v, class %s, idle %s", e.Interactive(), e.Class(), e.IdleLimit())
+	}
+	declared := map[string]bool{}
+	for _, c := range e.Commands {
+		if c.Title["zh"] == "" || c.Title["en"] == "" {
+			t.Errorf("command %s has no title in both languages", c.Name)
+		}
+		declared[c.Name] = true
+	}
+	s := &stepper{}
+	for i := range stepList() {
+		for _, broken := range []bool{false, true} {
+			s.i, s.broken = i, broken
+			for _, o := range s.offers() {
+				if !declared[o] {
+					t.Errorf("step %d offers %q, which the experiment does not declare", i, o)
+				}
+			}
+		}
 	}
 }

@@ -52,6 +52,9 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if !top.Wire() {
 		return errors.New("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link")
 	}
+	if err := shapeable(top); err != nil {
+		return err
+	}
 	note(emit, "info", top.describe())
 	dev := top.Client.GID.Netdev
 	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)

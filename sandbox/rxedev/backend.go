@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/netshape"
 )
 
 // Backend is the host backend on a kernel that has RDMA devices: runs go to
@@ -20,6 +21,9 @@ func (b *Backend) Name() string { return "host" }
 
 // Exec implements sandbox.Backend.
 func (b *Backend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+	// Lesson 02's experiments shape the lab's own veth links; a run that
+	// was killed could not undo it itself.
+	defer netshape.Reset(netshape.HostLinks...)
 	return b.Host.Exec(ctx, req, emit)
 }
 

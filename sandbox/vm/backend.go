@@ -40,6 +40,41 @@ type Backend struct {
 	done      chan struct{}
 	startOnce sync.Once
 	started   atomic.Bool
+	paused    atomic.Bool
+}
+
+// pause freezes the idle guest's vCPUs (QMP stop), so that it takes no CPU
+// from a timing run in another guest; resume continues it. A guest that
+// is booting or absent is left alone.
+func (b *Backend) pause(ctx context.Context) {
+	b.mu.Lock()
+	g := b.guest
+	b.mu.Unlock()
+	if g == nil || !g.alive() {
+		return
+	}
+	b.paused.Store(true)
+	if err := g.qmpDo(ctx, "stop"); err != nil {
+		b.paused.Store(false)
+		b.cfg.Logger.Warn("could not pause an idle guest for a timing run", "err", err)
+	}
+}
+
+func (b *Backend) resume() {
+	if !b.paused.Load() {
+		return
+	}
+	b.mu.Lock()
+	g := b.guest
+	b.mu.Unlock()
+	if g != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := g.qmpDo(ctx, "cont"); err != nil {
+			b.cfg.Logger.Warn("could not resume a paused guest", "err", err)
+		}
+		cancel()
+	}
+	b.paused.Store(false)
 }
 
 // New returns a backend that has not started yet.
@@ -326,10 +361,13 @@ func (b *Backend) watch(g *Guest) error {
 		case <-g.client.done:
 			return g.client.err()
 		case <-t.C:
+			if b.paused.Load() {
+				continue // frozen on purpose while a timing run measures elsewhere
+			}
 			ctx, cancel := context.WithTimeout(b.ctx, b.cfg.PingTimeout)
 			err := g.Ping(ctx)
 			cancel()
-			if err != nil && b.ctx.Err() == nil {
+			if err != nil && b.ctx.Err() == nil && !b.paused.Load() {
 				select {
 				case <-g.Exited():
 					return fmt.Errorf("the Soft-RoCE guest died: %w", g.exitError())

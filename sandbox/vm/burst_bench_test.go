@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -182,8 +183,9 @@ func fidelity(s *burstSink, ids []string, runs []burstRun) float64 {
 
 // BenchmarkBurst is a class pressing Run within the same moment: 60
 // learners (57 shareable runs, 3 timing ones) drained by today's single
-// queue (one run at a time, one guest) against the pool (a guest per CPU,
-// host runs on every CPU, timing runs alone). It also reports pingpong's
+// queue (one run at a time, one guest) against the default scheduling
+// (DefaultGuests guests, or $LAB_BENCH_GUESTS; host runs on every CPU;
+// timing runs alone with the other guests paused). It also reports pingpong's
 // fidelity to perftest measured quietly (the two alone) and inside each
 // burst: timing runs are isolated if the burst does not move it.
 func BenchmarkBurst(b *testing.B) {
@@ -193,6 +195,9 @@ func BenchmarkBurst(b *testing.B) {
 	host := &sandbox.HostBackend{Command: []string{bin, "agent"}}
 	runs := burst()
 	guests := DefaultGuests(256)
+	if n, err := strconv.Atoi(os.Getenv("LAB_BENCH_GUESTS")); err == nil && n > 0 {
+		guests = n
+	}
 	for i := 0; i < b.N; i++ {
 		single := NewPool(cfg, 1)
 		single.Start()
@@ -206,6 +211,7 @@ func BenchmarkBurst(b *testing.B) {
 		single.Close()
 
 		pool := NewPool(cfg, guests)
+		pool.Timing = func(id string) bool { return id == "pingpong" || id == "perftest" }
 		pool.Start()
 		for _, m := range pool.Members() {
 			if _, err := m.WaitReady(context.Background()); err != nil {

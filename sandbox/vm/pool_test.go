@@ -62,6 +62,53 @@ func TestPoolRunsSideBySide(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A timing run: the other guest is paused while it goes, running after.
+	p.Timing = func(id string) bool { return id == "memlock" }
+	statusOf := func(m *Backend) string {
+		g, err := m.WaitReady(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := dialQMP(ctx, g.qmpSock, g.exited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.close()
+		st, err := q.status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var during []string
+	req := sandbox.Request{RunID: "t", Experiment: "memlock",
+		Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}}
+	var once sync.Once
+	if err := p.Exec(ctx, req, func(sandbox.Event) {
+		once.Do(func() {
+			for _, m := range p.Members() {
+				if m.paused.Load() {
+					g, _ := m.WaitReady(ctx)
+					q, err := dialQMP(ctx, g.qmpSock, g.exited)
+					if err == nil {
+						st, _ := q.status(ctx)
+						q.close()
+						during = append(during, st)
+					}
+				}
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 1 || during[0] != "paused" {
+		t.Fatalf("other guests during a timing run: %v, want one paused", during)
+	}
+	for i, m := range p.Members() {
+		if st := statusOf(m); st != "running" {
+			t.Fatalf("guest %d after the timing run: %s, want running", i, st)
+		}
+	}
 	rss := p.IdleRSS()
 	if len(rss) != 2 {
 		t.Fatalf("idle RSS of %d guests, want 2", len(rss))

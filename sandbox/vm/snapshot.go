@@ -139,6 +139,17 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, e
 	return s, nil
 }
 
+// qmpDo runs one QMP command without arguments (stop, cont).
+func (g *Guest) qmpDo(ctx context.Context, cmd string) error {
+	q, err := dialQMP(ctx, g.qmpSock, g.exited)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	_, err = q.do(ctx, cmd, nil)
+	return err
+}
+
 // resume finishes a restore: QEMU reads the snapshot, the VM continues,
 // and the agent answers a ping.
 func (g *Guest) resume(ctx context.Context, snap *Snapshot) error {

@@ -42,18 +42,21 @@ type DisplayNameForm struct {
 // Dashboard is the instructor's class overview.
 type Dashboard struct {
 	Chrome
-	Instructor   string
-	LogoutAction string
-	CourseErrors []string // file:line: message of the last failed reload
-	Warnings     int
-	ActiveWindow string        // e.g. "15 min"
-	Active       int           // active learners, over all pages
-	Total        int           // learners, over all pages
-	Learners     []DashLearner // this page
-	Pager        Pager
-	Lessons      []DashLesson
-	Experiments  []DashExperiment
-	Exports      []Link
+	Instructor    string
+	LogoutAction  string
+	CourseErrors  []string // file:line: message of the last failed reload
+	Warnings      int
+	ActiveWindow  string        // e.g. "15 min"
+	Active        int           // active learners, over all pages
+	Total         int           // learners, over all pages
+	Learners      []DashLearner // this page
+	Pager         Pager
+	Lessons       []DashLesson
+	Experiments   []DashExperiment
+	Exports       []Link
+	Classes       []ClassPick // the class filter (empty when no class exists)
+	ClassName     string      // the class shown, "" for all learners
+	GradebookHref string      // the gradebook of the same learners
 }
 
 // Pager links the previous and next page of a paged table ("" when there
@@ -159,4 +162,73 @@ type Account struct {
 	InviteExpires string
 	PwSaved       bool
 	PwError       string
+}
+
+// Cohorts is the instructor's classes page.
+type Cohorts struct {
+	Chrome
+	Classes          []CohortRow
+	Error            string
+	ShowArchivedHref string // "" when archived classes are shown or none exist
+}
+
+// CohortRow is one class.
+type CohortRow struct {
+	ID            string
+	Name          string
+	Code          string
+	JoinURL       string
+	Href          string // the dashboard filtered to this class
+	Members       int
+	Archived      bool
+	ArchiveAction string
+}
+
+// Join is the learner's page for joining a class.
+type Join struct {
+	Chrome
+	Code      string
+	ClassName string // the class a join link names (confirm with one click)
+	Joined    string // name of the class just joined
+	Mine      string // the classes the learner is in, comma-separated
+	Error     string
+}
+
+// ClassPick is one entry of the dashboard's class filter.
+type ClassPick struct {
+	Label   string
+	Href    string
+	Current bool
+}
+
+// Gradebook is learner × lesson, plus the hardest questions.
+type Gradebook struct {
+	Chrome
+	ClassName string
+	CSV       string
+	Lessons   []Link
+	Rows      []GradeRow
+	Pager     Pager
+	Hardest   []HardQuestion
+}
+
+// GradeRow is one learner of the gradebook.
+type GradeRow struct {
+	Name, Short string
+	Cells       []GradeCell
+}
+
+// GradeCell is one learner's record on one lesson.
+type GradeCell struct {
+	Score     string // "2/3"
+	Full      bool   // every question right
+	Completed bool
+	Attempts  int
+	Runs      int
+}
+
+// HardQuestion is one row of the course's questions by facility.
+type HardQuestion struct {
+	ID, Lesson, Prompt, Facility string
+	Learners, Attempts           int
 }
