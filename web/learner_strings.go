@@ -6,6 +6,7 @@ func init() {
 	addStrings("zh", map[string]string{
 		"run.live.other":         "你的另一个实验（%s）正在排队或运行：它结束后这里才能运行。",
 		"run.live.open":          "查看那次运行",
+		"run.lab.details":        "查看实验环境",
 		"run.preset.cue":         "已按预设“%s”填好参数：按“运行”开始。",
 		"run.yes":                "是",
 		"run.no":                 "否",
@@ -24,6 +25,7 @@ func init() {
 	addStrings("en", map[string]string{
 		"run.live.other":         "Another run of yours (%s) is queued or running: Run works here once it ends.",
 		"run.live.open":          "Open that run",
+		"run.lab.details":        "see the lab",
 		"run.preset.cue":         "Preset “%s” filled in the parameters: press Run to start.",
 		"run.yes":                "yes",
 		"run.no":                 "no",
