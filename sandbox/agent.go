@@ -32,8 +32,9 @@ import (
 //     else a generic one built from the error). That final line is protocol, not forwarded: the runner
 //     emits the run's own final status.
 //
-// ServeAgent handles exactly one request and never reads past its newline,
-// so a guest can call it in a loop on one stream.
+// ServeAgent handles exactly one request and never reads past its newline
+// (an interactive run's commands follow it on the same stream); every run
+// gets a fresh agent process, on the host and in the guest alike.
 
 // EnvHelper, when set in the environment, turns the agent binary into the
 // named hidden helper (see HelperFunc and agentproc.Helper).
