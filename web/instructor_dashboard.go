@@ -181,7 +181,7 @@ func dashQuestion(q *quiz.Question, st quiz.QuestionStats, attempts []quiz.Attem
 	}
 	text := map[string]string{}
 	for _, o := range q.Options {
-		text[o.ID] = o.Text.Get(lang)
+		text[o.ID] = plainText(o.Text.Get(lang)) // Markdown markers (`code`, **bold**) are not shown raw
 	}
 	pct := func(n int) int {
 		if st.Attempts == 0 {

@@ -28,6 +28,7 @@ func (s *Server) instructorRoutes(r chi.Router) {
 			r.Post("/instructor/account/password", s.accountPassword)
 			r.Get("/instructor/classes", s.cohortsShow)
 			r.Get("/instructor/gradebook", s.gradebookShow)
+			r.Get("/instructor/answers", s.answerKey)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)

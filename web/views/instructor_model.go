@@ -230,3 +230,42 @@ type HardQuestion struct {
 	ID, Lesson, Prompt, Facility string
 	Learners, Attempts           int
 }
+
+// Count is "n things" with the plural form of lang: key names the plural
+// text, key+".one" the singular (zh has one form for both).
+func Count(t Tr, n int, key string) string {
+	if n == 1 {
+		return "1 " + t(key+".one")
+	}
+	return strconv.Itoa(n) + " " + t(key)
+}
+
+// AnswerKey is the instructor's printable answer key. Prompt, Text,
+// Feedback, Explanation and Hint hold HTML rendered from the course's own
+// Markdown (trusted content, like lesson pages).
+type AnswerKey struct {
+	Chrome
+	Lessons []KeyLesson
+}
+
+// KeyLesson is one lesson's questions.
+type KeyLesson struct {
+	Slug, Title string
+	Questions   []KeyQuestion
+}
+
+// KeyQuestion is one question with its answer.
+type KeyQuestion struct {
+	ID, Type, TypeLabel string
+	Prompt              string
+	Options             []KeyOption
+	Numeric             string // "12.5 ± 0.1 GB/s"
+	Explanation, Hint   string
+}
+
+// KeyOption is one option; Position is its place in an order question's answer.
+type KeyOption struct {
+	ID, Text, Feedback string
+	Correct            bool
+	Position           int
+}
