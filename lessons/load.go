@@ -422,6 +422,7 @@ func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
 		}
 	}
 	ld.prereqConsistency(srcs)
+	ld.unshownQuestions(srcs) // unshown.go
 	for _, lr := range links {
 		target := bySlug[lr.slug]
 		if target == nil || len(target.Pages) == 0 {
