@@ -10,16 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/internal/lineio"
 )
 
 // The agent protocol, the same on the host (a child process) and in the
@@ -34,11 +32,12 @@ import (
 //     else a generic one built from the error). That final line is protocol, not forwarded: the runner
 //     emits the run's own final status.
 //
-// ServeAgent handles exactly one request and never reads past its newline,
-// so a guest can call it in a loop on one stream.
+// ServeAgent handles exactly one request and never reads past its newline
+// (an interactive run's commands follow it on the same stream); every run
+// gets a fresh agent process, on the host and in the guest alike.
 
 // EnvHelper, when set in the environment, turns the agent binary into the
-// named hidden helper (see HelperFunc and HelperCommand).
+// named hidden helper (see HelperFunc and agentproc.Helper).
 const EnvHelper = "RDMALAB_AGENT_HELPER"
 
 // DefaultMaxLine caps one JSON line of the protocol. An event larger than
@@ -220,15 +219,6 @@ func ErrorEvent(call string, err error) Event {
 	return ev
 }
 
-// Strerror is errno's message as C's strerror writes it ("Cannot allocate
-// memory"): Go's table is the same text in lower case, and learners will
-// search for the C spelling they see in real tools' output.
-func Strerror(errno syscall.Errno) string {
-	s := errno.Error()
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToUpper(r)) + s[n:]
-}
-
 // readLine reads one '\n'-terminated line without reading past it, so the
 // caller's stream stays positioned at the next request.
 func readLine(in io.Reader, max int) ([]byte, error) {
@@ -310,7 +300,7 @@ func (a *AgentReader) ReadRun(emit func(Event)) error {
 		}
 		var ev Event
 		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", clip(string(line), 120))}
+			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", lineio.ClipBytes(line, 120))}
 		}
 		if ev.Type == EvStatus {
 			switch ev.Status {
@@ -330,31 +320,11 @@ func (a *AgentReader) ReadRun(emit func(Event)) error {
 }
 
 func (a *AgentReader) line() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := a.br.ReadSlice('\n')
-		if len(line)+len(chunk) > a.max+1 {
-			return nil, &ProtocolError{Reason: fmt.Sprintf("the agent printed a line longer than %d bytes", a.max)}
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil // a last line without newline is still a line
-		default:
-			return nil, err
-		}
+	line, err := lineio.Read(a.br, a.max)
+	if errors.Is(err, lineio.ErrLongLine) {
+		return nil, &ProtocolError{Reason: fmt.Sprintf("the agent printed a line longer than %d bytes", a.max)}
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return line, err
 }
 
 // RunHelper runs the hidden helper name (see HelperFunc).
@@ -364,27 +334,4 @@ func RunHelper(ctx context.Context, reg *Registry, name string, in io.Reader, ou
 		return fmt.Errorf("agent: unknown helper %q", name)
 	}
 	return fn(ctx, in, out)
-}
-
-// HelperCommand returns a command that re-executes this binary, with the
-// same arguments, as the helper name. The child stays in the agent's
-// process group, so killing the run's group kills it too. An entry point
-// that can host an agent (`labserver agent`, a test binary's TestMain)
-// must let ServeAgent (or RunHelper) see EnvHelper before doing anything else.
-func HelperCommand(ctx context.Context, name string) (*exec.Cmd, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the agent binary: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, exe, os.Args[1:]...)
-	env := make([]string, 0, len(os.Environ())+1)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvHelper+"=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, EnvHelper+"="+name)
-	// A helper never outlives the agent that started it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
 }

@@ -1,13 +1,14 @@
 package sandbox
 
 import (
+	"github.com/rdmalab/rdmalab/internal/lineio"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -88,7 +89,7 @@ func (e *Experiment) ValidateCommand(c Command) error {
 	for i, s := range e.Commands {
 		names[i] = s.Name
 	}
-	return &CommandError{Cmd: c.Cmd, Message: fmt.Sprintf("unknown command %q for %s (it accepts %v)", clip(c.Cmd, 40), e.ID, names)}
+	return &CommandError{Cmd: c.Cmd, Message: fmt.Sprintf("unknown command %q for %s (it accepts %v)", lineio.Clip(c.Cmd, 40), e.ID, names)}
 }
 
 // DecodeCommand parses one JSON command strictly: an object with exactly
@@ -195,13 +196,4 @@ func agentCommands(ctx context.Context, exp *Experiment, in io.Reader, em Emitte
 		}
 	}()
 	return ch
-}
-
-// agentStdinPipe is the agent's stdin for an interactive run: a pipe the
-// backend feeds with FeedCommands. Without a command stream it is nil.
-func agentStdinPipe(ctx context.Context) (r, w *os.File, err error) {
-	if CommandsFrom(ctx) == nil {
-		return nil, nil, nil
-	}
-	return os.Pipe()
 }

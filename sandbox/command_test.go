@@ -68,12 +68,13 @@ func waitSteps(t *testing.T, rec *recorder, id string, n int) []Event {
 	})
 }
 
-// TestHostInteractiveRun drives an interactive run through the runner and
-// a real agent child: commands travel as lines on its stdin, each is stored
-// before the answer, a foreign learner and an undeclared command are
-// refused, and "done" ends the run.
-func TestHostInteractiveRun(t *testing.T) {
-	r, rec := hostRunner(t)
+// TestInteractiveRun drives an interactive run through the runner and the
+// agent code (in process; agentproc's tests do it with a real child):
+// commands travel as lines on its stdin, each is stored before the answer,
+// a foreign learner and an undeclared command are refused, and "done" ends
+// the run.
+func TestInteractiveRun(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{})
 	info, err := r.Submit("ann", "counter", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -107,10 +108,10 @@ func TestHostInteractiveRun(t *testing.T) {
 	}
 }
 
-// TestHostInteractiveIdle: a run nobody drives is told there are no more
+// TestInteractiveIdle: a run nobody drives is told there are no more
 // commands (its stdin ends), cleans up, and ends timed-out.
-func TestHostInteractiveIdle(t *testing.T) {
-	r, rec := hostRunner(t)
+func TestInteractiveIdle(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{})
 	info, err := r.Submit("ann", "counter", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +136,13 @@ func TestHostInteractiveIdle(t *testing.T) {
 }
 
 func TestCommandToNonInteractiveRun(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, _ := r.Submit("ann", "sleeper", nil)
-	pidsOf(t, rec, info.ID)
+	r, rec := newTestRunner(t, RunnerConfig{})
+	id, open := newGate()
+	defer open()
+	info, _ := r.Submit("ann", "gate", map[string]any{"id": id})
+	rec.waitFor(info.ID, "running", isRunning)
 	if err := r.Command(info.ID, "ann", Command{Cmd: "next"}); !errors.Is(err, ErrNotInteractive) {
-		t.Errorf("command to sleeper: %v", err)
+		t.Errorf("command to gate: %v", err)
 	}
 	_ = r.Cancel(info.ID)
 	rec.final(info.ID)

@@ -4,30 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
 )
-
-// envTestAgent makes this test binary act as `labserver agent`: the real
-// ServeAgent over stdin/stdout with the test experiments below, so the host
-// backend tests exercise real child processes without the labserver binary.
-const envTestAgent = "RDMALAB_TEST_AGENT"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envTestAgent) != "" {
-		err := ServeAgent(context.Background(), testRegistry(), os.Stdin, os.Stdout)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "test agent:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
 
 // gates lets an in-process test hold an experiment until it says so.
 var gates sync.Map // run id → chan struct{}
@@ -61,52 +42,6 @@ func testRegistry() *Registry {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		},
-	})
-	// sleeper forks a `sleep` that would outlive the agent, says both pids,
-	// then ignores every request to stop: only killing the group ends it.
-	reg.Register(&Experiment{
-		ID: "sleeper", Needs: NeedHost, Timeout: time.Minute,
-		Run: func(ctx context.Context, p Params, emit Emitter) error {
-			cmd := exec.Command("sleep", "300")
-			if err := cmd.Start(); err != nil {
-				return err
-			}
-			emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("pids %d %d", os.Getpid(), cmd.Process.Pid)})
-			time.Sleep(5 * time.Minute)
-			return nil
-		},
-	})
-	reg.Register(&Experiment{
-		// The limit counts from the agent's start: it must leave room for a
-		// race-instrumented agent to start on a loaded machine and say its pids.
-		ID: "slow", Needs: NeedHost, Timeout: 8 * time.Second,
-		Run: func(ctx context.Context, p Params, emit Emitter) error {
-			cmd := exec.Command("sleep", "300")
-			if err := cmd.Start(); err != nil {
-				return err
-			}
-			emit.Emit(Event{Type: EvLog, Message: fmt.Sprintf("pids %d %d", os.Getpid(), cmd.Process.Pid)})
-			time.Sleep(5 * time.Minute)
-			return nil
-		},
-	})
-	reg.Register(&Experiment{
-		ID: "garbage", Needs: NeedHost, Timeout: 10 * time.Second,
-		Run: func(ctx context.Context, p Params, emit Emitter) error {
-			emit.Emit(Event{Type: EvLog, Message: "about to misbehave"})
-			os.Stdout.WriteString("Segmentation fault (not really)\n")
-			time.Sleep(time.Minute)
-			return nil
-		},
-	})
-	reg.Register(&Experiment{
-		ID: "crash", Needs: NeedHost, Timeout: 10 * time.Second,
-		Run: func(ctx context.Context, p Params, emit Emitter) error {
-			emit.Emit(Event{Type: EvLog, Message: "about to crash"})
-			fmt.Fprintln(os.Stderr, "fatal: the experiment lost its marbles")
-			os.Exit(3)
-			return nil
 		},
 	})
 	reg.Register(&Experiment{
@@ -209,29 +144,4 @@ func (r *recorder) final(id string) Event {
 		return len(evs) > 0 && evs[len(evs)-1].Type == EvStatus && evs[len(evs)-1].Status.Final()
 	})
 	return evs[len(evs)-1]
-}
-
-// pipeBackend runs the real agent code in this process over pipes: the
-// same ServeAgent and AgentReader as the host backend, minus the fork.
-type pipeBackend struct{ reg *Registry }
-
-func (b pipeBackend) Name() string            { return "host" }
-func (b pipeBackend) Lab(context.Context) Lab { return Lab{Backend: "host", State: "ready"} }
-func (b pipeBackend) Exec(ctx context.Context, req Request, emit func(Event)) error {
-	pr, pw := io.Pipe()
-	in, inW := io.Pipe()
-	go func() {
-		err := ServeAgent(ctx, b.reg, in, pw)
-		pw.CloseWithError(err)
-	}()
-	go func() {
-		fmt.Fprintf(inW, `{"run_id":%q,"experiment":%q,"params":%s}`+"\n", req.RunID, req.Experiment, mustJSON(req.Params))
-		inW.Close()
-	}()
-	err := NewAgentReader(pr, 0).ReadRun(emit)
-	pr.Close()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
 }

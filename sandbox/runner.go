@@ -28,8 +28,8 @@ const DefaultTimeout = time.Minute
 type RunnerConfig struct {
 	Registry *Registry
 	// Backend picks where an experiment of a given need runs. It may return
-	// a backend named "none" (or nil): the run then fails at once with the
-	// backend's Lab().Reason.
+	// nil or a backend with the Unavailable capability (NoBackend): the run
+	// then fails at once with its reason.
 	Backend func(Need) Backend
 	// Slots is how many runs a backend takes at once; default: Slots()
 	// of a Slotted backend, else 1.
@@ -76,17 +76,17 @@ type Runner struct {
 	active   []*run                   // running, in start order
 	expect   map[string]time.Duration // per experiment: how long its runs take (moving average)
 	closed   bool
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // run goroutines and Submits writing a record
+	writers  sync.WaitGroup // run writers delivering to the Sink
 }
 
-// run is one active run. Its mu orders events: seq assignment and the Sink
-// call happen under it, so the Sink sees each run's events in seq order.
+// run is one active run. Its writer numbers its events and hands them to
+// the Sink in that order, outside the runner's lock.
 type run struct {
-	info RunInfo
-	exp  *Experiment
-
-	mu  sync.Mutex
-	seq int64
+	info     RunInfo
+	exp      *Experiment
+	w        *runWriter
+	recorded bool // the Sink has its record: it may start
 
 	cancel context.CancelFunc // set when it starts
 	stop   Status             // why it was stopped: cancelled, interrupted or timed-out (idle)
@@ -141,25 +141,25 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 		return RunInfo{}, err
 	}
 
+	// Order is assigned under the lock; the run's record is written
+	// outside it, so a slow database never stalls other learners.
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case r.closed:
+		r.mu.Unlock()
 		return RunInfo{}, ErrClosed
 	case r.learners[learner] != nil:
+		r.mu.Unlock()
 		return RunInfo{}, ErrLearnerActive
 	case r.running >= r.cfg.Concurrency && len(r.queue) >= r.cfg.QueueMax:
+		r.mu.Unlock()
 		return RunInfo{}, ErrBusy
 	}
 	ru := &run{exp: exp, info: RunInfo{
 		ID: r.cfg.NewID(), Learner: learner, Experiment: exp.ID, Params: params,
 		Status: StatusQueued, Created: time.Now(),
 	}}
-	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
-		if err := rec.RunCreated(ru.info); err != nil {
-			return RunInfo{}, fmt.Errorf("record run: %w", err)
-		}
-	}
+	ru.w = newRunWriter(r.cfg.Sink, ru.info.ID, &r.writers)
 	r.queue = append(r.queue, ru)
 	r.runs[ru.info.ID] = ru
 	r.learners[learner] = ru
@@ -170,6 +170,25 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 		ru.wait, ev.Wait = waits[i], waits[i].Seconds()
 	}
 	r.emit(ru, ev)
+	info := ru.info
+	r.wg.Add(1) // Close waits for the record to be written
+	r.mu.Unlock()
+	defer r.wg.Done()
+
+	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
+		if err := rec.RunCreated(info); err != nil {
+			ru.w.discard()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.removeLocked(ru)
+			r.dispatchLocked()
+			return RunInfo{}, fmt.Errorf("record run: %w", err)
+		}
+	}
+	ru.w.start()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ru.recorded = true
 	r.dispatchLocked()
 	return ru.info, nil
 }
@@ -185,9 +204,14 @@ func (r *Runner) dispatchLocked() {
 	for i, ru := range r.active {
 		running[i] = r.itemLocked(ru, ru.be)
 	}
-	queue := make([]schedItem, len(r.queue))
-	for i, ru := range r.queue {
-		queue[i] = r.itemLocked(ru, r.backendFor(ru.exp.Needs))
+	// A run whose record is still being written holds its place: the
+	// rules see the queue up to it.
+	var queue []schedItem
+	for _, ru := range r.queue {
+		if !ru.recorded {
+			break
+		}
+		queue = append(queue, r.itemLocked(ru, r.backendFor(ru.exp.Needs)))
 	}
 	starts := admit(running, queue, r.cfg.Concurrency)
 	if len(starts) > 0 {
@@ -221,7 +245,7 @@ func (r *Runner) backendFor(n Need) Backend {
 func (r *Runner) itemLocked(ru *run, be Backend) schedItem {
 	it := schedItem{key: be, slots: 1, timing: ru.exp.Class() == Timing, expect: r.expectLocked(ru.exp.ID)}
 	switch {
-	case be == nil || be.Name() == "none":
+	case be == nil || isUnavailable(be):
 		it.slots = 1 << 20 // fails at once
 	case r.cfg.Slots != nil:
 		it.slots = r.cfg.Slots(be)
@@ -314,12 +338,11 @@ func (r *Runner) start(ru *run, be Backend) {
 
 // execute runs one run on its backend and decides its final status.
 func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, string) {
-	if be == nil || be.Name() == "none" {
+	unavailable, refuses := be.(Unavailable)
+	if be == nil || refuses {
 		reason := "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine"
-		if be != nil {
-			if lab := be.Lab(ctx); lab.Reason != "" {
-				reason = lab.Reason
-			}
+		if refuses && unavailable.Unavailable() != "" {
+			reason = unavailable.Unavailable()
 		}
 		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
 		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": "这台机器上没有能运行这个实验的后端（需要 " + string(ru.exp.Needs) + "）：" + reason}})
@@ -339,7 +362,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 			}
 			return
 		}
-		r.emit(ru, ev)
+		ru.w.addPaced(ev)
 	})
 	r.mu.Lock()
 	stop, stopMsg := ru.stop, ru.stopMsg
@@ -379,10 +402,7 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 	defer r.mu.Unlock()
 	ru.info.Status = status
 	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Messages: finalText(status, msg), Backend: ru.info.Backend})
-	delete(r.runs, ru.info.ID)
-	if r.learners[ru.info.Learner] == ru {
-		delete(r.learners, ru.info.Learner)
-	}
+	r.removeLocked(ru)
 	r.running--
 	for i, a := range r.active {
 		if a == ru {
@@ -401,18 +421,14 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 	r.dispatchLocked()
 }
 
-// emit numbers ev and hands it to the Sink, in order for this run.
-func (r *Runner) emit(ru *run, ev Event) {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	ru.seq++
-	ev.Seq = ru.seq
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	if r.cfg.Sink != nil {
-		r.cfg.Sink.RunEvent(ru.info.ID, ev)
-	}
+// emit numbers ev and queues it for the Sink, in order for this run; it
+// never waits for the Sink.
+func (r *Runner) emit(ru *run, ev Event) { ru.w.add(ev) }
+
+// isUnavailable reports whether be has the Unavailable capability.
+func isUnavailable(be Backend) bool {
+	_, ok := be.(Unavailable)
+	return ok
 }
 
 // Cancel stops a queued or running run; its final status is cancelled.
@@ -438,23 +454,28 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 		ru.cancel()
 		return
 	}
-	for i, q := range r.queue {
-		if q == ru {
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			break
-		}
-	}
 	ru.info.Status = why
 	msg := "cancelled before it started"
 	if why == StatusInterrupted {
 		msg = "the lab server stopped before this run started"
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg, Messages: finalText(why, msg)})
+	r.removeLocked(ru)
+	r.dispatchLocked() // a waiting timing run may have held others back
+}
+
+// removeLocked forgets an active run and frees its learner's slot.
+func (r *Runner) removeLocked(ru *run) {
+	for i, q := range r.queue {
+		if q == ru {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			break
+		}
+	}
 	delete(r.runs, ru.info.ID)
 	if r.learners[ru.info.Learner] == ru {
 		delete(r.learners, ru.info.Learner)
 	}
-	r.dispatchLocked() // a waiting timing run may have held others back
 }
 
 // Lookup returns an active (queued or running) run.
@@ -481,6 +502,7 @@ func (r *Runner) Close() {
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+	r.writers.Wait() // every event is with the Sink
 }
 
 // finalText is a final status message in both languages. The runner's own

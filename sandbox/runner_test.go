@@ -1,24 +1,11 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
 
 func newTestRunner(t *testing.T, cfg RunnerConfig) (*Runner, *recorder) {
 	t.Helper()
@@ -28,7 +15,7 @@ func newTestRunner(t *testing.T, cfg RunnerConfig) (*Runner, *recorder) {
 		cfg.Registry = reg
 	}
 	if cfg.Backend == nil {
-		be := pipeBackend{reg: cfg.Registry}
+		be := InProcess{Registry: cfg.Registry}
 		cfg.Backend = func(n Need) Backend {
 			if n == NeedRDMA {
 				return NoBackend{Reason: "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built"}
@@ -219,185 +206,5 @@ func TestRunnerReportsExperimentErrorWithCall(t *testing.T) {
 	}
 	if len(errs) != 1 || errs[0].Call != "open" {
 		t.Errorf("error events %+v, want one with call open", errs)
-	}
-}
-
-// hostRunner runs this test binary as the agent, in a real child process.
-func hostRunner(t *testing.T) (*Runner, *recorder) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := &HostBackend{Command: []string{exe, "-test.run=^$"}, Env: []string{envTestAgent + "=1"}}
-	return newTestRunner(t, RunnerConfig{Backend: func(Need) Backend { return be }})
-}
-
-// pidsOf waits for the sleeper's "pids AGENT SLEEPER" log line.
-func pidsOf(t *testing.T, rec *recorder, id string) (agent, sleeper int) {
-	evs := rec.waitFor(id, "the pids log line", func(evs []Event) bool {
-		for _, e := range evs {
-			if strings.HasPrefix(e.Message, "pids ") {
-				return true
-			}
-		}
-		return false
-	})
-	for _, e := range evs {
-		if f := strings.Fields(e.Message); len(f) == 3 && f[0] == "pids" {
-			agent, _ = strconv.Atoi(f[1])
-			sleeper, _ = strconv.Atoi(f[2])
-		}
-	}
-	if agent == 0 || sleeper == 0 {
-		t.Fatalf("no pids in %+v", evs)
-	}
-	return agent, sleeper
-}
-
-// groupMembers lists live (non-zombie) processes whose process group is pgid.
-func groupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue // exited while we looked
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces: cut at the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			pid, _ := strconv.Atoi(strings.Fields(s)[0])
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
-func checkGroupGone(t *testing.T, agent, sleeper int) {
-	t.Helper()
-	// SIGKILL is delivered asynchronously: on a loaded machine a killed
-	// process can still be scheduled for a moment after kill() returns.
-	// A process that lives on for seconds was not killed.
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && (alive(sleeper) || alive(agent)); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(sleeper) {
-		t.Errorf("sleeper %d survived the run", sleeper)
-	}
-	if alive(agent) {
-		t.Errorf("agent %d survived the run", agent)
-	}
-	if m := groupMembers(t, agent); len(m) > 0 {
-		t.Errorf("process group %d still has members %v", agent, m)
-	}
-}
-
-func TestHostCancelKillsProcessGroup(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, err := r.Submit("x", "sleeper", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, sleeper := pidsOf(t, rec, info.ID)
-	if m := groupMembers(t, agent); len(m) != 2 {
-		t.Fatalf("before cancel, group %d has %v, want the agent and the sleeper", agent, m)
-	}
-	if err := r.Cancel(info.ID); err != nil {
-		t.Fatal(err)
-	}
-	if f := rec.final(info.ID); f.Status != StatusCancelled {
-		t.Errorf("final %s %q, want cancelled", f.Status, f.Message)
-	}
-	checkGroupGone(t, agent, sleeper)
-}
-
-func TestHostTimeoutKillsProcessGroup(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, err := r.Submit("x", "slow", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, sleeper := pidsOf(t, rec, info.ID)
-	f := rec.final(info.ID)
-	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "time limit of 8s") {
-		t.Errorf("final %s %q, want timed-out", f.Status, f.Message)
-	}
-	checkGroupGone(t, agent, sleeper)
-}
-
-func TestHostAgentGarbageFailsReadably(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, _ := r.Submit("x", "garbage", nil)
-	f := rec.final(info.ID)
-	if f.Status != StatusFailed || !strings.Contains(f.Message, `not an event: "Segmentation fault (not really)`) {
-		t.Errorf("final %s %q", f.Status, f.Message)
-	}
-	// The events before the garbage were kept.
-	if evs := rec.get(info.ID); evs[2].Message != "about to misbehave" {
-		t.Errorf("events %+v", evs)
-	}
-}
-
-func TestHostAgentCrashFailsReadably(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, _ := r.Submit("x", "crash", nil)
-	f := rec.final(info.ID)
-	if f.Status != StatusFailed || !strings.Contains(f.Message, "exit status 3") || !strings.Contains(f.Message, "lost its marbles") {
-		t.Errorf("final %s %q", f.Status, f.Message)
-	}
-	var stderr bool
-	for _, e := range rec.get(info.ID) {
-		stderr = stderr || (e.Type == EvLog && e.Level == "stderr" && strings.Contains(e.Message, "marbles"))
-	}
-	if !stderr {
-		t.Error("stderr line not turned into a log event")
-	}
-}
-
-func TestHostEchoRunsToDone(t *testing.T) {
-	r, rec := hostRunner(t)
-	info, _ := r.Submit("x", "echo", map[string]any{"n": 5})
-	f := rec.final(info.ID)
-	if f.Status != StatusDone || f.Backend != "host" {
-		t.Fatalf("final %+v", f)
-	}
-	evs := rec.get(info.ID)
-	// queued, running, 5 logs, result, done
-	if len(evs) != 9 || evs[7].Type != EvResult {
-		t.Errorf("events %+v", evs)
-	}
-}
-
-func TestRunnerCloseInterruptsActiveRuns(t *testing.T) {
-	r, rec := hostRunner(t)
-	a, _ := r.Submit("a", "sleeper", nil)
-	b, _ := r.Submit("b", "echo", nil)
-	agent, sleeper := pidsOf(t, rec, a.ID)
-	r.Close()
-	if f := rec.final(a.ID); f.Status != StatusInterrupted {
-		t.Errorf("running run: %s", f.Status)
-	}
-	if f := rec.final(b.ID); f.Status != StatusInterrupted {
-		t.Errorf("queued run: %s", f.Status)
-	}
-	checkGroupGone(t, agent, sleeper)
-	if _, err := r.Submit("c", "echo", nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("submit after close: %v", err)
 	}
 }

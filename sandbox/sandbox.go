@@ -254,6 +254,13 @@ type Backend interface {
 	Exec(ctx context.Context, req Request, emit func(Event)) error
 }
 
+// Unavailable is the capability of a backend that can run nothing on this
+// machine (NoBackend): the runner fails its runs at once with the reason
+// Unavailable returns, without calling Exec.
+type Unavailable interface {
+	Unavailable() string
+}
+
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
 	Backend string   `json:"backend"`

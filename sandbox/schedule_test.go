@@ -149,8 +149,9 @@ func TestRunnerWaitEstimate(t *testing.T) {
 	}
 	var waits []float64
 	for _, id := range ids {
-		evs := rec.get(id)
-		if len(evs) == 0 || evs[0].Status != StatusQueued {
+		// Events reach the Sink on the run's writer, just after Submit.
+		evs := rec.waitFor(id, "its first event", func(evs []Event) bool { return len(evs) > 0 })
+		if evs[0].Status != StatusQueued {
 			t.Fatalf("first event of a queued run: %+v", evs)
 		}
 		waits = append(waits, evs[0].Wait)

@@ -87,8 +87,10 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 			{Href: "/instructor/export/progress.csv" + classQuery(sc, "?"), Title: t("instr.export.progress")},
 			{Href: "/instructor/export/attempts.csv" + classQuery(sc, "?"), Title: t("instr.export.attempts")},
 			{Href: "/instructor/export/runs.csv" + classQuery(sc, "?"), Title: t("instr.export.runs")},
+			{Href: "/instructor/export/gradebook.csv" + classQuery(sc, "?"), Title: t("grade.title")},
 		},
-		ClassName: cohort.Name,
+		ClassName:     cohort.Name,
+		GradebookHref: "/instructor/gradebook" + classQuery(sc, "?"),
 	}
 	if v.Classes, err = s.classPicks(r, sc); err != nil {
 		s.internalError(w, r, err)
@@ -179,7 +181,7 @@ func dashQuestion(q *quiz.Question, st quiz.QuestionStats, attempts []quiz.Attem
 	}
 	text := map[string]string{}
 	for _, o := range q.Options {
-		text[o.ID] = o.Text.Get(lang)
+		text[o.ID] = plainText(o.Text.Get(lang)) // Markdown markers (`code`, **bold**) are not shown raw
 	}
 	pct := func(n int) int {
 		if st.Attempts == 0 {

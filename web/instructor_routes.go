@@ -27,6 +27,9 @@ func (s *Server) instructorRoutes(r chi.Router) {
 			r.Post("/instructor/account/invite", s.accountInvite)
 			r.Post("/instructor/account/password", s.accountPassword)
 			r.Get("/instructor/classes", s.cohortsShow)
+			r.Get("/instructor/gradebook", s.gradebookShow)
+			r.Get("/instructor/answers", s.answerKey)
+			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
 			// Any other instructor URL is guarded too (403/redirect before 404).

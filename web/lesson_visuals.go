@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -66,7 +67,7 @@ var (
 // the rule of thumb of ~1 GHz of CPU per Gbps, and 3 GHz cores ("more than
 // thirty 3 GHz cores").
 const (
-	ruleGHzPerGbps = 1.0
+	ruleGHzPerGbps = hostexp.RuleGHzPerGbps
 	defaultGbps    = 100.0
 	defaultCoreGHz = 3.0
 )
@@ -98,7 +99,7 @@ func (s *Server) latestTCPCost(ctx context.Context, learner string) (measuredTCP
 	if learner == "" {
 		return measuredTCPCost{}, false, nil // the static page skeleton (lesson_static.go): nobody's runs
 	}
-	r, err := s.cfg.Store.LatestResult(ctx, learner, "tcp-cost")
+	r, err := s.cfg.Store.LatestResult(ctx, learner, hostexp.TCPCostID)
 	if errors.Is(err, store.ErrRunNotFound) {
 		return measuredTCPCost{}, false, nil
 	}
@@ -106,10 +107,10 @@ func (s *Server) latestTCPCost(ctx context.Context, learner string) (measuredTCP
 		return measuredTCPCost{}, false, err
 	}
 	f := r.Result.Figures
-	if f["ghz_per_gbps"] <= 0 || f["cpu_ghz"] <= 0 {
+	if f[hostexp.FigGHzPerGbps] <= 0 || f[hostexp.FigCPUGHz] <= 0 {
 		return measuredTCPCost{}, false, nil
 	}
-	return measuredTCPCost{RunID: r.ID, GHzPerGbps: f["ghz_per_gbps"], CoreGHz: f["cpu_ghz"], MsgSize: f["msg_size"]}, true, nil
+	return measuredTCPCost{RunID: r.ID, GHzPerGbps: f[hostexp.FigGHzPerGbps], CoreGHz: f[hostexp.FigCPUGHz], MsgSize: f[hostexp.FigMsgSize]}, true, nil
 }
 
 // cpuBudget builds the calculator: values from the query when the learner

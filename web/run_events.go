@@ -1,13 +1,8 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"time"
-
-	"github.com/go-chi/chi/v5"
-
-	"github.com/rdmalab/rdmalab/store"
 )
 
 // runEvents is GET /api/runs/{id}/events: the run's events as Server-Sent
@@ -20,15 +15,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errSandboxOff)
 		return
 	}
-	id := chi.URLParam(r, "id")
-	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
-		if errors.Is(err, store.ErrRunNotFound) {
-			s.writeError(w, r, Errorf(CodeNotFound, "no run with id "+id))
-			return
-		}
+	run, err := s.loadRun(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	id := run.ID
 	after := lastEventID(r)
 
 	// Subscribe before reading the backlog: an event stored in between is

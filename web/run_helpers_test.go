@@ -91,36 +91,6 @@ func runTestRegistry() *sandbox.Registry {
 	return reg
 }
 
-// pipeBackend runs the agent's ServeAgent in-process over pipes.
-type pipeBackend struct{ reg *sandbox.Registry }
-
-func (b pipeBackend) Name() string { return "host" }
-func (b pipeBackend) Lab(context.Context) sandbox.Lab {
-	return sandbox.Lab{Backend: "host", State: "ready"}
-}
-func (b pipeBackend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go func() {
-		outW.CloseWithError(sandbox.ServeAgent(ctx, b.reg, inR, outW))
-	}()
-	body, _ := json.Marshal(req)
-	if sandbox.CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
-		defer sandbox.FeedCommands(ctx, inW, append(body, '\n'))()
-	} else {
-		go func() {
-			inW.Write(append(body, '\n'))
-			inW.Close()
-		}()
-	}
-	err := sandbox.NewAgentReader(outR, 0).ReadRun(emit)
-	outR.Close()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
-}
-
 func newRunEnv(t *testing.T, cfg sandbox.RunnerConfig) *runEnv {
 	t.Helper()
 	env := newRunEnvTB(t, cfg)
@@ -143,7 +113,7 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 	cfg.Registry = reg
 	cfg.Sink = hub
 	if cfg.Backend == nil {
-		be := pipeBackend{reg: reg}
+		be := sandbox.InProcess{Registry: reg}
 		cfg.Backend = func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {
 				return sandbox.NoBackend{Reason: "no RDMA here"}

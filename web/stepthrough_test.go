@@ -73,7 +73,7 @@ func fakeSteps() *sandbox.Experiment {
 
 func stepsEnv(t *testing.T) *runEnv {
 	env := newRunEnv(t, sandbox.RunnerConfig{})
-	env.Server.cfg.Lab = pipeBackend{} // the lab is "ready"
+	env.Server.cfg.Lab = sandbox.InProcess{} // the lab is "ready"
 	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
 	if err != nil {
 		t.Fatal(err)

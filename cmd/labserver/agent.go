@@ -13,16 +13,13 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
 )
-
-func init() {
-	commands["agent"] = runAgent
-}
 
 // experimentRegistry is every experiment this binary can run; serve (for
 // the API and lesson checks) and agent (to run them) must agree on it.
@@ -66,6 +63,9 @@ type sandboxConfig struct {
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
 	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
+	VMAccel       string // [LAB_VM_ACCEL]: the guest's accelerator, auto|kvm|tcg
+	VMMemory      int    // [LAB_VM_MEMORY]: the guest's RAM in MiB (256)
+	VMSnapshot    bool   // [LAB_VM_SNAPSHOT] not "off": guests start from a snapshot
 
 	// More machines (sandbox/fleet): workers join the embedded NATS server.
 	WorkersListen string // --workers-listen [LAB_WORKERS_LISTEN]: e.g. 0.0.0.0:4222 ("" = no workers)
@@ -83,16 +83,19 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 		}
 		return def
 	}
-	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones)")
-	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy")
-	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none")
-	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows)")
-	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream)")
-	fset.StringVar(&c.NatsToken, "nats-token", env("LAB_NATS_TOKEN", ""), "the token workers join with")
-	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "workers' public nkeys (comma-separated), instead of a token")
-	fset.StringVar(&c.NatsTLSCert, "nats-tls-cert", env("LAB_NATS_TLS_CERT", ""), "TLS certificate for workers' connections")
-	fset.StringVar(&c.NatsTLSKey, "nats-tls-key", env("LAB_NATS_TLS_KEY", ""), "TLS key for workers' connections")
+	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones) [LAB_CONCURRENCY]")
+	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
+	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none [LAB_BACKEND]")
+	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows) [LAB_GUESTS]")
+	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream) [LAB_WORKERS_LISTEN]")
+	fset.StringVar(&c.NatsToken, "nats-token", env("LAB_NATS_TOKEN", ""), "the token workers join with [LAB_NATS_TOKEN]")
+	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "workers' public nkeys (comma-separated), instead of a token [LAB_NATS_NKEYS]")
+	fset.StringVar(&c.NatsTLSCert, "nats-tls-cert", env("LAB_NATS_TLS_CERT", ""), "TLS certificate for workers' connections [LAB_NATS_TLS_CERT]")
+	fset.StringVar(&c.NatsTLSKey, "nats-tls-key", env("LAB_NATS_TLS_KEY", ""), "TLS key for workers' connections [LAB_NATS_TLS_KEY]")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
+	c.VMAccel = env("LAB_VM_ACCEL", "auto")
+	c.VMMemory = vmMemory(env)
+	c.VMSnapshot = env("LAB_VM_SNAPSHOT", "") != "off"
 }
 
 func splitList(s string) []string {
@@ -130,7 +133,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}
-	var host sandbox.Backend = &sandbox.HostBackend{}
+	var host sandbox.Backend = &agentproc.Agent{}
 	reg := experimentRegistry()
 	var fl *fleet.Server
 	if c.WorkersListen != "" {

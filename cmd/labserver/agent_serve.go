@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 )
@@ -38,10 +39,10 @@ func runAgentServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "labserver agent: %v\n", err)
 		return 1
 	}
-	runner := &vmguest.SpareRunner{Argv: []string{exe, "agent"}}
+	runner := &agentproc.Agent{Command: []string{exe, "agent"}, Spare: true}
 	defer runner.Close()
 	srv := &vmguest.GuestServer{
-		Run:       resetAfter(runner.Run),
+		Run:       resetAfter(runner.Exec),
 		Lab:       vmguest.GuestLab,
 		Hello:     vmguest.GuestHello(),
 		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects

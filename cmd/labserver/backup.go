@@ -12,10 +12,6 @@ import (
 	"github.com/rdmalab/rdmalab/store"
 )
 
-func init() {
-	commands["backup"] = runBackup
-}
-
 // backupUsage is printed for `labserver backup -h` and bad arguments.
 const backupUsage = `usage: labserver backup [--db PATH] FILE
   Write a consistent copy of the lab database to FILE while the lab keeps

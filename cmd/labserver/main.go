@@ -24,28 +24,27 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
        labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)
 
-serve flags (environment fallbacks in brackets):
-  --addr ADDR      listen address [LAB_ADDR] (default 127.0.0.1:8080)
-  --db PATH        SQLite database file [LAB_DB] (default ./rdmalab.db)
-  --lessons DIR    course folder [LAB_LESSONS] (default: the built-in course);
-                   watched: saving a file reloads open pages
+environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
-                   prints a one-time setup link for /instructor)
+                      prints a one-time setup link for /instructor)
+  LAB_VM_ACCEL        the guest's accelerator: auto (KVM when it works), kvm, tcg
+  LAB_VM_MEMORY       the guest's RAM in MiB (256)
+  LAB_VM_SNAPSHOT     "off": boot every guest instead of restoring a snapshot
 `
 
 // Command is a subcommand. It returns the process exit code.
 type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
-// commands maps subcommand names to their implementation. Subcommands that
-// live in their own files (agent.go, vm.go) add themselves from init, so
-// this file does not change when they land.
+// commands maps subcommand names to their implementation (each in its
+// own file); usage lists every one of them.
 var commands = map[string]Command{
-	"serve": runServe,
-	"check": runCheck,
+	"serve":  runServe,
+	"check":  runCheck,
+	"agent":  runAgent,
+	"vm":     runVM,
+	"backup": runBackup,
+	"new":    runNew,
 }
-
-// plannedCommands are announced in the usage but may be absent from a build.
-var plannedCommands = []string{"agent", "vm"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,16 +63,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch name {
 	case "help":
 		fmt.Fprint(stdout, usage)
+		fmt.Fprintln(stdout, "\nserve flags (each defaults to the LAB_* variable in brackets):")
+		serveFlagSet(&Main{Getenv: func(string) string { return "" }}, stdout).PrintDefaults()
 		return 0
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		for _, p := range plannedCommands {
-			if p == name {
-				fmt.Fprintf(stderr, "labserver %s: not built yet\n", name)
-				return 2
-			}
-		}
 		fmt.Fprintf(stderr, "labserver: unknown command %q (known: %s)\n\n%s", name, known(), usage)
 		return 2
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 )
 
-func init() {
-	commands["new"] = runNew
-}
-
 const newUsage = `usage: labserver new lesson SLUG [--dir DIR]
 
 Creates DIR/SLUG (DIR defaults to $LAB_LESSONS, else the current folder)

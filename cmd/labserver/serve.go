@@ -66,19 +66,12 @@ func (m *Main) envOr(key, def string) string {
 // ParseFlags reads the serve flags; each defaults to its LAB_* environment
 // variable, then to the built-in default.
 func (m *Main) ParseFlags(args []string) error {
-	fset := flag.NewFlagSet("labserver serve", flag.ContinueOnError)
-	fset.SetOutput(m.Stderr)
+	fset := serveFlagSet(m, m.Stderr)
 	fset.Usage = func() {
 		fmt.Fprint(m.Stderr, usage)
-		fmt.Fprintln(m.Stderr, "\nevery serve flag of this build:")
+		fmt.Fprintln(m.Stderr, "\nserve flags (each defaults to the LAB_* variable in brackets):")
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address")
-	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file")
-	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder (default: built-in)")
-	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
-	limitFlags(fset, &m.Config.Limits, m.envOr)
-	terminalFlags(fset, &m.Config.Terminals, m.envOr)
 	if err := fset.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -86,6 +79,19 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fset.Args())
 	}
 	return nil
+}
+
+// serveFlagSet is every serve flag, filling m.Config; help prints it.
+func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
+	fset := flag.NewFlagSet("labserver serve", flag.ContinueOnError)
+	fset.SetOutput(out)
+	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address [LAB_ADDR]")
+	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file [LAB_DB]")
+	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder, watched: saving a file reloads open pages (default: the built-in course) [LAB_LESSONS]")
+	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
+	limitFlags(fset, &m.Config.Limits, m.envOr)
+	terminalFlags(fset, &m.Config.Terminals, m.envOr)
+	return fset
 }
 
 // courseFS is the course source: the folder given, or the built-in course.
@@ -133,7 +139,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Sandbox = sb
-	m.Terms = learnerTerminals(m.Config.Terminals, sb.RDMA, m.Log)
+	m.Terms = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
 	var terms web.Terminals
 	if m.Terms != nil {
 		terms = webTerminals{m.Terms}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
-	"os"
 	"strconv"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -24,11 +23,11 @@ func terminalFlags(fset *flag.FlagSet, n *int, env func(key, def string) string)
 	if v, err := strconv.Atoi(env("LAB_TERMINALS", "")); err == nil && v >= 0 {
 		def = v
 	}
-	fset.IntVar(n, "terminals", def, "learner terminals at once, each in a Soft-RoCE guest of its own (0: off; needs the vm backend)")
+	fset.IntVar(n, "terminals", def, "learner terminals at once, each in a Soft-RoCE guest of its own (0: off; needs the vm backend) [LAB_TERMINALS]")
 }
 
 // learnerTerminals returns the terminals for rdma, nil when there are none.
-func learnerTerminals(n int, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
+func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
 	if n <= 0 {
 		return nil
 	}
@@ -39,8 +38,7 @@ func learnerTerminals(n int, rdma sandbox.Backend, log *slog.Logger) *vm.Termina
 		log.Info("learner terminals off: they need the vm backend (a guest per learner)")
 		return nil
 	}
-	cfg := vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log,
-		NoSnapshot: os.Getenv("LAB_VM_SNAPSHOT") == "off"}
+	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
 	log.Info("learner terminals", "max", n)
 	return &vm.Terminals{Cfg: cfg, Max: n}
 }

@@ -14,16 +14,13 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/choose"
 	"github.com/rdmalab/rdmalab/sandbox/rxedev"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
-
-func init() {
-	commands["vm"] = runVM
-}
 
 const vmUsage = `usage: labserver vm build [--if-needed] [--force]   build the guest image (only when inputs changed)
        labserver vm boot [--keep]                   boot a guest, print its state and boot time
@@ -53,14 +50,15 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.Usage = func() { fmt.Fprint(stderr, vmUsage) }
 	cfg := vm.Config{}
 	fset.StringVar(&cfg.Dir, "dir", vm.DefaultDir(), "image cache directory")
-	fset.StringVar(&cfg.Accel, "accel", envOr("LAB_VM_ACCEL", "auto"), "auto|kvm|tcg")
-	fset.IntVar(&cfg.MemoryMiB, "memory", vmMemory(), "guest RAM in MiB")
-	backend := fset.String("backend", envOr("LAB_BACKEND", choose.Auto), "auto|host|vm|none")
+	env := osEnvOr
+	fset.StringVar(&cfg.Accel, "accel", env("LAB_VM_ACCEL", "auto"), "auto|kvm|tcg")
+	fset.IntVar(&cfg.MemoryMiB, "memory", vmMemory(env), "guest RAM in MiB")
+	backend := fset.String("backend", env("LAB_BACKEND", choose.Auto), "auto|host|vm|none")
 	ifNeeded := fset.Bool("if-needed", false, "build: only when RDMA experiments would run in the guest")
 	force := fset.Bool("force", false, "build: rebuild even when up to date")
 	keep := fset.Bool("keep", false, "boot: keep the guest running until interrupted")
 	fset.StringVar(&cfg.Append, "append", "", "boot/shell: extra kernel parameters (e.g. loglevel=7 to see the boot)")
-	addr := fset.String("addr", envOr("LAB_ADDR", "127.0.0.1:8080"), "status: the server to ask")
+	addr := fset.String("addr", env("LAB_ADDR", "127.0.0.1:8080"), "status: the server to ask")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -78,7 +76,7 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "boot":
 		err = vmBoot(ctx, cfg, *keep, stdout)
 	case "status":
-		err = vmStatus(ctx, cfg, *addr, stdout)
+		err = vmStatus(ctx, cfg, *backend, *addr, stdout)
 	case "shell":
 		err = vmShell(ctx, cfg, stdout)
 	default:
@@ -93,14 +91,17 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // vmMemory is $LAB_VM_MEMORY (MiB), else 256.
-func vmMemory() int {
-	if n, err := strconv.Atoi(os.Getenv("LAB_VM_MEMORY")); err == nil && n > 0 {
+func vmMemory(env func(key, def string) string) int {
+	if n, err := strconv.Atoi(env("LAB_VM_MEMORY", "")); err == nil && n > 0 {
 		return n
 	}
 	return 256
 }
 
-func envOr(key, def string) string {
+// osEnvOr is the process environment's value of key, or def when it is
+// unset or empty: the `labserver vm` tools read it directly; serve reads
+// it through Main.Getenv (Main.envOr).
+func osEnvOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}
@@ -153,7 +154,7 @@ func vmBoot(ctx context.Context, cfg vm.Config, keep bool, stdout io.Writer) err
 
 // vmStatus asks the running server for its lab state; without one, it says
 // what this machine has for the lab.
-func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer) error {
+func vmStatus(ctx context.Context, cfg vm.Config, backend, addr string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/lab", nil)
@@ -170,7 +171,7 @@ func vmStatus(ctx context.Context, cfg vm.Config, addr string, stdout io.Writer)
 		}
 	}
 	fmt.Fprintf(stdout, "no labserver answers at %s; this machine:\n", addr)
-	d, err := choose.Decide(ctx, choose.Options{Mode: envOr("LAB_BACKEND", choose.Auto)})
+	d, err := choose.Decide(ctx, choose.Options{Mode: backend})
 	if err != nil {
 		return err
 	}
@@ -241,10 +242,9 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 		if d.SetUp {
 			note = "Soft-RoCE set up by labserver on this host"
 		}
-		return &rxedev.Backend{Host: &sandbox.HostBackend{}, Note: note}, func() error { return nil }, d, nil
+		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		cfg := vm.Config{Accel: envOr("LAB_VM_ACCEL", "auto"), MemoryMiB: vmMemory(), Logger: log,
-			NoSnapshot: os.Getenv("LAB_VM_SNAPSHOT") == "off"}
+		cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
 		guests := c.Guests
 		if guests <= 0 {
 			guests = vm.DefaultGuests(cfg.MemoryMiB)

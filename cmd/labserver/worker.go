@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 )
 
@@ -43,12 +44,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fset.Usage = func() { fmt.Fprint(stderr, workerUsage) }
 	var cfg fleet.WorkerConfig
 	var sb sandboxConfig
-	fset.StringVar(&cfg.URL, "join", envOr("LAB_JOIN", ""), "the lab's NATS address")
-	fset.StringVar(&cfg.Token, "token", envOr("LAB_NATS_TOKEN", ""), "worker token")
-	fset.StringVar(&cfg.NkeySeed, "nkey-seed", envOr("LAB_NATS_NKEY_SEED", ""), "nkey seed file")
-	fset.StringVar(&cfg.CAFile, "ca", envOr("LAB_NATS_CA", ""), "TLS CA file")
+	fset.StringVar(&cfg.URL, "join", osEnvOr("LAB_JOIN", ""), "the lab's NATS address")
+	fset.StringVar(&cfg.Token, "token", osEnvOr("LAB_NATS_TOKEN", ""), "worker token")
+	fset.StringVar(&cfg.NkeySeed, "nkey-seed", osEnvOr("LAB_NATS_NKEY_SEED", ""), "nkey seed file")
+	fset.StringVar(&cfg.CAFile, "ca", osEnvOr("LAB_NATS_CA", ""), "TLS CA file")
 	fset.StringVar(&cfg.Name, "name", "", "worker name")
-	fset.StringVar(&sb.Backend, "backend", envOr("LAB_BACKEND", "auto"), "auto|host|vm|none")
+	fset.StringVar(&sb.Backend, "backend", osEnvOr("LAB_BACKEND", "auto"), "auto|host|vm|none")
 	guests := fset.Int("guests", 0, "Soft-RoCE guests")
 	hostSlots := fset.Int("host-slots", runtime.NumCPU(), "host experiments at once")
 	if err := fset.Parse(args); err != nil {
@@ -84,7 +85,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeRDMA()
 	cfg.Logger = log
-	cfg.Backends = map[sandbox.Need]sandbox.Backend{sandbox.NeedHost: &sandbox.HostBackend{}}
+	cfg.Backends = map[sandbox.Need]sandbox.Backend{sandbox.NeedHost: &agentproc.Agent{}}
 	cfg.Slots = map[sandbox.Need]int{sandbox.NeedHost: *hostSlots}
 	if rdma.Name() != "none" {
 		cfg.Backends[sandbox.NeedRDMA] = rdma

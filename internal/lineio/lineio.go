@@ -4,9 +4,11 @@ package lineio
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // ErrLongLine is a line over the limit; Read skipped it.
@@ -54,10 +56,41 @@ func trim(b []byte) []byte {
 	return b
 }
 
-// ClipBytes is b as a string, cut to n bytes with "…" when longer.
+// ClipBytes is Clip for bytes, without copying more of b than it keeps.
 func ClipBytes(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
+	return Clip(string(b[:min(len(b), n+1)]), n)
+}
+
+// ReadClipped reads one line (up to and without its "\n" or "\r\n") and
+// keeps at most max bytes of it; the rest of the line is read and thrown
+// away, and counted in cut. An endless line therefore costs the reader's
+// buffer plus max bytes, however long it runs. At the end of the stream it
+// returns the last unterminated line, if any, with io.EOF.
+func ReadClipped(br *bufio.Reader, max int) (line []byte, cut int, err error) {
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if rerr == nil {
+			chunk = chunk[:len(chunk)-1] // the newline is neither kept nor cut
+		}
+		keep := min(len(chunk), max-len(line))
+		line = append(line, chunk[:keep]...)
+		cut += len(chunk) - keep
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\r")), cut, rerr
 	}
-	return string(b[:n]) + "…"
+}
+
+// Clip is s cut to at most n bytes on a character boundary, with "…" when
+// it was longer: the one clip of diagnostics (stderr lines, protocol
+// garbage) quoted in messages.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -208,6 +208,10 @@ func (s *Server) onClaim(m *nats.Msg) {
 	}
 	s.mu.Unlock()
 	if ok {
+		// Where it runs, before the worker can send its first event.
+		r.mu.Lock()
+		r.emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: s.backendOf(c.Worker, r.need)})
+		r.mu.Unlock()
 		r.claimed <- c.Worker
 		_ = m.Respond([]byte("ok"))
 		return
@@ -298,7 +302,6 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, req sandbox.Reques
 		select {
 		case w := <-r.claimed:
 			worker = w
-			emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: s.backendOf(w, need)})
 		case m := <-r.end:
 			// Events before the end were emitted in order by onEvent; wait
 			// for any still being handed over.

@@ -1,16 +1,19 @@
 package hostexp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 
@@ -159,24 +162,38 @@ func fixes(ctx context.Context, emit sandbox.Emitter, first attempt, avail int64
 // lockInChild runs one attempt in a re-executed agent (the memlock-child
 // helper) so the limit and the dropped capability die with it.
 func lockInChild(ctx context.Context, req lockRequest) (lockReply, error) {
-	cmd, err := sandbox.HelperCommand(ctx, memlockHelperName)
+	spec, err := agentproc.Helper(memlockHelperName)
 	if err != nil {
 		return lockReply{}, fmt.Errorf("memlock: %w", err)
 	}
-	body, _ := json.Marshal(req)
-	cmd.Stdin = bytes.NewReader(body)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &limitedBuffer{buf: &stdout, max: 64 << 10}
-	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 8 << 10}
-	if err := cmd.Run(); err != nil {
+	p, err := agentproc.Start(spec)
+	if err != nil {
+		return lockReply{}, fmt.Errorf("memlock: %w", err)
+	}
+	defer p.Close()
+	if err := p.Send(req); err != nil {
+		return lockReply{}, fmt.Errorf("memlock: %w", err)
+	}
+	p.CloseInput()
+	var stdout []byte
+	var stderr strings.Builder
+	res := p.Watch(ctx, agentproc.Output{
+		Stdout: func(r io.Reader) (err error) {
+			stdout, err = io.ReadAll(io.LimitReader(r, 64<<10))
+			return err
+		},
+		Stderr:    func(line string) { stderr.WriteString(line + "\n") },
+		MaxStderr: 8 << 10,
+	})
+	if res.Exit != nil {
 		if ctx.Err() != nil {
 			return lockReply{}, ctx.Err()
 		}
-		return lockReply{}, fmt.Errorf("memlock: child process failed: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		return lockReply{}, fmt.Errorf("memlock: child process failed: %s: %s", agentproc.Describe(res.Exit), strings.TrimSpace(stderr.String()))
 	}
 	var rep lockReply
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return lockReply{}, fmt.Errorf("memlock: child answered %q: %w", clipBytes(stdout.Bytes()), err)
+	if err := json.Unmarshal(stdout, &rep); err != nil {
+		return lockReply{}, fmt.Errorf("memlock: child answered %q: %w", lineio.ClipBytes(stdout, 200), err)
 	}
 	return rep, nil
 }
@@ -260,24 +277,4 @@ func resultText(r lockReply) string {
 		return r.ErrnoName + " " + r.Error
 	}
 	return r.Error
-}
-
-// limitedBuffer keeps at most max bytes of a child's output.
-type limitedBuffer struct {
-	buf *bytes.Buffer
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func clipBytes(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
 }

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/internal/errno"
 	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 
@@ -117,9 +117,9 @@ func tryLock(req lockRequest) lockReply {
 }
 
 func errText(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return sandbox.Strerror(errno)
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return errno.Strerror(e)
 	}
 	return err.Error()
 }

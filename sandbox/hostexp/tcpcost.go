@@ -15,8 +15,20 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-// The lesson's rule of thumb: kernel TCP costs about 1 GHz of CPU per Gbps.
-const ruleGHzPerGbps = 1.0
+// RuleGHzPerGbps is the lesson's rule of thumb: kernel TCP costs about
+// 1 GHz of CPU per Gbps (lesson 01's calculator starts from it too).
+const RuleGHzPerGbps = 1.0
+
+// TCPCostID is the experiment's id.
+const TCPCostID = "tcp-cost"
+
+// Figures of the tcp-cost result that lesson pages read (web's CPU budget
+// calculator prefills from a learner's run).
+const (
+	FigGHzPerGbps = "ghz_per_gbps" // measured CPU cost, GHz per Gbps
+	FigCPUGHz     = "cpu_ghz"      // the measuring core's clock
+	FigMsgSize    = "msg_size"     // bytes per write
+)
 
 // sampleEvery is the period of the live series.
 const sampleEvery = 250 * time.Millisecond
@@ -26,7 +38,7 @@ const sampleEvery = 250 * time.Millisecond
 // measure the bytes moved and each thread's CPU time.
 func TCPCost() *sandbox.Experiment {
 	return &sandbox.Experiment{
-		ID:    "tcp-cost",
+		ID:    TCPCostID,
 		Title: say("What does moving data through the kernel cost?", "通过内核搬运数据要花多少 CPU？"),
 		Summary: say(
 			"Streams data over TCP on loopback for a few seconds and measures the CPU time of the sending and the receiving thread: CPU GHz per Gbps, and the cores 100 and 400 Gbps would need at that cost.",
@@ -242,7 +254,7 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 	coresPerGbps := cores / gbps
 	figs := map[string]float64{
 		"bytes": float64(r.bytes), "seconds": round(secs, 3), "gbps": round(gbps, 3),
-		"msg_size":     float64(r.size),
+		FigMsgSize:     float64(r.size),
 		"sender_cpu_s": round(r.sendCPU.Seconds(), 3), "receiver_cpu_s": round(r.recvCPU.Seconds(), 3),
 		"cores_busy": round(cores, 3),
 		"cores_100g": round(coresPerGbps*100, 1), "cores_400g": round(coresPerGbps*400, 1),
@@ -257,15 +269,15 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 	var ghzPerGbps float64
 	if r.haveClock {
 		ghzPerGbps = coresPerGbps * r.clock.GHz
-		figs["cpu_ghz"] = round(r.clock.GHz, 3)
-		figs["ghz_per_gbps"] = round(ghzPerGbps, 4)
-		figs["rule_ghz_per_gbps"] = ruleGHzPerGbps
-		figs["rule_cores_100g"] = round(ruleGHzPerGbps*100/r.clock.GHz, 1)
-		figs["rule_cores_400g"] = round(ruleGHzPerGbps*400/r.clock.GHz, 1)
+		figs[FigCPUGHz] = round(r.clock.GHz, 3)
+		figs[FigGHzPerGbps] = round(ghzPerGbps, 4)
+		figs["rule_ghz_per_gbps"] = RuleGHzPerGbps
+		figs["rule_cores_100g"] = round(RuleGHzPerGbps*100/r.clock.GHz, 1)
+		figs["rule_cores_400g"] = round(RuleGHzPerGbps*400/r.clock.GHz, 1)
 		rows = append(rows,
 			[]string{"CPU clock", fmt.Sprintf("%.2f GHz (%s)", r.clock.GHz, r.clock.Source)},
 			[]string{"GHz per Gbps (measured, both sides)", fmt.Sprintf("%.3f", ghzPerGbps)},
-			[]string{"GHz per Gbps (old rule of thumb, pre-offload)", fmt.Sprintf("~%.0f", ruleGHzPerGbps)},
+			[]string{"GHz per Gbps (old rule of thumb, pre-offload)", fmt.Sprintf("~%.0f", RuleGHzPerGbps)},
 			[]string{"cores for 100 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])},
 			[]string{"cores for 100 Gbps, per host (measured, lower bound)", fmt.Sprintf("%.1f", figs["cores_100g"]/2)},
 			[]string{"cores for 400 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])},

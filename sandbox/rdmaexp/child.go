@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -21,12 +22,13 @@ import (
 // with JSON lines: requests on its stdin, replies on its stdout. Its stderr
 // (where libibverbs prints warnings) is forwarded as "stderr" log events.
 type child struct {
-	name  string
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan []byte
-	done  chan struct{} // closed when stdout ends
-	stop  context.CancelFunc
+	name    string
+	p       *agentproc.Proc
+	lines   chan []byte
+	done    chan struct{} // closed when stdout ends
+	stop    context.CancelFunc
+	watched chan struct{} // closed when the helper is gone and its pipes drained
+	res     agentproc.Result
 
 	mu     sync.Mutex
 	stderr []string
@@ -34,53 +36,45 @@ type child struct {
 
 // startChild starts helper name and sends it req as the first line.
 func startChild(ctx context.Context, name string, req any, emit sandbox.Emitter) (*child, error) {
-	cctx, cancel := context.WithCancel(ctx)
-	cmd, err := sandbox.HelperCommand(cctx, name)
+	spec, err := agentproc.Helper(name)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	cmd.WaitDelay = 2 * time.Second
-	c := &child{name: name, cmd: cmd, lines: make(chan []byte, 64), done: make(chan struct{}), stop: cancel}
-	if c.in, err = cmd.StdinPipe(); err != nil {
-		cancel()
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	p, err := agentproc.Start(spec)
 	if err != nil {
-		cancel()
-		return nil, err
-	}
-	errp, err := cmd.StderrPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
 		return nil, fmt.Errorf("start helper %s: %w", name, err)
 	}
+	cctx, cancel := context.WithCancel(ctx)
+	c := &child{name: name, p: p, lines: make(chan []byte, 64), done: make(chan struct{}), stop: cancel, watched: make(chan struct{})}
 	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			c.lines <- append([]byte(nil), sc.Bytes()...)
-		}
-	}()
-	go func() {
-		sc := bufio.NewScanner(errp)
-		for sc.Scan() {
-			line := sc.Text()
-			c.mu.Lock()
-			if len(c.stderr) < 50 {
-				c.stderr = append(c.stderr, line)
-			}
-			c.mu.Unlock()
-			if emit != nil {
-				emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "stderr", Message: line})
-			}
-		}
+		defer close(c.watched)
+		c.res = p.Watch(cctx, agentproc.Output{
+			Stdout: func(r io.Reader) error {
+				defer close(c.done)
+				br := bufio.NewReaderSize(r, 64<<10)
+				for {
+					line, err := lineio.Read(br, 1<<20)
+					if err != nil {
+						return err
+					}
+					select {
+					case c.lines <- line:
+					case <-cctx.Done():
+						return cctx.Err()
+					}
+				}
+			},
+			Stderr: func(line string) {
+				c.mu.Lock()
+				if len(c.stderr) < 50 {
+					c.stderr = append(c.stderr, line)
+				}
+				c.mu.Unlock()
+				if emit != nil {
+					emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "stderr", Message: line})
+				}
+			},
+		})
 	}()
 	if err := c.send(req); err != nil {
 		c.kill()
@@ -90,15 +84,11 @@ func startChild(ctx context.Context, name string, req any, emit sandbox.Emitter)
 }
 
 // Pid is the helper's process id (for /proc).
-func (c *child) Pid() int { return c.cmd.Process.Pid }
+func (c *child) Pid() int { return c.p.Pid() }
 
 func (c *child) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write to helper %s: %w", c.name, err)
+	if err := c.p.Send(v); err != nil {
+		return fmt.Errorf("helper %s: %w", c.name, err)
 	}
 	return nil
 }
@@ -120,7 +110,7 @@ func (c *child) recv(ctx context.Context, timeout time.Duration, v any) error {
 	case line := <-c.lines:
 		var m helperMsg
 		if err := json.Unmarshal(line, &m); err != nil {
-			return fmt.Errorf("helper %s printed %q: %w", c.name, clip(string(line)), err)
+			return fmt.Errorf("helper %s printed %q: %w", c.name, lineio.ClipBytes(line, 160), err)
 		}
 		if m.Error != "" {
 			return helperError(m)
@@ -156,11 +146,12 @@ func (c *child) stderrTail() string {
 
 // wait closes stdin and waits for the helper to exit.
 func (c *child) wait() error {
-	_ = c.in.Close()
-	err := c.cmd.Wait()
+	c.p.CloseInput()
+	<-c.watched
 	c.stop()
-	if err != nil {
-		return fmt.Errorf("helper %s: %w%s", c.name, err, c.stderrTail())
+	c.p.Close()
+	if err := c.res.Exit; err != nil {
+		return fmt.Errorf("helper %s: %s%s", c.name, agentproc.Describe(err), c.stderrTail())
 	}
 	return nil
 }
@@ -168,8 +159,9 @@ func (c *child) wait() error {
 // kill ends the helper now (every error path; idempotent).
 func (c *child) kill() {
 	c.stop()
-	_ = c.in.Close()
-	_ = c.cmd.Wait()
+	c.p.CloseInput()
+	<-c.watched
+	c.p.Close()
 }
 
 // helperError turns a helper's error line back into an error; a failed
@@ -179,13 +171,6 @@ func helperError(m helperMsg) error {
 		return fmt.Errorf("in the peer process: %w", &verbs.Error{Call: m.Call, Errno: syscall.Errno(m.Errno)})
 	}
 	return fmt.Errorf("in the peer process: %s", m.Error)
-}
-
-func clip(s string) string {
-	if len(s) > 160 {
-		return s[:160] + "…"
-	}
-	return s
 }
 
 // helperIO is the helper's side of the line protocol.

@@ -262,8 +262,14 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 		en = append(en, "The capture holds no client → server packets, so it cannot show the header fields.")
 		zh = append(zh, "抓包里没有客户端 → 服务端的报文，无法展示头部字段。")
 	} else {
-		en = append(en, fmt.Sprintf("All %d data packets carried DSCP %d and the ECN bits the QP asked for (%s) — Soft-RoCE copies the QP's traffic class into the IP header's TOS byte as it is: it neither sets ECT on its own nor changes the DSCP.", in.dscps[dscp], dscp, ecnNames[ecn]))
-		zh = append(zh, fmt.Sprintf("%d 个数据包都带着 DSCP %d 和 QP 要求的 ECN 位（%s）——Soft-RoCE 把 QP 的 traffic class 原样写进 IP 头的 TOS 字节：既不会自己设置 ECT，也不会改动 DSCP。", in.dscps[dscp], dscp, ecnNames[ecn]))
+		marked := ""
+		markedZh := ""
+		if in.ecn[3] > 0 {
+			marked = fmt.Sprintf(" (%d of them arrived with CE instead: the link marked them on the way)", in.ecn[3])
+			markedZh = fmt.Sprintf("（其中 %d 个到达时变成了 CE：是链路在途中打的标记）", in.ecn[3])
+		}
+		en = append(en, fmt.Sprintf("All %d data packets carried DSCP %d and left with the ECN bits the QP asked for, %s%s — Soft-RoCE copies the QP's traffic class into the IP header's TOS byte as it is: it neither sets ECT on its own nor changes the DSCP.", in.dscps[dscp], dscp, ecnNames[ecn], marked))
+		zh = append(zh, fmt.Sprintf("%d 个数据包都带着 DSCP %d，出发时带着 QP 要求的 ECN 位 %s%s——Soft-RoCE 把 QP 的 traffic class 原样写进 IP 头的 TOS 字节：既不会自己设置 ECT，也不会改动 DSCP。", in.dscps[dscp], dscp, ecnNames[ecn], markedZh))
 		if in.dscps[dscp] != in.pkts {
 			en[len(en)-1] = fmt.Sprintf("%d of %d data packets carried DSCP %d.", in.dscps[dscp], in.pkts, dscp)
 			zh[len(zh)-1] = fmt.Sprintf("%d 个数据包中有 %d 个带着 DSCP %d。", in.pkts, in.dscps[dscp], dscp)

@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -212,38 +212,29 @@ type mtuGuardReq struct {
 
 // mtuGuard is the running guard process.
 type mtuGuard struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
+	p *agentproc.Proc
 }
 
 // startMTUGuard starts the guard in its own process group (the run's
 // group is killed as a whole) without a parent-death signal, and waits
 // until it has the MTUs.
 func startMTUGuard(ctx context.Context, mtus map[string]int) (*mtuGuard, error) {
-	cmd, err := sandbox.HelperCommand(context.WithoutCancel(ctx), helperMTUGuard)
+	spec, err := agentproc.Helper(helperMTUGuard)
 	if err != nil {
 		return nil, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
+	spec.Group, spec.Outlive = true, true
+	p, err := agentproc.Start(spec)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the MTU guard: %w", err)
 	}
-	g := &mtuGuard{cmd: cmd, in: in}
-	b, _ := json.Marshal(mtuGuardReq{MTUs: mtus})
-	if _, err := in.Write(append(b, '\n')); err != nil {
+	g := &mtuGuard{p: p}
+	if err := p.Send(mtuGuardReq{MTUs: mtus}); err != nil {
 		g.release()
 		return nil, fmt.Errorf("arm the MTU guard: %w", err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "armed" {
+	line, err := lineio.Read(bufio.NewReader(p.Stdout()), 256)
+	if err != nil || string(line) != "armed" {
 		g.release()
 		return nil, fmt.Errorf("the MTU guard did not arm (%q): %v", line, err)
 	}
@@ -253,15 +244,12 @@ func startMTUGuard(ctx context.Context, mtus map[string]int) (*mtuGuard, error) 
 // release closes the guard's stdin (it restores the MTUs and exits) and
 // waits for it.
 func (g *mtuGuard) release() {
-	_ = g.in.Close()
-	done := make(chan struct{})
-	go func() { _ = g.cmd.Wait(); close(done) }()
+	g.p.CloseInput()
 	select {
-	case <-done:
+	case <-g.p.Exited():
 	case <-time.After(5 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-done
 	}
+	g.p.Close()
 }
 
 // mtuGuardHelper reads the MTUs, says "armed", blocks until stdin closes

@@ -215,8 +215,8 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, ptSize string, pt float6
 			v = say(v["en"]+fmt.Sprintf("perftest's ib_write_bw at %s: %.1f MB/s. ", human(mustAtoi(ptSize)), pt), v["zh"]+fmt.Sprintf("perftest 的 ib_write_bw 在 %s：%.1f MB/s。", human(mustAtoi(ptSize)), pt))
 		}
 	}
-	v = say(v["en"]+"In general: the same two regimes on every RDMA device — a hardware RNIC reaches line rate (12.5 GB/s at 100 Gb/s) from a few KiB on, with 1–3 µs for small messages. Specific to rxe: the CPU builds, checksums and copies every packet, so both the per-message and the per-byte cost are the kernel's, and the curve flattens far below any wire.",
-		v["zh"]+"一般规律：在任何 RDMA 设备上都是这两种区间——硬件网卡从几 KiB 起就能跑满线速（100 Gb/s 即 12.5 GB/s），小消息 1–3 µs。rxe 特有：每个报文都由 CPU 构造、校验和拷贝，所以每条消息和每字节的开销都是内核付的，曲线在远低于任何链路的地方就变平了。")
+	v = say(v["en"]+"In general: the same two regimes on every RDMA device — a hardware RNIC reaches close to line rate (12.5 GB/s at 100 Gb/s) from a few KiB on, with 1–3 µs one way for small messages (hardware reference: lesson 01's course material). Specific to rxe: the CPU builds, checksums and copies every packet, so both the per-message and the per-byte cost are the kernel's, and the curve flattens far below any wire.",
+		v["zh"]+"一般规律：在任何 RDMA 设备上都是这两种区间——硬件网卡从几 KiB 起就能接近线速（100 Gb/s 即 12.5 GB/s），小消息单程 1–3 µs（硬件参考值：第 01 课的课程资料）。rxe 特有：每个报文都由 CPU 构造、校验和拷贝，所以每条消息和每字节的开销都是内核付的，曲线在远低于任何链路的地方就变平了。")
 	result(emit, true, v, figs)
 	return nil
 }

@@ -238,8 +238,8 @@ func reportWait(emit sandbox.Emitter, iters int, rows []waitRow) error {
 	figs["event_over_poll_rtt"], figs["event_over_poll_cpu_share"] = slower, cpuSave
 	gen := say("In general: a poller sees a completion the moment it lands but burns a core while it waits; an event costs a system call to arm the CQ, an interrupt and a wake-up, so it adds latency and saves the CPU for other work. Latency-critical loops poll (often a while, then sleep); servers with many idle connections use events.",
 		"一般规律：轮询者在完成到达的一刻就能看到它，但等待时会烧掉一个核；事件要用一次系统调用来武装 CQ，再经历一次中断和一次唤醒，所以增加时延、省下 CPU 去做别的事。对时延敏感的循环用轮询（常常先轮询一会儿再睡眠）；有大量空闲连接的服务器用事件。")
-	rxe := say("Specific to rxe: the \"interrupt\" is the kernel's own softirq finishing the packet, and every wake-up and system call is slow under emulation, so the gap between the two ways is wider here than on hardware (where an event adds a few µs).",
-		"rxe 特有：这里的“中断”就是内核自己的软中断处理完报文，而每次唤醒和系统调用在模拟下都很慢，所以两种方式的差距比硬件上更大（硬件上事件大约多几微秒）。")
+	rxe := say("Specific to rxe: the \"interrupt\" is the kernel's own softirq finishing the packet, and every wake-up and system call is slow under emulation, so the gap between the two ways is wider here than on hardware, where the NIC raises a real interrupt and no emulator slows the wake-up.",
+		"rxe 特有：这里的“中断”就是内核自己的软中断处理完报文，而每次唤醒和系统调用在模拟下都很慢，所以两种方式的差距比硬件上更大——在硬件上是网卡发出真正的中断，也没有模拟器拖慢唤醒。")
 	var v sandbox.Text
 	switch {
 	case cpuSave < 1 && slower > 1:

@@ -328,8 +328,8 @@ func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topolo
 	why := say("Soft-RoCE is a NIC written in software: every RDMA packet is built, copied and checksummed by this machine's kernel, so it cannot reach hardware latency; it shows who waits and who is woken, not how fast silicon is.",
 		"Soft-RoCE 是用软件写的网卡：每个 RDMA 报文都由本机内核构造、拷贝并计算校验，因此达不到硬件时延；它展示的是谁在等、谁被唤醒，而不是芯片能有多快。")
 	if emu {
-		why = say(why["en"]+" This guest's CPU is emulated (QEMU TCG), which slows everything — kernel TCP included: it takes about a millisecond one way here against 20–50 µs on real data-centre hardware. A ratio between two transports measured here compares rxe's software with kernel TCP's software; it does not predict the ratio on hardware.",
-			why["zh"]+"这台虚拟机的 CPU 是模拟出来的（QEMU TCG），一切都被拖慢——内核 TCP 也一样：这里单程约 1 毫秒，而真实数据中心硬件上是 20–50 µs。这里测得的两种传输之间的比例，比较的是 rxe 的软件和内核 TCP 的软件，并不能预测硬件上的比例。")
+		why = say(why["en"]+" This guest's CPU is emulated (QEMU TCG), which slows everything — kernel TCP included: the TCP preset measures its one-way time in this guest, against 20–50 µs on real data-centre hardware (course material). A ratio between two transports measured here compares rxe's software with kernel TCP's software; it does not predict the ratio on hardware.",
+			why["zh"]+"这台虚拟机的 CPU 是模拟出来的（QEMU TCG），一切都被拖慢——内核 TCP 也一样：TCP 预设会测出它在这台虚拟机里的单程时间，而真实数据中心硬件上是 20–50 µs（课程资料）。这里测得的两种传输之间的比例，比较的是 rxe 的软件和内核 TCP 的软件，并不能预测硬件上的比例。")
 	}
 	note(emit, "info", why)
 	note(emit, "info", say(fmt.Sprintf("CPU per round trip is each side's thread CPU time (user + system, from getrusage), split into %d batches of round trips; the median batch is shown. A side that polls spins while it waits, so its CPU per round trip is close to the whole round trip; a side that sleeps is charged only for the work it does. Soft-RoCE's packet work is charged to the thread whose write() doorbell starts it, or runs in the kernel elsewhere and is not counted.", cpuBatches),

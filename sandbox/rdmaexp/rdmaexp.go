@@ -1,9 +1,9 @@
 // Package rdmaexp holds the experiments that need RDMA devices (Soft-RoCE in
-// the lab's guest, or a host whose kernel has them): reg-mr, write-silent,
-// pingpong, rkey, qp-states and lesson 05's perf-* experiments. They run inside `labserver agent` and talk to
+// the lab's guest, or a host whose kernel has them); Register lists them.
+// They run inside `labserver agent` and talk to
 // the devices through package verbs; the peers that must be separate
 // processes (a receiver whose CPU time we watch, a pong server) are hidden
-// agent helpers started with sandbox.HelperCommand.
+// agent helpers started with agentproc.Helper.
 //
 // Learner-facing text is bilingual as in hostexp: an Event's Message is the
 // English text and Messages carries {"zh", "en"}.

@@ -360,8 +360,8 @@ func wireWhy(op string) sandbox.Text {
 		return say("The responder had no RECV posted: it answered each SEND with an RNR NAK (receiver not ready), the requester retried rnr_retry times and then gave up.",
 			"响应方没有投递 RECV：它对每个 SEND 回了 RNR NAK（接收方未就绪），请求方重试了 rnr_retry 次后放弃。")
 	case wireRKey:
-		return say("The responder's NIC found no memory region for this rkey and answered with a NAK (remote access error); the requester's QP went to the error state.",
-			"响应方网卡找不到这个 rkey 对应的内存区域，回了 NAK（远程访问错误）；请求方 QP 进入错误状态。")
+		return say("The responder's device (here the rxe kernel module; on hardware the NIC) found no memory region for this rkey and answered with a NAK (remote access error); the requester's QP went to the error state.",
+			"响应方的设备（这里是 rxe 内核模块，在硬件上是网卡）找不到这个 rkey 对应的内存区域，回了 NAK（远程访问错误）；请求方 QP 进入错误状态。")
 	}
 	return say("The operation failed; the capture shows what the responder answered.", "操作失败；抓包显示了响应方的回答。")
 }
@@ -435,9 +435,9 @@ func wireVerdict(op string, mtu int, ps []wirecap.Packet, wcs []wireWC) (bool, s
 		ok := len(reqs) == 1 && reqs[0].OpName == "RDMA READ Request" && len(resps) == 2 && consecutive(resps) &&
 			resps[0].PSN == reqs[0].PSN && status == verbs.WCSuccess
 		if ok {
-			return true, say(fmt.Sprintf("The READ was one small request (a RETH, no data) and the responder's NIC sent the %d bytes back as READ Response First and Last, with PSNs %d and %d counted from the request's PSN — the data crossed the wire towards the requester and no ACK was needed.",
+			return true, say(fmt.Sprintf("The READ was one small request (a RETH, no data) and the responder's device (here rxe in the kernel, on hardware the NIC, with no help from the responder's application) sent the %d bytes back as READ Response First and Last, with PSNs %d and %d counted from the request's PSN — the data crossed the wire towards the requester and no ACK was needed.",
 				2*mtu, resps[0].PSN, resps[1].PSN),
-				fmt.Sprintf("READ 只是一个小请求（带 RETH，不带数据），响应方网卡把 %d 字节以 READ Response First 和 Last 发回，PSN %d 和 %d 从请求的 PSN 数起——数据朝请求方流动，不需要单独的 ACK。",
+				fmt.Sprintf("READ 只是一个小请求（带 RETH，不带数据），响应方的设备（这里是内核里的 rxe，在硬件上是网卡，响应方应用程序不参与）把 %d 字节以 READ Response First 和 Last 发回，PSN %d 和 %d 从请求的 PSN 数起——数据朝请求方流动，不需要单独的 ACK。",
 					2*mtu, resps[0].PSN, resps[1].PSN)), figs
 		}
 	case wireRNR:
@@ -449,8 +449,8 @@ func wireVerdict(op string, mtu int, ps []wirecap.Packet, wcs []wireWC) (bool, s
 	case wireRKey:
 		ok := accNAK >= 1 && status == verbs.WCRemAccessErr
 		if ok {
-			return true, say("The WRITE carried an rkey the responder never handed out; its NIC answered with a NAK whose AETH syndrome says Remote Access Error, and the requester's completion became IBV_WC_REM_ACCESS_ERR. No data was written.",
-				"这次 WRITE 带着响应方从未给出的 rkey；对方网卡回了 AETH 综合码为“远程访问错误”的 NAK，请求方的完成状态变成 IBV_WC_REM_ACCESS_ERR。没有数据被写入。"), figs
+			return true, say("The WRITE carried an rkey the responder never handed out; its device (rxe here, the NIC on hardware) answered with a NAK whose AETH syndrome says Remote Access Error, and the requester's completion became IBV_WC_REM_ACCESS_ERR. No data was written.",
+				"这次 WRITE 带着响应方从未给出的 rkey；对方设备（这里是 rxe，在硬件上是网卡）回了 AETH 综合码为“远程访问错误”的 NAK，请求方的完成状态变成 IBV_WC_REM_ACCESS_ERR。没有数据被写入。"), figs
 		}
 	case wireDrop:
 		ok := seqNAK >= 1 && retx >= 1 && status == verbs.WCSuccess

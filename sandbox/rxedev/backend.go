@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 )
 
@@ -11,7 +12,7 @@ import (
 // a host agent child like any host run, and the lab state lists the
 // devices with their counters now.
 type Backend struct {
-	Host *sandbox.HostBackend
+	Host *agentproc.Agent
 	// Note says how the devices came to be (e.g. "Soft-RoCE set up by labserver").
 	Note string
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/rdmalab/rdmalab/internal/errno"
 )
 
 // ErrNoVerbs is returned by every call of a binary built without cgo.
@@ -34,23 +34,12 @@ func (e *Error) Error() string {
 // calls from an *os.SyscallError (sandbox.ErrorEvent) names the verb.
 func (e *Error) Unwrap() error { return &os.SyscallError{Syscall: e.Call, Err: e.Errno} }
 
-// ErrnoName is the symbolic name of an errno ("ENOMEM"), or "errno N".
-func ErrnoName(e syscall.Errno) string {
-	if n := unix.ErrnoName(e); n != "" {
-		return n
-	}
-	return fmt.Sprintf("errno %d", int(e))
-}
-
-// Strerror is the C library's text for e, as perror(3) prints it
-// ("Cannot allocate memory"): Go lower-cases the first letter.
-func Strerror(e syscall.Errno) string {
-	s := e.Error()
-	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-		s = string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
-}
+// ErrnoName is the symbolic name of an errno ("ENOMEM"), or "errno N";
+// Strerror is its text as perror(3) prints it ("Cannot allocate memory").
+var (
+	ErrnoName = errno.Name
+	Strerror  = errno.Strerror
+)
 
 func callErr(call string, errno int, detail string) error {
 	if errno == 0 {

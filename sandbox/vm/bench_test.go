@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
@@ -79,7 +80,7 @@ func BenchmarkWarmFirstEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := sandbox.Request{Experiment: "memlock", Params: sandbox.Params{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}}
-	host := &sandbox.HostBackend{Command: []string{labserver(b), "agent"}}
+	host := &agentproc.Agent{Command: []string{labserver(b), "agent"}}
 	var vmT, hostT []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
@@ -126,7 +127,7 @@ func burst() []burstRun {
 
 // runBurst submits runs for as many learners through a runner over the
 // given backends and returns the time until the last one ended.
-func runBurst(b *testing.B, rdma sandbox.Backend, host *sandbox.HostBackend, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
+func runBurst(b *testing.B, rdma sandbox.Backend, host *agentproc.Agent, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
 	reg := sandbox.NewRegistry()
 	hostexp.Register(reg)
 	rdmaexp.Register(reg)
@@ -181,6 +182,27 @@ func fidelity(s *burstSink, ids []string, runs []burstRun) float64 {
 	return pp / pt
 }
 
+// bestFidelity is the best pingpong over the best perftest among runs.
+func bestFidelity(s *burstSink, ids []string, runs []burstRun) float64 {
+	var pp, pt float64
+	for i, id := range ids {
+		switch runs[i].exp {
+		case "pingpong":
+			if v := s.figures[id]["median_us"] / 2; v > 0 && (pp == 0 || v < pp) {
+				pp = v
+			}
+		case "perftest":
+			if v := s.figures[id]["typical_us"]; v > 0 && (pt == 0 || v < pt) {
+				pt = v
+			}
+		}
+	}
+	if pp == 0 || pt == 0 {
+		return 0
+	}
+	return pp / pt
+}
+
 // BenchmarkBurst is a class pressing Run within the same moment: 60
 // learners (57 shareable runs, 3 timing ones) drained by today's single
 // queue (one run at a time, one guest) against the default scheduling
@@ -192,7 +214,7 @@ func BenchmarkBurst(b *testing.B) {
 	cfg := testConfig(b)
 	cfg.Accel = AccelTCG
 	bin := labserver(b)
-	host := &sandbox.HostBackend{Command: []string{bin, "agent"}}
+	host := &agentproc.Agent{Command: []string{bin, "agent"}}
 	runs := burst()
 	guests := DefaultGuests(256)
 	if n, err := strconv.Atoi(os.Getenv("LAB_BENCH_GUESTS")); err == nil && n > 0 {
@@ -204,9 +226,11 @@ func BenchmarkBurst(b *testing.B) {
 		if _, err := single.WaitReady(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		quiet := []burstRun{runs[11], runs[32]} // perftest, pingpong
+		// Quiet: the two alone, three times; the best of each (as
+		// BenchmarkFidelity does: a loaded host only ever stretches a run).
+		quiet := []burstRun{runs[11], runs[32], runs[11], runs[32], runs[11], runs[32]} // perftest, pingpong
 		_, qs, qids := runBurst(b, single, host, 1, 1, quiet)
-		quietFid := fidelity(qs, qids, quiet)
+		quietFid := bestFidelity(qs, qids, quiet)
 		t1, s1, ids1 := runBurst(b, single, host, 1, 1, runs)
 		single.Close()
 

@@ -22,7 +22,7 @@ import (
 // GuestServer is the guest's side of the protocol (see proto.go): it runs
 // inside the guest as `labserver agent --serve PORT`.
 type GuestServer struct {
-	// Run performs one run; in the guest, a sandbox.HostBackend that starts
+	// Run performs one run; in the guest, agentproc.Agent.Exec with a spare:
 	// a fresh `labserver agent` child per run, in its own process group.
 	Run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error
 	// Lab describes the guest's devices now.

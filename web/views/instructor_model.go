@@ -42,20 +42,21 @@ type DisplayNameForm struct {
 // Dashboard is the instructor's class overview.
 type Dashboard struct {
 	Chrome
-	Instructor   string
-	LogoutAction string
-	CourseErrors []string // file:line: message of the last failed reload
-	Warnings     int
-	ActiveWindow string        // e.g. "15 min"
-	Active       int           // active learners, over all pages
-	Total        int           // learners, over all pages
-	Learners     []DashLearner // this page
-	Pager        Pager
-	Lessons      []DashLesson
-	Experiments  []DashExperiment
-	Exports      []Link
-	Classes      []ClassPick // the class filter (empty when no class exists)
-	ClassName    string      // the class shown, "" for all learners
+	Instructor    string
+	LogoutAction  string
+	CourseErrors  []string // file:line: message of the last failed reload
+	Warnings      int
+	ActiveWindow  string        // e.g. "15 min"
+	Active        int           // active learners, over all pages
+	Total         int           // learners, over all pages
+	Learners      []DashLearner // this page
+	Pager         Pager
+	Lessons       []DashLesson
+	Experiments   []DashExperiment
+	Exports       []Link
+	Classes       []ClassPick // the class filter (empty when no class exists)
+	ClassName     string      // the class shown, "" for all learners
+	GradebookHref string      // the gradebook of the same learners
 }
 
 // Pager links the previous and next page of a paged table ("" when there
@@ -196,4 +197,75 @@ type ClassPick struct {
 	Label   string
 	Href    string
 	Current bool
+}
+
+// Gradebook is learner × lesson, plus the hardest questions.
+type Gradebook struct {
+	Chrome
+	ClassName string
+	CSV       string
+	Lessons   []Link
+	Rows      []GradeRow
+	Pager     Pager
+	Hardest   []HardQuestion
+}
+
+// GradeRow is one learner of the gradebook.
+type GradeRow struct {
+	Name, Short string
+	Cells       []GradeCell
+}
+
+// GradeCell is one learner's record on one lesson.
+type GradeCell struct {
+	Score     string // "2/3"
+	Full      bool   // every question right
+	Completed bool
+	Attempts  int
+	Runs      int
+}
+
+// HardQuestion is one row of the course's questions by facility.
+type HardQuestion struct {
+	ID, Lesson, Prompt, Facility string
+	Learners, Attempts           int
+}
+
+// Count is "n things" with the plural form of lang: key names the plural
+// text, key+".one" the singular (zh has one form for both).
+func Count(t Tr, n int, key string) string {
+	if n == 1 {
+		return "1 " + t(key+".one")
+	}
+	return strconv.Itoa(n) + " " + t(key)
+}
+
+// AnswerKey is the instructor's printable answer key. Prompt, Text,
+// Feedback, Explanation and Hint hold HTML rendered from the course's own
+// Markdown (trusted content, like lesson pages).
+type AnswerKey struct {
+	Chrome
+	Lessons []KeyLesson
+}
+
+// KeyLesson is one lesson's questions.
+type KeyLesson struct {
+	Slug, Title string
+	Questions   []KeyQuestion
+}
+
+// KeyQuestion is one question with its answer.
+type KeyQuestion struct {
+	ID, Type, TypeLabel string
+	Prompt              string
+	Options             []KeyOption
+	Numeric             string // "12.5 ± 0.1 GB/s"
+	Explanation, Hint   string
+}
+
+// KeyOption is one option; Position is its place in an order question's answer.
+type KeyOption struct {
+	ID, Text, Feedback string
+	Correct            bool
+	Position           int
 }

@@ -1,0 +1,186 @@
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Agent runs each request in a fresh `labserver agent` child on the kernel
+// it runs on: it is the host backend, and inside the guest the runner of
+// the port server. The child leads its own process group, so a timeout or
+// a cancel kills it together with everything it started, and an experiment
+// that changes its own limits or capabilities cannot leak into the next run.
+//
+// With Spare, the child for the next run is started as soon as one run
+// ends (and by Prepare): a Go binary's start-up takes a second or more
+// under TCG, and a spare waiting on its stdin answers in milliseconds.
+type Agent struct {
+	// Command is the agent's argv; default: this executable, "agent".
+	Command []string
+	// Env is added to the child's environment.
+	Env []string
+	// MaxLine caps one event line (sandbox.DefaultMaxLine when 0).
+	MaxLine int
+	// MaxStderr caps the bytes of the child's stderr turned into log
+	// events (DefaultMaxStderr when 0); the rest is counted and dropped.
+	MaxStderr int
+	// Grace is how long Exec waits for the output pipes to drain after the
+	// group is killed (DefaultGrace when 0).
+	Grace time.Duration
+	// Spare keeps the next run's child started.
+	Spare bool
+
+	mu    sync.Mutex
+	spare *Proc
+}
+
+// Name implements sandbox.Backend.
+func (a *Agent) Name() string { return "host" }
+
+// Lab implements sandbox.Backend. Host experiments need no RDMA device, so
+// the lab is ready whenever this process runs.
+func (a *Agent) Lab(ctx context.Context) sandbox.Lab {
+	lab := sandbox.Lab{Backend: "host", State: sandbox.LabReady, Devices: []sandbox.Device{}}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		lab.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return lab
+}
+
+func (a *Agent) spec() (Spec, error) {
+	argv := a.Command
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return Spec{}, fmt.Errorf("find the agent binary: %w", err)
+		}
+		argv = []string{exe, "agent"}
+	}
+	return Spec{Argv: argv, Env: append(os.Environ(), a.Env...), Group: true}, nil
+}
+
+func (a *Agent) start() (*Proc, error) {
+	s, err := a.spec()
+	if err != nil {
+		return nil, err
+	}
+	return Start(s)
+}
+
+// Prepare starts the spare child if Spare is set and there is none.
+func (a *Agent) Prepare() {
+	if !a.Spare {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.spare != nil {
+		return
+	}
+	if p, err := a.start(); err == nil {
+		a.spare = p
+	}
+}
+
+// take returns the spare if it is still alive, else a fresh child.
+func (a *Agent) take() (*Proc, error) {
+	a.mu.Lock()
+	p := a.spare
+	a.spare = nil
+	a.mu.Unlock()
+	if p != nil {
+		if p.Alive() {
+			return p, nil
+		}
+		p.Close()
+	}
+	return a.start()
+}
+
+// Close kills the spare child.
+func (a *Agent) Close() {
+	a.mu.Lock()
+	p := a.spare
+	a.spare = nil
+	a.mu.Unlock()
+	if p != nil {
+		p.Close()
+	}
+}
+
+// Exec implements sandbox.Backend: it hands req to an agent child and
+// turns its stdout lines into events and its stderr lines into log events.
+func (a *Agent) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+	p, err := a.take()
+	if err != nil {
+		return fmt.Errorf("start agent: %w", err)
+	}
+	defer p.Close()
+	if a.Spare {
+		defer func() { go a.Prepare() }()
+	}
+	if sandbox.CommandsFrom(ctx) != nil {
+		// An interactive run: its commands follow the request on stdin,
+		// which stays open until the command stream ends.
+		body, err := json.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		defer sandbox.FeedCommands(ctx, p.stdin, append(body, '\n'))()
+	} else {
+		err = p.Send(req)
+		p.CloseInput()
+	}
+	if err != nil {
+		p.Kill()
+		return &sandbox.ProtocolError{Reason: "the agent did not take the request (agent " + Describe(p.ExitError()) + ")"}
+	}
+	res := p.Watch(ctx, Output{
+		Stdout: func(r io.Reader) error {
+			err := sandbox.NewAgentReader(r, a.MaxLine).ReadRun(emit)
+			if _, broken := errors.AsType[*sandbox.ProtocolError](err); broken {
+				p.Kill() // garbage on stdout: the agent is broken, stop it now
+			}
+			return err
+		},
+		Stderr: func(line string) {
+			emit(sandbox.Event{Type: sandbox.EvLog, Level: "stderr", Message: line})
+		},
+		MaxStderr: a.MaxStderr,
+		Grace:     a.Grace,
+	})
+	if res.Dropped > 0 {
+		emit(sandbox.Event{Type: sandbox.EvLog, Level: "warn", Message: fmt.Sprintf("%d more bytes of agent stderr were dropped", res.Dropped)})
+	}
+
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if res.Read == nil {
+		return nil
+	}
+	if af, ok := errors.AsType[*sandbox.AgentFailure](res.Read); ok {
+		return af
+	}
+	// The agent did not finish properly: explain with how it ended and
+	// the last thing it said on stderr.
+	reason := res.Read.Error()
+	if res.Exit != nil {
+		reason += " (agent " + Describe(res.Exit) + ")"
+	}
+	if res.Last != "" {
+		reason += "; its last words: " + res.Last
+	}
+	return &sandbox.ProtocolError{Reason: reason}
+}

@@ -1,0 +1,45 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+)
+
+// InProcess is the test double of a backend: it runs the real agent code
+// (ServeAgent on one side, AgentReader on the other) over in-memory pipes
+// in this process, without starting a child. Tests of the runner and the
+// web layer use it; the child process itself is package agentproc's.
+type InProcess struct {
+	Registry *Registry
+}
+
+// Name implements Backend.
+func (b InProcess) Name() string { return "host" }
+
+// Lab implements Backend.
+func (b InProcess) Lab(context.Context) Lab { return Lab{Backend: "host", State: LabReady} }
+
+// Exec implements Backend.
+func (b InProcess) Exec(ctx context.Context, req Request, emit func(Event)) error {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		outW.CloseWithError(ServeAgent(ctx, b.Registry, inR, outW))
+	}()
+	body, _ := json.Marshal(req)
+	if CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
+		defer FeedCommands(ctx, inW, append(body, '\n'))()
+	} else {
+		go func() {
+			inW.Write(append(body, '\n'))
+			inW.Close()
+		}()
+	}
+	err := NewAgentReader(outR, 0).ReadRun(emit)
+	outR.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}

@@ -1,0 +1,28 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+)
+
+// NoBackend is the backend of a need this machine cannot serve: every run
+// fails at once with Reason.
+type NoBackend struct {
+	Reason string
+}
+
+// Name implements Backend.
+func (n NoBackend) Name() string { return "none" }
+
+// Lab implements Backend.
+func (n NoBackend) Lab(context.Context) Lab {
+	return Lab{Backend: "none", State: LabNone, Reason: n.Reason, Devices: []Device{}}
+}
+
+// Exec implements Backend.
+func (n NoBackend) Exec(context.Context, Request, func(Event)) error {
+	return errors.New(n.Reason)
+}
+
+// Unavailable implements the Unavailable capability.
+func (n NoBackend) Unavailable() string { return n.Reason }

@@ -1,0 +1,252 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// The gradebook: learner × lesson. For each lesson of the course:
+//   - score: the lesson's questions (quiz.yaml) answered right at least
+//     once, out of how many the lesson has;
+//   - completed: the learner marked the lesson complete;
+//   - attempts: answers submitted to the lesson's questions;
+//   - runs: runs of the experiments the lesson's pages show (an experiment
+//     shown by two lessons counts in both).
+// Learners are those the dashboard counts (store.Scope), most recently
+// active first, as on the dashboard.
+
+// gradeCell is one learner's record on one lesson.
+type gradeCell struct {
+	Score, Questions int
+	Completed        bool
+	CompletedAt      string // RFC 3339 or ""
+	Attempts, Runs   int
+}
+
+// gradeRow is one learner.
+type gradeRow struct {
+	Learner, Name string
+	Cells         []gradeCell // in course order
+}
+
+// gradebook computes the table for learners over the course.
+func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, runs []store.Run) []gradeRow {
+	type key struct{ learner, lesson string }
+	lessonOf := map[string]string{}     // question → lesson
+	expLessons := map[string][]string{} // experiment → lessons showing it
+	nq := map[string]int{}              // lesson → questions
+	for _, l := range c.Lessons {
+		if l.Quiz != nil {
+			for _, q := range l.Quiz.Questions {
+				lessonOf[q.ID] = l.Slug
+			}
+			nq[l.Slug] = len(l.Quiz.Questions)
+		}
+		for _, p := range l.Pages {
+			for _, seg := range p.Body {
+				if seg.Kind == lessons.SegExperiment && !slices.Contains(expLessons[seg.ID], l.Slug) {
+					expLessons[seg.ID] = append(expLessons[seg.ID], l.Slug)
+				}
+			}
+		}
+	}
+	cells := map[key]*gradeCell{}
+	cell := func(learner, lesson string) *gradeCell {
+		k := key{learner, lesson}
+		if cells[k] == nil {
+			cells[k] = &gradeCell{}
+		}
+		return cells[k]
+	}
+	right := map[key]map[string]bool{}
+	for _, a := range attempts {
+		slug, ok := lessonOf[a.QuestionID]
+		if !ok {
+			continue // a question no longer in the course
+		}
+		cell(a.Learner, slug).Attempts++
+		if a.Correct {
+			k := key{a.Learner, slug}
+			if right[k] == nil {
+				right[k] = map[string]bool{}
+			}
+			right[k][a.QuestionID] = true
+		}
+	}
+	for k, qs := range right {
+		cell(k.learner, k.lesson).Score = len(qs)
+	}
+	for _, p := range progress {
+		if !p.CompletedAt.IsZero() {
+			g := cell(p.Learner, p.Lesson)
+			g.Completed, g.CompletedAt = true, csvTime(p.CompletedAt)
+		}
+	}
+	for _, r := range runs {
+		for _, slug := range expLessons[r.Experiment] {
+			cell(r.Learner, slug).Runs++
+		}
+	}
+	out := make([]gradeRow, 0, len(learners))
+	for _, l := range learners {
+		row := gradeRow{Learner: l.ID, Name: l.DisplayName}
+		for _, les := range c.Lessons {
+			g := gradeCell{}
+			if p := cells[key{l.ID, les.Slug}]; p != nil {
+				g = *p
+			}
+			g.Questions = nq[les.Slug]
+			row.Cells = append(row.Cells, g)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// gradebookData loads what gradebook needs for the request's class.
+func (s *Server) gradebookData(w http.ResponseWriter, r *http.Request, limit, offset int) (rows []gradeRow, page store.LearnerPage, sc store.Scope, cohort store.Cohort, ok bool) {
+	ctx := r.Context()
+	sc, cohort, ok = s.requestScope(w, r)
+	if !ok {
+		return nil, page, sc, cohort, false
+	}
+	db := s.cfg.Store
+	var err error
+	fail := func() bool {
+		if err != nil {
+			s.internalError(w, r, err)
+			return true
+		}
+		return false
+	}
+	page, err = db.ClassLearnersIn(ctx, sc, limit, offset, time.Now().Add(-activeWindow))
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	progress, err := db.ClassProgressIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	attempts, err := db.ClassAttemptsIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	runs, err := db.ClassRunsIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	return gradebook(s.course(), page.Learners, progress, attempts, runs), page, sc, cohort, true
+}
+
+// exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
+// row per learner and lesson.
+func (s *Server) exportGradebook(w http.ResponseWriter, r *http.Request) {
+	rows, _, _, _, ok := s.gradebookData(w, r, 0, 0)
+	if !ok {
+		return
+	}
+	c := s.course()
+	lang := langOf(r)
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs"}}
+	for _, row := range rows {
+		for i, g := range row.Cells {
+			l := c.Lessons[i]
+			out = append(out, []string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
+				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.FormatBool(g.Completed), g.CompletedAt,
+				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs)})
+		}
+	}
+	s.writeCSV(w, r, "gradebook.csv", out)
+}
+
+// gradebookShow is GET /instructor/gradebook[?class=ID&page=N]: the table
+// (one page of learners) and the course's hardest questions.
+func (s *Server) gradebookShow(w http.ResponseWriter, r *http.Request) {
+	lang := langOf(r)
+	t := tr(lang)
+	pageNo, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pageNo = max(1, pageNo)
+	rows, page, sc, cohort, ok := s.gradebookData(w, r, dashPageSize, (pageNo-1)*dashPageSize)
+	if !ok {
+		return
+	}
+	c := s.course()
+	v := views.Gradebook{Chrome: s.chrome(r, t("grade.title")), ClassName: cohort.Name,
+		CSV: "/instructor/export/gradebook.csv" + classQuery(sc, "?")}
+	for _, l := range c.Lessons {
+		v.Lessons = append(v.Lessons, views.Link{Href: lessonHref(l.Slug), Title: l.Page(lang).Title})
+	}
+	for _, row := range rows {
+		vr := views.GradeRow{Name: row.Name, Short: shortID(row.Learner)}
+		for _, g := range row.Cells {
+			vr.Cells = append(vr.Cells, views.GradeCell{Score: strconv.Itoa(g.Score) + "/" + strconv.Itoa(g.Questions),
+				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs})
+		}
+		v.Rows = append(v.Rows, vr)
+	}
+	v.Pager = dashPager(lang, sc, pageNo, page.Total)
+	if v.Pager.Prev != "" {
+		v.Pager.Prev = "/instructor/gradebook" + v.Pager.Prev[len("/instructor"):]
+	}
+	if v.Pager.Next != "" {
+		v.Pager.Next = "/instructor/gradebook" + v.Pager.Next[len("/instructor"):]
+	}
+	attempts, err := s.cfg.Store.ClassAttemptsIn(r.Context(), sc)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	v.Hardest = hardestQuestions(c, quizAttempts(attempts), lang)
+	s.render(w, r, http.StatusOK, views.GradebookView(v))
+}
+
+// hardestQuestions lists every answered question of the course, lowest
+// facility first (ties: more learners first, then id).
+func hardestQuestions(c *lessons.Course, attempts []quiz.Attempt, lang string) []views.HardQuestion {
+	type hq struct {
+		views.HardQuestion
+		fac float64
+	}
+	var list []hq
+	for _, l := range c.Lessons {
+		if l.Quiz == nil {
+			continue
+		}
+		stats := quiz.ComputeStats(l.Quiz.Questions, attempts)
+		for i, q := range l.Quiz.Questions {
+			st := stats[i]
+			if st.Learners == 0 {
+				continue
+			}
+			list = append(list, hq{views.HardQuestion{ID: q.ID, Lesson: l.Slug, Prompt: plainPrompt(q.Prompt.Get(lang)),
+				Facility: strconv.Itoa(int(st.Facility*100+0.5)) + "%", Learners: st.Learners, Attempts: st.Attempts}, st.Facility})
+		}
+	}
+	slices.SortStableFunc(list, func(a, b hq) int {
+		switch {
+		case a.fac != b.fac:
+			if a.fac < b.fac {
+				return -1
+			}
+			return 1
+		case a.Learners != b.Learners:
+			return b.Learners - a.Learners
+		}
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	})
+	out := make([]views.HardQuestion, len(list))
+	for i, h := range list {
+		out[i] = h.HardQuestion
+	}
+	return out
+}

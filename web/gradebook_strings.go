@@ -1,0 +1,36 @@
+package web
+
+// Strings of the gradebook (gradebook.go).
+func init() {
+	addStrings("zh", map[string]string{
+		"grade.title":     "成绩册",
+		"grade.link":      "成绩册",
+		"grade.lede":      "每位学员在每一课：答对的题数/题目总数（至少答对过一次）、✓ 表示已完成、作答次数、该课实验的运行次数。",
+		"grade.csv":       "下载成绩册 CSV",
+		"grade.hardest":   "全课程最难的题（按通过率从低到高）",
+		"grade.question":  "题目",
+		"grade.noanswers": "还没有人作答。",
+		// Counts (views.Count): zh has no plural form.
+		"count.learners":     "名学员",
+		"count.learners.one": "名学员",
+		"count.attempts":     "次作答",
+		"count.attempts.one": "次作答",
+		"count.runs":         "次运行",
+		"count.runs.one":     "次运行",
+	})
+	addStrings("en", map[string]string{
+		"grade.title":        "Gradebook",
+		"grade.link":         "Gradebook",
+		"grade.lede":         "Each learner on each lesson: questions answered right (at least once) out of the lesson's questions, ✓ when completed, answers submitted, runs of the lesson's experiments.",
+		"grade.csv":          "Download the gradebook CSV",
+		"grade.hardest":      "Hardest questions of the course (lowest facility first)",
+		"grade.question":     "Question",
+		"grade.noanswers":    "Nobody has answered yet.",
+		"count.learners":     "learners",
+		"count.learners.one": "learner",
+		"count.attempts":     "attempts",
+		"count.attempts.one": "attempt",
+		"count.runs":         "runs",
+		"count.runs.one":     "run",
+	})
+}

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
+)
+
+// TestGradebookScriptedClass: three learners join a class and answer
+// known questions through the real endpoints; a fourth answers outside
+// the class. The class's gradebook CSV matches, cell for cell.
+func TestGradebookScriptedClass(t *testing.T) {
+	e := newInstrEnv(t)
+	ada := e.instructor("ada", "correct horse battery")
+	ctx := context.Background()
+	cl, err := e.DB.CreateCohort(ctx, "group A", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(name string) (*http.Client, string) {
+		c := e.browser()
+		res := e.do(c, "POST", "/join", url.Values{"code": {cl.Code}})
+		res.Body.Close()
+		if name != "" {
+			e.do(c, "POST", "/me", url.Values{"name": {name}}).Body.Close()
+		}
+		return c, learnerOf(t, c, e.HTTP.URL)
+	}
+	ann, annID := join("Ann")
+	bob, bobID := join("=cmd") // a formula: guarded in the CSV
+	_, catID := join("")
+	// ann: single wrong then right, multi right, numeric right; completes the lesson.
+	e.answer(ann, "alpha/single", `{"answer":"b"}`)
+	e.answer(ann, "alpha/single", `{"answer":"a"}`)
+	e.answer(ann, "alpha/multi", `{"answer":["x","y"]}`)
+	e.answer(ann, "alpha/num", `{"answer":12.5}`)
+	res := e.do(ann, "POST", "/lessons/01-alpha/complete", url.Values{})
+	res.Body.Close()
+	// bob: single right, numeric wrong twice.
+	e.answer(bob, "alpha/single", `{"answer":"a"}`)
+	e.answer(bob, "alpha/num", `{"answer":12}`)
+	e.answer(bob, "alpha/num", `{"answer":13}`)
+	// cat joined and did nothing else. dan is in no class.
+	dan := e.browser()
+	e.answer(dan, "alpha/single", `{"answer":"c"}`)
+
+	got := e.fetchCSV(ada, "/instructor/export/gradebook.csv?class="+itoa64(cl.ID))
+	p, err := e.DB.LearnerProgress(ctx, annID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	annDone := p["01-alpha"].CompletedAt.UTC().Format(time.RFC3339)
+	want := [][]string{
+		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs"},
+	}
+	// Most recently active first: bob answered after ann, cat only joined.
+	want = append(want,
+		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "false", "", "3", "0"},
+		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "true", annDone, "4", "0"},
+		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "false", "", "0", "0"},
+	)
+	if len(got) != len(want) {
+		t.Fatalf("gradebook has %d rows, want %d:\n%q", len(got), len(want), got)
+	}
+	for i := range want {
+		if strings.Join(got[i], "|") != strings.Join(want[i], "|") {
+			t.Errorf("row %d:\n got %q\nwant %q", i, got[i], want[i])
+		}
+	}
+
+	// The page: three rows, and the hardest question first (alpha/num:
+	// ann right, bob wrong first → 50%; alpha/single: ann wrong first,
+	// bob right → 50% too, ties by learners then id; alpha/multi 100%).
+	doc := e.page(e.do(ada, "GET", "/instructor/gradebook?lang=en&class="+itoa64(cl.ID), nil), http.StatusOK)
+	if n := doc.Find(`[data-testid=grade-row]`).Length(); n != 3 {
+		t.Errorf("%d gradebook rows, want 3", n)
+	}
+	var order []string
+	doc.Find(`[data-testid=hard-question]`).Each(func(_ int, q *goquery.Selection) {
+		order = append(order, q.AttrOr("data-id", "")+" "+strings.TrimSpace(q.Find(`[data-testid=facility]`).Text()))
+	})
+	if strings.Join(order, ", ") != "alpha/num 50%, alpha/single 50%, alpha/multi 100%" {
+		t.Errorf("hardest questions: %v", order)
+	}
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestGradebookRuns: runs count for the lessons that show the experiment.
+func TestGradebookRuns(t *testing.T) {
+	page := func(exp string) map[string]*lessons.Page {
+		return map[string]*lessons.Page{"en": {Body: []lessons.Segment{{Kind: lessons.SegExperiment, ID: exp}}}}
+	}
+	c := &lessons.Course{Lessons: []*lessons.Lesson{
+		{Slug: "01-a", Pages: page("memlock"), Quiz: &quiz.Set{}},
+		{Slug: "02-b", Pages: page("memlock")},
+		{Slug: "03-c", Pages: page("tcp-cost")},
+	}}
+	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}}, nil, nil,
+		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}})
+	if len(rows) != 1 || rows[0].Cells[0].Runs != 2 || rows[0].Cells[1].Runs != 2 || rows[0].Cells[2].Runs != 0 {
+		t.Errorf("rows = %+v", rows)
+	}
+}
