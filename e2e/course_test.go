@@ -96,8 +96,13 @@ func TestCourseFlow(t *testing.T) {
 	if n := b.count(`figure[data-diagram="tcp-vs-rdma"] [data-step]`); n < 10 {
 		t.Errorf("TCP vs RDMA diagram has %d steps, want both paths", n)
 	}
-	if n := b.count("[data-testid=references] a[href^=http]"); n < 2 {
+	// Further reading: the author's own section, plus a references box
+	// holding only what that section does not link already.
+	if n := b.count("[data-testid=references] a[href^=http], h2#further-reading + ul a[href^=http]"); n < 2 {
 		t.Errorf("lesson 01 has %d further-reading links, want at least 2", n)
+	}
+	if dup := eval[[]string](b, `(function(){var seen={},d=[];document.querySelectorAll("[data-testid=references] a[href^=http], h2#further-reading + ul a[href^=http]").forEach(function(a){if(seen[a.href])d.push(a.href);seen[a.href]=1});return d})()`); len(dup) > 0 {
+		t.Errorf("further reading lists %v twice", dup)
 	}
 	b.do("follow a TOC link", chromedpClick(`[data-testid=toc] a[href="#costs"]`))
 	if h := eval[string](b, `location.hash`); h != "#costs" {

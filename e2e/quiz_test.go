@@ -54,8 +54,14 @@ func TestCheckpointQuiz(t *testing.T) {
 	if fb := b.text(q + ` [data-option=acks] [data-testid=feedback]`); fb == "" {
 		t.Error("the wrong option chosen shows no feedback")
 	}
-	if fb := b.text(q + ` [data-option=stack] [data-testid=feedback]`); fb == "" {
-		t.Error("a missed correct option shows no feedback")
+	// Before the answer is revealed a wrong attempt tells about what was
+	// chosen only: no word on the missed options, no explanation (it
+	// states the answer); "show answer" is offered.
+	if n := b.count(q + ` [data-option=stack] [data-testid=feedback], ` + q + ` [data-option=stack] [data-testid=mark], ` + q + ` [data-testid=explanation]`); n != 0 {
+		t.Error("a first wrong attempt gives the answer away (missed option marked or explanation shown)")
+	}
+	if n := b.count(q + ` [data-testid=reveal]`); n != 1 {
+		t.Error("no show-answer button after a wrong attempt")
 	}
 	if !eval[bool](b, `window.__e2eStay === true`) {
 		t.Fatal("answering loaded a new page: the inline (JavaScript) path was not used")
@@ -78,6 +84,15 @@ func TestCheckpointQuiz(t *testing.T) {
 	}
 	if !eval[bool](b, `window.__e2eStay === true`) {
 		t.Fatal("the second answer loaded a new page")
+	}
+
+	// "Show answer" on another checkpoint question shows it, inline.
+	rq := `[data-testid=checkpoint] [data-testid=quiz][data-question="why-rdma/write-semantics"]`
+	b.do("mark reveal", evalVoid(`document.querySelector('`+rq+`').dataset.e2eOld = "1"`))
+	b.click(rq + ` [data-testid=reveal]`)
+	b.waitFor("revealed answer", `(function(){var e=document.querySelector('`+rq+`');return e && !e.dataset.e2eOld && e.querySelector("[data-testid=explanation]")})()`, stepTimeout)
+	if n := b.count(rq + ` li[data-mark=answer]`); n != 1 {
+		t.Errorf("the revealed answer marks %d options", n)
 	}
 
 	// The home page counts the checkpoint question as solved.

@@ -51,14 +51,24 @@ func TestBuiltinCourse(t *testing.T) {
 		if len(p.Objectives) != 3 || len(p.References) < 2 || p.Duration == "" {
 			t.Errorf("%s front matter: %d objectives, %d references, duration %q", lang, len(p.Objectives), len(p.References), p.Duration)
 		}
-		// Every question of quiz.yaml is in the checkpoint; placed ones appear inline too.
+		// Every question of quiz.yaml is asked exactly once: inline with
+		// ::quiz, or in the checkpoint (which by default asks only what
+		// the text did not), and the checkpoint follows its heading.
 		var qs []string
 		kinds := map[lessons.SegmentKind][]string{}
 		for _, s := range p.Body {
 			kinds[s.Kind] = append(kinds[s.Kind], s.ID)
 			switch s.Kind {
+			case lessons.SegQuiz:
+				qs = append(qs, s.ID)
 			case lessons.SegCheckpoint:
 				qs = append(qs, s.Questions...)
+				if len(s.Questions) == 0 || len(s.Questions) == len(l.Quiz.Questions) {
+					t.Errorf("%s: the checkpoint asks %d of %d questions, want those the text did not ask", lang, len(s.Questions), len(l.Quiz.Questions))
+				}
+				if !s.AfterHeading {
+					t.Errorf("%s: the checkpoint does not follow the author's heading", lang)
+				}
 			}
 		}
 		var all []string
@@ -68,7 +78,7 @@ func TestBuiltinCourse(t *testing.T) {
 		sort.Strings(qs)
 		sort.Strings(all)
 		if fmt.Sprint(qs) != fmt.Sprint(all) {
-			t.Errorf("%s: questions on the page %v\nwant every question of quiz.yaml in the checkpoint: %v", lang, qs, all)
+			t.Errorf("%s: questions on the page %v\nwant every question of quiz.yaml once: %v", lang, qs, all)
 		}
 		if got := fmt.Sprint(kinds[lessons.SegExperiment]); got != "[tcp-cost syscalls pingpong memlock reg-mr write-silent]" {
 			t.Errorf("%s experiments in order: %s", lang, got)

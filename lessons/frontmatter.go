@@ -25,11 +25,13 @@ type frontMatter struct {
 	Prerequisites []string
 	PrereqLines   []int // file line of each prerequisite, for "unknown slug" errors
 	References    []Reference
+	Checkpoint    string // "all" or "" (the default: only questions the text did not ask)
+	RevealAfter   int    // wrong attempts after which a question shows its answer; -1: not set
 }
 
 // frontMatterKeys are the keys an author may use; anything else is a warning
 // because a typo ("sumary") would otherwise silently drop content.
-var frontMatterKeys = []string{"title", "summary", "order", "duration", "objectives", "prerequisites", "references"}
+var frontMatterKeys = []string{"title", "summary", "order", "duration", "objectives", "prerequisites", "references", "checkpoint", "reveal_after"}
 
 // splitFrontMatter separates "---\nYAML\n---\n" from the Markdown body.
 // It returns the YAML, the body and the file line on which the body starts.
@@ -66,6 +68,7 @@ func splitFrontMatter(src []byte) (yamlSrc, body []byte, bodyLine int, ok bool, 
 // YAML line (2 for a file starting with "---"). Problems are appended to
 // diags; the returned value holds whatever could be read.
 func parseFrontMatter(file string, yamlSrc []byte, base int, diags *[]Diagnostic) (fm frontMatter) {
+	fm.RevealAfter = -1
 	errAt := func(line int, format string, args ...any) {
 		*diags = append(*diags, Diagnostic{File: file, Line: line, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	}
@@ -197,6 +200,27 @@ func parseFrontMatter(file string, yamlSrc []byte, base int, diags *[]Diagnostic
 			}
 		case "references":
 			fm.References = references(v, vline, lineOf, errAt, warnAt)
+		case "checkpoint":
+			s, ok := scalarString(v)
+			s = strings.TrimSpace(s)
+			if !ok || (s != "all" && s != "new") {
+				errAt(vline, "front matter: checkpoint must be \"new\" (the default: only the questions the text did not ask) or \"all\"")
+				continue
+			}
+			if s == "all" {
+				fm.Checkpoint = "all"
+			}
+		case "reveal_after":
+			n, ok := v.(*yamlast.IntegerNode)
+			i, ok2 := 0, false
+			if ok {
+				i, ok2 = intValue(n.Value)
+			}
+			if !ok2 || i < 0 {
+				errAt(vline, "front matter: reveal_after must be a whole number of wrong attempts (0: only \"show answer\" or a right answer reveal it)")
+				continue
+			}
+			fm.RevealAfter = i
 		default:
 			warnAt(kline, "front matter: unknown key %q (known: %s)", key, strings.Join(frontMatterKeys, ", "))
 		}

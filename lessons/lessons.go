@@ -66,9 +66,13 @@ type Segment struct {
 	Line   int               // source line of the directive
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions
-	// (quiz.yaml order) that no ::quiz directive places elsewhere on the
-	// page, so a question never appears twice on one page.
+	// (quiz.yaml order) it asks: those no ::quiz directive places on the
+	// page, or all of them with front matter `checkpoint: all`.
 	Questions []string
+	// AfterHeading, for SegCheckpoint: it sits in a section the author
+	// titled "Checkpoint" (heading id "checkpoint", or that text), so it
+	// renders no heading of its own; ID is then that heading's id.
+	AfterHeading bool
 }
 
 // Page is one language version of a lesson, rendered.
@@ -87,9 +91,21 @@ type Page struct {
 	TOC           []Heading
 	Body          []Segment
 	QuestionIDs   []string // questions placed in the body, in order of appearance
+	// CheckpointAll: the ::checkpoint asks every question of quiz.yaml
+	// (front matter `checkpoint: all`); by default it asks only those the
+	// text did not place with ::quiz.
+	CheckpointAll bool
+	// RevealAfter is how many wrong attempts a question takes before it
+	// shows the right answer and the full explanation (front matter
+	// `reveal_after`, DefaultRevealAfter when unset; 0: never by count —
+	// a right answer or "show answer" still reveal it).
+	RevealAfter int
 
 	headingIDs map[string]int // every heading id of the page → line, for link checks
 }
+
+// DefaultRevealAfter is RevealAfter when the front matter does not set it.
+const DefaultRevealAfter = 3
 
 // Severity of a Diagnostic.
 type Severity string

@@ -344,7 +344,7 @@ func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []link
 	fm := parseFrontMatter(file, yamlSrc, 2, &ld.diags)
 	ld.prereqs[file] = fm
 
-	r := &pageRenderer{ld: ld, lesson: l, file: file, lang: lang, diags: &ld.diags}
+	r := &pageRenderer{ld: ld, lesson: l, file: file, lang: lang, diags: &ld.diags, checkpointAll: fm.Checkpoint == "all"}
 	r.render(splitBody(body, bodyLine))
 	p := &Page{
 		Lang:          lang,
@@ -360,7 +360,12 @@ func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []link
 		TOC:           r.toc,
 		Body:          r.body,
 		QuestionIDs:   r.qids,
+		CheckpointAll: fm.Checkpoint == "all",
+		RevealAfter:   fm.RevealAfter,
 		headingIDs:    r.ids,
+	}
+	if p.RevealAfter < 0 {
+		p.RevealAfter = DefaultRevealAfter
 	}
 	for i := range r.links {
 		if r.links[i].slug == "" {

@@ -108,19 +108,20 @@ type linkRef struct {
 
 // pageRenderer turns one lesson file's body into segments.
 type pageRenderer struct {
-	ld      *loader
-	lesson  *Lesson
-	file    string
-	lang    string
-	diags   *[]Diagnostic
-	pc      parser.Context // shared by every Markdown piece: heading ids stay unique on the page
-	buf     bytes.Buffer
-	body    []Segment
-	toc     []Heading
-	ids     map[string]int // heading id → line
-	qids    []string
-	links   []linkRef
-	callout []piece // open callouts
+	ld            *loader
+	checkpointAll bool // front matter `checkpoint: all`
+	lesson        *Lesson
+	file          string
+	lang          string
+	diags         *[]Diagnostic
+	pc            parser.Context // shared by every Markdown piece: heading ids stay unique on the page
+	buf           bytes.Buffer
+	body          []Segment
+	toc           []Heading
+	ids           map[string]int // heading id → line
+	qids          []string
+	links         []linkRef
+	callout       []piece // open callouts
 }
 
 func (r *pageRenderer) errAt(line int, format string, args ...any) {
@@ -183,6 +184,12 @@ func (r *pageRenderer) openCallout(p piece) {
 		label = p.args
 	}
 	r.callout = append(r.callout, p)
+	if endsWithHeading(r.buf.String()) && p.args == "" {
+		// Right under a heading ("## Takeaways"): the heading is its title.
+		fmt.Fprintf(&r.buf, "<aside class=\"callout callout-%s\" role=\"note\" aria-label=\"%s\">\n",
+			html.EscapeString(p.name), html.EscapeString(label))
+		return
+	}
 	fmt.Fprintf(&r.buf, "<aside class=\"callout callout-%s\" role=\"note\">\n<p class=\"callout-label\">%s</p>\n",
 		html.EscapeString(p.name), html.EscapeString(label))
 }
@@ -249,6 +256,15 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		seg.Kind = SegCheckpoint // Questions are filled in by finish, once every ::quiz is known
+		// The author's own heading right above it titles the checkpoint:
+		// the widget then adds none of its own (one heading, one id).
+		if n := len(r.toc); n > 0 {
+			h := r.toc[n-1]
+			seg.AfterHeading = h.ID == "checkpoint" || h.Text == "Checkpoint" || h.Text == "检查点"
+			if seg.AfterHeading {
+				seg.ID = h.ID // the heading the checkpoint section is labelled by
+			}
+		}
 	case "diagram":
 		if len(args) != 1 {
 			r.errAt(p.line, "::diagram takes exactly one diagram id: ::diagram ID")
@@ -284,12 +300,29 @@ func (r *pageRenderer) finish() {
 		case SegQuiz:
 			add(s.ID)
 		case SegCheckpoint:
-			// The checkpoint is the lesson's whole question set: questions
-			// placed in the text with ::quiz appear there and again here,
-			// so the end of the lesson works as a self-test.
+			// By default the checkpoint asks what the text did not: a
+			// question placed with ::quiz (answered, credited) would open
+			// the checkpoint half done. `checkpoint: all` in the front
+			// matter asks every question again as a self-test. A lesson
+			// whose text asks them all still gets a checkpoint of all.
+			placed := map[string]bool{}
+			for _, o := range r.body {
+				if o.Kind == SegQuiz {
+					placed[o.ID] = true
+				}
+			}
 			for _, q := range r.lesson.Quiz.Questions {
-				s.Questions = append(s.Questions, q.ID)
-				add(q.ID)
+				if r.checkpointAll || !placed[q.ID] {
+					s.Questions = append(s.Questions, q.ID)
+				}
+			}
+			if len(s.Questions) == 0 {
+				for _, q := range r.lesson.Quiz.Questions {
+					s.Questions = append(s.Questions, q.ID)
+				}
+			}
+			for _, id := range s.Questions {
+				add(id)
 			}
 		}
 	}
@@ -570,3 +603,10 @@ func plainText(n ast.Node, src []byte) string {
 	})
 	return strings.TrimSpace(b.String())
 }
+
+// headingAtEnd matches rendered HTML that ends with a heading.
+var headingAtEnd = regexp.MustCompile(`(?s)<h[1-6][^>]*>(?:[^<]|<(?:[^/]|/[^h]))*</h[1-6]>\s*$`)
+
+// endsWithHeading reports whether the HTML rendered so far ends with a
+// heading (nothing but white space after it).
+func endsWithHeading(html string) bool { return headingAtEnd.MatchString(html) }

@@ -26,3 +26,25 @@ func (q *Question) DisplayOptions() []Option {
 	}
 	return opts
 }
+
+// OptionsFor is the order in which learner sees q's options: choices
+// (single, multi) shuffled by a seed of the learner and the question, so
+// the same learner sees the same order on every visit while the correct
+// option is not always first; order questions as DisplayOptions. Grading
+// is by option id, so the order changes nothing else.
+func (q *Question) OptionsFor(learner string) []Option {
+	if q.Type == Order || learner == "" || len(q.Options) < 2 {
+		return q.DisplayOptions()
+	}
+	opts := slices.Clone(q.Options)
+	h := fnv.New64a()
+	h.Write([]byte(learner))
+	h.Write([]byte{0})
+	h.Write([]byte(q.ID))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0xc401ce))
+	rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
+	return opts
+}
+
+// Option returns the option with id, or nil.
+func (q *Question) Option(id string) *Option { return q.option(id) }

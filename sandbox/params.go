@@ -12,8 +12,9 @@ import (
 // ParamError says which param is wrong and what it accepts. The web layer
 // turns it into a 400 whose message a learner can act on.
 type ParamError struct {
-	Param   string // the param's name
-	Message string // e.g. "must be between 64 B and 1 MiB (got 2 MiB)"
+	Param    string // the param's name
+	Message  string // e.g. "must be between 64 B and 1 MiB (got 2 MiB)"
+	Messages Text   // Message per language, for the learner
 }
 
 func (e *ParamError) Error() string {
@@ -42,7 +43,9 @@ func (e *Experiment) Validate(raw map[string]any) (Params, error) {
 		for i, p := range e.Params {
 			names[i] = p.Name
 		}
-		return nil, &ParamError{Param: unknown[0], Message: fmt.Sprintf("unknown param of %s (known: %s)", e.ID, strings.Join(names, ", "))}
+		en := fmt.Sprintf("unknown param of %s (known: %s)", e.ID, strings.Join(names, ", "))
+		zh := fmt.Sprintf("%s 没有这个参数（它的参数：%s）", e.ID, strings.Join(names, "、"))
+		return nil, &ParamError{Param: unknown[0], Message: en, Messages: Text{"en": en, "zh": zh}}
 	}
 	out := make(Params, len(e.Params))
 	for _, p := range e.Params {
@@ -52,7 +55,8 @@ func (e *Experiment) Validate(raw map[string]any) (Params, error) {
 		}
 		tv, err := p.Coerce(v)
 		if err != nil {
-			return nil, &ParamError{Param: p.Name, Message: err.Error()}
+			zh := p.boundsZh() + fmt.Sprintf("（收到 %v）", v)
+			return nil, &ParamError{Param: p.Name, Message: err.Error(), Messages: Text{"en": err.Error(), "zh": zh}}
 		}
 		out[p.Name] = tv
 	}
@@ -128,6 +132,23 @@ func (p *Param) Bounds() string {
 		return "must be true or false"
 	}
 	return ""
+}
+
+// boundsZh is Bounds in Chinese.
+func (p *Param) boundsZh() string {
+	switch p.Kind {
+	case ParamInt, ParamBytes:
+		return fmt.Sprintf("须在 %s 到 %s 之间", p.format(p.Min), p.format(p.Max))
+	case ParamEnum:
+		vals := make([]string, len(p.Choices))
+		for i, c := range p.Choices {
+			vals[i] = c.Value
+		}
+		return "须是以下之一：" + strings.Join(vals, "、")
+	case ParamBool:
+		return "须是 true 或 false"
+	}
+	return "类型不受支持"
 }
 
 func (p *Param) format(n int64) string {

@@ -111,3 +111,20 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// A parameter error says the bounds in each language: no English inside
+// the Chinese message.
+func TestParamErrorLocalized(t *testing.T) {
+	e := &Experiment{ID: "x", Params: []Param{{Name: "size", Kind: ParamBytes, Min: 64, Max: 1 << 20, Default: int64(64)}}}
+	for _, raw := range []map[string]any{{"size": 2 << 20}, {"nope": 1}} {
+		_, err := e.Validate(raw)
+		var pe *ParamError
+		if !errors.As(err, &pe) {
+			t.Fatalf("%v: %v", raw, err)
+		}
+		zh := pe.Messages["zh"]
+		if zh == "" || pe.Messages["en"] != pe.Message || strings.Contains(zh, "must") || strings.Contains(zh, "unknown") {
+			t.Errorf("%v: messages %q", raw, pe.Messages)
+		}
+	}
+}

@@ -345,7 +345,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 			reason = unavailable.Unavailable()
 		}
 		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
-		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": "这台机器上没有能运行这个实验的后端（需要 " + string(ru.exp.Needs) + "）：" + reason}})
+		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": ReasonText(reason, "zh")}})
 		return StatusFailed, reason
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
@@ -528,7 +528,10 @@ func finalText(st Status, msg string) Text {
 			zh = "运行超时被停止：" + msg
 		}
 	default:
-		zh = "原因：" + msg
+		zh = ReasonText(msg, "zh")
+		if zh == msg {
+			zh = "原因：" + msg
+		}
 	}
 	return Text{"en": msg, "zh": zh}
 }

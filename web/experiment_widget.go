@@ -110,7 +110,7 @@ var clientKeys = []string{
 	"run.status.queued", "run.status.running", "run.status.done", "run.status.failed", "run.status.cancelled",
 	"run.status.timed-out", "run.status.interrupted", "run.connection",
 	"run.lab.booting", "run.lab.ready", "run.lab.failed", "run.lab.none", "run.lab.unknown",
-	"run.live.other", "run.live.open", "run.preset.cue", "run.tables",
+	"run.live.other", "run.live.open", "run.preset.cue", "run.tables", "run.lab.details",
 }
 
 // clientStrings is the JSON of clientKeys in lang, for data-strings.

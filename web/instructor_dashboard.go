@@ -76,6 +76,11 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	qevents, err := db.AllQuizEventCounts(ctx)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 
 	v := views.Dashboard{
 		Chrome:       s.chrome(r, t("instr.dash.title")),
@@ -121,7 +126,9 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		if l.Quiz != nil {
 			stats := quiz.ComputeStats(l.Quiz.Questions, attempts)
 			for i, q := range l.Quiz.Questions {
-				dl.Questions = append(dl.Questions, dashQuestion(q, stats[i], attempts, lang))
+				dq := dashQuestion(q, stats[i], attempts, lang)
+				dq.Reveals, dq.FormatErr = qevents[q.ID].Reveals, qevents[q.ID].FormatErrors
+				dl.Questions = append(dl.Questions, dq)
 			}
 		}
 		v.Lessons = append(v.Lessons, dl)

@@ -22,7 +22,7 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 	case lessons.SegQuiz:
 		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:
-		return s.checkpointSegment(lr)
+		return s.checkpointSegment(lr, seg)
 	default:
 		// A kind this build does not know (content newer than the server):
 		// say so rather than drop it silently.

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -14,7 +16,7 @@ import (
 // lessonShow is GET /lessons/{slug}. The body was rendered when the content
 // was loaded; this handler only records the visit and assembles the page.
 func (s *Server) lessonShow(w http.ResponseWriter, r *http.Request) {
-	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK, Quiz: s.quizFromQuery(r)})
+	s.serveLesson(w, r, lessonState{Slug: chi.URLParam(r, "slug"), Status: http.StatusOK, Quiz: s.quizQuery(r)})
 }
 
 // lessonState is what a request adds to a lesson page. Handlers that
@@ -123,6 +125,7 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		link := lessonLink(c, next.Slug, lang)
 		v.Next = &link
 	}
+	v.References = refsNotInBody(page)
 	v.Body = make([]templ.Component, len(page.Body))
 	for i, seg := range page.Body {
 		switch seg.Kind {
@@ -150,4 +153,25 @@ func lessonLink(c *lessons.Course, slug, lang string) views.Link {
 		return views.Link{Title: slug}
 	}
 	return views.Link{Href: lessonHref(slug), Title: p.Title}
+}
+
+// refsNotInBody are the front-matter references the page's text does not
+// already link (an author's own "Further reading" section): the references
+// box lists only those, so no reference is listed twice.
+func refsNotInBody(p *lessons.Page) []lessons.Reference {
+	var body strings.Builder
+	for _, seg := range p.Body {
+		if seg.Kind == lessons.SegHTML {
+			body.WriteString(string(seg.HTML))
+		}
+	}
+	html := body.String()
+	var out []lessons.Reference
+	for _, r := range p.References {
+		if r.URL != "" && (strings.Contains(html, `href="`+template.HTMLEscapeString(r.URL)+`"`) || strings.Contains(html, `href="`+r.URL+`"`)) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -26,9 +26,11 @@ type skeleton struct {
 // skeletonHole says what fills a hole.
 type skeletonHole struct {
 	kind    holeKind
-	segment int    // holeSegment, holeCPUBudget: the body segment
-	id      string // holeQuizStatus: the question
-	plain   string // holeCPUBudget: the widget as a learner without a measured figure sees it
+	segment int      // holeSegment, holeCPUBudget: the body segment
+	id      string   // holeQuizStatus, holeQuizOptions: the question
+	plain   string   // holeCPUBudget: the widget as a learner without a measured figure sees it
+	dom     string   // holeQuizOptions: the question's DOM id on the page
+	ids     []string // holeQuizScore: the questions the checkpoint asks
 }
 
 // holeKind is what a hole holds. A page skeleton either leaves every
@@ -38,11 +40,12 @@ type skeletonHole struct {
 type holeKind uint8
 
 const (
-	holeSegment    holeKind = iota // a body segment, rendered per request
-	holeComplete                   // the learner's completion box
-	holeQuizStatus                 // the learner's record on a question, under its form
-	holeQuizScore                  // the checkpoint's count of questions answered right
-	holeCPUBudget                  // the CPU budget calculator, prefilled from the learner's tcp-cost run if any
+	holeSegment     holeKind = iota // a body segment, rendered per request
+	holeComplete                    // the learner's completion box
+	holeQuizStatus                  // the learner's record on a question, under its form
+	holeQuizScore                   // the checkpoint's count of questions answered right
+	holeCPUBudget                   // the CPU budget calculator, prefilled from the learner's tcp-cost run if any
+	holeQuizOptions                 // a choice question's options in the learner's own order
 )
 
 // holeMarker opens the marker written where hole N goes while the skeleton

@@ -71,7 +71,7 @@ func plainRequest(r *http.Request, st lessonState) bool {
 	}
 	for k := range r.URL.Query() {
 		switch k {
-		case "lang", "attempt", "at":
+		case "lang", "attempt", "at", "reveal":
 		default:
 			return false
 		}
@@ -96,14 +96,19 @@ func (s *Server) fillHole(lr *lessonRequest, h skeletonHole, completed bool) tem
 			return failing(err)
 		}
 		n := 0
-		if lr.Lesson.Quiz != nil {
-			for _, q := range lr.Lesson.Quiz.Questions {
-				if qp.status[q.ID].EverCorrect {
-					n++
-				}
+		for _, id := range h.ids {
+			if qp.status[id].EverCorrect {
+				n++
 			}
 		}
 		return templ.Raw(strconv.Itoa(n))
+	case holeQuizOptions:
+		q := lr.Course.Questions[h.id]
+		if q == nil {
+			return templ.NopComponent
+		}
+		v := questionView(lr.Lang, q, h.dom, lr.Lesson.Slug, 0, views.QuizStatus{}, nil, quizCtx{Learner: lr.Learner})
+		return views.QuizOptionItems(v)
 	case holeCPUBudget:
 		if _, ok, err := s.latestTCPCost(lr.r.Context(), lr.Learner); err == nil && !ok {
 			return templ.Raw(h.plain) // trusted: rendered by our own templates when the skeleton was built

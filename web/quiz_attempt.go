@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -28,6 +29,9 @@ type attemptRequest struct {
 	Answer json.RawMessage `json:"answer"`
 	Anchor string          `json:"anchor,omitempty"`
 	Lesson string          `json:"lesson,omitempty"`
+	// Reveal asks for the answer instead of answering ("show answer"):
+	// recorded for the instructor, nothing graded.
+	Reveal bool `json:"reveal,omitempty"`
 }
 
 // attemptResponse is quiz.Result plus what the page needs to update itself.
@@ -82,8 +86,19 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.json"), Err: err})
 		return
 	}
+	slug := lessonFor(c, q.ID, req.Lesson)
+	anchor := req.Anchor
+	if !validAnchor(q.ID, anchor) {
+		anchor = inlinePrefix + q.ID
+	}
+	qc := s.quizCtxFor(r, c, slug, lang)
+	if req.Reveal {
+		s.quizRevealJSON(w, r, q, anchor, slug, qc)
+		return
+	}
 	a, err := quiz.DecodeAnswer(q, req.Answer)
 	if err != nil {
+		s.noteFormatError(r, q, err, string(req.Answer))
 		s.writeError(w, r, answerError(lang, err))
 		return
 	}
@@ -97,24 +112,79 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		s.writeError(w, r, err)
 		return
 	}
-	slug := lessonFor(c, q.ID, req.Lesson)
-	anchor := req.Anchor
-	if !validAnchor(q.ID, anchor) {
-		anchor = inlinePrefix + q.ID
+	revealed, err := s.cfg.Store.Revealed(r.Context(), att.Learner, q.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID]), &quizShown{QuestionID: q.ID, Answer: &a})
+	status := quizStatusOf(st[q.ID])
+	v := questionView(lang, q, anchor, slug, 0, status, &quizShown{QuestionID: q.ID, Answer: &a, Revealed: revealed}, qc)
+	var html bytes.Buffer
+	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res := quiz.Grade(q, a, lang)
+	if v.Result != nil && v.Result.Withheld {
+		res = res.Withheld(q.Type) // the JSON tells no more than the page
+	}
+	writeJSON(w, http.StatusOK, attemptResponse{
+		Result:    res,
+		AttemptID: att.ID,
+		Attempts:  st[q.ID].Attempts,
+		Best:      st[q.ID].Best != nil,
+		HTML:      html.String(),
+	})
+}
+
+// quizRevealJSON records that the learner asked for q's answer and answers
+// with the question showing it.
+func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.Question, anchor, slug string, qc quizCtx) {
+	lang := langOf(r)
+	if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), learnerID(r), []string{q.ID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID]), &quizShown{QuestionID: q.ID, Reveal: true, Revealed: true}, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, attemptResponse{
-		Result:    quiz.Grade(q, a, lang),
-		AttemptID: att.ID,
-		Attempts:  st[q.ID].Attempts,
-		Best:      st[q.ID].Best != nil,
-		HTML:      html.String(),
+		Result:   quiz.Result{Options: []quiz.OptionResult{}, Explanation: q.Explanation.Get(lang)},
+		Attempts: st[q.ID].Attempts,
+		Best:     st[q.ID].Best != nil,
+		HTML:     html.String(),
 	})
+}
+
+// quizCtxFor is the question context of a submission from lesson slug.
+func (s *Server) quizCtxFor(r *http.Request, c *lessons.Course, slug, lang string) quizCtx {
+	qc := quizCtx{Learner: learnerID(r), RevealAfter: lessons.DefaultRevealAfter}
+	if l := c.Lesson(slug); l != nil {
+		if p := l.Page(lang); p != nil {
+			qc.RevealAfter = p.RevealAfter
+		}
+	}
+	return qc
+}
+
+// noteFormatError records a numeric answer the server could not read, so
+// instructors see learners struggling with the format (never graded).
+func (s *Server) noteFormatError(r *http.Request, q *quiz.Question, err error, raw string) {
+	var ae *quiz.AnswerError
+	if q.Type != quiz.Numeric || !errors.As(err, &ae) || ae.Kind != quiz.AnswerNotANumber {
+		return
+	}
+	if e := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizFormat, raw); e != nil {
+		s.log.Warn("record a quiz format error", "question", q.ID, "err", e)
+	}
 }
 
 func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *lessons.Course, q *quiz.Question) {
@@ -126,11 +196,24 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 		anchor = "" // show the result at every placement of the question
 	}
 	values := r.PostForm["answer"]
+	if parseErr == nil && r.PostForm.Get("reveal") != "" {
+		if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		if anchor == "" {
+			anchor = inlinePrefix + q.ID
+		}
+		u := lessonHref(slug) + "?" + url.Values{"reveal": {q.ID}, "at": {anchor}}.Encode() + "#" + anchor
+		http.Redirect(w, r, u, http.StatusSeeOther)
+		return
+	}
 	var a quiz.Answer
 	var rejected *Error
 	if parseErr != nil {
 		rejected = bodyError(lang, parseErr)
 	} else if a, parseErr = quiz.FormAnswer(q, values); parseErr != nil {
+		s.noteFormatError(r, q, parseErr, firstValue(values))
 		rejected = answerError(lang, parseErr)
 	}
 	if rejected != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -33,12 +34,14 @@ func quizCourse(t *testing.T) *lessons.Course {
 		t.Fatal(err)
 	}
 	page := func(lang string) *lessons.Page {
-		return &lessons.Page{Lang: lang, Title: "Quiz " + lang, Order: 1,
+		// `checkpoint: all`: pick-many is placed in the text and asked
+		// again in the checkpoint; the answer shows after 2 wrong attempts.
+		return &lessons.Page{Lang: lang, Title: "Quiz " + lang, Order: 1, CheckpointAll: true, RevealAfter: 2,
 			QuestionIDs: []string{"demo/pick-many", "demo/pick-one", "demo/number", "demo/steps"},
 			Body: []lessons.Segment{
 				{Kind: lessons.SegHTML, HTML: "<p>Some prose.</p>"},
 				{Kind: lessons.SegQuiz, ID: "demo/pick-many"},
-				{Kind: lessons.SegCheckpoint, Questions: []string{"demo/pick-one", "demo/number", "demo/steps"}},
+				{Kind: lessons.SegCheckpoint, Questions: []string{"demo/pick-many", "demo/pick-one", "demo/number", "demo/steps"}},
 			}}
 	}
 	l := &lessons.Lesson{Slug: "01-quiz", Order: 1, Quiz: set,
@@ -159,7 +162,7 @@ func TestQuizPageHoldsNoAnswers(t *testing.T) {
 						continue
 					}
 					var shown []string
-					d.Find(byID("cp-"+q.ID) + " select").First().Find("option[value!='']").Each(func(_ int, s *goquery.Selection) {
+					d.Find(`section.quiz[data-question="` + q.ID + `"] select`).First().Find("option[value!='']").Each(func(_ int, s *goquery.Selection) {
 						v, _ := s.Attr("value")
 						shown = append(shown, v)
 					})
@@ -219,10 +222,10 @@ func TestQuizAttemptJSON(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := quiz.Result{Correct: false, Explanation: "A and B.", Options: []quiz.OptionResult{
+	// A first wrong answer tells about what was chosen only: no missed
+	// option, no explanation (it states the answer).
+	want := quiz.Result{Correct: false, Options: []quiz.OptionResult{
 		{ID: "a", Chosen: true, Correct: true, Feedback: "A is right"},
-		{ID: "b", Chosen: false, Correct: true, Feedback: "B is right"},
-		{ID: "c"},
 		{ID: "d", Chosen: true, Correct: false, Feedback: "D is wrong"},
 	}}
 	if fmt.Sprint(got.Result) != fmt.Sprint(want) {
@@ -244,14 +247,29 @@ func TestQuizAttemptJSON(t *testing.T) {
 	sec.Find("li.quiz-option").Each(func(_ int, s *goquery.Selection) {
 		marks[s.AttrOr("data-option", "")] = s.AttrOr("data-mark", "")
 	})
-	if fmt.Sprint(marks) != "map[a:right b:missed c: d:wrong]" {
+	if fmt.Sprint(marks) != "map[a:right b: c: d:wrong]" {
 		t.Errorf("marks = %v", marks)
 	}
 	if sec.Find("input[value=d]").AttrOr("checked", "no") == "no" || sec.Find("input[value=b]").Is("[checked]") {
 		t.Error("the form is not refilled with the answer")
 	}
-	if !strings.Contains(sec.Find("[data-testid=explanation]").Text(), "A and B.") {
-		t.Error("no explanation in the fragment")
+	if sec.Find("[data-testid=explanation]").Length() != 0 || strings.Contains(got.HTML, "A and B.") {
+		t.Error("a first wrong answer shows the explanation")
+	}
+	if sec.Find("[data-testid=reveal]").Length() != 1 || !strings.Contains(sec.Find("[data-testid=reveal-note]").Text(), "1 more") {
+		t.Errorf("no show-answer button or note: %q", sec.Find("[data-testid=reveal-note]").Text())
+	}
+
+	// The second wrong answer reaches the lesson's reveal_after (2): the
+	// answer, the missed option and the explanation now show.
+	_, body = postJSON(t, env, c, "demo/pick-many", `{"answer":["a","d"],"anchor":"q-demo/pick-many","lesson":"01-quiz"}`, "Accept-Language", "en")
+	json.Unmarshal(body, &got)
+	if got.Explanation != "A and B." || len(got.Options) != 4 {
+		t.Errorf("after 2 wrong attempts: %+v", got.Result)
+	}
+	d, _ = goquery.NewDocumentFromReader(strings.NewReader(got.HTML))
+	if m := d.Find(`li.quiz-option[data-option=b]`).AttrOr("data-mark", ""); m != "missed" {
+		t.Errorf("after 2 wrong attempts b is marked %q", m)
 	}
 	if st := sec.Find("[data-testid=quiz-status]").AttrOr("data-attempts", ""); st != "1" {
 		t.Errorf("status attempts = %q", st)
@@ -263,7 +281,7 @@ func TestQuizAttemptJSON(t *testing.T) {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
 	json.Unmarshal(body, &got)
-	if !got.Correct || got.Explanation != "甲和乙。" || got.Attempts != 2 || !got.Best {
+	if !got.Correct || got.Explanation != "甲和乙。" || got.Attempts != 3 || !got.Best {
 		t.Errorf("second attempt = %+v", got)
 	}
 	// Numeric and order answers.
@@ -284,8 +302,8 @@ func TestQuizAttemptJSON(t *testing.T) {
 			t.Errorf("%s %s: status %d correct %v: %s", tc.id, tc.answer, res.StatusCode, r.Correct, body)
 		}
 	}
-	if n := countAttempts(t, env); n != 7 {
-		t.Errorf("%d attempts stored, want 7", n)
+	if n := countAttempts(t, env); n != 8 {
+		t.Errorf("%d attempts stored, want 8", n)
 	}
 }
 
@@ -361,13 +379,14 @@ func TestQuizAttemptForm(t *testing.T) {
 	}
 	var fb []string
 	cp.Find("[data-testid=feedback]").Each(func(_ int, s *goquery.Selection) { fb = append(fb, s.Text()) })
-	if strings.Join(fb, "|") != "A is right|B is right|C is wrong" {
-		t.Errorf("feedback = %q", fb)
+	sort.Strings(fb)
+	if strings.Join(fb, "|") != "B is right|C is wrong" {
+		t.Errorf("feedback = %q (only the chosen options before the answer is revealed)", fb)
 	}
-	if !strings.Contains(cp.Find("[data-testid=explanation]").Text(), "A and B.") {
-		t.Error("no explanation")
+	if cp.Find("[data-testid=explanation]").Length() != 0 {
+		t.Error("a first wrong answer shows the explanation")
 	}
-	if got := strings.TrimSpace(cp.Find("button[type=submit]").Text()); got != "Try again" {
+	if got := strings.TrimSpace(cp.Find("button.primary[type=submit]").Text()); got != "Try again" {
 		t.Errorf("button = %q", got)
 	}
 	// The same question placed in the text stays a plain form.

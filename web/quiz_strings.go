@@ -48,7 +48,7 @@ func init() {
 		"quiz.err.duplicate":             "同一个选项出现了两次。",
 		"quiz.err.duplicate.option":      "选项 %q 出现了两次。",
 		"quiz.err.incomplete":            "请为每个位置选择一步，每一步只用一次。",
-		"quiz.err.not_a_number":          "请输入一个数字，例如 12.5。",
+		"quiz.err.not_a_number":          "请输入一个数字，只写数字本身（例如 7 或 0.25），不带单位。",
 	})
 	addStrings("en", map[string]string{
 		"quiz.checkpoint":        "Checkpoint",
@@ -96,6 +96,6 @@ func init() {
 		"quiz.err.duplicate":             "The same option was given twice.",
 		"quiz.err.duplicate.option":      "Option %q was given twice.",
 		"quiz.err.incomplete":            "Choose a step for every position, each step once.",
-		"quiz.err.not_a_number":          "Enter a number, for example 12.5.",
+		"quiz.err.not_a_number":          "Enter a number on its own (such as 7 or 0.25), without the unit.",
 	})
 }

@@ -48,6 +48,21 @@ type quizShown struct {
 	Answer     *quiz.Answer
 	Values     []string // rejected form values, to refill the form
 	Error      string
+	// Reveal: show the answer the learner asked for (no answer of theirs).
+	Reveal bool
+	// Revealed: the learner asked for this answer before, so a graded
+	// answer shows everything.
+	Revealed bool
+}
+
+// quizCtx is what a question's rendering needs beyond the question.
+type quizCtx struct {
+	// Learner seeds the order of a choice question's options; "" keeps
+	// the authored order (the static skeleton, which leaves a hole there).
+	Learner string
+	// RevealAfter is the lesson's number of wrong attempts after which a
+	// question shows its answer (0: only a right answer or "show answer").
+	RevealAfter int
 }
 
 // attemptsPath is the endpoint a question's form posts to.
@@ -83,7 +98,34 @@ func (s *Server) quizFromQuery(r *http.Request) *quizPage {
 	}
 	ans := quiz.StoredAnswer(a.Answer)
 	shown := &quizShown{QuestionID: a.QuestionID, Answer: &ans}
+	shown.Revealed, _ = s.cfg.Store.Revealed(r.Context(), learnerID(r), a.QuestionID)
 	if at := r.URL.Query().Get("at"); validAnchor(a.QuestionID, at) {
+		shown.Anchor = at
+	}
+	return &quizPage{Shown: shown}
+}
+
+// quizQuery is what the lesson's query asks a question to show: a graded
+// attempt (?attempt=) or a revealed answer (?reveal=).
+func (s *Server) quizQuery(r *http.Request) *quizPage {
+	if qp := s.quizFromQuery(r); qp != nil {
+		return qp
+	}
+	return s.revealFromQuery(r)
+}
+
+// revealFromQuery reads ?reveal=QUESTION&at=ANCHOR, the target of the
+// no-JS "show answer": shown only when the store has the learner's reveal.
+func (s *Server) revealFromQuery(r *http.Request) *quizPage {
+	id := r.URL.Query().Get("reveal")
+	if id == "" {
+		return nil
+	}
+	if ok, err := s.cfg.Store.Revealed(r.Context(), learnerID(r), id); err != nil || !ok {
+		return nil
+	}
+	shown := &quizShown{QuestionID: id, Reveal: true, Revealed: true}
+	if at := r.URL.Query().Get("at"); validAnchor(id, at) {
 		shown.Anchor = at
 	}
 	return &quizPage{Shown: shown}
@@ -122,17 +164,20 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if n := qp.placedAt[q.ID]; n > 1 {
 		dom += "~" + strconv.Itoa(n)
 	}
-	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), qp.Shown)
+	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), qp.Shown, lr.quizCtx())
 	if qp.hole != nil {
 		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
+		if choiceQuestion(q) {
+			v.OptionsSlot = qp.hole(skeletonHole{kind: holeQuizOptions, id: q.ID, dom: dom})
+		}
 	}
 	return views.QuizQuestionView(v)
 }
 
-// checkpointSegment renders ::checkpoint: every question of the lesson's
-// quiz.yaml, including ones also placed in the text (the checkpoint is the
-// lesson's self-test at the end), with the learner's score.
-func (s *Server) checkpointSegment(lr *lessonRequest) templ.Component {
+// checkpointSegment renders ::checkpoint: the questions the lesson's text
+// did not ask (all of them with `checkpoint: all`), with the learner's
+// score. Under the author's "Checkpoint" heading it adds none of its own.
+func (s *Server) checkpointSegment(lr *lessonRequest, seg lessons.Segment) templ.Component {
 	if lr.Lesson.Quiz == nil {
 		return views.Placeholder(string(lessons.SegCheckpoint), lr.Lesson.Slug, trf(lr.Lang, "quiz.nocheckpoint"))
 	}
@@ -141,17 +186,29 @@ func (s *Server) checkpointSegment(lr *lessonRequest) templ.Component {
 		return failing(err)
 	}
 	v := views.Quiz{T: lr.T}
-	if qp.hole != nil {
-		v.ScoreSlot = qp.hole(skeletonHole{kind: holeQuizScore})
+	if seg.AfterHeading {
+		v.LabelledBy = seg.ID
 	}
-	for i, q := range lr.Lesson.Quiz.Questions {
+	qs := checkpointQuestions(lr.Course, lr.Lesson, seg)
+	if qp.hole != nil {
+		ids := make([]string, len(qs))
+		for i, q := range qs {
+			ids[i] = q.ID
+		}
+		v.ScoreSlot = qp.hole(skeletonHole{kind: holeQuizScore, ids: ids})
+	}
+	for i, q := range qs {
 		st := views.QuizStatus(qp.status[q.ID])
 		if st.EverCorrect {
 			v.Correct++
 		}
-		qv := questionView(lr.Lang, q, checkpointPrefix+q.ID, lr.Lesson.Slug, i+1, st, qp.Shown)
+		dom := checkpointPrefix + q.ID
+		qv := questionView(lr.Lang, q, dom, lr.Lesson.Slug, i+1, st, qp.Shown, lr.quizCtx())
 		if qp.hole != nil {
 			qv.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
+			if choiceQuestion(q) {
+				qv.OptionsSlot = qp.hole(skeletonHole{kind: holeQuizOptions, id: q.ID, dom: dom})
+			}
 		}
 		v.Questions = append(v.Questions, qv)
 	}
@@ -164,25 +221,63 @@ func failing(err error) templ.Component {
 	return templ.ComponentFunc(func(context.Context, io.Writer) error { return err })
 }
 
+// checkpointQuestions are the questions a ::checkpoint asks, in quiz.yaml
+// order (Segment.Questions; every question of the lesson for a segment
+// built before the loader filled them).
+func checkpointQuestions(c *lessons.Course, l *lessons.Lesson, seg lessons.Segment) []*quiz.Question {
+	if len(seg.Questions) == 0 {
+		return l.Quiz.Questions
+	}
+	out := make([]*quiz.Question, 0, len(seg.Questions))
+	for _, id := range seg.Questions {
+		if q := c.Questions[id]; q != nil {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// choiceQuestion reports whether q's options are shuffled per learner.
+func choiceQuestion(q *quiz.Question) bool {
+	return q.Type == quiz.Single || q.Type == quiz.Multi
+}
+
+// quizCtx is the request's question context: the learner and the lesson's
+// reveal rule.
+func (lr *lessonRequest) quizCtx() quizCtx {
+	qc := quizCtx{Learner: lr.Learner, RevealAfter: lessons.DefaultRevealAfter}
+	if lr.Page != nil {
+		qc.RevealAfter = lr.Page.RevealAfter
+	}
+	if lr.State.Quiz != nil && lr.State.Quiz.hole != nil {
+		qc.Learner = "" // the skeleton: the learner's order goes in a hole
+	}
+	return qc
+}
+
 // questionView builds the form of q at DOM id dom. Only the texts a learner
-// needs to answer go in, unless shown carries a graded answer or a rejected
-// submission for this placement.
-func questionView(lang string, q *quiz.Question, dom, lesson string, number int, st views.QuizStatus, shown *quizShown) views.QuizQuestion {
+// needs to answer go in, unless shown carries a graded answer, a revealed
+// answer or a rejected submission for this placement. A wrong answer keeps
+// the answer hidden (feedback on what was chosen, the hint) until the
+// learner answers right, asks for it, or has made qc.RevealAfter attempts.
+func questionView(lang string, q *quiz.Question, dom, lesson string, number int, st views.QuizStatus, shown *quizShown, qc quizCtx) views.QuizQuestion {
+	t := tr(lang)
 	v := views.QuizQuestion{
-		T:      tr(lang),
-		DOMID:  dom,
-		ID:     q.ID,
-		Type:   string(q.Type),
-		Action: attemptsPath(q.ID),
-		Lesson: lesson,
-		Number: number,
-		Prompt: markdownInline(q.Prompt.Get(lang)),
-		Hint:   markdownInline(q.Hint.Get(lang)),
-		Unit:   q.Unit,
-		Status: st,
+		T:         t,
+		DOMID:     dom,
+		ID:        q.ID,
+		Type:      string(q.Type),
+		Action:    attemptsPath(q.ID),
+		Lesson:    lesson,
+		Number:    number,
+		Prompt:    markdownInline(q.Prompt.Get(lang)),
+		Hint:      markdownInline(q.Hint.Get(lang)),
+		Unit:      q.Unit,
+		Status:    st,
+		CanReveal: true,
 	}
 	text := map[string]string{}
-	for _, o := range q.DisplayOptions() {
+	for _, o := range q.OptionsFor(qc.Learner) {
 		t := o.Text.Get(lang)
 		text[o.ID] = t
 		v.Options = append(v.Options, views.QuizOption{
@@ -197,12 +292,29 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		prefill(&v, q, quiz.Answer{Choices: shown.Values, Choice: firstValue(shown.Values)}, firstValue(shown.Values))
 		return v
 	}
+	if shown.Reveal {
+		revealView(&v, q, lang, text)
+		return v
+	}
 	if shown.Answer == nil {
 		return v
 	}
 	a := *shown.Answer
 	res := quiz.Grade(q, a, lang)
-	v.Result = &views.QuizResult{Correct: res.Correct, Explanation: markdownHTML(res.Explanation)}
+	reveal := res.Correct || shown.Revealed || qc.RevealAfter > 0 && st.Attempts >= qc.RevealAfter
+	v.Result = &views.QuizResult{Correct: res.Correct}
+	if !reveal {
+		res = res.Withheld(q.Type)
+		v.Result.Withheld = true
+		if qc.RevealAfter > 0 {
+			v.Result.RevealNote = trf(lang, "quiz.reveal.after", max(qc.RevealAfter-st.Attempts, 1))
+		} else {
+			v.Result.RevealNote = t("quiz.reveal.only")
+		}
+	} else {
+		v.Result.Explanation = markdownHTML(res.Explanation)
+		v.CanReveal = false
+	}
 	if q.Type == quiz.Numeric {
 		v.Result.Number = strconv.FormatFloat(a.Number, 'g', -1, 64)
 	}
@@ -221,6 +333,28 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	prefill(&v, q, a, v.Result.Number)
 	return v
+}
+
+// revealView shows q's answer because the learner asked for it: the right
+// options (or order, or number), their feedback and the explanation.
+func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[string]string) {
+	v.CanReveal = false
+	v.Result = &views.QuizResult{Revealed: true, Explanation: markdownHTML(q.Explanation.Get(lang))}
+	switch q.Type {
+	case quiz.Numeric:
+		v.Result.Number = strconv.FormatFloat(q.Value, 'g', -1, 64)
+	case quiz.Order:
+		for _, o := range q.Options {
+			v.Result.Placed = append(v.Result.Placed, views.QuizResultOption{ID: o.ID, Text: markdownInline(text[o.ID]), Answer: true})
+		}
+	default:
+		for i := range v.Options {
+			o := q.Option(v.Options[i].ID)
+			if o != nil && o.Correct {
+				v.Options[i].Result = &views.QuizResultOption{ID: o.ID, Correct: true, Answer: true, Feedback: markdownInline(o.Feedback.Get(lang))}
+			}
+		}
+	}
 }
 
 // quizStatusOf is a stored record as the status line shows it.

@@ -45,6 +45,8 @@ func TestExperimentWidgetInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(w+` [data-action=run]`)),
 		chromedp.WaitVisible(chromedp.CSS(w+` [data-testid=run-verdict]`)),
 		chromedp.WaitVisible(chromedp.CSS(w+` .exp-status.status-done`)),
+		// The chart is drawn on the next animation frame, late on a loaded machine.
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('`+w+` .exp-chart canvas').length > 0`),
 	)
 	if got := text(w + ` [data-testid=run-verdict]`); !strings.Contains(got, "ticked") {
 		t.Errorf("verdict %q", got)

@@ -65,6 +65,19 @@ func runTestRegistry() *sandbox.Registry {
 			return nil
 		},
 	})
+	// units draws a round-trip chart (µs, labelled series) and a CPU one.
+	reg.Register(&sandbox.Experiment{
+		ID: "units", Title: sandbox.Text{"en": "Units", "zh": "单位"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
+		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+			for i := range 5 {
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "rtt_us_64", X: float64(i + 1), Y: float64(20 + i), Unit: "µs",
+					Messages: sandbox.Text{"en": "round trip, 64 B", "zh": "往返，64 B"}})
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_cpu_ms", X: float64(i + 1), Y: 0, Unit: "ms",
+					Messages: sandbox.Text{"en": "receiver's CPU time", "zh": "接收方进程的 CPU 时间"}})
+			}
+			return nil
+		},
+	})
 	// hold emits `before` logs, waits for its gate (or ctx), emits `after` logs.
 	reg.Register(&sandbox.Experiment{
 		ID: "hold", Needs: sandbox.NeedHost, Timeout: 30 * time.Second,

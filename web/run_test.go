@@ -51,7 +51,8 @@ func TestRunCreateRefusals(t *testing.T) {
 	c := env.client()
 	var e errorBody
 	res := env.postJSON(c, "/api/runs", `{"experiment":"ticks","params":{"size":"2MiB"}}`, &e)
-	if res.StatusCode != 400 || !strings.Contains(e.Error.Message, "size") || !strings.Contains(e.Error.Message, "64 B and 1 MiB") {
+	// In the learner's language (zh by default): the bounds too, no English inside.
+	if m := e.Error.Message; res.StatusCode != 400 || !strings.Contains(m, "size") || !strings.Contains(m, "64 B 到 1 MiB") || strings.Contains(m, "must") {
 		t.Errorf("param out of range: %d %+v", res.StatusCode, e)
 	}
 	res = env.postJSON(c, "/api/runs", `{"experiment":"ticks","params":{"rm":1}}`, &e)

@@ -31,7 +31,11 @@ func submitError(r *http.Request, err error) error {
 	switch {
 	case errors.As(err, &pe):
 		// 400 as the interface promises; the message names the param and its bounds.
-		return &Error{Code: CodeBadRequest, Message: trf(langOf(r), "run.err.param", pe.Param, pe.Message), Err: err}
+		msg := pe.Message
+		if m := pe.Messages[langOf(r)]; m != "" {
+			msg = m // the bounds in the learner's language, not English inside Chinese
+		}
+		return &Error{Code: CodeBadRequest, Message: trf(langOf(r), "run.err.param", pe.Param, msg), Err: err}
 	case errors.Is(err, sandbox.ErrUnknownExperiment):
 		return &Error{Code: CodeBadRequest, Message: t("run.err.unknown") + ": " + err.Error(), Err: err}
 	case errors.Is(err, sandbox.ErrLearnerActive):

@@ -167,6 +167,8 @@ prerequisites: []
 references:
   - title: "Systems Performance, 2nd ed. (Brendan Gregg)"
     url: https://www.brendangregg.com/systems-performance-2nd-edition-book.html
+checkpoint: new   # new: ask only what the text did not; all: ask every question again
+reveal_after: 3   # wrong attempts before a question shows its answer (0: never by count)
 ---
 
 Replace this text with the introduction. Everything here is Markdown:
@@ -214,7 +216,8 @@ A widget with preset params; learners press *Run* and watch it live.
 
 ## Checkpoint
 
-Every question of quiz.yaml that is not placed above appears here.
+Every question of quiz.yaml that is not placed above appears here
+(write checkpoint: all in the front matter to ask them all again).
 
 ::checkpoint
 `
@@ -231,6 +234,8 @@ prerequisites: []
 references:
   - title: "Systems Performance, 2nd ed. (Brendan Gregg)"
     url: https://www.brendangregg.com/systems-performance-2nd-edition-book.html
+checkpoint: new   # new: ask only what the text did not; all: ask every question again
+reveal_after: 3   # wrong attempts before a question shows its answer (0: never by count)
 ---
 
 把这段文字换成引言。这里写的都是 Markdown：**粗体**、` + "`代码`" + `、[链接](https://example.org)、表格和列表。
@@ -277,7 +282,7 @@ references:
 
 ## 检查点
 
-quiz.yaml 里没有放在上文的题目都会出现在这里。
+quiz.yaml 里没有放在上文的题目都会出现在这里（在 front matter 里写 checkpoint: all 则全部再问一遍）。
 
 ::checkpoint
 `

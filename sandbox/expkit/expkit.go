@@ -59,3 +59,19 @@ func B2F(b bool) float64 {
 	}
 	return 0
 }
+
+// errnoZh is the C library's message of common errnos in Chinese.
+var errnoZh = map[string]string{
+	"ENOMEM": "无法分配内存", "EPERM": "不允许的操作", "EACCES": "权限不足", "EINVAL": "参数无效",
+	"EFAULT": "地址错误", "EAGAIN": "资源暂时不可用", "ENODEV": "没有这个设备", "ENOENT": "没有这个文件或目录",
+	"EBUSY": "设备或资源忙", "ETIMEDOUT": "连接超时", "ECONNREFUSED": "连接被拒绝", "EIO": "输入/输出错误",
+}
+
+// ErrnoZh is an errno's message for a Chinese reader: the translation of
+// a common errno, else the system's own text.
+func ErrnoZh(name, system string) string {
+	if s, ok := errnoZh[name]; ok {
+		return s
+	}
+	return system
+}

@@ -76,8 +76,10 @@ func runMemlock(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	hard := expkit.Rlim(own.Max)
 	canRaise := expkit.HasEffective(unix.CAP_SYS_RESOURCE)
 	haveIPCLock := expkit.HasPermitted(unix.CAP_IPC_LOCK)
-	logf(emit, "MemAvailable %s; this agent's RLIMIT_MEMLOCK soft %s, hard %s", human(avail), limitText(expkit.Rlim(own.Cur)), limitText(hard))
-	logf(emit, "agent holds CAP_IPC_LOCK: %v; CAP_SYS_RESOURCE (needed to raise the hard limit): %v", haveIPCLock, canRaise)
+	note(emit, "info", say(fmt.Sprintf("MemAvailable %s; this agent's RLIMIT_MEMLOCK soft %s, hard %s", human(avail), limitText(expkit.Rlim(own.Cur)), limitText(hard)),
+		fmt.Sprintf("MemAvailable %s；本 agent 的 RLIMIT_MEMLOCK 软上限 %s，硬上限 %s", human(avail), expkit.LimitTextZh(expkit.Rlim(own.Cur)), expkit.LimitTextZh(hard))))
+	note(emit, "info", say(fmt.Sprintf("agent holds CAP_IPC_LOCK: %v; CAP_SYS_RESOURCE (needed to raise the hard limit): %v", haveIPCLock, canRaise),
+		fmt.Sprintf("agent 持有 CAP_IPC_LOCK：%s；CAP_SYS_RESOURCE（提高硬上限需要它）：%s", yesNoZh(haveIPCLock), yesNoZh(canRaise))))
 
 	phase(emit, "attempt", say("Pinning the buffer in a child process", "在子进程里钉住缓冲区"))
 	first := attempt{id: "first", label: say("your choice", "你的选择"), req: lockRequest{Limit: limit, Size: size, KeepIPCLock: keep}}
@@ -210,27 +212,49 @@ func reportAttempt(emit sandbox.Emitter, a *attempt, avail int64) {
 				limitTextZh(a.req.Limit), limitTextZh(r.HardLimit), r.LimitError, limitTextZh(r.SoftLimit))))
 	}
 	if r.BoundingNote != "" {
-		logf(emit, "%s", r.BoundingNote)
+		note(emit, "info", say(r.BoundingNote, "子进程的能力边界集："+r.BoundingNote))
 	}
-	logf(emit, "[%s] RLIMIT_MEMLOCK %s, CAP_IPC_LOCK %s, mlock(%s) → %s",
-		a.label["en"], limitText(r.SoftLimit), onOff(r.CapIPCLock), human(a.req.Size), resultText(r))
+	note(emit, "info", say(fmt.Sprintf("[%s] RLIMIT_MEMLOCK %s, CAP_IPC_LOCK %s, mlock(%s) → %s",
+		a.label["en"], limitText(r.SoftLimit), onOff(r.CapIPCLock), human(a.req.Size), resultText(r)),
+		fmt.Sprintf("[%s] RLIMIT_MEMLOCK %s，CAP_IPC_LOCK %s，mlock(%s) → %s",
+			a.label["zh"], expkit.LimitTextZh(r.SoftLimit), expkit.KeptZh(r.CapIPCLock), human(a.req.Size), resultTextZh(r))))
 	if !r.OK && r.ErrnoName != "" {
 		msg := say(
 			fmt.Sprintf("mlock(%s) failed: %s (%s) — while MemAvailable is %s. The limit (%s) is what ran out, not memory.",
 				human(a.req.Size), r.Error, r.ErrnoName, human(avail), limitText(r.SoftLimit)),
 			fmt.Sprintf("mlock(%s) 失败：%s（%s）——而此时 MemAvailable 有 %s。耗尽的是上限（%s），不是内存。",
-				human(a.req.Size), r.Error, r.ErrnoName, human(avail), limitTextZh(r.SoftLimit)))
+				human(a.req.Size), expkit.ErrnoZh(r.ErrnoName, r.Error), r.ErrnoName, human(avail), limitTextZh(r.SoftLimit)))
 		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "mlock", Errno: r.Errno, ErrnoName: r.ErrnoName,
 			Message: msg["en"], Messages: msg})
 	}
 }
 
 func attemptTable(as []*attempt) *sandbox.Table {
-	t := &sandbox.Table{Title: "mlock attempts", Columns: []string{"attempt", "RLIMIT_MEMLOCK", "CAP_IPC_LOCK", "size", "result"}}
+	t := sandbox.NewTable(say("mlock attempts", "mlock 尝试"), say("attempt", "尝试"), sandbox.Same("RLIMIT_MEMLOCK"), sandbox.Same("CAP_IPC_LOCK"), say("size", "大小"), say("result", "结果"))
 	for _, a := range as {
-		t.Rows = append(t.Rows, []string{a.label["en"], limitText(a.rep.SoftLimit), onOff(a.rep.CapIPCLock), human(a.req.Size), resultText(a.rep)})
+		t.AddRow(a.label, say(limitText(a.rep.SoftLimit), expkit.LimitTextZh(a.rep.SoftLimit)), say(onOff(a.rep.CapIPCLock), expkit.KeptZh(a.rep.CapIPCLock)),
+			sandbox.Same(human(a.req.Size)), say(resultText(a.rep), resultTextZh(a.rep)))
 	}
 	return t
+}
+
+// resultTextZh is resultText in Chinese (errno names and the C library's
+// message stay as the system prints them).
+func resultTextZh(r lockReply) string {
+	if r.OK {
+		return "已锁定"
+	}
+	if r.ErrnoName != "" {
+		return r.ErrnoName + "（" + expkit.ErrnoZh(r.ErrnoName, r.Error) + "）"
+	}
+	return "失败：" + r.Error
+}
+
+func yesNoZh(b bool) string {
+	if b {
+		return "是"
+	}
+	return "否"
 }
 
 func verdictMemlock(as []*attempt, avail int64) sandbox.Text {

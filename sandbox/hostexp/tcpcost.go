@@ -83,12 +83,14 @@ func runTCPCost(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	defer unix.Close(rfd)
 	clock, haveClock := readCPUClock()
 	if haveClock {
-		logf(emit, "CPU clock %.2f GHz (from %s); %d CPUs online", clock.GHz, clock.Source, runtime.NumCPU())
+		note(emit, "info", say(fmt.Sprintf("CPU clock %.2f GHz (from %s); %d CPUs online", clock.GHz, clock.Source, runtime.NumCPU()),
+			fmt.Sprintf("CPU 主频 %.2f GHz（来自 %s）；在线 CPU %d 个", clock.GHz, clock.Source, runtime.NumCPU())))
 	} else {
 		note(emit, "warn", say("This machine states no CPU clock: cores are reported, GHz per Gbps is not.",
 			"本机没有给出 CPU 主频：只报告核数，不报告每 Gbps 的 GHz。"))
 	}
-	logf(emit, "sender and receiver are separate OS threads using blocking write()/read() of %s; Nagle on (the kernel default)", human(size))
+	note(emit, "info", say(fmt.Sprintf("sender and receiver are separate OS threads using blocking write()/read() of %s; Nagle on (the kernel default)", human(size)),
+		fmt.Sprintf("发送方和接收方是两个独立的操作系统线程，用阻塞的 write()/read()，每次 %s；Nagle 开启（内核默认）", human(size))))
 
 	var (
 		snd, rcv   side
@@ -259,13 +261,16 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 		"cores_busy": round(cores, 3),
 		"cores_100g": round(coresPerGbps*100, 1), "cores_400g": round(coresPerGbps*400, 1),
 	}
-	rows := [][]string{
-		{"bytes moved", human(r.bytes)},
-		{"elapsed", fmt.Sprintf("%.2f s", secs)},
-		{"throughput", fmt.Sprintf("%.2f Gbps", gbps)},
-		{"sender CPU", fmt.Sprintf("%.2f s (%.0f%% of a core)", r.sendCPU.Seconds(), r.sendCPU.Seconds()/secs*100)},
-		{"receiver CPU", fmt.Sprintf("%.2f s (%.0f%% of a core)", r.recvCPU.Seconds(), r.recvCPU.Seconds()/secs*100)},
-	}
+	t := sandbox.NewTable(say(fmt.Sprintf("TCP over loopback, %s writes", human(r.size)), fmt.Sprintf("经由回环的 TCP，每次 write %s", human(r.size))),
+		say("measure", "测量项"), say("value", "数值"))
+	same := sandbox.Same
+	t.AddRow(say("bytes moved", "搬运的字节"), same(human(r.bytes)))
+	t.AddRow(say("elapsed", "用时"), same(fmt.Sprintf("%.2f s", secs)))
+	t.AddRow(say("throughput", "吞吐"), same(fmt.Sprintf("%.2f Gbps", gbps)))
+	t.AddRow(say("sender CPU", "发送方 CPU"), say(fmt.Sprintf("%.2f s (%.0f%% of a core)", r.sendCPU.Seconds(), r.sendCPU.Seconds()/secs*100),
+		fmt.Sprintf("%.2f s（一个核的 %.0f%%）", r.sendCPU.Seconds(), r.sendCPU.Seconds()/secs*100)))
+	t.AddRow(say("receiver CPU", "接收方 CPU"), say(fmt.Sprintf("%.2f s (%.0f%% of a core)", r.recvCPU.Seconds(), r.recvCPU.Seconds()/secs*100),
+		fmt.Sprintf("%.2f s（一个核的 %.0f%%）", r.recvCPU.Seconds(), r.recvCPU.Seconds()/secs*100)))
 	var ghzPerGbps float64
 	if r.haveClock {
 		ghzPerGbps = coresPerGbps * r.clock.GHz
@@ -274,26 +279,18 @@ func report(emit sandbox.Emitter, r tcpResult) error {
 		figs["rule_ghz_per_gbps"] = RuleGHzPerGbps
 		figs["rule_cores_100g"] = round(RuleGHzPerGbps*100/r.clock.GHz, 1)
 		figs["rule_cores_400g"] = round(RuleGHzPerGbps*400/r.clock.GHz, 1)
-		rows = append(rows,
-			[]string{"CPU clock", fmt.Sprintf("%.2f GHz (%s)", r.clock.GHz, r.clock.Source)},
-			[]string{"GHz per Gbps (measured, both sides)", fmt.Sprintf("%.3f", ghzPerGbps)},
-			[]string{"GHz per Gbps (old rule of thumb, pre-offload)", fmt.Sprintf("~%.0f", RuleGHzPerGbps)},
-			[]string{"cores for 100 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])},
-			[]string{"cores for 100 Gbps, per host (measured, lower bound)", fmt.Sprintf("%.1f", figs["cores_100g"]/2)},
-			[]string{"cores for 400 Gbps, both hosts (measured / rule)", fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])},
-			[]string{"cores for 400 Gbps, per host (measured, lower bound)", fmt.Sprintf("%.1f", figs["cores_400g"]/2)},
-		)
+		t.AddRow(say("CPU clock", "CPU 主频"), same(fmt.Sprintf("%.2f GHz (%s)", r.clock.GHz, r.clock.Source)))
+		t.AddRow(say("GHz per Gbps (measured, both sides)", "每 Gbps 所需 GHz（实测，收发两端）"), same(fmt.Sprintf("%.3f", ghzPerGbps)))
+		t.AddRow(say("GHz per Gbps (old rule of thumb, pre-offload)", "每 Gbps 所需 GHz（旧经验值，无卸载时代）"), same(fmt.Sprintf("~%.0f", RuleGHzPerGbps)))
+		t.AddRow(say("cores for 100 Gbps, both hosts (measured / rule)", "100 Gbps 所需核数，两台主机合计（实测 / 经验值）"), same(fmt.Sprintf("%.1f / %.1f", figs["cores_100g"], figs["rule_cores_100g"])))
+		t.AddRow(say("cores for 100 Gbps, per host (measured, lower bound)", "100 Gbps 所需核数，每台主机（实测，下限）"), same(fmt.Sprintf("%.1f", figs["cores_100g"]/2)))
+		t.AddRow(say("cores for 400 Gbps, both hosts (measured / rule)", "400 Gbps 所需核数，两台主机合计（实测 / 经验值）"), same(fmt.Sprintf("%.1f / %.1f", figs["cores_400g"], figs["rule_cores_400g"])))
+		t.AddRow(say("cores for 400 Gbps, per host (measured, lower bound)", "400 Gbps 所需核数，每台主机（实测，下限）"), same(fmt.Sprintf("%.1f", figs["cores_400g"]/2)))
 	} else {
-		rows = append(rows,
-			[]string{"cores for 100 Gbps (measured)", fmt.Sprintf("%.1f", figs["cores_100g"])},
-			[]string{"cores for 400 Gbps (measured)", fmt.Sprintf("%.1f", figs["cores_400g"])},
-		)
+		t.AddRow(say("cores for 100 Gbps (measured)", "100 Gbps 所需核数（实测）"), same(fmt.Sprintf("%.1f", figs["cores_100g"])))
+		t.AddRow(say("cores for 400 Gbps (measured)", "400 Gbps 所需核数（实测）"), same(fmt.Sprintf("%.1f", figs["cores_400g"])))
 	}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: &sandbox.Table{
-		Title:   fmt.Sprintf("TCP over loopback, %s writes", human(r.size)),
-		Columns: []string{"measure", "value"},
-		Rows:    rows,
-	}})
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 
 	ok := true
 	v := verdictTCP(gbps, cores, ghzPerGbps, figs, r)

@@ -129,8 +129,8 @@ func runPerftest(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	common := []string{"-F", "-s", size, "-n", iters}
 	srvArgs := append([]string{"-d", top.Server.Dev, "-x", strconv.Itoa(top.Server.GID.Index)}, common...)
 	cliArgs := append(append([]string{"-d", top.Client.Dev, "-x", strconv.Itoa(top.Client.GID.Index)}, common...), top.Server.IP())
-	logf(emit, "server: %s %s", tool, strings.Join(srvArgs, " "))
-	logf(emit, "client: %s %s", tool, strings.Join(cliArgs, " "))
+	note(emit, "info", say("server: "+tool+" "+strings.Join(srvArgs, " "), "服务端："+tool+" "+strings.Join(srvArgs, " ")))
+	note(emit, "info", say("client: "+tool+" "+strings.Join(cliArgs, " "), "客户端："+tool+" "+strings.Join(cliArgs, " ")))
 
 	phase(emit, "run", say("Running "+tool, "运行 "+tool))
 	var lat perftestLat
@@ -147,10 +147,10 @@ func runPerftest(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		if attempt == 3 || ctx.Err() != nil {
 			return fmt.Errorf("perftest: %s: %w", tool, err)
 		}
-		logf(emit, "%s attempt %d failed (%v); trying again", tool, attempt, err)
+		note(emit, "warn", say(fmt.Sprintf("%s attempt %d failed (%v); trying again", tool, attempt, err), fmt.Sprintf("%s 第 %d 次尝试失败（%v）；再试一次", tool, attempt, err)))
 	}
-	t := &sandbox.Table{Title: tool + " (one way, µs)", Columns: []string{"size", "t_min", "t_typical", "t_avg", "99%", "t_max"},
-		Rows: [][]string{{size, f1(lat.Min), f1(lat.Typical), f1(lat.Avg), f1(lat.P99), f1(lat.Max)}}}
+	t := sandbox.NewTable(say(tool+" (one way, µs)", tool+"（单程，µs）"), say("size", "大小"), sandbox.Same("t_min"), sandbox.Same("t_typical"), sandbox.Same("t_avg"), sandbox.Same("99%"), sandbox.Same("t_max"))
+	t.AddRow(sandbox.Same(size), sandbox.Same(f1(lat.Min)), sandbox.Same(f1(lat.Typical)), sandbox.Same(f1(lat.Avg)), sandbox.Same(f1(lat.P99)), sandbox.Same(f1(lat.Max)))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	v := say(fmt.Sprintf("%s: typical one-way latency %.1f µs (average %.1f µs) for %s B between %s and %s. pingpong's median round trip divided by two should land close to the typical figure.", tool, lat.Typical, lat.Avg, size, top.Client.Dev, top.Server.Dev),
 		fmt.Sprintf("%s：%s B 消息在 %s 与 %s 之间的典型单程时延 %.1f µs（平均 %.1f µs）。pingpong 的往返中位数除以二应当接近这个典型值。", tool, size, top.Client.Dev, top.Server.Dev, lat.Typical, lat.Avg))
@@ -176,15 +176,19 @@ func Resources() *sandbox.Experiment {
 				return err
 			}
 			kinds := []string{"pd", "cq", "qp", "mr", "ctx", "cm_id", "srq"}
-			t := &sandbox.Table{Title: "rdma resource", Columns: append([]string{"device"}, kinds...)}
+			cols := []sandbox.Text{say("device", "设备")}
+			for _, k := range kinds {
+				cols = append(cols, sandbox.Same(k))
+			}
+			t := sandbox.NewTable(say("rdma resource", "rdma resource（设备持有的资源）"), cols...)
 			figs := map[string]float64{}
 			for _, dev := range verbs.DeviceNames() {
-				row := []string{dev}
+				row := []sandbox.Text{sandbox.Same(dev)}
 				for _, k := range kinds {
-					row = append(row, strconv.FormatUint(res[dev][k], 10))
+					row = append(row, sandbox.Same(strconv.FormatUint(res[dev][k], 10)))
 					figs[dev+"."+k] = float64(res[dev][k])
 				}
-				t.Rows = append(t.Rows, row)
+				t.AddRow(row...)
 			}
 			emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 			result(emit, true, say(fmt.Sprintf("%d RDMA devices and what they hold.", len(t.Rows)), fmt.Sprintf("%d 个 RDMA 设备及其持有的资源。", len(t.Rows))), figs)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -33,10 +35,25 @@ func QPStates() *sandbox.Experiment {
 }
 
 type qpStep struct {
-	step   string
-	state  verbs.QPState
-	attrs  string
-	result string
+	step     string
+	state    verbs.QPState
+	attrs    string
+	result   string
+	resultZh string // "" = same as result (a QPN, a status name)
+}
+
+// qpStepZh is a step's name for a Chinese reader.
+func qpStepZh(step string) string {
+	if st, ok := strings.CutPrefix(step, "post SEND in "); ok {
+		return "在 " + st + " 状态下 post SEND"
+	}
+	if st, ok := strings.CutPrefix(step, "modify to "); ok {
+		return "改到 " + st
+	}
+	if step == "modify INIT → RTS (skipping RTR)" {
+		return "从 INIT 直接改到 RTS（跳过 RTR）"
+	}
+	return step
 }
 
 func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
@@ -101,21 +118,22 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	tryMistake := func(step string, attrs string, f func() error, why sandbox.Text) {
 		tried++
 		err := f()
-		r := "accepted"
+		r, rz := "accepted", "被接受"
 		if err != nil {
 			refused++
-			r = "refused: " + err.Error()
+			r, rz = "refused: "+err.Error(), "被拒绝："+err.Error()
 			var ve *verbs.Error
 			if errors.As(err, &ve) {
+				rz = fmt.Sprintf("被拒绝：%s（%s，%s）", ve.Call, verbs.ErrnoName(ve.Errno), expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)))
 				t := explain(ve.Call, ve.Errno)
 				en := fmt.Sprintf("%s: %s (%s). %s %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["en"], t["en"])
-				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
+				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
 				emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
 			}
 		} else {
 			note(emit, "warn", say(fmt.Sprintf("%s was accepted by this device (%s): %s", step, top.Client.Dev, why["en"]), fmt.Sprintf("本设备（%s）接受了 %s：%s", top.Client.Dev, step, why["zh"])))
 		}
-		steps = append(steps, qpStep{step: step, state: state(), attrs: attrs, result: r})
+		steps = append(steps, qpStep{step: step, state: state(), attrs: attrs, result: r, resultZh: rz})
 	}
 	move := func(name string, to verbs.QPState, attrs string, t sandbox.Text) error {
 		phase(emit, name, t)
@@ -123,8 +141,8 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 			return verbsError(emit, err)
 		}
 		s := state()
-		logf(emit, "ibv_modify_qp(%s) with %s → state %s", to, attrs, s)
-		steps = append(steps, qpStep{step: "modify to " + to.String(), state: s, attrs: attrs, result: "ok"})
+		note(emit, "info", say(fmt.Sprintf("ibv_modify_qp(%s) with %s → state %s", to, attrs, s), fmt.Sprintf("ibv_modify_qp(%s)，属性 %s → 状态 %s", to, attrs, s)))
+		steps = append(steps, qpStep{step: "modify to " + to.String(), state: s, attrs: attrs, result: "ok", resultZh: "成功"})
 		if s != to {
 			return fmt.Errorf("qp-states: QP is %s after moving to %s", s, to)
 		}
@@ -179,21 +197,26 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		if wc.WRID == 1 {
 			break
 		}
-		logf(emit, "completion of earlier post %d: %s", wc.WRID, wc.Status)
+		note(emit, "info", say(fmt.Sprintf("completion of earlier post %d: %s", wc.WRID, wc.Status), fmt.Sprintf("之前第 %d 次 post 的完成：%s", wc.WRID, wc.Status)))
 	}
 	rwc, err := peer.waitCQ(ctx, peer.recvCQ, 20*time.Second)
 	if err != nil {
 		return err
 	}
 	got := string(peer.buf.Bytes()[:min(int(rwc.ByteLen), 4096)])
-	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got)})
+	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got), resultZh: fmt.Sprintf("%s；对端收到 %q", wc.Status, got)})
 	if wc.Err() != nil {
 		wcError(emit, wc, say("The SEND did not complete.", "SEND 没有完成。"))
 	}
 
-	t := &sandbox.Table{Title: "QP " + fmt.Sprintf("0x%x", qp.qp.Num()) + " step by step", Columns: []string{"step", "state after", "attributes given", "result"}}
+	t := sandbox.NewTable(say(fmt.Sprintf("QP 0x%x step by step", qp.qp.Num()), fmt.Sprintf("QP 0x%x 一步一步", qp.qp.Num())),
+		say("step", "步骤"), say("state after", "之后的状态"), say("attributes given", "给出的属性"), say("result", "结果"))
 	for _, s := range steps {
-		t.Rows = append(t.Rows, []string{s.step, s.state.String(), s.attrs, s.result})
+		rz := s.resultZh
+		if rz == "" {
+			rz = s.result
+		}
+		t.AddRow(say(s.step, qpStepZh(s.step)), sandbox.Same(s.state.String()), sandbox.Same(s.attrs), say(s.result, rz))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	ok := wc.Status == verbs.WCSuccess && refused == tried

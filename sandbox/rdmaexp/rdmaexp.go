@@ -111,7 +111,7 @@ func verbsError(emit sandbox.Emitter, err error) error {
 	}
 	t := explain(ve.Call, ve.Errno)
 	en := fmt.Sprintf("%s: %s (%s). %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), t["en"])
-	zh := fmt.Sprintf("%s：%s（%s）。%s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), t["zh"])
+	zh := fmt.Sprintf("%s：%s（%s）。%s", ve.Call, expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)), verbs.ErrnoName(ve.Errno), t["zh"])
 	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno),
 		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
 	return sandbox.Reported(err)
@@ -122,7 +122,35 @@ func verbsError(emit sandbox.Emitter, err error) error {
 // completion status name, the closest thing to an errno a completion has.
 func wcError(emit sandbox.Emitter, wc verbs.WC, why sandbox.Text) {
 	en := fmt.Sprintf("work completion: %s (%s). %s", wc.Status.Description(), wc.Status, why["en"])
-	zh := fmt.Sprintf("工作完成：%s（%s）。%s", wc.Status.Description(), wc.Status, why["zh"])
+	zh := fmt.Sprintf("工作完成：%s（%s）。%s", wcStatusZh(wc.Status), wc.Status, why["zh"])
 	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_poll_cq", ErrnoName: wc.Status.String(),
 		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+}
+
+// wcStatusZh is a work completion status for a Chinese reader: the
+// translation of ibv_wc_status_str's text for the common ones.
+func wcStatusZh(st verbs.WCStatus) string {
+	switch st.String() {
+	case "IBV_WC_SUCCESS":
+		return "成功"
+	case "IBV_WC_REM_ACCESS_ERR":
+		return "远端访问错误"
+	case "IBV_WC_LOC_PROT_ERR":
+		return "本地保护错误"
+	case "IBV_WC_LOC_QP_OP_ERR":
+		return "本地 QP 操作错误"
+	case "IBV_WC_RETRY_EXC_ERR":
+		return "传输重试次数超限"
+	case "IBV_WC_RNR_RETRY_EXC_ERR":
+		return "RNR 重试次数超限"
+	case "IBV_WC_WR_FLUSH_ERR":
+		return "工作请求被冲刷（QP 已进入错误状态）"
+	case "IBV_WC_REM_INV_REQ_ERR":
+		return "远端认为请求无效"
+	case "IBV_WC_LOC_LEN_ERR":
+		return "本地长度错误"
+	case "IBV_WC_REM_OP_ERR":
+		return "远端操作错误"
+	}
+	return st.Description()
 }

@@ -95,7 +95,7 @@ func runRegMR(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error
 	if err != nil {
 		return err
 	}
-	logf(emit, "device %s; MemAvailable %s", top.Server.Dev, human(avail))
+	note(emit, "info", say(fmt.Sprintf("device %s; MemAvailable %s", top.Server.Dev, human(avail)), fmt.Sprintf("设备 %s；MemAvailable %s", top.Server.Dev, human(avail))))
 
 	phase(emit, "register", say("ibv_reg_mr in a child process with your limit", "在按你的设置受限的子进程里调用 ibv_reg_mr"))
 	first := &regAttempt{id: "first", label: say("your choice", "你的选择"),
@@ -124,11 +124,12 @@ func runRegMR(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error
 		}
 	}
 
-	t := &sandbox.Table{Title: "ibv_reg_mr attempts", Columns: []string{"attempt", "RLIMIT_MEMLOCK", "CAP_IPC_LOCK", "size", "result"}}
+	t := sandbox.NewTable(say("ibv_reg_mr attempts", "ibv_reg_mr 尝试"), say("attempt", "尝试"), sandbox.Same("RLIMIT_MEMLOCK"), sandbox.Same("CAP_IPC_LOCK"), say("size", "大小"), say("result", "结果"))
 	figs := map[string]float64{"mem_available": float64(avail), "size": float64(size), "limit": float64(first.rep.SoftLimit),
 		"ok": b2f(first.rep.OK), "errno": float64(first.rep.Errno)}
 	for _, a := range attempts {
-		t.Rows = append(t.Rows, []string{a.label["en"], limitText(a.rep.SoftLimit), keptText(a.rep.CapIPCLock), human(a.req.Size), a.rep.text()})
+		t.AddRow(a.label, say(limitText(a.rep.SoftLimit), limitTextZh(a.rep.SoftLimit)), say(keptText(a.rep.CapIPCLock), expkit.KeptZh(a.rep.CapIPCLock)),
+			sandbox.Same(human(a.req.Size)), say(a.rep.text(), a.rep.textZh()))
 		if a.id != "first" {
 			figs["fix_"+a.id] = b2f(a.rep.OK)
 		}
@@ -156,17 +157,28 @@ func (a *regAttempt) run(ctx context.Context, emit sandbox.Emitter) error {
 			fmt.Sprintf("RLIMIT_MEMLOCK %s could not be set (%s): this process may not raise its hard limit. The attempt ran with %s.", limitText(a.req.Limit), r.LimitError, limitText(r.SoftLimit)),
 			fmt.Sprintf("无法把 RLIMIT_MEMLOCK 设为 %s（%s）：本进程无权提高硬上限。本次尝试按 %s 进行。", limitTextZh(a.req.Limit), r.LimitError, limitTextZh(r.SoftLimit))))
 	}
-	logf(emit, "[%s] RLIMIT_MEMLOCK %s, CAP_IPC_LOCK %s, ibv_reg_mr(%s) → %s", a.label["en"], limitText(r.SoftLimit), keptText(r.CapIPCLock), human(a.req.Size), r.text())
+	note(emit, "info", say(fmt.Sprintf("[%s] RLIMIT_MEMLOCK %s, CAP_IPC_LOCK %s, ibv_reg_mr(%s) → %s", a.label["en"], limitText(r.SoftLimit), keptText(r.CapIPCLock), human(a.req.Size), r.text()),
+		fmt.Sprintf("[%s] RLIMIT_MEMLOCK %s，CAP_IPC_LOCK %s，ibv_reg_mr(%s) → %s", a.label["zh"], limitTextZh(r.SoftLimit), expkit.KeptZh(r.CapIPCLock), human(a.req.Size), r.textZh())))
 	if !r.OK {
 		errno := syscall.Errno(r.Errno)
 		t := explain(r.Call, errno)
 		en := fmt.Sprintf("%s(%s) failed: %s (%s) — while MemAvailable is %s. %s", r.Call, human(a.req.Size), verbs.Strerror(errno), verbs.ErrnoName(errno), human(r.MemAvail), t["en"])
-		zh := fmt.Sprintf("%s(%s) 失败：%s（%s）——而此时 MemAvailable 有 %s。%s", r.Call, human(a.req.Size), verbs.Strerror(errno), verbs.ErrnoName(errno), human(r.MemAvail), t["zh"])
+		zh := fmt.Sprintf("%s(%s) 失败：%s（%s）——而此时 MemAvailable 有 %s。%s", r.Call, human(a.req.Size), expkit.ErrnoZh(verbs.ErrnoName(errno), verbs.Strerror(errno)), verbs.ErrnoName(errno), human(r.MemAvail), t["zh"])
 		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: r.Call, Errno: r.Errno, ErrnoName: verbs.ErrnoName(errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
 	} else if r.VmPin > 0 {
-		logf(emit, "[%s] while registered: VmPin %s (pages the kernel pinned for the NIC)", a.label["en"], human(r.VmPin))
+		note(emit, "info", say(fmt.Sprintf("[%s] while registered: VmPin %s (pages the kernel pinned for the NIC)", a.label["en"], human(r.VmPin)),
+			fmt.Sprintf("[%s] 注册期间：VmPin %s（内核为网卡钉住的页）", a.label["zh"], human(r.VmPin))))
 	}
 	return nil
+}
+
+// textZh is text in Chinese.
+func (r regRep) textZh() string {
+	if r.OK {
+		return "已注册"
+	}
+	e := syscall.Errno(r.Errno)
+	return fmt.Sprintf("%s（%s）", verbs.ErrnoName(e), expkit.ErrnoZh(verbs.ErrnoName(e), verbs.Strerror(e)))
 }
 
 func (r regRep) text() string {

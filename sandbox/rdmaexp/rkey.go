@@ -79,7 +79,7 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		return err
 	}
 	note(emit, "info", top.describe())
-	t := &sandbox.Table{Title: "one-sided WRITEs", Columns: []string{"case", "expected", "work completion", "sender QP after", "target QP after"}}
+	t := sandbox.NewTable(say("one-sided WRITEs", "单边 WRITE"), say("case", "情形"), say("expected", "预期"), say("work completion", "工作完成（WC）"), say("sender QP after", "之后发送方 QP"), say("target QP after", "之后目标 QP"))
 	allOK := true
 	figs := map[string]float64{}
 	for _, c := range rkeyCases() {
@@ -91,7 +91,8 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		if err != nil {
 			return verbsError(emit, err)
 		}
-		logf(emit, "%s: completion %s (%s), vendor_err 0x%x", c.id, wc.Status, wc.Status.Description(), wc.VendorErr)
+		note(emit, "info", say(fmt.Sprintf("%s: completion %s (%s), vendor_err 0x%x", c.id, wc.Status, wc.Status.Description(), wc.VendorErr),
+			fmt.Sprintf("%s：完成状态 %s（%s），vendor_err 0x%x", c.id, wc.Status, wcStatusZh(wc.Status), wc.VendorErr)))
 		if wc.Status != verbs.WCSuccess {
 			wcError(emit, wc, c.why)
 		} else {
@@ -104,7 +105,7 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		for i, w := range c.want {
 			want[i] = w.String()
 		}
-		t.Rows = append(t.Rows, []string{c.id, strings.Join(want, " or "), wc.Status.String(), states[0].String(), states[1].String()})
+		t.AddRow(say(c.title["en"], c.title["zh"]), say(strings.Join(want, " or "), strings.Join(want, " 或 ")), sandbox.Same(wc.Status.String()), sandbox.Same(states[0].String()), sandbox.Same(states[1].String()))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	v := say("The device enforced every rule on its own, without the applications: a WRITE needs the right rkey, must stay inside the registered range, needs remote-write access on the MR, and a QP may only use MRs of its own PD. Each violation ends in a completion error (remote access error, or local protection error for the PD) and moves the QP to ERROR — the target process was never asked. Here Soft-RoCE's kernel code enforces the rules; on a hardware RNIC the NIC does, with no CPU involved.",

@@ -162,7 +162,8 @@ func runWriteSilent(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if err != nil {
 		return fmt.Errorf("write-silent: exchange QP numbers and rkey: %w", err)
 	}
-	logf(emit, "receiver (pid %d) shared buffer addr 0x%x, length %d, rkey 0x%x, QPN 0x%x", ready.Pid, remote.Addr, remote.Len, remote.RKey, remote.QPN)
+	note(emit, "info", say(fmt.Sprintf("receiver (pid %d) shared buffer addr 0x%x, length %d, rkey 0x%x, QPN 0x%x", ready.Pid, remote.Addr, remote.Len, remote.RKey, remote.QPN),
+		fmt.Sprintf("接收方（pid %d）共享的缓冲区：地址 0x%x，长度 %d，rkey 0x%x，QPN 0x%x", ready.Pid, remote.Addr, remote.Len, remote.RKey, remote.QPN)))
 	if err := snd.connect(remote); err != nil {
 		return verbsError(emit, err)
 	}
@@ -332,19 +333,22 @@ func startSampler(ctx context.Context, emit sandbox.Emitter, pid, tid int, top t
 			case now := <-t.C:
 				x := now.Sub(base.at).Seconds()
 				if c, err := readProcCPU(pid); err == nil {
-					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_cpu_ms", X: x, Y: float64((c.Ticks() - base.recv.Ticks()) * 1000 / clkTck), Unit: "ms"})
+					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_cpu_ms", X: x, Y: float64((c.Ticks() - base.recv.Ticks()) * 1000 / clkTck), Unit: "ms",
+						Messages: say("receiver's CPU time", "接收方进程的 CPU 时间")})
 				}
 				if th, err := readThreadSched(pid, tid); err == nil {
 					// The receiving thread's switches: /proc/pid/status only
 					// counts the main thread, which is not the one that waits.
-					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_voluntary_cs", X: x, Y: float64(th.VoluntaryCS - base.thread.VoluntaryCS), Unit: "switches"})
+					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_voluntary_cs", X: x, Y: float64(th.VoluntaryCS - base.thread.VoluntaryCS), Unit: "switches",
+						Messages: say("receiving thread's context switches (woken up)", "接收线程的上下文切换（被唤醒）")})
 					// ms like the process's tick-based CPU time beside it, but
 					// exact: a single microsecond of running shows.
 					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "receiver_thread_run_ms", X: x, Y: float64(th.RunNs-base.thread.RunNs) / 1e6, Unit: "ms",
 						Messages: say("receiving thread's run time (schedstat)", "接收线程的运行时间（schedstat）")})
 				}
 				if m, err := verbs.Counters(top.Server.Dev, 1); err == nil {
-					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: top.Server.Dev + "_rcvd_pkts", X: x, Y: float64(m["rcvd_pkts"] - base.srvCnt["rcvd_pkts"]), Unit: "packets"})
+					emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: top.Server.Dev + "_rcvd_pkts", X: x, Y: float64(m["rcvd_pkts"] - base.srvCnt["rcvd_pkts"]), Unit: "packets",
+						Messages: say("packets received by "+top.Server.Dev, top.Server.Dev+" 收到的包")})
 				}
 			}
 		}
@@ -375,7 +379,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 	secs := o.end.at.Sub(o.base.at).Seconds()
 
 	// counters that moved, on both devices
-	t := &sandbox.Table{Title: "device counters that moved", Columns: []string{"device", "counter", "before", "after", "delta"}}
+	t := sandbox.NewTable(say("device counters that moved", "变化了的设备计数器"), say("device", "设备"), say("counter", "计数器"), say("before", "之前"), say("after", "之后"), say("delta", "变化"))
 	for _, d := range []struct {
 		dev       string
 		from, to  map[string]int64
@@ -391,7 +395,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 		sort.Strings(names)
 		for _, k := range names {
 			if d.to[k] != d.from[k] {
-				t.Rows = append(t.Rows, []string{d.dev, k, fmt.Sprint(d.from[k]), fmt.Sprint(d.to[k]), fmt.Sprint(d.to[k] - d.from[k])})
+				t.AddRow(sandbox.Same(d.dev), sandbox.Same(k), sandbox.Same(fmt.Sprint(d.from[k])), sandbox.Same(fmt.Sprint(d.to[k])), sandbox.Same(fmt.Sprint(d.to[k]-d.from[k])))
 			}
 		}
 	}
@@ -432,7 +436,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 		v := say(fmt.Sprintf("SEND needs a RECV posted by the peer: with none, the completion was %s (%s) and %s counted %d RNR NAKs (rcvd_rnr_err). Two-sided operations need the receiver's cooperation; WRITE does not.",
 			o.wcFail.Status, o.wcFail.Status.Description(), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])),
 			fmt.Sprintf("SEND 需要对端先投递 RECV：没有 RECV 时，完成状态是 %s（%s），%s 记录了 %d 次 RNR NAK（rcvd_rnr_err）。双边操作需要接收方配合，WRITE 不需要。",
-				o.wcFail.Status, o.wcFail.Status.Description(), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])))
+				o.wcFail.Status, wcStatusZh(o.wcFail.Status), o.top.Client.Dev, int64(figs["rcvd_rnr_err"])))
 		result(emit, ok, v, figs)
 		return nil
 	}

@@ -44,7 +44,8 @@
         i.setAttribute("aria-invalid", ok ? "false" : "true");
         i.closest(".calc-field").classList.toggle("invalid", !ok);
         var err = document.getElementById(i.id + "-err");
-        if (err && ok) err.textContent = "";
+        // Name the allowed range at the field, not only "fix the marked input".
+        if (err) err.textContent = ok ? "" : (root.dataset.msgRange || "").replace("%s", i.min || "0").replace("%s", i.max || "∞");
         return ok ? x : NaN;
       });
     }

@@ -191,6 +191,7 @@
         g.classList.add(k < state.i ? "is-past" : k === state.i ? "is-current" : "is-future");
       });
       cur.li.classList.add("is-current");
+      showCurrent(figure.querySelector('g.step[data-step="' + cur.id + '"]'));
 
       now.textContent = "";
       now.classList.toggle("is-removed", cur.removed);
@@ -219,6 +220,19 @@
           : S.sumrdma || "";
         now.appendChild(sum);
       }
+    }
+
+    var rendered = false;
+    // showCurrent keeps the highlighted box on screen on a phone, where the
+    // drawing is taller than the screen and the controls stick to its
+    // bottom edge: a step far from view scrolls into the space above them.
+    function showCurrent(g) {
+      if (!rendered) { rendered = true; return; } // not on page load
+      if (!g || !window.matchMedia || !window.matchMedia("(max-width: 640px)").matches) return;
+      var r = g.getBoundingClientRect(), barTop = bar.getBoundingClientRect().top;
+      var bottom = Math.min(window.innerHeight, barTop > 0 ? barTop : window.innerHeight);
+      if (r.top >= 0 && r.bottom <= bottom) return;
+      window.scrollBy(0, r.top - Math.max(8, (bottom - r.height) / 2));
     }
 
     render();

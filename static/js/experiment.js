@@ -9,6 +9,7 @@
   window.rdmalabExperiments = true;
 
   var MAX_LOG = 500;
+  var CHART_H = 260; // px: room for the longest y-axis title (web/chart_browser_test.go)
   var COLORS = ["#2f6fde", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
 
   function h(tag, attrs, text) {
@@ -96,6 +97,7 @@
     this.lab = root.querySelector("[data-lab-status]");
     if (this.lab) this.labReady = false;
     this.bind();
+    this.sync(); // Run waits for the lab from the start, not after a flash of enabled
     if (this.lab) this.watchLab();
   }
 
@@ -106,7 +108,9 @@
   Widget.prototype.sync = function () {
     if (!this.form) return;
     var busy = this.live || !!this.blocker;
-    this.form.querySelectorAll('button[type="submit"]').forEach(function (b) {
+    // Presets only fill the form (with JS): they stay usable; Run (and the
+    // hidden Enter target) follow the lab and the live run.
+    this.form.querySelectorAll('button[type="submit"]:not([data-preset])').forEach(function (b) {
       b.disabled = !this.labReady;
       if (busy) b.setAttribute("aria-disabled", "true"); else b.removeAttribute("aria-disabled");
     }, this);
@@ -152,8 +156,17 @@
   Widget.prototype.watchLab = function () {
     var w = this;
     var setRunnable = function (ok) { w.labReady = ok; w.sync(); };
+    // The state goes in a span before the link to /lab, which stays (a
+    // keyboard user who tabbed to it does not lose it when the state comes).
+    var text = w.lab.querySelector(".exp-lab-text");
+    if (!text) {
+      text = h("span", { "class": "exp-lab-text" });
+      w.lab.insertBefore(text, w.lab.firstChild);
+      var link = w.lab.querySelector("a");
+      if (link) { link.textContent = w.t("run.lab.details"); w.lab.insertBefore(document.createTextNode(" "), link); }
+    }
     var show = function (key, args, state) {
-      w.lab.textContent = fmt.apply(null, [w.t(key)].concat(args));
+      text.textContent = fmt.apply(null, [w.t(key)].concat(args));
       w.lab.dataset.state = state;
     };
     var poll = function () {
@@ -171,10 +184,10 @@
             show("run.lab.booting", [], "booting");
             setTimeout(poll, 2000);
           } else if (lab.state === "failed") {
-            show("run.lab.failed", [lab.reason || "?"], "failed");
+            show("run.lab.failed", [lab.reason_text || lab.reason || "?"], "failed");
             setTimeout(poll, 10000); // the server restarts a failed guest
           } else {
-            show("run.lab.none", [lab.reason || "?"], "none");
+            show("run.lab.none", [lab.reason_text || lab.reason || "?"], "none");
           }
         })
         .catch(function (e) {
@@ -538,7 +551,7 @@
       var axis = function (a) { return Object.assign({ stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } }, a); };
       var opts = {
         width: width,
-        height: 220,
+        height: CHART_H,
         scales: { x: { time: false } },
         axes: [axis({ label: "s" }), axis({ label: c.unit, size: 64, labelSize: 22 })],
         series: series
@@ -577,7 +590,7 @@
 
   window.addEventListener("resize", function () {
     document.querySelectorAll(".exp-chart").forEach(function (box) {
-      if (box._plot) box._plot.setSize({ width: box.clientWidth, height: 220 });
+      if (box._plot) box._plot.setSize({ width: box.clientWidth, height: CHART_H });
     });
   });
 

@@ -40,13 +40,15 @@
     var section = form.closest("section.quiz");
     if (!section) return;
     event.preventDefault();
-    var button = form.querySelector("button[type=submit]");
+    var button = event.submitter || form.querySelector("button[type=submit]");
     if (button) button.disabled = true;
+    var reveal = event.submitter && event.submitter.name === "reveal";
     var body = {
       answer: answerOf(form, section.dataset.type),
       anchor: section.id,
       lesson: form.elements.lesson ? form.elements.lesson.value : "",
     };
+    if (reveal) { delete body.answer; body.reveal = true; }
     try {
       var res = await fetch(form.action, {
         method: "POST",

@@ -102,6 +102,8 @@ type DashQuestion struct {
 	Options   []DashOption
 	Values    []DashValue
 	WrongPick string // most-picked wrong option id (single/multi)
+	Reveals   int    // learners who chose "show answer"
+	FormatErr int    // numeric answers in a form the server could not read
 }
 
 // DashOption is how often one option was chosen (for order questions: put

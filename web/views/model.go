@@ -82,6 +82,9 @@ type Lesson struct {
 	Prev, Next *Link
 	Body       []templ.Component
 	Complete   templ.Component
+	// References are the front-matter references the text does not link
+	// already (a "Further reading" section): each is listed once.
+	References []lessons.Reference
 }
 
 // ErrorPage is the 404 and 500 page.

@@ -1,0 +1,28 @@
+package e2e
+
+import (
+	"testing"
+)
+
+// The English-prose detector of TestEveryExperimentReplay.
+func TestEnglishProse(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want int
+	}{
+		{"TCP over loopback, 64 KiB writes", 1},
+		{"经由回环的 TCP，每次 write 64 KiB", 0},
+		{"在 RESET 状态下 post SEND", 0},
+		{"已取消 cancelled", 0},
+		{"原因：exit status 1", 1},
+		{"ibv_reg_mr(1 MiB) → ENOMEM（无法分配内存）", 0},
+		{"rxe0 收到的包", 0},
+		{"RDMA WRITE", 0},
+		{"round trip (µs, log)", 1},
+		{"Soft-RoCE 实验环境：就绪", 0},
+	} {
+		if got := englishProse(c.s); len(got) != c.want {
+			t.Errorf("%q: %v", c.s, got)
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// replayRunTimeout bounds one experiment run in the TCG guest (a hung run,
+// not speed: the runner's own time limit stops it earlier).
+const replayRunTimeout = 10 * time.Minute
+
+// interactiveWait is how long a run may go before the test cancels it (an
+// interactive experiment waits for commands; the others end well before).
+const interactiveWait = 90 * time.Second
+
+// TestEveryExperimentReplay runs every experiment the server lists — the
+// ones other lessons add too — once, for real (host experiments on this
+// kernel, RDMA ones in the Soft-RoCE guest under TCG), with each whole-number
+// param at its minimum to keep it short, then opens its replay page:
+//   - in Chinese, nothing a learner reads is English prose (tables,
+//     phases, logs, statuses, params, verdicts, errors), outside code, raw
+//     tool output and an allow-list;
+//   - at 375 px the page never scrolls sideways (wide tables scroll in
+//     their own box).
+//
+// The lab page is checked in Chinese too.
+func TestEveryExperimentReplay(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	vmdir := filepath.Join(dir, "vm")
+	// The guest image carries this labserver as its agent.
+	if out, err := exec.Command(labBinary, "vm", "build", "--dir", vmdir).CombinedOutput(); err != nil {
+		t.Fatalf("build the guest image: %v\n%s", err, out)
+	}
+	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Stop(labStopTimeout) })
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: time.Minute}
+	getJSON := func(path string, out any) {
+		t.Helper()
+		res, err := c.Get(lab.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	// The guest boots under TCG: wait for the lab to be ready.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var st struct{ State, Reason string }
+		getJSON("/api/lab", &st)
+		if st.State == "ready" {
+			break
+		}
+		// A failed boot (TCG on a loaded machine) is retried by the server.
+		if st.State == "none" || time.Now().After(deadline) {
+			t.Fatalf("the Soft-RoCE lab is %s: %s", st.State, st.Reason)
+		}
+		time.Sleep(2 * time.Second)
+	}
+
+	var list struct {
+		Experiments []struct {
+			ID     string
+			Params []struct {
+				Name    string
+				Kind    string
+				Min     int64
+				Default any
+			}
+		}
+	}
+	getJSON("/api/experiments", &list)
+	exps := list.Experiments
+	if len(exps) < 5 {
+		t.Fatalf("the server lists %d experiments", len(exps))
+	}
+
+	b := newBrowser(t, lab)
+	b.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+	for _, e := range exps {
+		params := map[string]any{}
+		for _, p := range e.Params {
+			params[p.Name] = p.Default
+			if p.Kind == "int" {
+				params[p.Name] = p.Min
+			}
+		}
+		body, _ := json.Marshal(map[string]any{"experiment": e.ID, "params": params})
+		res, err := c.Post(lab.URL+"/api/runs", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct{ ID string }
+		json.NewDecoder(res.Body).Decode(&created)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			t.Errorf("%s: submit answered %d", e.ID, res.StatusCode)
+			continue
+		}
+		var run struct{ Status, Error string }
+		ctx, cancel := context.WithTimeout(context.Background(), replayRunTimeout)
+		started, cancelled := time.Now(), false
+		for ctx.Err() == nil {
+			getJSON("/api/runs/"+created.ID, &run)
+			if run.Status != "queued" && run.Status != "running" {
+				break
+			}
+			// An interactive run (a step-through) waits for the learner:
+			// cancel it after a while; its replay is checked all the same.
+			if !cancelled && time.Since(started) > interactiveWait {
+				cancelled = true
+				if res, err := c.Post(lab.URL+"/api/runs/"+created.ID+"/cancel", "application/json", nil); err == nil {
+					res.Body.Close()
+				}
+				t.Logf("%s: still going after %s, cancelled", e.ID, interactiveWait)
+			}
+			time.Sleep(time.Second)
+		}
+		cancel()
+		if cancelled && run.Status == "cancelled" {
+			run.Status = "done" // cancelled by the test, not a failure of the experiment
+		}
+		if run.Status != "done" {
+			msg := fmt.Sprintf("%s with %v: the run ended %s: %s", e.ID, params, run.Status, run.Error)
+			if cleanZh[e.ID] {
+				t.Error(msg)
+			} else {
+				t.Log("not failed (the experiment's owner checks its runs): " + msg)
+			}
+		}
+		// The replay page shares the cookie-less browser: a run's link is public.
+		b.open("/runs/" + created.ID + "?lang=zh")
+		b.waitFor(e.ID+" replayed", `document.querySelector(".experiment[data-final=true]")`, stepTimeout)
+		if cleanZh[e.ID] {
+			checkChinese(t, b, "replay of "+e.ID)
+		} else {
+			// Reported, not failed, until its owner has moved it to
+			// bilingual events and listed it in cleanZh.
+			checkChinese(&logOnly{t}, b, "replay of "+e.ID)
+		}
+		checkNoSideways(t, b, "replay of "+e.ID)
+		t.Logf("%s: %s", e.ID, run.Status)
+	}
+	b.open("/lab?lang=zh")
+	checkChinese(t, b, "lab page")
+	checkNoSideways(t, b, "lab page")
+	b.open("/runs?lang=zh")
+	checkNoSideways(t, b, "run history")
+}
+
+// visibleTextJS is the page's visible text, one string per text node,
+// without code, raw tool output (stderr log lines), language names in the
+// language switch and what is hidden.
+const visibleTextJS = `(function(){
+  var out = [], skip = "code, pre, kbd, samp, script, style, noscript, .log-stderr, [hidden], [aria-hidden=true], [lang=en], .langs, .exp-id";
+  var w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (var n = w.nextNode(); n; n = w.nextNode()) {
+    var p = n.parentElement, s = n.textContent.trim();
+    if (!s || !p || p.closest(skip)) continue;
+    if (p.closest("details:not([open])") && !p.closest("summary")) { /* closed log: still read */ }
+    var cs = getComputedStyle(p); if (cs.display === "none" || cs.visibility === "hidden") continue;
+    out.push(s);
+  }
+  return out; })()`
+
+// plainWord is an English word as prose has them: letters only, lower case
+// or capitalised (acronyms such as RDMA, identifiers such as rxe0 or
+// ibv_reg_mr, units and numbers are not).
+var plainWord = regexp.MustCompile(`^[A-Za-z][a-z]+$`)
+
+// allowedPairs are two-word English names a Chinese page may carry:
+// commands and the spec's own terms.
+var allowedPairs = map[string]bool{
+	"rdma resource": true, "rdma statistic": true, "tc netem": true, "traffic class": true,
+}
+
+// quoted is text in quotation marks: a quotation of what the system says
+// ("Cannot allocate memory") or sent, which a learner must recognise as is.
+var quoted = regexp.MustCompile(`“[^”]*”|"[^"]*"|‘[^’]*’`)
+
+// tokenRE finds word-like tokens; what lies between two tokens decides
+// whether they belong to one run of prose (spaces, commas, hyphens) or not.
+var tokenRE = regexp.MustCompile(`[A-Za-z0-9_'’./%+µ-]+`)
+
+// englishProse returns the runs of two or more plain English words in s.
+func englishProse(s string) []string {
+	var out, run []string
+	flush := func() {
+		if len(run) >= 2 && !allowedPairs[strings.ToLower(strings.Join(run, " "))] {
+			out = append(out, strings.Join(run, " "))
+		}
+		run = run[:0]
+	}
+	prevEnd := 0
+	for _, m := range tokenRE.FindAllStringIndex(s, -1) {
+		gap := s[prevEnd:m[0]]
+		if strings.Trim(gap, " ,") != "" {
+			flush()
+		}
+		prevEnd = m[1]
+		tok := s[m[0]:m[1]]
+		w := strings.TrimRight(tok, ".")
+		if plainWord.MatchString(w) {
+			run = append(run, w)
+			if w != tok { // a full stop ends the run
+				flush()
+			}
+			continue
+		}
+		flush()
+	}
+	flush()
+	return out
+}
+
+// cleanZh are the experiments whose Chinese replay must hold no English
+// prose (their tables, logs and texts are bilingual: docs/architecture.md,
+// "Runs and events"). Every other listed experiment is still run and
+// checked, and its English is logged as pending rather than failed, so an
+// experiment can land before its translation; add its id here once clean.
+// When this test was written, diagnose, wire-capture (wire04), dscp-ecn,
+// loss-sweep, retry-budget (net02), pingpong (l01), the perf-* (perf05)
+// and the verbs03 experiments still printed English.
+var cleanZh = map[string]bool{
+	"tcp-cost": true, "memlock": true, "reg-mr": true, "write-silent": true, "rkey": true,
+	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
+}
+
+// reporter is what checkChinese needs of a *testing.T.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+// logOnly turns errors into log lines.
+type logOnly struct{ t *testing.T }
+
+func (l *logOnly) Helper() { l.t.Helper() }
+func (l *logOnly) Errorf(format string, args ...any) {
+	l.t.Helper()
+	l.t.Logf("pending translation: "+format, args...)
+}
+
+func checkChinese(t reporter, b *browser, where string) {
+	t.Helper()
+	var bad []string
+	for _, s := range eval[[]string](b, visibleTextJS) {
+		if strings.HasPrefix(s, "$ ") {
+			continue // a command line the experiment ran, shown as is
+		}
+		if p := englishProse(quoted.ReplaceAllString(s, " ")); len(p) > 0 {
+			bad = append(bad, fmt.Sprintf("%q in %q", p[0], short(s)))
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("%s in zh shows English prose:\n  %s", where, strings.Join(limit(uniq(bad), 20), "\n  "))
+	}
+}
+
+func checkNoSideways(t *testing.T, b *browser, where string) {
+	t.Helper()
+	w := eval[map[string]float64](b, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})`)
+	if w["scroll"] > w["client"]+1 {
+		wide := eval[[]string](b, `(function(){ var cw = document.documentElement.clientWidth, out = [];
+			document.querySelectorAll('body *').forEach(function(e){
+				var r = e.getBoundingClientRect(); if (r.right <= cw + 1 || r.width === 0) return;
+				for (var p = e.parentElement; p; p = p.parentElement) { var o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return; }
+				out.push(e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).split(' ').join('.') : '') + ' right=' + Math.round(r.right));
+			}); return out; })()`)
+		t.Errorf("%s at 375 px scrolls sideways (%v px wide):\n  %s", where, w["scroll"], strings.Join(limit(wide, 10), "\n  "))
+	}
+}

@@ -1,0 +1,55 @@
+package quiz
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestWithheldKeepsOnlyWhatWasChosen(t *testing.T) {
+	q := &Question{ID: "x/q", Type: Single, Options: []Option{
+		{ID: "a", Correct: true, Text: Text{"en": "A"}, Feedback: Text{"en": "A is why"}},
+		{ID: "b", Text: Text{"en": "B"}, Feedback: Text{"en": "B is a myth"}},
+		{ID: "c", Text: Text{"en": "C"}, Feedback: Text{"en": "C no"}},
+	}, Explanation: Text{"en": "the answer is A"}}
+	r := Grade(q, Answer{Choice: "b"}, "en").Withheld(q.Type)
+	if r.Explanation != "" {
+		t.Errorf("explanation leaked: %q", r.Explanation)
+	}
+	if len(r.Options) != 1 || r.Options[0].ID != "b" || r.Options[0].Feedback != "B is a myth" || r.Options[0].Correct {
+		t.Errorf("options %+v", r.Options)
+	}
+	right := Grade(q, Answer{Choice: "a"}, "en").Withheld(q.Type)
+	if !right.Correct || right.Explanation == "" || len(right.Options) != 3 {
+		t.Errorf("a right answer is withheld: %+v", right)
+	}
+}
+
+func TestOptionsForIsStablePerLearnerAndVaries(t *testing.T) {
+	q := &Question{ID: "why-rdma/overheads", Type: Single}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		q.Options = append(q.Options, Option{ID: id})
+	}
+	ids := func(l string) string {
+		s := ""
+		for _, o := range q.OptionsFor(l) {
+			s += o.ID
+		}
+		return s
+	}
+	if ids("learner-1") != ids("learner-1") {
+		t.Error("the order changes between visits")
+	}
+	firsts := map[string]bool{}
+	orders := map[string]bool{}
+	for i := range 40 {
+		l := "learner-" + string(rune('A'+i))
+		firsts[ids(l)[:1]] = true
+		orders[ids(l)] = true
+	}
+	if len(firsts) < 3 || len(orders) < 8 {
+		t.Errorf("40 learners saw %d first options and %d orders", len(firsts), len(orders))
+	}
+	if got := q.OptionsFor("learner-1"); !slices.ContainsFunc(got, func(o Option) bool { return o.ID == "a" }) || len(got) != 4 {
+		t.Errorf("options lost: %v", got)
+	}
+}

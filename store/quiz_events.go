@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Quiz event kinds (quiz_events.kind).
+const (
+	QuizReveal = "reveal" // the learner chose "show answer"
+	QuizFormat = "format" // a numeric answer in a form the server could not read
+)
+
+// maxQuizDetail bounds the text kept with a format error.
+const maxQuizDetail = 80
+
+// AddQuizEvent records that learner revealed a question's answer or sent a
+// numeric answer in a form the server could not read (detail: the text).
+func (db *DB) AddQuizEvent(ctx context.Context, learner, questionID, kind, detail string) error {
+	if !ValidLearnerID(learner) {
+		return fmt.Errorf("store: quiz event: invalid learner id %q", learner)
+	}
+	if r := []rune(detail); len(r) > maxQuizDetail {
+		detail = string(r[:maxQuizDetail])
+	}
+	ts := now()
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: quiz event: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
+		return fmt.Errorf("store: quiz event: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO quiz_events (learner, question_id, kind, detail, created_at) VALUES (?, ?, ?, ?, ?)`,
+		learner, questionID, kind, detail, ts); err != nil {
+		return fmt.Errorf("store: quiz event: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: quiz event: %w", err)
+	}
+	return nil
+}
+
+// Revealed reports whether learner chose "show answer" at questionID.
+func (db *DB) Revealed(ctx context.Context, learner, questionID string) (bool, error) {
+	var n int
+	err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM quiz_events WHERE learner = ? AND question_id = ? AND kind = 'reveal'`,
+		learner, questionID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("store: revealed: %w", err)
+	}
+	return n > 0, nil
+}
+
+// QuizEventCounts is, per question, how many learners revealed its answer
+// and how many format errors were sent.
+type QuizEventCounts struct {
+	Reveals      int // distinct learners who chose "show answer"
+	FormatErrors int // numeric answers the server could not read
+}
+
+// AllQuizEventCounts returns the counts of every question with any event.
+func (db *DB) AllQuizEventCounts(ctx context.Context) (map[string]QuizEventCounts, error) {
+	rows, err := db.R.QueryContext(ctx, `SELECT question_id,
+		COUNT(DISTINCT CASE WHEN kind = 'reveal' THEN learner END),
+		SUM(CASE WHEN kind = 'format' THEN 1 ELSE 0 END)
+		FROM quiz_events GROUP BY question_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: quiz event counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]QuizEventCounts{}
+	for rows.Next() {
+		var id string
+		var c QuizEventCounts
+		if err := rows.Scan(&id, &c.Reveals, &c.FormatErrors); err != nil {
+			return nil, fmt.Errorf("store: quiz event counts: %w", err)
+		}
+		out[id] = c
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,94 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// chartCheckJS measures every chart of the widget: the contrast of its axis
+// ink against the page background (WCAG), whether the y-axis title fits the
+// plot's height (else the canvas clips it), and the legend's labels.
+const chartCheckJS = `(function(){
+  function rgb(c){ var m = /rgba?\(([^)]+)\)/.exec(c); if (!m) { var d = document.createElement("div"); d.style.color = c; document.body.appendChild(d); c = getComputedStyle(d).color; d.remove(); m = /rgba?\(([^)]+)\)/.exec(c); } return m[1].split(",").slice(0,3).map(Number); }
+  function lum(c){ return c.map(function(v){ v/=255; return v <= 0.03928 ? v/12.92 : Math.pow((v+0.055)/1.055, 2.4); }).reduce(function(a,v,i){ return a + v*[0.2126,0.7152,0.0722][i]; }, 0); }
+  function contrast(a,b){ var x = lum(rgb(a)), y = lum(rgb(b)); return (Math.max(x,y)+0.05)/(Math.min(x,y)+0.05); }
+  var bg = getComputedStyle(document.querySelector(".experiment")).backgroundColor;
+  var out = [];
+  document.querySelectorAll(".exp-chart").forEach(function(box){
+    var u = box._plot; if (!u) return;
+    var ax = u.axes[1], ink = typeof ax.stroke === "function" ? ax.stroke(u, 1) : ax.stroke;
+    var cv = document.createElement("canvas").getContext("2d");
+    cv.font = (ax.labelFont && ax.labelFont[0]) || "bold 12px system-ui";
+    var title = ax.label || "";
+    out.push({unit: box.dataset.unit, contrast: contrast(ink, bg), title: title, titleW: cv.measureText(title).width,
+      plotH: u.bbox.height / (window.devicePixelRatio || 1),
+      legend: Array.prototype.map.call(box.querySelectorAll(".u-legend .u-series .u-label"), function(l){ return l.textContent; }).join("|")});
+  });
+  return JSON.stringify(out); })()`
+
+// Charts read in both themes and both languages: axis text contrast at
+// least 4.5:1 on the widget's background, the y-axis title short enough
+// to fit, series labelled in the learner's language (not raw ids).
+func TestChartsReadInBothThemes(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "units"})
+	page := newBrowserPage(t)
+	w := `.experiment[data-experiment=units]`
+	for _, lang := range []string{"en", "zh"} {
+		for _, theme := range []string{"light", "dark"} {
+			page.do(
+				chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang="+lang),
+				chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
+				chromedp.Evaluate[chromedp.Void](`localStorage.setItem("lab-theme", "`+theme+`")`),
+				chromedp.Reload(),
+				chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
+			)
+			if page.eval(`document.querySelector(".exp-out:not([hidden]) .exp-chart canvas") ? 1 : 0`) == 0 {
+				page.do(chromedp.Click(chromedp.CSS(w+` [data-action=run]`)), chromedp.WaitVisible(chromedp.CSS(w+` .exp-status.status-done`)))
+			}
+			page.do(chromedp.Poll[chromedp.Void](`document.querySelectorAll("` + w + ` .exp-chart canvas").length === 2`))
+			js, err := chromedp.Run(page.ctx, chromedp.Evaluate[string](chartCheckJS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var charts []struct {
+				Unit, Title, Legend string
+				Contrast, TitleW    float64
+				PlotH               float64
+			}
+			if err := jsonUnmarshal(js, &charts); err != nil || len(charts) != 2 {
+				t.Fatalf("%s %s: charts %s (%v)", lang, theme, js, err)
+			}
+			for _, c := range charts {
+				where := fmt.Sprintf("%s, %s theme, %s chart", lang, theme, c.Unit)
+				if c.Contrast < 4.5 {
+					t.Errorf("%s: axis text contrast %.2f:1, want ≥ 4.5:1", where, c.Contrast)
+				}
+				if c.TitleW > c.PlotH {
+					t.Errorf("%s: y-axis title %q is %.0f px, the plot %.0f px high: clipped", where, c.Title, c.TitleW, c.PlotH)
+				}
+				if containsAny(c.Legend, "rtt_us_64", "receiver_cpu_ms") {
+					t.Errorf("%s: legend shows raw series ids: %q", where, c.Legend)
+				}
+			}
+		}
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+func containsAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
