@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/lessons/{slug}/complete", s.lessonComplete)
 		s.runRoutes(r)
 		s.labRoutes(r)
+		s.terminalRoutes(r)                  // GET /api/terminal, a learner's own shell (terminal.go)
 		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a

@@ -52,6 +52,10 @@ type Config struct {
 	// (limits.go). Zero values: the TCP peer, and DefaultLimits.
 	ClientAddr ClientAddrConfig
 	Limits     Limits
+
+	// Terminals gives each learner a shell in a guest of their own
+	// (terminal.go); nil: the terminal widget says terminals are off.
+	Terminals Terminals
 }
 
 // Server serves the lab. It is safe for concurrent use.

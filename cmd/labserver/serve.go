@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
 )
@@ -27,6 +28,7 @@ type Config struct {
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
 	Sandbox    sandboxConfig
 	Limits     limitsConfig
+	Terminals  int // LAB_TERMINALS: learner terminals at once (terminal.go)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -40,6 +42,7 @@ type Main struct {
 
 	DB      *store.DB
 	Sandbox *labSandbox
+	Terms   *vm.Terminals // learner terminals; nil when off
 	Course  atomic.Pointer[lessons.Course]
 	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
 	HTTP    *http.Server
@@ -87,6 +90,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder, watched: saving a file reloads open pages (default: the built-in course) [LAB_LESSONS]")
 	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
 	limitFlags(fset, &m.Config.Limits, m.envOr)
+	terminalFlags(fset, &m.Config.Terminals, m.envOr)
 	return fset
 }
 
@@ -135,6 +139,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Sandbox = sb
+	m.Terms = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
+	var terms web.Terminals
+	if m.Terms != nil {
+		terms = webTerminals{m.Terms}
+	}
 
 	// Learner cookies are signed with a key kept in the database, so a
 	// learner id seen in a CSV export cannot be used as a cookie.
@@ -148,7 +157,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
 		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA,
-		ClientAddr: clientAddr, Limits: limits})
+		ClientAddr: clientAddr, Limits: limits, Terminals: terms})
 	if err != nil {
 		return err
 	}
@@ -203,6 +212,10 @@ func (m *Main) Close() error {
 	m.watch.stop() // ends live-reload streams before the HTTP shutdown waits on them
 	// Runs first: their event streams end with an interrupted status, so
 	// the HTTP shutdown below does not wait on open streams.
+	if m.Terms != nil {
+		errs = append(errs, m.Terms.Close())
+		m.Terms = nil
+	}
 	if m.Sandbox != nil {
 		errs = append(errs, m.Sandbox.Close())
 		m.Sandbox = nil

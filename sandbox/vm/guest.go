@@ -344,7 +344,8 @@ type client struct {
 type pending struct {
 	event func(sandbox.Event)
 	lab   func(sandbox.Lab)
-	end   chan error // buffered 1: the call's outcome
+	data  func([]byte) // a terminal's output (terminal.go)
+	end   chan error   // buffered 1: the call's outcome
 }
 
 func newClient(conn net.Conn, log *slog.Logger, why func(error) error) *client {
@@ -437,6 +438,8 @@ func (c *client) deliver(m vmproto.GuestMsg) {
 		p.event(*m.Event)
 	case m.Lab != nil && p.lab != nil:
 		p.lab(*m.Lab)
+	case m.Data != nil && p.data != nil:
+		p.data(m.Data)
 	}
 }
 

@@ -45,7 +45,8 @@ type guestConn struct {
 	mu      sync.Mutex
 	running uint64 // id of the run in flight, 0 = none
 	cancel  context.CancelFunc
-	cmds    chan sandbox.Command // the interactive run's commands; nil when it takes none
+	cmds    chan sandbox.Command  // the interactive run's commands; nil when it takes none
+	terms   map[uint64]*guestTerm // learners' shells by request id (terminal.go)
 	wg      sync.WaitGroup
 }
 
@@ -113,6 +114,7 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 			c.cancel()
 		}
 		c.mu.Unlock()
+		c.closeTerm(m.Target)
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
 	case vmproto.OpCommand:
 		c.mu.Lock()
@@ -129,6 +131,10 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		}
 		c.mu.Unlock()
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+	case vmproto.OpTerm:
+		c.startTerm(ctx, m)
+	case vmproto.OpTermIn:
+		c.termIn(m)
 	case vmproto.OpRun:
 		if m.Req == nil {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "run without a request"})

@@ -39,6 +39,13 @@ const (
 	// without Cmd it says no more commands will come (the guest closes the
 	// run's command stream, the agent's stdin reaches EOF).
 	OpCommand = "command"
+	// OpTerm opens a learner's shell on a PTY in the guest (Rows, Cols);
+	// its output comes back as Data lines with the request's id, and its
+	// end line when the shell exits or is closed (OpCancel with Target).
+	OpTerm = "term"
+	// OpTermIn writes Data to terminal Target's PTY; with Rows and Cols it
+	// resizes it instead.
+	OpTermIn = "term-in"
 )
 
 // End kinds: why a request ended without success.
@@ -59,6 +66,10 @@ type HostMsg struct {
 	// run: the run is interactive, commands will follow (op command)
 	Commands bool             `json:"commands,omitempty"`
 	Cmd      *sandbox.Command `json:"cmd,omitempty"` // command
+	// term, term-in: keystrokes (term-in) and the window size
+	Data []byte `json:"data,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 }
 
 // GuestMsg is a line from the guest to the host.
@@ -70,6 +81,7 @@ type GuestMsg struct {
 	End   bool           `json:"end,omitempty"`
 	Kind  string         `json:"kind,omitempty"`
 	Error string         `json:"error,omitempty"`
+	Data  []byte         `json:"data,omitempty"` // a terminal's output
 }
 
 // Hello is what the guest agent says when it opens the port: the agent is

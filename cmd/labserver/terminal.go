@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"strconv"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/fleet"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/web"
+)
+
+// Learner terminals (`serve --terminals N`): each learner who opens a
+// ::terminal gets a guest of their own, restored from the same snapshot as
+// the experiment pool's guests (the same guest configuration), never a
+// shell on this host. Only when the RDMA backend is the guest pool.
+
+func terminalFlags(fset *flag.FlagSet, n *int, env func(key, def string) string) {
+	def := 2 // a TCG guest with a busy shell takes a core; 2 on a 2-core machine
+	if v, err := strconv.Atoi(env("LAB_TERMINALS", "")); err == nil && v >= 0 {
+		def = v
+	}
+	fset.IntVar(n, "terminals", def, "learner terminals at once, each in a Soft-RoCE guest of its own (0: off; needs the vm backend) [LAB_TERMINALS]")
+}
+
+// learnerTerminals returns the terminals for rdma, nil when there are none.
+func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
+	if n <= 0 {
+		return nil
+	}
+	if mix, ok := rdma.(*fleet.Mix); ok {
+		rdma = mix.Local
+	}
+	if _, ok := rdma.(*vm.Pool); !ok {
+		log.Info("learner terminals off: they need the vm backend (a guest per learner)")
+		return nil
+	}
+	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+	log.Info("learner terminals", "max", n)
+	return &vm.Terminals{Cfg: cfg, Max: n}
+}
+
+// webTerminals adapts *vm.Terminals to web.Terminals.
+type webTerminals struct{ t *vm.Terminals }
+
+func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16) (web.TermAttachment, error) {
+	a, err := w.t.Attach(ctx, learner, rows, cols)
+	if err != nil {
+		if fe, ok := errors.AsType[*vm.FullError](err); ok {
+			return nil, &web.TerminalsFullError{Max: fe.Max}
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+func (w webTerminals) InUse() (int, int) { return w.t.InUse() }

@@ -1,0 +1,342 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+)
+
+// A learner's terminal: a root shell in a guest of the learner's own
+// (never the host, never the shared experiment guests), relayed over the
+// guest's agent port (vmproto.OpTerm). Terminals hands out one guest per
+// learner, restored from the cache's snapshot when there is one, capped
+// at Max, discarded after Idle without use.
+
+// Terminal is one shell in a guest.
+type Terminal struct {
+	c    *client
+	id   uint64
+	done chan struct{}
+	err  error
+}
+
+// OpenTerminal starts a shell on a PTY of rows×cols in g; out receives its
+// output (called from the connection's reader: it must not block long).
+func (g *Guest) OpenTerminal(rows, cols uint16, out func([]byte)) (*Terminal, error) {
+	c := g.client
+	p := &pending{data: out, end: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed != nil {
+		err := c.closed
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.nextID++
+	t := &Terminal{c: c, id: c.nextID, done: make(chan struct{})}
+	c.calls[t.id] = p
+	c.mu.Unlock()
+	if err := c.send(vmproto.HostMsg{ID: t.id, Op: vmproto.OpTerm, Rows: rows, Cols: cols}); err != nil {
+		c.forget(t.id)
+		return nil, err
+	}
+	go func() {
+		t.err = <-p.end
+		close(t.done)
+	}()
+	return t, nil
+}
+
+// Write sends keystrokes to the shell.
+func (t *Terminal) Write(b []byte) error {
+	select {
+	case <-t.done:
+		return errors.New("the shell has exited")
+	default:
+	}
+	return t.c.send(vmproto.HostMsg{Op: vmproto.OpTermIn, Target: t.id, Data: b})
+}
+
+// Resize sets the PTY's window size.
+func (t *Terminal) Resize(rows, cols uint16) error {
+	if rows == 0 || cols == 0 {
+		return nil
+	}
+	return t.c.send(vmproto.HostMsg{Op: vmproto.OpTermIn, Target: t.id, Rows: rows, Cols: cols})
+}
+
+// Close kills the shell and everything it started.
+func (t *Terminal) Close() { t.c.cancelInGuest(t.id) }
+
+// Done is closed when the shell has ended; Err says why (nil: it exited).
+func (t *Terminal) Done() <-chan struct{} { return t.done }
+
+// Err is why the shell ended, after Done.
+func (t *Terminal) Err() error { <-t.done; return t.err }
+
+// ErrTerminalsFull is returned by Attach when every learner guest is taken.
+var ErrTerminalsFull = errors.New("all terminals are in use")
+
+// FullError says how many terminals there are.
+type FullError struct{ Max int }
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("all %d terminals are in use; try again in a few minutes", e.Max)
+}
+func (e *FullError) Is(target error) bool { return target == ErrTerminalsFull }
+
+// Terminals gives each learner a guest of their own with one shell in it.
+type Terminals struct {
+	Cfg        Config
+	Max        int           // concurrent learner guests (2)
+	Idle       time.Duration // a session unused this long is discarded (10 min)
+	Scrollback int           // bytes of output kept for a re-attach (64 KiB)
+
+	mu       sync.Mutex
+	sessions map[string]*termSession
+	closed   bool
+	stop     chan struct{}
+	once     sync.Once
+}
+
+// termSession is one learner's guest and shell.
+type termSession struct {
+	owner   string
+	backend *Backend
+
+	mu      sync.Mutex
+	term    *Terminal
+	scroll  []byte
+	subs    map[*Attachment]struct{}
+	lastUse time.Time
+	max     int
+}
+
+// Attachment is one browser tab's view of a learner's shell.
+type Attachment struct {
+	s *termSession
+	// Out carries output after the scrollback; it is closed when the shell
+	// ends, the session is discarded, or this reader fell too far behind.
+	Out chan []byte
+	// Scrollback is the recent output the shell had produced before.
+	Scrollback []byte
+	term       *Terminal
+	closeOnce  sync.Once
+}
+
+func (t *Terminals) init() {
+	t.once.Do(func() {
+		if t.Max <= 0 {
+			t.Max = 2
+		}
+		if t.Idle <= 0 {
+			t.Idle = 10 * time.Minute
+		}
+		if t.Scrollback <= 0 {
+			t.Scrollback = 64 << 10
+		}
+		t.sessions = map[string]*termSession{}
+		t.stop = make(chan struct{})
+		go t.reap()
+	})
+}
+
+// InUse is how many learner guests run and the cap.
+func (t *Terminals) InUse() (n, max int) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions), t.Max
+}
+
+// Attach returns learner's shell, starting their guest (restored from the
+// snapshot when the cache has one) and shell if needed. It waits for the
+// guest to be ready; ctx bounds the wait. A learner over the cap gets a
+// *FullError.
+func (t *Terminals) Attach(ctx context.Context, learner string, rows, cols uint16) (*Attachment, error) {
+	t.init()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errors.New("the lab is shutting down")
+	}
+	s := t.sessions[learner]
+	if s == nil {
+		if len(t.sessions) >= t.Max {
+			t.mu.Unlock()
+			return nil, &FullError{Max: t.Max}
+		}
+		cfg := t.Cfg
+		if cfg.Logger != nil {
+			cfg.Logger = cfg.Logger.With("terminal_guest", len(t.sessions)+1)
+		}
+		s = &termSession{owner: learner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback}
+		t.sessions[learner] = s
+		s.backend.Start()
+	}
+	s.mu.Lock()
+	s.lastUse = time.Now()
+	s.mu.Unlock()
+	t.mu.Unlock()
+
+	g, err := s.backend.WaitReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUse = time.Now()
+	if s.term == nil || isDone(s.term.done) {
+		term, err := g.OpenTerminal(rows, cols, s.output)
+		if err != nil {
+			return nil, fmt.Errorf("open a shell in your machine: %w", err)
+		}
+		s.term = term
+		go func() {
+			<-term.done
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for a := range s.subs {
+				if a.term == term {
+					a.closeOut()
+					delete(s.subs, a)
+				}
+			}
+		}()
+	} else {
+		_ = s.term.Resize(rows, cols)
+	}
+	a := &Attachment{s: s, Out: make(chan []byte, 256), Scrollback: append([]byte(nil), s.scroll...), term: s.term}
+	s.subs[a] = struct{}{}
+	return a, nil
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// output keeps the shell's output for re-attaches and fans it out.
+func (s *termSession) output(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scroll = append(s.scroll, b...)
+	if len(s.scroll) > s.max {
+		s.scroll = append([]byte(nil), s.scroll[len(s.scroll)-s.max:]...)
+	}
+	for a := range s.subs {
+		select {
+		case a.Out <- b:
+		default:
+			// A reader this far behind is dropped; it re-attaches and
+			// gets the scrollback.
+			a.closeOut()
+			delete(s.subs, a)
+		}
+	}
+}
+
+func (a *Attachment) closeOut() { a.closeOnce.Do(func() { close(a.Out) }) }
+
+// Write sends keystrokes to the shell.
+func (a *Attachment) Write(b []byte) error {
+	a.s.mu.Lock()
+	a.s.lastUse = time.Now()
+	a.s.mu.Unlock()
+	return a.term.Write(b)
+}
+
+// Resize sets the shell's window size.
+func (a *Attachment) Resize(rows, cols uint16) error { return a.term.Resize(rows, cols) }
+
+// Detach stops this tab's view; the shell keeps running.
+func (a *Attachment) Detach() {
+	a.s.mu.Lock()
+	delete(a.s.subs, a)
+	a.s.lastUse = time.Now()
+	a.s.mu.Unlock()
+	a.closeOut()
+}
+
+// Recent is the output the shell had produced before this attach.
+func (a *Attachment) Recent() []byte { return a.Scrollback }
+
+// Output carries the output after Recent.
+func (a *Attachment) Output() <-chan []byte { return a.Out }
+
+// GuestPID is the QEMU pid of the learner's guest (tests).
+func (a *Attachment) GuestPID() int { return a.s.backend.GuestPID() }
+
+// reap discards sessions unused for Idle.
+func (t *Terminals) reap() {
+	tick := time.NewTicker(min(t.Idle/4, 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		var old []*termSession
+		t.mu.Lock()
+		for k, s := range t.sessions {
+			s.mu.Lock()
+			if time.Since(s.lastUse) > t.Idle {
+				old = append(old, s)
+				delete(t.sessions, k)
+			}
+			s.mu.Unlock()
+		}
+		t.mu.Unlock()
+		for _, s := range old {
+			s.discard()
+		}
+	}
+}
+
+// Discard ends learner's session now (their guest stops).
+func (t *Terminals) Discard(learner string) {
+	t.init()
+	t.mu.Lock()
+	s := t.sessions[learner]
+	delete(t.sessions, learner)
+	t.mu.Unlock()
+	if s != nil {
+		s.discard()
+	}
+}
+
+func (s *termSession) discard() {
+	s.mu.Lock()
+	for a := range s.subs {
+		a.closeOut()
+	}
+	s.subs = map[*Attachment]struct{}{}
+	s.mu.Unlock()
+	s.backend.Close()
+}
+
+// Close stops every learner guest.
+func (t *Terminals) Close() error {
+	t.init()
+	t.mu.Lock()
+	t.closed = true
+	all := t.sessions
+	t.sessions = map[string]*termSession{}
+	t.mu.Unlock()
+	close(t.stop)
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.discard() }()
+	}
+	wg.Wait()
+	return nil
+}
