@@ -63,6 +63,14 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	c := s.course()
 	l := c.Lesson(st.Slug)
 	if l == nil {
+		if to := c.AliasTarget(st.Slug); to != "" { // a renamed lesson's old slug (lessons/aliases.go)
+			u := lessonHref(to)
+			if r.URL.RawQuery != "" {
+				u += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, u, http.StatusMovedPermanently)
+			return
+		}
 		s.notFound(w, r)
 		return
 	}
