@@ -7,9 +7,9 @@ import (
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
-// segment chooses the component for one body segment of a lesson page. It
-// is the one place where directive segments meet their features: the quiz
-// and sandbox features replace the placeholders below with their components.
+// segment chooses the component for one body segment of a lesson page: the
+// one place where directive segments meet their features (diagrams,
+// experiment widgets, quiz questions, the checkpoint).
 func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component {
 	switch seg.Kind {
 	case lessons.SegHTML:

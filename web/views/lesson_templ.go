@@ -617,9 +617,9 @@ func LessonView(v Lesson) templ.Component {
 	})
 }
 
-// Placeholder marks where a feature that has not landed yet will render (an
-// experiment widget, a quiz question). It says so plainly and never shows a
-// made-up result.
+// Placeholder stands where a segment cannot render: a question id the quiz
+// does not have, a lesson without a checkpoint, a directive kind newer than
+// this server. It says so plainly and never shows a made-up result.
 func Placeholder(kind, id, text string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
