@@ -2,11 +2,13 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
@@ -23,8 +25,40 @@ var bootID = func() string {
 	return hex.EncodeToString(b[:])
 }()
 
-// courseToken names a course version for reload.js.
-func courseToken(s *lessons.Snapshot) string { return fmt.Sprintf("%s-%d", bootID, s.Version) }
+// courseToken names a course version for reload.js, followed by a space
+// and each lesson's content hash as JSON ({"01-why-rdma":"9f2c…",…}): a
+// page reloads only when its own lesson changed (reload.js).
+func courseToken(s *lessons.Snapshot) string {
+	return fmt.Sprintf("%s-%d %s", bootID, s.Version, lessonHashes(s))
+}
+
+// lessonHashes is the JSON map slug → hash of the lesson's rendered pages
+// and questions, computed once per course version.
+func lessonHashes(s *lessons.Snapshot) string {
+	hashMemo.Lock()
+	defer hashMemo.Unlock()
+	if hashMemo.course == s.Course && hashMemo.json != "" {
+		return hashMemo.json
+	}
+	m := map[string]string{}
+	if s.Course != nil {
+		for _, l := range s.Course.Lessons {
+			h := sha256.New()
+			json.NewEncoder(h).Encode(l.Pages) // map keys are sorted: stable
+			json.NewEncoder(h).Encode(l.Quiz)
+			m[l.Slug] = hex.EncodeToString(h.Sum(nil)[:8])
+		}
+	}
+	b, _ := json.Marshal(m)
+	hashMemo.course, hashMemo.json = s.Course, string(b)
+	return hashMemo.json
+}
+
+var hashMemo struct {
+	sync.Mutex
+	course *lessons.Course
+	json   string
+}
 
 // reloadDiag is one error of a failed reload as sent to instructors.
 type reloadDiag struct {
@@ -46,6 +80,7 @@ func reloadDiags(ds []lessons.Diagnostic) []reloadDiag {
 //
 //	event: state   data: <course token>   first, on every (re)connection
 //	event: reload  data: <course token>   the course changed: reload the page
+//	               if its lesson changed (token = "version {slug: hash…}")
 //	event: errors  data: [{file,line,message}…]  instructors only: the
 //	               errors of the last reload ([] when fixed)
 //

@@ -17,8 +17,65 @@
     }
   } catch (_) { /* storage disabled */ }
 
+  // A token is "version {slug: hash, …}". A lesson page reloads only when
+  // its own lesson's hash changed; a page with answers typed but not yet
+  // submitted is never reloaded under the learner: it offers a button.
   let baseline = null; // course version seen when the page connected
+  let baseHashes = null; // lesson hashes seen when the page connected
   const es = new EventSource("/api/reload");
+  const m = location.pathname.match(/^\/lessons\/([^/]+)\/?$/);
+  const slug = m ? decodeURIComponent(m[1]) : "";
+
+  const parse = (data) => {
+    const i = data.indexOf(" ");
+    if (i < 0) return { v: data, hashes: null };
+    let hashes = null;
+    try { hashes = JSON.parse(data.slice(i + 1)); } catch (_) {}
+    return { v: data.slice(0, i), hashes };
+  };
+
+  // dirty: the learner changed a form field since the last submit.
+  let dirty = false;
+  const mark = (e) => { if (e.target && e.target.closest && e.target.closest("form")) dirty = true; };
+  document.addEventListener("input", mark, true);
+  document.addEventListener("change", mark, true);
+  document.addEventListener("submit", () => { dirty = false; }, true);
+
+  const changed = (data) => {
+    const t = parse(data);
+    if (t.v === baseline) return;
+    if (slug && baseHashes && t.hashes && baseHashes[slug] && t.hashes[slug] === baseHashes[slug]) {
+      baseline = t.v; // another lesson changed: this page stays as it is
+      return;
+    }
+    if (dirty) {
+      offerReload();
+      return;
+    }
+    reload();
+  };
+
+  function offerReload() {
+    if (document.getElementById("lab-reload-offer")) return;
+    const box = document.createElement("div");
+    box.id = "lab-reload-offer";
+    box.setAttribute("role", "status");
+    box.setAttribute("data-testid", "reload-offer");
+    box.style.cssText = "position:fixed;left:1em;bottom:1em;z-index:999;max-width:28em;padding:.8em 1em;" +
+      "border-radius:8px;background:#1f2937;color:#f9fafb;box-shadow:0 4px 16px rgba(0,0,0,.3);font-size:.92rem";
+    const en = document.documentElement.lang === "en";
+    const text = document.createElement("span");
+    text.textContent = en
+      ? "This lesson was updated. Your unsubmitted answers stay until you reload. "
+      : "这一课已更新。你还没提交的答案会保留，直到你刷新页面。";
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "button";
+    btn.textContent = en ? "Reload now" : "立即刷新";
+    btn.addEventListener("click", reload);
+    box.append(text, btn);
+    document.body.appendChild(box);
+  }
 
   const reload = () => {
     try { sessionStorage.setItem(SCROLL_KEY, String(window.scrollY)); } catch (_) {}
@@ -31,13 +88,13 @@
   es.addEventListener("state", (e) => {
     // Marks the page as live (tests and styles can see the stream is up).
     document.documentElement.dataset.liveReload = "on";
-    const v = e.data;
-    if (baseline === null) baseline = v;
-    else if (v !== baseline) reload();
+    const t = parse(e.data);
+    if (baseline === null) {
+      baseline = t.v;
+      baseHashes = t.hashes;
+    } else changed(e.data);
   });
-  es.addEventListener("reload", (e) => {
-    if (e.data !== baseline) reload();
-  });
+  es.addEventListener("reload", (e) => changed(e.data));
   es.addEventListener("errors", (e) => {
     let list = [];
     try { list = JSON.parse(e.data) || []; } catch (_) {}
