@@ -23,6 +23,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
        labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)
+       labserver import aiken|gift FILE [--prefix P] [--lang L]   Moodle questions → quiz.yaml on stdout
 
 environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start

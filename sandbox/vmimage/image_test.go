@@ -173,8 +173,25 @@ func TestBuildImage(t *testing.T) {
 		t.Errorf("module order %v: want crc32_generic before rdma_rxe", mods)
 	}
 	late := strings.Fields(string(files[vmproto.LateModuleList].data))
-	if len(late) == 0 || !strings.HasSuffix(late[len(late)-1], "/rdma_ucm.ko") {
-		t.Errorf("late modules %v: want rdma_ucm last", late)
+	// Loaded in list order, so each after what it depends on: the
+	// connection manager chain ends in rdma_ucm (rping, rdma_cm
+	// experiments); the tc modules (wire-capture's drop filter) follow.
+	lateIdx := func(name string) int {
+		for i, m := range late {
+			if strings.HasSuffix(m, "/"+name+".ko") {
+				return i
+			}
+		}
+		return -1
+	}
+	ucm := lateIdx("rdma_ucm")
+	for _, dep := range []string{"configfs", "ib_cm", "iw_cm", "rdma_cm"} {
+		if d := lateIdx(dep); d < 0 || ucm < 0 || d > ucm {
+			t.Errorf("late modules %v: want %s before rdma_ucm", late, dep)
+		}
+	}
+	if ucm < 0 {
+		t.Errorf("late modules %v: want rdma_ucm", late)
 	}
 	for _, m := range append(mods, late...) {
 		if _, ok := files[strings.TrimPrefix(m, "/")]; !ok {
