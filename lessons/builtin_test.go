@@ -34,7 +34,7 @@ func TestBuiltinCourse(t *testing.T) {
 		t.Fatal("01-why-rdma has no quiz")
 	}
 	wantTOC := []string{"prerequisites", "cpu-arithmetic", "what-rdma-removes", "latency", "five-objects", "memlock",
-		"one-sided", "transports", "costs", "checkpoint", "takeaways", "further-reading"}
+		"one-sided", "transports", "terminal", "costs", "checkpoint", "takeaways", "further-reading"}
 	for _, lang := range lessons.Langs {
 		p := l.Page(lang)
 		if p.Fallback || p.Lang != lang {

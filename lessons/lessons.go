@@ -54,6 +54,7 @@ const (
 	SegQuiz       SegmentKind = "quiz"       // ::quiz QUESTION-ID
 	SegCheckpoint SegmentKind = "checkpoint" // ::checkpoint (all questions of the lesson)
 	SegDiagram    SegmentKind = "diagram"    // ::diagram ID  (HTML holds the rendered SVG)
+	SegTerminal   SegmentKind = "terminal"   // ::terminal (a shell in the learner's own guest)
 )
 
 // Segment is a piece of a rendered page body: either HTML or a directive that

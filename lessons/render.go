@@ -95,7 +95,7 @@ var calloutLabels = map[string]map[string]string{
 }
 
 // directiveNames lists the known one-line directives, for error messages.
-const directiveNames = "::experiment, ::quiz, ::checkpoint, ::diagram"
+const directiveNames = "::experiment, ::quiz, ::checkpoint, ::diagram, ::terminal"
 
 // linkRef is an internal link whose target can only be checked once every
 // lesson of the course is rendered.
@@ -276,6 +276,12 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		seg.Kind, seg.ID, seg.HTML = SegDiagram, args[0], d(r.lang)
+	case "terminal":
+		if len(args) != 0 {
+			r.errAt(p.line, "::terminal takes no arguments")
+			return
+		}
+		seg.Kind = SegTerminal
 	default:
 		r.errAt(p.line, "unknown directive ::%s (known: %s)", p.name, directiveNames)
 		return

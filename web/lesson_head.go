@@ -30,6 +30,8 @@ func lessonAssets(c *lessons.Course, l *lessons.Lesson, page *lessons.Page, lang
 			}
 		case lessons.SegExperiment:
 			out = append(out, views.ExperimentAssets)
+		case lessons.SegTerminal:
+			out = append(out, views.TerminalAssets)
 		case lessons.SegQuiz:
 			if c.Questions[seg.ID] != nil {
 				out = append(out, views.QuizAssets)

@@ -19,6 +19,8 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 		return s.diagramSegment(lr, seg) // lesson_visuals.go
 	case lessons.SegExperiment:
 		return s.experimentSegment(lr, seg)
+	case lessons.SegTerminal:
+		return s.terminalSegment(lr) // terminal.go
 	case lessons.SegQuiz:
 		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:

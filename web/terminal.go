@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/web/views"
 )
 
 // A learner's terminal (GET /api/terminal, a WebSocket): a root shell in
@@ -44,6 +47,21 @@ type TermAttachment interface {
 type TerminalsFullError struct{ Max int }
 
 func (e *TerminalsFullError) Error() string { return "all terminals are in use" }
+
+// terminalSegment is the ::terminal widget: closed until the learner opens
+// it (a guest is started only on demand).
+func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
+	t := tr(lr.Lang)
+	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"),
+		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: "/api/terminal"}
+	if s.cfg.Terminals == nil {
+		w.Unavailable = t("term.off")
+	} else {
+		n, max := s.cfg.Terminals.InUse()
+		w.InUse = trf(lr.Lang, "term.inuse", n, max)
+	}
+	return views.Terminal(w)
+}
 
 func (s *Server) terminalRoutes(r chi.Router) {
 	r.Get("/api/terminal", s.terminal)
@@ -179,6 +197,7 @@ func init() {
 		"term.closed":   "连接已断开。",
 		"term.off":      "这个实验室没有开启学员终端。",
 		"term.noscript": "终端需要 JavaScript。",
+		"term.inuse":    "学员终端：%d / %d 台虚拟机在使用中。",
 	})
 	addStrings("en", map[string]string{
 		"term.title":    "Terminal: your own Soft-RoCE machine",
@@ -191,5 +210,6 @@ func init() {
 		"term.closed":   "The connection was closed.",
 		"term.off":      "Learner terminals are not enabled on this lab.",
 		"term.noscript": "The terminal needs JavaScript.",
+		"term.inuse":    "Learner terminals: %d of %d machines in use.",
 	})
 }

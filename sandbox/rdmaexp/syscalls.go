@@ -40,8 +40,8 @@ func Syscalls() *sandbox.Experiment {
 		ID:    "syscalls",
 		Title: say("System calls per message: TCP vs Soft-RoCE", "每条消息几次系统调用：TCP 对比 Soft-RoCE"),
 		Summary: say(
-			"strace counts every system call of the two threads that exchange messages, for the same round trips over kernel TCP and over Soft-RoCE SEND/RECV: read()/write() per message for TCP, one write() doorbell per post and none per poll for rxe, beside what a hardware RNIC does (an MMIO doorbell, no system call).",
-			"用 strace 统计收发消息的两个线程所做的每一次系统调用，同样的往返分别走内核 TCP 和 Soft-RoCE 的 SEND/RECV：TCP 每条消息一次 read()/write()，rxe 每次投递一次 write() 门铃、轮询一次也不需要；并与硬件 RDMA 网卡的做法（MMIO 门铃，没有系统调用）并列。"),
+			"strace counts every system call of the two threads that exchange messages, for the same round trips over kernel TCP and over Soft-RoCE SEND/RECV: read()/write() per message for TCP, one write() doorbell per send-queue post and none per RECV or poll for rxe, beside what a hardware RNIC does (an MMIO doorbell, no system call).",
+			"用 strace 统计收发消息的两个线程所做的每一次系统调用，同样的往返分别走内核 TCP 和 Soft-RoCE 的 SEND/RECV：TCP 每条消息一次 read()/write()，rxe 每向发送队列投递一次 write() 门铃、投递 RECV 和轮询一次也不需要；并与硬件 RDMA 网卡的做法（MMIO 门铃，没有系统调用）并列。"),
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Shareable, // counts system calls; timing does not matter
 		Params: []sandbox.Param{
@@ -505,9 +505,9 @@ func reportSyscalls(emit sandbox.Emitter, mode string, n int, legs map[string][2
 
 	var claim sandbox.Text
 	if mode == mPoll {
-		claim = say(fmt.Sprintf("Per round trip and side: kernel TCP made %.2f system calls on the socket (a write() to send, a read() to receive — and the read() is where the thread sleeps until the kernel wakes it). Soft-RoCE made %.2f: %.2f write() doorbell(s) on the uverbs file per post, and none for its %.1f ibv_poll_cq calls, which only read the CQ ring in memory. The %.2f sched_yield() per round trip are this lab's poll loop making room for the software NIC, not part of verbs. On a hardware RNIC the post is an MMIO store: no system call at all.",
+		claim = say(fmt.Sprintf("Per round trip and side: kernel TCP made %.2f system calls on the socket (a write() to send, a read() to receive — and the read() is where the thread sleeps until the kernel wakes it). Soft-RoCE made %.2f: %.2f write() doorbell(s) on the uverbs file for the SEND it posted (posting a RECV makes none), and none for its %.1f ibv_poll_cq calls, which only read the CQ ring in memory. The %.2f sched_yield() per round trip are this lab's poll loop making room for the software NIC, not part of verbs. On a hardware RNIC the post is an MMIO store: no system call at all.",
 			tcpSide, rdSide, rdWrites, polls, yields),
-			fmt.Sprintf("每次往返、每一端：内核 TCP 在套接字上做了 %.2f 次系统调用（发送一次 write()，接收一次 read()——线程就睡在 read() 里，等内核唤醒）。Soft-RoCE 做了 %.2f 次：每次投递在 uverbs 文件上 write() 一次门铃（%.2f 次），而 %.1f 次 ibv_poll_cq 一次系统调用也没有，它只读内存里的 CQ 环。每次往返 %.2f 次 sched_yield() 是本实验室的轮询循环给软件网卡让出 CPU，不属于 verbs。在硬件 RDMA 网卡上，投递只是一次 MMIO 写：完全没有系统调用。",
+			fmt.Sprintf("每次往返、每一端：内核 TCP 在套接字上做了 %.2f 次系统调用（发送一次 write()，接收一次 read()——线程就睡在 read() 里，等内核唤醒）。Soft-RoCE 做了 %.2f 次：为投递的 SEND 在 uverbs 文件上 write() 门铃（%.2f 次；投递 RECV 不需要系统调用），而 %.1f 次 ibv_poll_cq 一次系统调用也没有，它只读内存里的 CQ 环。每次往返 %.2f 次 sched_yield() 是本实验室的轮询循环给软件网卡让出 CPU，不属于 verbs。在硬件 RDMA 网卡上，投递只是一次 MMIO 写：完全没有系统调用。",
 				tcpSide, rdSide, rdWrites, polls, yields))
 	} else {
 		c, v := rd[0], rd[1]

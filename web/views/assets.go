@@ -29,6 +29,10 @@ var (
 	CPUBudgetAssets = Assets{Styles: []string{"css/visuals.css"}, Scripts: []string{"js/calculator.js"}}
 	// WorthItAssets serve the "is RDMA worth it?" helper (WorthIt).
 	WorthItAssets = Assets{Styles: []string{"css/visuals.css"}, Scripts: []string{"js/worthit.js"}}
+	// TerminalAssets serve the learner's terminal (Terminal): xterm.js and
+	// its fit addon before terminal.js.
+	TerminalAssets = Assets{Styles: []string{"vendor/xterm/xterm.css", "css/terminal.css"},
+		Scripts: []string{"vendor/xterm/xterm.min.js", "vendor/xterm/addon-fit.min.js", "js/terminal.js"}}
 	// QuizAssets serve questions (QuizQuestionView, QuizCheckpoint).
 	QuizAssets = Assets{Styles: []string{"css/quiz.css"}, Scripts: []string{"js/quiz.js"}}
 )

@@ -1,0 +1,95 @@
+// The learner's terminal (::terminal, web/terminal.go): xterm.js over a
+// WebSocket to a shell in the learner's own Soft-RoCE guest. Opened on
+// demand; after a reload it re-attaches (the server replays the scrollback).
+(function () {
+  'use strict';
+
+  // xterm.js writes its generated CSS into <style> elements' textContent,
+  // which the lab's CSP (style-src 'self') refuses. Route that text into
+  // constructed stylesheets instead (CSSOM, which the CSP allows): the same
+  // rules, adopted by the document.
+  (function cspSafeStyles() {
+    var desc = Object.getOwnPropertyDescriptor(Node.prototype, 'textContent');
+    var sheets = new WeakMap();
+    Object.defineProperty(HTMLStyleElement.prototype, 'textContent', {
+      configurable: true,
+      get: function () {
+        var s = sheets.get(this);
+        return s ? s.text : desc.get.call(this);
+      },
+      set: function (v) {
+        var s = sheets.get(this);
+        if (!s) {
+          s = { sheet: new CSSStyleSheet(), text: '' };
+          sheets.set(this, s);
+          document.adoptedStyleSheets = document.adoptedStyleSheets.concat([s.sheet]);
+        }
+        s.text = String(v);
+        s.sheet.replaceSync(s.text);
+      }
+    });
+  })();
+
+  var KEY = 'rdmalab.terminal.open';
+
+  function start(box) {
+    var btn = box.querySelector('.term-open');
+    var status = box.querySelector('.term-status');
+    var screen = box.querySelector('.term-screen');
+    if (!btn || !screen || typeof Terminal === 'undefined') return;
+    var term = null, fit = null, ws = null;
+
+    function send(m) {
+      if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
+    }
+
+    function open() {
+      if (ws) return;
+      btn.hidden = true;
+      screen.hidden = false;
+      status.textContent = '';
+      if (!term) {
+        term = new Terminal({ cursorBlink: true, scrollback: 5000, fontSize: 14 });
+        fit = new FitAddon.FitAddon();
+        term.loadAddon(fit);
+        term.open(screen);
+        fit.fit();
+        term.onData(function (d) { send({ t: 'in', d: d }); });
+        term.onResize(function (s) { send({ t: 'size', rows: s.rows, cols: s.cols }); });
+        window.addEventListener('resize', function () { fit.fit(); });
+      } else {
+        term.reset();
+      }
+      var scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      ws = new WebSocket(scheme + '//' + location.host + box.dataset.endpoint +
+        '?rows=' + term.rows + '&cols=' + term.cols);
+      ws.binaryType = 'arraybuffer';
+      ws.onopen = function () { localStorage.setItem(KEY, '1'); };
+      ws.onmessage = function (e) {
+        if (typeof e.data !== 'string') {
+          term.write(new Uint8Array(e.data));
+          return;
+        }
+        var m;
+        try { m = JSON.parse(e.data); } catch (err) { return; }
+        if (m.t === 'status') {
+          status.textContent = m.msg || '';
+          if (!m.msg) term.focus();
+        } else if (m.t === 'error' || m.t === 'exit') {
+          status.textContent = m.msg || '';
+          localStorage.removeItem(KEY);
+        }
+      };
+      ws.onclose = function () {
+        ws = null;
+        btn.hidden = false;
+        if (!status.textContent) status.textContent = box.dataset.closed || '';
+      };
+    }
+
+    btn.addEventListener('click', open);
+    if (localStorage.getItem(KEY) === '1') open(); // a reload re-attaches
+  }
+
+  document.querySelectorAll('.term').forEach(start);
+})();
