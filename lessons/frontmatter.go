@@ -24,7 +24,7 @@ type frontMatter struct {
 	Objectives    []string
 	Prerequisites []string
 	Aliases       []string // old slugs of this lesson (redirected, progress moved)
-	PrereqLines   []int // file line of each prerequisite, for "unknown slug" errors
+	PrereqLines   []int    // file line of each prerequisite, for "unknown slug" errors
 	References    []Reference
 	Checkpoint    string // "all" or "" (the default: only questions the text did not ask)
 	RevealAfter   int    // wrong attempts after which a question shows its answer; -1: not set
