@@ -23,7 +23,8 @@ type frontMatter struct {
 	Duration      string
 	Objectives    []string
 	Prerequisites []string
-	PrereqLines   []int // file line of each prerequisite, for "unknown slug" errors
+	Aliases       []string // old slugs of this lesson (redirected, progress moved)
+	PrereqLines   []int    // file line of each prerequisite, for "unknown slug" errors
 	References    []Reference
 	Checkpoint    string // "all" or "" (the default: only questions the text did not ask)
 	RevealAfter   int    // wrong attempts after which a question shows its answer; -1: not set
@@ -31,7 +32,7 @@ type frontMatter struct {
 
 // frontMatterKeys are the keys an author may use; anything else is a warning
 // because a typo ("sumary") would otherwise silently drop content.
-var frontMatterKeys = []string{"title", "summary", "order", "duration", "objectives", "prerequisites", "references", "checkpoint", "reveal_after"}
+var frontMatterKeys = []string{"title", "summary", "order", "duration", "objectives", "prerequisites", "references", "checkpoint", "reveal_after", "aliases"}
 
 // splitFrontMatter separates "---\nYAML\n---\n" from the Markdown body.
 // It returns the YAML, the body and the file line on which the body starts.
@@ -180,6 +181,8 @@ func parseFrontMatter(file string, yamlSrc []byte, base int, diags *[]Diagnostic
 			}
 		case "objectives":
 			fm.Objectives = stringList(v, key, vline, lineOf, errAt)
+		case "aliases":
+			fm.Aliases = stringList(v, key, vline, lineOf, errAt)
 		case "prerequisites":
 			seq, ok := v.(*yamlast.SequenceNode)
 			if v == nil {

@@ -88,6 +88,7 @@ type Page struct {
 	Duration      string
 	Objectives    []string
 	Prerequisites []string // lesson slugs
+	Aliases       []string // old slugs (front matter aliases:)
 	References    []Reference
 	TOC           []Heading
 	Body          []Segment

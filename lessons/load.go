@@ -356,6 +356,7 @@ func (ld *loader) page(l *Lesson, lang, file string, data []byte) (*Page, []link
 		Duration:      duration(fm.Duration, lang),
 		Objectives:    fm.Objectives,
 		Prerequisites: fm.Prerequisites,
+		Aliases:       fm.Aliases,
 		References:    fm.References,
 		TOC:           r.toc,
 		Body:          r.body,
@@ -428,6 +429,7 @@ func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
 	}
 	ld.prereqConsistency(srcs)
 	ld.unshownQuestions(srcs) // unshown.go
+	ld.aliasCheck(srcs)       // aliases.go
 	for _, lr := range links {
 		target := bySlug[lr.slug]
 		if target == nil || len(target.Pages) == 0 {

@@ -303,3 +303,38 @@ func (db *DB) IsStaff(ctx context.Context, learner string) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// MoveLessonProgress moves learners' progress on lesson slug from to slug
+// to (a renamed lesson folder with `aliases:`). A learner with rows on both
+// keeps the earlier opening and completion. Returns the rows moved.
+func (db *DB) MoveLessonProgress(ctx context.Context, from, to string) (int64, error) {
+	if from == to || from == "" || to == "" {
+		return 0, nil
+	}
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: move progress: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO progress (learner, lesson, opened_at, completed_at)
+		SELECT learner, ?2, opened_at, completed_at FROM progress WHERE lesson = ?1 AND true
+		ON CONFLICT (learner, lesson) DO UPDATE SET
+			opened_at = MIN(opened_at, excluded.opened_at),
+			completed_at = CASE WHEN completed_at IS NULL THEN excluded.completed_at
+			                    WHEN excluded.completed_at IS NULL THEN completed_at
+			                    ELSE MIN(completed_at, excluded.completed_at) END`, from, to)
+	if err != nil {
+		return 0, fmt.Errorf("store: move progress: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM progress WHERE lesson = ?`, from); err != nil {
+		return 0, fmt.Errorf("store: move progress: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: move progress: %w", err)
+	}
+	if n > 0 {
+		db.progress.invalidateAll()
+	}
+	return n, nil
+}

@@ -63,6 +63,14 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	c := s.course()
 	l := c.Lesson(st.Slug)
 	if l == nil {
+		if to := c.AliasTarget(st.Slug); to != "" { // a renamed lesson's old slug (lessons/aliases.go)
+			u := lessonHref(to)
+			if r.URL.RawQuery != "" {
+				u += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, u, http.StatusMovedPermanently)
+			return
+		}
 		s.notFound(w, r)
 		return
 	}
@@ -74,7 +82,10 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	}
 	learner := learnerID(r)
 	db := s.cfg.Store
-	if err := db.MarkOpened(r.Context(), learner, l.Slug); err != nil {
+	if !s.mayCreateLearner(r, learner) {
+		// Recording "opened" would create this learner's row: past the
+		// address's new-learner limit the page is still served, unrecorded.
+	} else if err := db.MarkOpened(r.Context(), learner, l.Slug); err != nil {
 		// Bookkeeping only: a locked or full database must not stop
 		// anyone from reading (the fault tests check it).
 		s.log.Warn("mark lesson opened", "lesson", l.Slug, "err", err)

@@ -134,6 +134,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.DB = db
+	followAliases(ctx, db, m.courseNow, m.watch.live, m.Log) // serve_aliases.go
 	sb, err := startSandbox(ctx, m.Config.Sandbox, db, m.Log)
 	if err != nil {
 		return err
