@@ -192,6 +192,8 @@ var plainWord = regexp.MustCompile(`^[A-Za-z][a-z]+$`)
 // commands and the spec's own terms.
 var allowedPairs = map[string]bool{
 	"rdma resource": true, "rdma statistic": true, "tc netem": true, "traffic class": true,
+	// IB opcode names (RDMA READ Response First …), as the packet list shows them
+	"response first": true, "response middle": true, "response last": true, "response only": true,
 }
 
 // quoted is text in quotation marks: a quotation of what the system says
@@ -245,7 +247,7 @@ var cleanZh = map[string]bool{
 	"tcp-cost": true, "memlock": true, "reg-mr": true, "write-silent": true, "rkey": true,
 	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
 	"pingpong": true, "verbs-steps": true, "ud-vs-rc": true, "rdma-cm": true,
-	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true,
+	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true, "wire-capture": true, "diagnose": true,
 }
 
 // reporter is what checkChinese needs of a *testing.T.

@@ -2,7 +2,6 @@ package rdmaexp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -78,7 +77,8 @@ func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	if !top.Wire() {
-		return errors.New("diagnose needs two Soft-RoCE devices on two netdevs (the lab's guest has rxe0 and rxe1 on a veth pair)")
+		return explained(emit, say("diagnose needs two Soft-RoCE devices on two netdevs (the lab's guest has rxe0 and rxe1 on a veth pair)",
+			"diagnose 需要位于两个网络设备上的两个 Soft-RoCE 设备（实验室虚拟机里是 veth 对上的 rxe0 和 rxe1）"))
 	}
 	note(emit, "info", top.describe())
 	summary := sandbox.NewTable(say("symptom → counter → cause (your own runs)", "症状 → 计数器 → 原因（你自己的运行）"),
@@ -93,7 +93,7 @@ func runDiagnose(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		phase(emit, "mystery-"+m.id, say("Mystery "+strings.ToUpper(m.id)+": run it and look at the symptoms", "谜题 "+strings.ToUpper(m.id)+"：运行并观察症状"))
 		s, err := runMystery(ctx, top, m)
 		if err != nil {
-			return verbsError(emit, err)
+			return faultError(emit, err)
 		}
 		sym := describeSymptom(m, s)
 		note(emit, "info", sym)
@@ -231,5 +231,5 @@ func describeSymptom(m mystery, s symptom) sandbox.Text {
 				ok, len(s.wcs), s.state, ms, clean, ms/max(clean, 0.001)))
 	}
 	return say(fmt.Sprintf("The requester's completion: %s (%s) after %.0f ms; requester QP now %s.", st, st.Description(), ms, s.state),
-		fmt.Sprintf("请求方的完成状态：%s（%s），耗时 %.0f ms；请求方 QP 现在是 %s。", st, st.Description(), ms, s.state))
+		fmt.Sprintf("请求方的完成状态：%s（%s），耗时 %.0f ms；请求方 QP 现在是 %s。", st, wcStatusZh(st), ms, s.state))
 }

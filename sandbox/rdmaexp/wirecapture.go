@@ -2,11 +2,11 @@ package rdmaexp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -264,7 +264,8 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return err
 	}
 	if !top.Wire() || top.Server.GID.Netdev == "" {
-		return errors.New("wire-capture needs two Soft-RoCE devices on two netdevs (the lab's guest has rxe0 and rxe1 on a veth pair): a device that loops back to itself sends nothing a capture could see")
+		return explained(emit, say("wire-capture needs two Soft-RoCE devices on two netdevs (the lab's guest has rxe0 and rxe1 on a veth pair): a device that loops back to itself sends nothing a capture could see",
+			"wire-capture 需要位于两个网络设备上的两个 Soft-RoCE 设备（实验室虚拟机里是 veth 对上的 rxe0 和 rxe1）：环回到自身的设备不会发出任何可供抓包的报文"))
 	}
 	note(emit, "info", top.describe())
 	rnrRetry := 7
@@ -277,11 +278,13 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return verbsError(emit, err)
 	}
 	defer pair.Close()
-	logf(emit, "requester QP 0x%06x on %s, responder QP 0x%06x on %s, path MTU %d bytes",
-		pair.req.qp.Num(), top.Client.Dev, pair.rsp.qp.Num(), top.Server.Dev, pair.mtu)
+	note(emit, "info", say(fmt.Sprintf("requester QP 0x%06x on %s, responder QP 0x%06x on %s, path MTU %d bytes",
+		pair.req.qp.Num(), top.Client.Dev, pair.rsp.qp.Num(), top.Server.Dev, pair.mtu),
+		fmt.Sprintf("请求方 QP 0x%06x 在 %s 上，响应方 QP 0x%06x 在 %s 上，路径 MTU %d 字节",
+			pair.req.qp.Num(), top.Client.Dev, pair.rsp.qp.Num(), top.Server.Dev, pair.mtu)))
 	undo, err := pair.fault(ctx, op)
 	if err != nil {
-		return err
+		return faultError(emit, err)
 	}
 	defer undo()
 	if op == wireDrop {
@@ -302,7 +305,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return verbsError(emit, opErr)
 	}
 	if res.Err != nil {
-		return fmt.Errorf("capture: %w", res.Err)
+		return explained(emit, say("capture: "+res.Err.Error(), "抓包失败："+res.Err.Error()))
 	}
 	hosts := map[string]string{top.Client.IP(): top.Client.Dev + " (requester)", top.Server.IP(): top.Server.Dev + " (responder)"}
 	ev, err := res.Event(hosts)
@@ -317,7 +320,9 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	phase(emit, "completions", say("What the completion queues said", "完成队列报告了什么"))
 	for _, w := range wcs {
 		if w.WC.Status == verbs.WCSuccess {
-			logf(emit, "%s completion: %s %s, %d bytes", w.Who, w.WC.Opcode, w.WC.Status, w.WC.ByteLen)
+			who := map[string]string{"requester": "请求方", "responder": "响应方"}[w.Who]
+			note(emit, "info", say(fmt.Sprintf("%s completion: %s %s, %d bytes", w.Who, w.WC.Opcode, w.WC.Status, w.WC.ByteLen),
+				fmt.Sprintf("%s的完成：%s %s，%d 字节", who, w.WC.Opcode, w.WC.Status, w.WC.ByteLen)))
 		} else {
 			wcError(emit, w.WC, wireWhy(op))
 		}
@@ -346,11 +351,44 @@ func packetTable(ps []wirecap.Packet) *sandbox.Table {
 		if p.AckReq {
 			ack = "1"
 		}
-		t.AddRow(sandbox.Same(strconv.Itoa(p.No)), sandbox.Same(fmt.Sprintf("%.3f", p.Time*1000)), sandbox.Same(from+" → "+to),
+		t.AddRow(sandbox.Same(strconv.Itoa(p.No)), sandbox.Same(fmt.Sprintf("%.3f", p.Time*1000)), say(from+" → "+to, roleZh.Replace(from+" → "+to)),
 			sandbox.Same(fmt.Sprintf("0x%06x", p.DestQP)), sandbox.Same(p.OpName), sandbox.Same(strconv.Itoa(int(p.PSN))), sandbox.Same(ack),
-			sandbox.Same(strconv.Itoa(p.PayloadLen)), sandbox.Same(p.Syndrome))
+			sandbox.Same(strconv.Itoa(p.PayloadLen)), aethText(p))
 	}
 	return t
+}
+
+// roleZh puts the hosts' role names (see runWireCapture) into Chinese.
+var roleZh = strings.NewReplacer(" (requester)", "（请求方）", " (responder)", "（响应方）")
+
+// aethText is a packet's AETH syndrome in both languages (empty without one).
+func aethText(p wirecap.Packet) sandbox.Text {
+	if p.IB == nil || p.IB.AETH == nil {
+		return sandbox.Same(p.Syndrome)
+	}
+	s := p.IB.AETH.Syndrome
+	var zh string
+	switch s.Kind() {
+	case ibt.KindACK:
+		if s.Value() == 0x1f {
+			zh = "ACK（无信用计数）"
+		} else {
+			zh = fmt.Sprintf("ACK（信用码 %d）", s.Value())
+		}
+	case ibt.KindRNRNAK:
+		zh = fmt.Sprintf("RNR NAK（计时器 %g ms）", s.RNRTimerMicros()/1000)
+	case ibt.KindNAK:
+		names := map[int]string{ibt.NAKPSNSequenceError: "PSN 序列错误", ibt.NAKInvalidRequest: "无效请求",
+			ibt.NAKRemoteAccess: "远程访问错误", ibt.NAKRemoteOperation: "远程操作错误", ibt.NAKInvalidRDRequest: "无效 RD 请求"}
+		n, ok := names[s.Value()]
+		if !ok {
+			n = fmt.Sprintf("保留的 NAK 码 %d", s.Value())
+		}
+		zh = "NAK：" + n
+	default:
+		zh = fmt.Sprintf("保留的综合码 0x%02x", uint8(s))
+	}
+	return say(p.Syndrome, zh)
 }
 
 // wireWhy explains a failed completion of an operation.

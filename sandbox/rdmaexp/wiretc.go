@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
 )
 
 // A wire fault: a tc filter on the responder's netdev (ingress, clsact)
@@ -37,6 +39,15 @@ type wireFault struct {
 
 // errNoTC: the guest image lacks tc or the kernel lacks the modules.
 var errNoTC = errors.New("tc (iproute2) is not available here, so the lab cannot drop a packet on purpose")
+
+// faultError explains a run's error to the learner in both languages
+// when it is errNoTC; anything else goes to verbsError.
+func faultError(emit sandbox.Emitter, err error) error {
+	if errors.Is(err, errNoTC) {
+		return explained(emit, say(errNoTC.Error(), "这里没有 tc（iproute2），实验室无法有意丢掉一个报文"))
+	}
+	return verbsError(emit, err)
+}
 
 // install adds the filter and returns the function that removes it. The
 // clsact qdisc is removed with it (and with it every filter on it); a
