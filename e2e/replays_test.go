@@ -244,6 +244,7 @@ func englishProse(s string) []string {
 var cleanZh = map[string]bool{
 	"tcp-cost": true, "memlock": true, "reg-mr": true, "write-silent": true, "rkey": true,
 	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
+	"pingpong": true, "verbs-steps": true, "ud-vs-rc": true, "rdma-cm": true,
 	"perf-sweep": true, "perf-inline": true,
 }
 

@@ -237,8 +237,10 @@ func runPingpong(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		// One point per size as soon as it is measured: latency by size.
 		emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "rtt_median_us", X: float64(size), Y: us(st.Median), Unit: "µs"})
 		emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "rtt_p90_us", X: float64(size), Y: us(st.P90), Unit: "µs"})
-		logf(emit, "%s: median %.1f µs round trip (10th–90th percentile %.1f–%.1f µs, p99 %.1f), CPU per round trip (median of %d batches): client %.1f µs, server %.1f µs",
-			human(int64(size)), us(st.Median), us(st.P10), us(st.P90), us(st.P99), cpuBatches, us(st.ClientCPU), us(st.ServerCPU))
+		note(emit, "info", say(fmt.Sprintf("%s: median %.1f µs round trip (10th–90th percentile %.1f–%.1f µs, p99 %.1f), CPU per round trip (median of %d batches): client %.1f µs, server %.1f µs",
+			human(int64(size)), us(st.Median), us(st.P10), us(st.P90), us(st.P99), cpuBatches, us(st.ClientCPU), us(st.ServerCPU)),
+			fmt.Sprintf("%s：往返中位数 %.1f µs（第 10–90 百分位 %.1f–%.1f µs，p99 %.1f），每次往返的 CPU 时间（%d 批的中位数）：客户端 %.1f µs，服务端 %.1f µs",
+				human(int64(size)), us(st.Median), us(st.P10), us(st.P90), us(st.P99), cpuBatches, us(st.ClientCPU), us(st.ServerCPU))))
 	}
 	if err := end.goodbye(false); err != nil {
 		return err

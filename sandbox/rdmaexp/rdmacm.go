@@ -156,7 +156,7 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	rctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 	defer cancel()
 	srvArgs := []string{"-s", "-v", "-d", "-a", top.Server.IP(), "-p", port, "-C", fmt.Sprint(count)}
-	logf(emit, "rping %s", strings.Join(srvArgs, " "))
+	note(emit, "info", sandbox.Same("$ rping "+strings.Join(srvArgs, " ")))
 	srv, err := startLogged(rctx, srvLog, rping, srvArgs...)
 	if err != nil {
 		return fmt.Errorf("start rping server: %w", err)
@@ -165,7 +165,7 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 
 	phase(emit, "connect", say("Client: resolve address and route, connect, ping", "客户端：解析地址和路由、连接、ping"))
 	cliArgs := []string{"-c", "-v", "-d", "-I", top.Client.IP(), "-a", top.Server.IP(), "-p", port, "-C", fmt.Sprint(count)}
-	logf(emit, "rping %s", strings.Join(cliArgs, " "))
+	note(emit, "info", sandbox.Same("$ rping "+strings.Join(cliArgs, " ")))
 	var cliErr error
 	for attempt := 1; ; attempt++ {
 		cliLog = &lineLog{start: start}
@@ -192,7 +192,7 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		break // the server is gone: no point trying again
 	}
 	if cliErr != nil {
-		logf(emit, "rping client: %v", cliErr)
+		note(emit, "warn", say(fmt.Sprintf("rping client: %v", cliErr), fmt.Sprintf("rping 客户端：%v", cliErr)))
 	}
 	select {
 	case <-srv.done:
@@ -218,7 +218,8 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			if strings.HasPrefix(line, "created ") {
 				verbsLines++
 			}
-			emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "info", Message: lg.name + ": " + line})
+			// rping's own output: raw tool output, shown as code in every language
+			emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "stderr", Message: lg.name + ": " + line})
 		}
 	}
 	t := sandbox.NewTable(say("rdma_cm events", "rdma_cm 事件"), say("side", "端"), say("event", "事件"),
@@ -242,15 +243,16 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	v := say(fmt.Sprintf("rping connected with %d CM events and %d pings went through. The program gave the CM an IP address and a port; the CM found the device and GID, the route and MTU, carried the QP number and PSN to the peer in REQ/REP/RTU, and moved both QPs to RTS — every step of the manual exchange. What stays the same: PD, MR, CQ, QP, post and poll are ordinary verbs.", len(events), pings),
 		fmt.Sprintf("rping 经过 %d 个 CM 事件完成连接，%d 次 ping 成功。程序只给了 CM 一个 IP 地址和端口；CM 找到了设备和 GID、路由和 MTU，用 REQ/REP/RTU 把 QP 号和 PSN 带给对端，并把两端 QP 推进到 RTS——手工交换的每一步都替我们做了。不变的是：PD、MR、CQ、QP、投递和轮询仍是普通的 verbs。", len(events), pings))
 	if !ok {
-		reason := ""
+		reason, reasonZh := "", ""
 		if cliErr != nil {
 			reason = cliErr.Error()
+			reasonZh = "rping 客户端：" + reason
 		}
 		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			reason = "rping did not finish within 25 s"
+			reason, reasonZh = "rping did not finish within 25 s", "rping 未在 25 秒内结束"
 		}
 		v = say(fmt.Sprintf("The CM connection did not complete as expected: %d ESTABLISHED events (want 2), %d of %d pings. %s", established, pings, count, reason),
-			fmt.Sprintf("CM 连接没有按预期完成：%d 个 ESTABLISHED 事件（应为 2），%d/%d 次 ping。%s", established, pings, count, reason))
+			fmt.Sprintf("CM 连接没有按预期完成：%d 个 ESTABLISHED 事件（应为 2），%d/%d 次 ping。%s", established, pings, count, reasonZh))
 	}
 	result(emit, ok, v, figs)
 	return nil

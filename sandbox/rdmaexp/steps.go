@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -229,7 +231,13 @@ func (s *stepper) run(i int, variant string) error {
 	}
 	title := d.title
 	if variant != "" && variant != "post-early" {
-		title = sandbox.Text{"en": title["en"] + " — " + variant, "zh": title["zh"] + "——" + variant}
+		v := say(variant, variant)
+		for _, c := range VerbsSteps().Commands {
+			if c.Name == variant {
+				v = c.Title
+			}
+		}
+		title = sandbox.Text{"en": title["en"] + " — " + v["en"], "zh": title["zh"] + "——" + v["zh"]}
 	}
 	if variant == "post-early" {
 		title = say("Mistake: post a SEND while the QP is in RTR", "犯错：QP 还在 RTR 时投递 SEND")
@@ -915,11 +923,53 @@ func stepTable(rows [][]string) *sandbox.Table {
 				cells[i] = say(c, zh)
 			} else if strings.HasPrefix(c, "kernel's counts on ") {
 				cells[i] = say(c, "内核计数："+strings.TrimSuffix(strings.TrimPrefix(c, "kernel's counts on "), " (start→now)")+"（开始→现在）")
-			} else if strings.HasSuffix(c, " (every process)") {
-				cells[i] = say(c, strings.TrimSuffix(c, " (every process)")+"（所有进程）")
+			} else if zh, ok := stepCellZh(c); ok {
+				cells[i] = say(c, zh)
 			}
 		}
 		t.AddRow(cells...)
 	}
 	return t
+}
+
+// stepCellPatterns are the step tables' values built from figures, with
+// their Chinese wording ($1, $2 … are the figures and names).
+var stepCellPatterns = []struct {
+	re *regexp.Regexp
+	zh string
+}{
+	{regexp.MustCompile(`^(\d+) on (\S+) \(every process\)$`), "$2 上共 $1 个（所有进程）"},
+	{regexp.MustCompile(`^(\d+) bytes$`), "$1 字节"},
+	{regexp.MustCompile(`^(\d+) \(≈ (\d+) ms per try\)$`), "$1（每次尝试约 $2 ms）"},
+	{regexp.MustCompile(`^(\S+) counter (\S+)$`), "$1 的计数器 $2"},
+	{regexp.MustCompile(`^ours: (wc\.\S+)$`), "本端：$1"},
+	{regexp.MustCompile(`^peer: (wc\.\S+)$`), "对端：$1"},
+}
+
+var (
+	wcStatusCell = regexp.MustCompile(`^(IBV_WC_[A-Z_]+) \((.*)\)$`)
+	errnoCell    = regexp.MustCompile(`^(E[A-Z0-9]+) \((.*)\)$`)
+)
+
+// stepCellZh is a value cell of a step table for a Chinese reader: a
+// completion status or errno with its description translated, a figure
+// with its words; ok is false for cells that read the same in both.
+func stepCellZh(c string) (string, bool) {
+	if m := wcStatusCell.FindStringSubmatch(c); m != nil {
+		for st := verbs.WCStatus(0); st < 64; st++ {
+			if st.String() == m[1] {
+				return m[1] + "（" + wcStatusZh(st) + "）", true
+			}
+		}
+		return "", false
+	}
+	if m := errnoCell.FindStringSubmatch(c); m != nil {
+		return m[1] + "（" + expkit.ErrnoZh(m[1], m[2]) + "）", true
+	}
+	for _, p := range stepCellPatterns {
+		if p.re.MatchString(c) {
+			return p.re.ReplaceAllString(c, p.zh), true
+		}
+	}
+	return "", false
 }

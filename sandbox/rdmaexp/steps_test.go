@@ -186,3 +186,32 @@ func testVerbsSteps(t *testing.T, ex executor) {
 		}
 	}
 }
+
+// TestStepCellsInChinese: the step tables' values made of figures and
+// English words (errno and completion descriptions, units) read as Chinese
+// in the zh table, and C names stay as they are.
+func TestStepCellsInChinese(t *testing.T) {
+	tb := stepTable([][]string{
+		{"returned", "EINVAL (Invalid argument)"},
+		{"ours: wc.status", "IBV_WC_RETRY_EXC_ERR (transport retry counter exceeded)"},
+		{"timeout", "14 (≈ 67 ms per try)"},
+		{"kernel's QP count", "3 on rxe1 (every process)"},
+		{"port.active_mtu", "1024 bytes"},
+		{"rxe1 counter rcvd_rnr_err", "+2"},
+		{"mr->lkey", "0x1234"},
+	}).In("zh")
+	want := [][]string{
+		{"返回值", "EINVAL（参数无效）"},
+		{"本端：wc.status", "IBV_WC_RETRY_EXC_ERR（传输重试次数超限）"},
+		{"timeout", "14（每次尝试约 67 ms）"},
+		{"内核的 QP 计数", "rxe1 上共 3 个（所有进程）"},
+		{"port.active_mtu", "1024 字节"},
+		{"rxe1 的计数器 rcvd_rnr_err", "+2"},
+		{"mr->lkey", "0x1234"},
+	}
+	for i, r := range tb.Rows {
+		if !slices.Equal(r, want[i]) {
+			t.Errorf("row %d in zh: %q, want %q", i, r, want[i])
+		}
+	}
+}

@@ -171,12 +171,12 @@ func sentPkts(emit sandbox.Emitter, dev string) int64 {
 	}
 	c, err := verbs.Counters(dev, 1)
 	if err != nil {
-		logf(emit, "counters of %s unavailable: %v", dev, err)
+		note(emit, "info", say(fmt.Sprintf("counters of %s unavailable: %v", dev, err), fmt.Sprintf("读不到 %s 的计数器：%v", dev, err)))
 		return -1
 	}
 	v, ok := c["sent_pkts"]
 	if !ok {
-		logf(emit, "%s has no sent_pkts counter", dev)
+		note(emit, "info", say(fmt.Sprintf("%s has no sent_pkts counter", dev), fmt.Sprintf("%s 没有 sent_pkts 计数器", dev)))
 		return -1
 	}
 	return v
@@ -234,6 +234,10 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 			case "none":
 				ts[i] = say("none", "无")
 			default:
+				if a, b, ok := strings.Cut(c, " (post: "); ok { // a send status and the post's errno
+					ts[i] = say(c, a+"（投递："+strings.TrimSuffix(b, ")")+"）")
+					continue
+				}
 				ts[i] = sandbox.Same(c)
 			}
 		}
@@ -260,7 +264,8 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	mtu := cli.port.ActiveMTU.Bytes()
 	figs["mtu"] = float64(mtu)
-	logf(emit, "path MTU %d bytes (active MTU of %s port 1)", mtu, top.Client.Dev)
+	note(emit, "info", say(fmt.Sprintf("path MTU %d bytes (active MTU of %s port 1)", mtu, top.Client.Dev),
+		fmt.Sprintf("路径 MTU 为 %d 字节（%s 端口 1 的 active MTU）", mtu, top.Client.Dev)))
 	if err := srv.qp.PostRecv(1, srv.mr, 0, size); err != nil {
 		return verbsError(emit, err)
 	}
@@ -305,8 +310,10 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	if uc.ah, err = uc.pd.NewAH(1, top.Client.GID.Index, top.Server.GID.GID, 64); err != nil {
 		return verbsError(emit, err)
 	}
-	logf(emit, "UD QPs: client 0x%x on %s, server 0x%x on %s, Q_Key 0x%x; address handle → %s (GID index %d)",
-		uc.qp.Num(), top.Client.Dev, us.qp.Num(), top.Server.Dev, udQKey, top.Server.GID.GID.IP(), top.Client.GID.Index)
+	note(emit, "info", say(fmt.Sprintf("UD QPs: client 0x%x on %s, server 0x%x on %s, Q_Key 0x%x; address handle → %s (GID index %d)",
+		uc.qp.Num(), top.Client.Dev, us.qp.Num(), top.Server.Dev, udQKey, top.Server.GID.GID.IP(), top.Client.GID.Index),
+		fmt.Sprintf("UD QP：客户端 0x%x 在 %s 上，服务端 0x%x 在 %s 上，Q_Key 0x%x；地址句柄 → %s（GID 索引 %d）",
+			uc.qp.Num(), top.Client.Dev, us.qp.Num(), top.Server.Dev, udQKey, top.Server.GID.GID.IP(), top.Client.GID.Index)))
 	// Each receive buffer is GRH + one MTU, as a UD receiver must post.
 	slot := verbs.GRHBytes + mtu
 	if err := us.qp.PostRecv(10, us.mr, 0, slot); err != nil {
@@ -346,7 +353,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["ud_src_qp_matches"] = b2f(rwc.SrcQP == uc.qp.Num())
 	figs["ud_grh_ipv4"] = b2f(ipOK && src.Equal(top.Client.GID.GID.IP()) && dst.Equal(top.Server.GID.GID.IP()))
 	row(fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts))
-	logf(emit, "receive buffer bytes 0–39 (GRH area): % x", grh)
+	note(emit, "info", say(fmt.Sprintf("receive buffer bytes 0–39 (GRH area): % x", grh), fmt.Sprintf("接收缓冲区第 0–39 字节（GRH 区域）：% x", grh)))
 	if ipOK {
 		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40 — a UD receiver that posts a buffer of exactly the message size loses its last 40 bytes.", rwc.ByteLen, small, rwc.SrcQP, src, dst),
 			fmt.Sprintf("接收完成显示 byte_len %d = 40（GRH）+ %d（数据），src_qp 0x%x。GRH 区域的第 20–39 字节是报文的 IPv4 头（RoCE v2 over IPv4）：从 %s 到 %s。数据从第 40 字节开始——UD 接收方如果只投递恰好等于消息大小的缓冲区，就会丢掉最后 40 字节。", rwc.ByteLen, small, rwc.SrcQP, src, dst)))
