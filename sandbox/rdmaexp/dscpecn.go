@@ -124,7 +124,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	if !top.Wire() {
 		return errors.New("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link")
 	}
-	if err := shapeable(top); err != nil {
+	if err := shapeable(emit, top); err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
