@@ -246,7 +246,6 @@ var cleanZh = map[string]bool{
 	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
 	"pingpong": true, "verbs-steps": true, "ud-vs-rc": true, "rdma-cm": true,
 	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true,
-	"loss-sweep": true, "retry-budget": true,
 	"perf-sweep": true, "perf-inline": true,
 }
 
