@@ -245,6 +245,8 @@ var cleanZh = map[string]bool{
 	"tcp-cost": true, "memlock": true, "reg-mr": true, "write-silent": true, "rkey": true,
 	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
 	"pingpong": true, "verbs-steps": true, "ud-vs-rc": true, "rdma-cm": true,
+	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true,
+	"perf-sweep": true, "perf-inline": true,
 }
 
 // reporter is what checkChinese needs of a *testing.T.

@@ -82,7 +82,10 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	}
 	learner := learnerID(r)
 	db := s.cfg.Store
-	if err := db.MarkOpened(r.Context(), learner, l.Slug); err != nil {
+	if !s.mayCreateLearner(r, learner) {
+		// Recording "opened" would create this learner's row: past the
+		// address's new-learner limit the page is still served, unrecorded.
+	} else if err := db.MarkOpened(r.Context(), learner, l.Slug); err != nil {
 		// Bookkeeping only: a locked or full database must not stop
 		// anyone from reading (the fault tests check it).
 		s.log.Warn("mark lesson opened", "lesson", l.Slug, "err", err)

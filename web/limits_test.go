@@ -110,6 +110,29 @@ func TestCookielessWritesAreBounded(t *testing.T) {
 	}
 }
 
+// TestCookielessReadsCreateBoundedLearners: reading a lesson records it
+// as opened, which creates the learner's row; cookieless readers from one
+// address create at most the new-learner burst, and are still served.
+func TestCookielessReadsCreateBoundedLearners(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	burst := env.Server.Limits().NewLearnerBurst
+	for range burst + 40 {
+		req, _ := http.NewRequest("GET", env.HTTP.URL+"/lessons/01-one", nil)
+		req.Header.Set("X-Real-IP", "198.51.100.9")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("lesson page: %d", res.StatusCode)
+		}
+	}
+	if n := countRows(t, env.DB.Path, "learners"); n > burst+1 {
+		t.Fatalf("%d cookieless reads created %d learners, want at most %d", burst+40, n, burst+1)
+	}
+}
+
 // TestSlowBodiesAreCutOff is issue 18.2: a body trickled a byte at a time
 // held its connection forever, and one client could open thousands. Now
 // the body must arrive within BodyTimeout, connections per address are

@@ -65,3 +65,17 @@ func (s *Server) refuseWrite(w http.ResponseWriter, r *http.Request, e *Error) {
 	}
 	s.refused(w, r, e)
 }
+
+// mayCreateLearner reports whether a request may write for learner: always
+// when the learner has a row already, else within the client address's
+// new-learner limit. Reading a lesson records it as opened, which creates
+// the learner's row: a script that drops its cookie must not create rows
+// without bound by reading either.
+func (s *Server) mayCreateLearner(r *http.Request, learner string) bool {
+	known, err := s.cfg.Store.LearnerKnown(r.Context(), learner)
+	if err != nil || known {
+		return true // a database error shows up where the write is tried
+	}
+	ok, _ := s.limits.newLearner.allow(addrKey(clientAddr(r)))
+	return ok
+}

@@ -122,9 +122,10 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 		return err
 	}
 	if !top.Wire() {
-		return errors.New("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link")
+		return explained(emit, say("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link",
+			"这个实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：它在服务端的链路上抓包"))
 	}
-	if err := shapeable(top); err != nil {
+	if err := shapeable(emit, top); err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
@@ -192,7 +193,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 		}
 	}
 	if res.Err != nil {
-		return fmt.Errorf("capture: %w", res.Err)
+		return explained(emit, say("capture: "+res.Err.Error(), "抓包失败："+res.Err.Error()))
 	}
 	var pkts []rocePkt
 	for _, f := range res.Frames {
@@ -207,10 +208,11 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	if ev, err := res.Event(hosts); err == nil {
 		emit.Emit(ev)
 	} else {
-		logf(emit, "the capture could not be stored with the run: %v", err)
+		note(emit, "warn", say(fmt.Sprintf("the capture could not be stored with the run: %v", err), fmt.Sprintf("抓包无法随这次运行保存：%v", err)))
 	}
 	missed := d["rcvd_pkts"] - int64(len(pkts)) // the server received every frame the capture should have seen
-	logf(emit, "%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"])
+	note(emit, "info", say(fmt.Sprintf("%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"]),
+		fmt.Sprintf("%s 内完成 %d 个 WRITE；在 %s 上抓到 %d 个 RoCEv2 报文（%d 个超出抓包上限；设备记录收到 %d 个）", fmtDur(took), n, sdev, len(pkts), res.Dropped, d["rcvd_pkts"])))
 	drops := int(max(missed, 0))
 
 	// Per direction: packets, DSCP values, ECN field counts, CNPs.
@@ -253,7 +255,8 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	for k, v := range d {
 		figs[k] = float64(v)
 	}
-	logf(emit, "rxe counters that moved: %s", fmtDeltas(d))
+	moved := fmtDeltasText(d)
+	note(emit, "info", say("rxe counters that moved: "+moved["en"], "变化了的 rxe 计数器："+moved["zh"]))
 
 	// The verdict says what this capture shows, part by part.
 	var en, zh []string

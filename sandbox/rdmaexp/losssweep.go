@@ -85,9 +85,10 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		return err
 	}
 	if !top.Wire() {
-		return errors.New("the loss sweep needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link")
+		return explained(emit, say("the loss sweep needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
+			"丢包扫描需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
 	}
-	if err := shapeable(top); err != nil {
+	if err := shapeable(emit, top); err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
@@ -145,7 +146,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		// whole second of back-off, which is not what we measure.
 		tc, err := newTCPPair(top)
 		if err != nil {
-			return fmt.Errorf("TCP connection over the veth pair: %w", err)
+			return explained(emit, say("TCP connection over the veth pair: "+err.Error(), "无法在 veth 对上建立 TCP 连接："+err.Error()))
 		}
 		cmds, err := netshape.Loss(ctx, dev, loss, false)
 		logf(emit, "$ %s", cmds[len(cmds)-1])
@@ -190,7 +191,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		}
 		tc.Close()
 		if err != nil {
-			return fmt.Errorf("TCP at %s %% loss: %w", pctKey(loss), err)
+			return explained(emit, say(fmt.Sprintf("TCP at %s %% loss: %v", pctKey(loss), err), fmt.Sprintf("丢包率 %s %% 时 TCP 出错：%v", pctKey(loss), err)))
 		}
 		pts = append(pts, pt)
 		base := pts[0]
@@ -204,9 +205,13 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			Messages: say("RDMA WRITE (go-back-N)", "RDMA WRITE（go-back-N）")})
 		emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "tcp_rel", X: loss, Y: round2(rel(pt.tcpMBps, base.tcpMBps)), Unit: "% of 0%",
 			Messages: say("TCP (SACK)", "TCP（SACK）")})
-		logf(emit, "%s %% loss: resent RDMA %.1f %%, TCP %.1f %% of the packets the data needed", pctKey(loss), pt.rdmaResent, pt.tcpResent)
-		logf(emit, "%s %% loss: RDMA %.1f MB/s (%.0f %% of 0 %%), TCP %.1f MB/s (%.0f %% of 0 %%); counters %s",
-			pctKey(loss), pt.rdmaMBps, rel(pt.rdmaMBps, base.rdmaMBps), pt.tcpMBps, rel(pt.tcpMBps, base.tcpMBps), fmtDeltas(pt.deltas))
+		note(emit, "info", say(fmt.Sprintf("%s %% loss: resent RDMA %.1f %%, TCP %.1f %% of the packets the data needed", pctKey(loss), pt.rdmaResent, pt.tcpResent),
+			fmt.Sprintf("丢包率 %s %%：重发报文占数据所需报文的比例，RDMA %.1f %%，TCP %.1f %%", pctKey(loss), pt.rdmaResent, pt.tcpResent)))
+		cnt := fmtDeltasText(pt.deltas)
+		note(emit, "info", say(fmt.Sprintf("%s %% loss: RDMA %.1f MB/s (%.0f %% of 0 %%), TCP %.1f MB/s (%.0f %% of 0 %%); counters %s",
+			pctKey(loss), pt.rdmaMBps, rel(pt.rdmaMBps, base.rdmaMBps), pt.tcpMBps, rel(pt.tcpMBps, base.tcpMBps), cnt["en"]),
+			fmt.Sprintf("丢包率 %s %%：RDMA %.1f MB/s（为 0 %% 时的 %.0f %%），TCP %.1f MB/s（为 0 %% 时的 %.0f %%）；计数器：%s",
+				pctKey(loss), pt.rdmaMBps, rel(pt.rdmaMBps, base.rdmaMBps), pt.tcpMBps, rel(pt.tcpMBps, base.tcpMBps), cnt["zh"])))
 	}
 
 	// Results table: ratios first, then the measured absolutes.
@@ -219,7 +224,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	figs := map[string]float64{"clean_at_start": b2f(cleanAtStart), "size": float64(size)}
 	for _, pt := range pts {
 		k := pctKey(pt.loss)
-		cnt := sandbox.Text{"en": fmtDeltas(pt.deltas), "zh": strings.Replace(fmtDeltas(pt.deltas), "none moved", "都没变", 1)}
+		cnt := fmtDeltasText(pt.deltas)
 		if pt.rdmaErr != "" {
 			cnt = sandbox.Text{"en": cnt["en"] + "; WRITE failed: " + pt.rdmaErr, "zh": cnt["zh"] + "；WRITE 失败：" + pt.rdmaErr}
 		}
@@ -277,11 +282,13 @@ func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 // shapeable refuses devices that are not on the lab's own veth links: the
 // lesson 02 experiments add loss to a link, and a host's real NIC with an
 // rxe device on it must never get that.
-func shapeable(top topology) error {
+func shapeable(emit sandbox.Emitter, top topology) error {
 	for _, d := range []string{top.Client.GID.Netdev, top.Server.GID.Netdev} {
 		if !netshape.Ours(d) {
-			return fmt.Errorf("the RDMA devices sit on %s, which is not one of the lab's own veth links (%v in the guest, %v on a host): this experiment changes the link, so it only runs on those",
-				d, netshape.GuestLinks, netshape.HostLinks)
+			return explained(emit, say(fmt.Sprintf("the RDMA devices sit on %s, which is not one of the lab's own veth links (%v in the guest, %v on a host): this experiment changes the link, so it only runs on those",
+				d, netshape.GuestLinks, netshape.HostLinks),
+				fmt.Sprintf("RDMA 设备位于 %s 上，它不是实验室自己的 veth 链路（虚拟机里是 %v，主机上是 %v）：这个实验会改动链路，所以只在这些链路上运行",
+					d, netshape.GuestLinks, netshape.HostLinks)))
 		}
 	}
 	return nil
@@ -294,7 +301,7 @@ func linksClean(emit sandbox.Emitter, devs ...string) bool {
 	for _, d := range devs {
 		s, err := netshape.State(d)
 		if err != nil {
-			logf(emit, "state of %s: %v", d, err)
+			note(emit, "warn", say(fmt.Sprintf("state of %s: %v", d, err), fmt.Sprintf("读取 %s 的状态失败：%v", d, err)))
 			continue
 		}
 		if s != "" {
@@ -303,7 +310,8 @@ func linksClean(emit sandbox.Emitter, devs ...string) bool {
 		}
 	}
 	if clean {
-		logf(emit, "links %s: no qdisc or GSO limit left over from earlier runs", strings.Join(devs, ", "))
+		note(emit, "info", say(fmt.Sprintf("links %s: no qdisc or GSO limit left over from earlier runs", strings.Join(devs, ", ")),
+			fmt.Sprintf("链路 %s：没有以前运行遗留的 qdisc 或 GSO 限制", strings.Join(devs, ", "))))
 	}
 	_ = netshape.Reset(devs...)
 	return clean
@@ -339,6 +347,22 @@ func diffBoth(a, b bothCounters) map[string]int64 {
 		}
 	}
 	return d
+}
+
+// fmtDeltasText is fmtDeltas for a learner: "none moved" in their language.
+func fmtDeltasText(d map[string]int64) sandbox.Text {
+	s := fmtDeltas(d)
+	if s == "none moved" {
+		return say(s, "都没变")
+	}
+	return sandbox.Same(s)
+}
+
+// explained emits err's text as the run's error event in both languages
+// and returns it marked as reported (the agent adds no English one).
+func explained(emit sandbox.Emitter, t sandbox.Text) error {
+	emit.Emit(sandbox.Event{Type: sandbox.EvError, Message: t["en"], Messages: t})
+	return sandbox.Reported(errors.New(t["en"]))
 }
 
 // fmtDeltas lists the counters that moved, except the packet totals.

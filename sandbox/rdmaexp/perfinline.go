@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/expkit"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
@@ -152,7 +153,7 @@ func runPerfInline(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: errnoName,
 			Message: fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
 			Messages: sandbox.Text{"en": fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
-				"zh": fmt.Sprintf("ibv_post_send（IBV_SEND_INLINE，%d B > max_inline_data %d B）：%s", above, granted, verbs.Strerror(ve.Errno))}})
+				"zh": fmt.Sprintf("ibv_post_send（IBV_SEND_INLINE，%d B > max_inline_data %d B）：%s（%s）", above, granted, expkit.ErrnoZh(errnoName, verbs.Strerror(ve.Errno)), errnoName)}})
 	}
 	return reportInline(emit, granted, rows, refused, errnoName, snapInl, snapPlain)
 }

@@ -2,6 +2,7 @@ package rdmaexp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -114,7 +115,7 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		phase(emit, "perftest", say("perftest: ib_write_bw at "+human(mustAtoi(ptSize)), "perftest：ib_write_bw，"+human(mustAtoi(ptSize))))
 		bw, err := perftestBW(ctx, emit, top, ptSize)
 		if err != nil {
-			note(emit, "warn", say("ib_write_bw did not give a figure: "+err.Error(), "ib_write_bw 没有给出结果："+err.Error()))
+			note(emit, "warn", perftestFailText(err))
 		} else {
 			pt = bw
 			metric(emit, "bw_perftest", say("bandwidth, ib_write_bw", "带宽，ib_write_bw"), float64(mustAtoi(ptSize)), bw, "MB/s")
@@ -133,17 +134,30 @@ func mustAtoi(s string) int64 {
 func perftestBW(ctx context.Context, emit sandbox.Emitter, top topology, size string) (float64, error) {
 	bin, err := exec.LookPath("ib_write_bw")
 	if err != nil {
-		return 0, fmt.Errorf("ib_write_bw is not installed here (apt-get install perftest): %w", err)
+		return 0, fmt.Errorf("%w: %w", errNoWriteBW, err)
 	}
 	common := []string{"-F", "-s", size, "-n", "100", "-t", strconv.Itoa(sweepDepth), "-Q", strconv.Itoa(sweepDepth / 2)}
 	srv := append([]string{"-d", top.Server.Dev, "-x", strconv.Itoa(top.Server.GID.Index)}, common...)
 	cli := append(append([]string{"-d", top.Client.Dev, "-x", strconv.Itoa(top.Client.GID.Index)}, common...), top.Server.IP())
-	logf(emit, "ib_write_bw %s", strings.Join(cli, " "))
+	note(emit, "info", say("client: ib_write_bw "+strings.Join(cli, " "), "客户端：ib_write_bw "+strings.Join(cli, " ")))
 	out, err := perftestOnce(ctx, bin, srv, cli)
 	if err != nil {
 		return 0, err
 	}
 	return parsePerftestBW(out)
+}
+
+// errNoWriteBW is perftest missing from this machine.
+var errNoWriteBW = errors.New("ib_write_bw is not installed here (apt-get install perftest)")
+
+// perftestFailText says why ib_write_bw gave no figure; in Chinese the
+// tool's own complaint is quoted as it is (raw tool output).
+func perftestFailText(err error) sandbox.Text {
+	en := "ib_write_bw did not give a figure: " + err.Error()
+	if errors.Is(err, errNoWriteBW) {
+		return say(en, "ib_write_bw 没有给出结果：本机没有安装 ib_write_bw（apt-get install perftest）。")
+	}
+	return say(en, "ib_write_bw 没有给出结果，原始报错：“"+strings.ReplaceAll(err.Error(), "”", "\"")+"”")
 }
 
 // parsePerftestBW finds ib_write_bw's result row: #bytes #iterations

@@ -2,7 +2,6 @@ package rdmaexp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,9 +49,10 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return err
 	}
 	if !top.Wire() {
-		return errors.New("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link")
+		return explained(emit, say("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
+			"重试预算实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
 	}
-	if err := shapeable(top); err != nil {
+	if err := shapeable(emit, top); err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
@@ -84,7 +84,8 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if err != nil {
 		return err
 	}
-	logf(emit, "healthy link: WRITE of %d B completed with %s", size, wc.Status)
+	note(emit, "info", say(fmt.Sprintf("healthy link: WRITE of %d B completed with %s", size, wc.Status),
+		fmt.Sprintf("链路正常：%d B 的 WRITE 以 %s 完成", size, wc.Status)))
 
 	phase(emit, "cut", say("drop every packet the client sends", "丢掉客户端发出的每一个报文"))
 	cmds, err := netshape.Loss(ctx, dev, 100, false)
@@ -127,7 +128,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		el := time.Since(start)
 		if c, err := verbs.Counters(top.Client.Dev, 1); err == nil && c["sent_pkts"]-sent0 != lastSent {
 			lastSent = c["sent_pkts"] - sent0
-			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(el.Seconds()), Y: float64(lastSent), Unit: "packets sent",
+			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(el.Seconds()), Y: float64(lastSent), Unit: "sent_pkts",
 				Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
 		}
 		if n == 1 {
@@ -139,7 +140,8 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 				stillRetrying = true
 				break
 			}
-			return fmt.Errorf("no completion %s after the WRITE (expected one after ≈ %s)", fmtDur(el), fmtDur(expected))
+			return explained(emit, say(fmt.Sprintf("no completion %s after the WRITE (expected one after ≈ %s)", fmtDur(el), fmtDur(expected)),
+				fmt.Sprintf("WRITE 之后 %s 仍没有完成（预计约 %s 后出现）", fmtDur(el), fmtDur(expected))))
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -149,7 +151,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	took := time.Since(start)
 	after := readBoth(top)
 	d := diffBoth(before, after)
-	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(took.Seconds()), Y: float64(after.cli["sent_pkts"] - sent0), Unit: "packets sent",
+	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(took.Seconds()), Y: float64(after.cli["sent_pkts"] - sent0), Unit: "sent_pkts",
 		Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
 	if stillRetrying {
 		note(emit, "warn", say(fmt.Sprintf("After %s (%.0f timeouts) there is still no completion: the QP keeps retransmitting.", fmtDur(took), took.Seconds()/per.Seconds()),
@@ -165,12 +167,15 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	// A QP in ERROR flushes every further request.
 	var flush verbs.WC
 	if stillRetrying {
-		logf(emit, "the client QP is still retrying, so no further WRITE is posted; closing the QP ends it")
+		note(emit, "info", say("the client QP is still retrying, so no further WRITE is posted; closing the QP ends it",
+			"客户端 QP 仍在重试，所以不再投递 WRITE；关闭这个 QP 才会让它停下"))
 	} else if err := post(3); err == nil {
 		flush, _ = pair.cli.waitCQ(ctx, pair.cli.sendCQ, 5*time.Second)
-		logf(emit, "another WRITE posted on the failed QP completes with %s (%s)", flush.Status, flush.Status.Description())
+		note(emit, "info", say(fmt.Sprintf("another WRITE posted on the failed QP completes with %s (%s)", flush.Status, flush.Status.Description()),
+			fmt.Sprintf("在失败的 QP 上再投递一个 WRITE，它以 %s（%s）完成", flush.Status, wcStatusZh(flush.Status))))
 	} else {
-		logf(emit, "another WRITE on the failed QP is refused at post: %v", err)
+		note(emit, "info", say(fmt.Sprintf("another WRITE on the failed QP is refused at post: %v", err),
+			fmt.Sprintf("在失败的 QP 上再投递 WRITE 时被拒绝：%v", err)))
 	}
 	tries := float64(after.cli["sent_pkts"]-sent0) / float64((size+pair.mtu-1)/pair.mtu)
 	same := sandbox.Same
@@ -179,7 +184,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if stillRetrying {
 		next = say("not posted", "未投递")
 	}
-	done := same(fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description()))
+	done := say(fmt.Sprintf("%s (%s)", wc.Status, wc.Status.Description()), fmt.Sprintf("%s（%s）", wc.Status, wcStatusZh(wc.Status)))
 	if stillRetrying {
 		done = say("none yet (still retrying)", "还没有（仍在重试）")
 	}
@@ -193,7 +198,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	t.AddRow(say("client QP state afterwards", "之后客户端 QP 的状态"), same(cliState.String()))
 	t.AddRow(say("server QP state afterwards", "之后服务端 QP 的状态"), same(srvState.String()))
 	t.AddRow(say("next WRITE on the client QP", "客户端 QP 上的下一个 WRITE"), next)
-	t.AddRow(say("rxe counters that moved", "变化了的 rxe 计数器"), same(fmtDeltas(d)))
+	t.AddRow(say("rxe counters that moved", "变化了的 rxe 计数器"), fmtDeltasText(d))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	ratio := took.Seconds() / expected.Seconds()
 	figs := map[string]float64{

@@ -4,26 +4,42 @@
 (function () {
   'use strict';
 
-  // xterm.js writes its generated CSS into <style> elements' textContent,
-  // which the lab's CSP (style-src 'self') refuses. Route that text into
-  // constructed stylesheets instead (CSSOM, which the CSP allows): the same
-  // rules, adopted by the document.
+  // xterm.js puts its generated CSS in <style> elements it appends to the
+  // page, which the lab's CSP (style-src 'self', no inline styles) refuses
+  // even when empty. Such an element is never inserted here: it gets a
+  // constructed stylesheet adopted by the document instead (CSSOM, which
+  // the CSP allows), which its textContent and its sheet (insertRule) feed.
   (function cspSafeStyles() {
-    var desc = Object.getOwnPropertyDescriptor(Node.prototype, 'textContent');
+    var text = Object.getOwnPropertyDescriptor(Node.prototype, 'textContent');
     var sheets = new WeakMap();
+    function adopt(el) {
+      var s = sheets.get(el);
+      if (s) return s;
+      s = { sheet: new CSSStyleSheet(), text: '' };
+      sheets.set(el, s);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.concat([s.sheet]);
+      Object.defineProperty(el, 'sheet', { configurable: true, get: function () { return s.sheet; } });
+      el.remove = function () {
+        document.adoptedStyleSheets = document.adoptedStyleSheets.filter(function (x) { return x !== s.sheet; });
+      };
+      return s;
+    }
+    var append = Node.prototype.appendChild;
+    Node.prototype.appendChild = function (child) {
+      if (child instanceof HTMLStyleElement && !child.isConnected) {
+        adopt(child);
+        return child;
+      }
+      return append.call(this, child);
+    };
     Object.defineProperty(HTMLStyleElement.prototype, 'textContent', {
       configurable: true,
       get: function () {
         var s = sheets.get(this);
-        return s ? s.text : desc.get.call(this);
+        return s ? s.text : text.get.call(this);
       },
       set: function (v) {
-        var s = sheets.get(this);
-        if (!s) {
-          s = { sheet: new CSSStyleSheet(), text: '' };
-          sheets.set(this, s);
-          document.adoptedStyleSheets = document.adoptedStyleSheets.concat([s.sheet]);
-        }
+        var s = adopt(this);
         s.text = String(v);
         s.sheet.replaceSync(s.text);
       }
@@ -53,6 +69,7 @@
         fit = new FitAddon.FitAddon();
         term.loadAddon(fit);
         term.open(screen);
+        box._term = term; // for tests: the buffer's text (web/terminal_browser_test.go)
         fit.fit();
         term.onData(function (d) { send({ t: 'in', d: d }); });
         term.onResize(function (s) { send({ t: 'size', rows: s.rows, cols: s.cols }); });

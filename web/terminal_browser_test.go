@@ -1,0 +1,194 @@
+package web
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/chromedp"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// fakeTerms is a stand-in for the learner guests (sandbox/vm/terminal.go
+// has the real-guest test): one "shell" per learner that answers each line
+// with "you typed: LINE", keeping its output as scrollback.
+type fakeTerms struct {
+	mu       sync.Mutex
+	max      int
+	sessions map[string]*fakeShell
+}
+
+type fakeShell struct {
+	mu     sync.Mutex
+	out    []byte
+	line   []byte
+	subs   []chan []byte
+	rows   uint16
+	cols   uint16
+	opened int
+}
+
+type fakeAttach struct {
+	s      *fakeShell
+	ch     chan []byte
+	recent []byte
+	once   sync.Once
+}
+
+func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint16) (TermAttachment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[learner]
+	if s == nil {
+		if len(f.sessions) >= f.max {
+			return nil, &TerminalsFullError{Max: f.max}
+		}
+		s = &fakeShell{out: []byte("root@fake:~# ")}
+		f.sessions[learner] = s
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opened++
+	s.rows, s.cols = rows, cols
+	a := &fakeAttach{s: s, ch: make(chan []byte, 64), recent: append([]byte(nil), s.out...)}
+	s.subs = append(s.subs, a.ch)
+	return a, nil
+}
+
+func (f *fakeTerms) InUse() (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions), f.max
+}
+
+func (a *fakeAttach) Recent() []byte           { return a.recent }
+func (a *fakeAttach) Output() <-chan []byte    { return a.ch }
+func (a *fakeAttach) Resize(r, c uint16) error { return nil }
+func (a *fakeAttach) Detach() {
+	a.once.Do(func() {
+		a.s.mu.Lock()
+		for i, c := range a.s.subs {
+			if c == a.ch {
+				a.s.subs = append(a.s.subs[:i], a.s.subs[i+1:]...)
+				break
+			}
+		}
+		a.s.mu.Unlock()
+		close(a.ch)
+	})
+}
+
+func (a *fakeAttach) Write(b []byte) error {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []byte
+	for _, c := range b {
+		if c == '\r' {
+			out = append(out, []byte("\r\nyou typed: "+string(s.line)+"\r\nroot@fake:~# ")...)
+			s.line = nil
+			continue
+		}
+		s.line = append(s.line, c)
+		out = append(out, c)
+	}
+	s.out = append(s.out, out...)
+	for _, c := range s.subs {
+		select {
+		case c <- out:
+		default:
+		}
+	}
+	return nil
+}
+
+// termText is the text in the terminal's buffer (what xterm.js shows and
+// keeps as scrollback).
+const termText = `(function(){ var b = document.querySelector(".term"), t = b && b._term; if (!t) return ""; var buf = t.buffer.active, out = []; for (var i = 0; i < buf.length; i++) { var l = buf.getLine(i); if (l) out.push(l.translateToString(true)); } return out.join("\\n"); })()`
+
+// The ::terminal widget: opening it attaches over the WebSocket, keys reach
+// the shell and its output shows in xterm.js; a reload re-attaches to the
+// same shell with its scrollback; nothing violates the lab's CSP (xterm's
+// generated CSS goes through constructed stylesheets); a learner over the
+// cap reads the full message.
+func TestTerminalWidget(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	widgetCourse(env, lessons.Segment{Kind: lessons.SegTerminal})
+	fake := &fakeTerms{max: 1, sessions: map[string]*fakeShell{}}
+	env.Server.cfg.Terminals = fake
+	var mu sync.Mutex
+	var csp []string
+	page := newBrowserPageListening(t, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok && e.Entry != nil &&
+			(e.Entry.Source == cdplog.EntrySourceSecurity || strings.Contains(e.Entry.Text, "Content Security Policy")) {
+			mu.Lock()
+			csp = append(csp, e.Entry.Text)
+			mu.Unlock()
+		}
+	})
+	if _, err := chromedp.Call(page.ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	page.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=terminal-open]`)))
+	if got := page.text(`[data-testid=terminal-inuse]`); !strings.Contains(got, "0 of 1") {
+		t.Errorf("in use: %q", got)
+	}
+	page.do(chromedp.Click(chromedp.CSS(`[data-testid=terminal-open]`)),
+		chromedp.WaitReady(chromedp.CSS(`.term-screen .xterm-helper-textarea`)),
+		chromedp.Poll[chromedp.Void](termText+`.includes("root@fake")`))
+	// Typed as xterm.js's own input (onData, as a key press gives):
+	// chromedp's synthetic key events reach xterm twice (keydown with text
+	// and a char event).
+	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.input("ibv_devices\r", true)`))
+	page.do(chromedp.Poll[chromedp.Void](termText + `.includes("you typed: ibv_devices")`))
+
+	// A reload re-attaches to the same shell: its scrollback is back.
+	page.do(chromedp.Reload(),
+		chromedp.Poll[chromedp.Void](termText+`.includes("you typed: ibv_devices")`))
+	fake.mu.Lock()
+	shells, opened := len(fake.sessions), 0
+	for _, s := range fake.sessions {
+		opened = s.opened
+	}
+	fake.mu.Unlock()
+	if shells != 1 || opened != 2 {
+		t.Errorf("after a reload: %d shells, attached %d times; want 1 shell attached twice", shells, opened)
+	}
+
+	// Another learner (a fresh browser, no cookie yet) over the cap of 1.
+	other := newBrowserPage(t)
+	other.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
+		chromedp.Click(chromedp.CSS(`[data-testid=terminal-open]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("All 1 terminals are in use")`))
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(csp) > 0 {
+		t.Errorf("CSP violations:\n%s", strings.Join(csp, "\n"))
+	}
+}
+
+// newBrowserPageListening is newBrowserPage with a listener on the tab's
+// events (the CSP reports of the log domain).
+func newBrowserPageListening(t *testing.T, listen func(ev any)) *browserPage {
+	t.Helper()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("this test drives Debian's chromium (apt-get install chromium, or make test): ", err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox)...)
+	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithListener(listen))
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return &browserPage{t: t, ctx: ctx}
+}
