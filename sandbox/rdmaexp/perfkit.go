@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -325,4 +326,17 @@ func sameRow(t *sandbox.Table, cells ...string) {
 // metric emits one chart point of series (labelled in both languages).
 func metric(emit sandbox.Emitter, series string, label sandbox.Text, x, y float64, unit string) {
 	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: series, X: x, Y: y, Unit: unit, Message: label["en"], Messages: label})
+}
+
+// failWith emits t, a bilingual error event, for a failure that is not a
+// verbs call's (verbsError explains those) and returns err marked as
+// reported.
+func failWith(emit sandbox.Emitter, err error, t sandbox.Text) error {
+	emit.Emit(sandbox.Event{Type: sandbox.EvError, Message: t["en"], Messages: t})
+	return sandbox.Reported(err)
+}
+
+// quoteZh quotes a system's own English words inside Chinese text, as is.
+func quoteZh(err error) string {
+	return "“" + strings.ReplaceAll(err.Error(), "”", "\"") + "”"
 }

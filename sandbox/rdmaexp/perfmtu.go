@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -66,11 +67,12 @@ func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	note(emit, "info", top.describe())
 	tcgNote(emit)
 	if !top.Wire() {
-		return errors.New("perf-mtu needs two RDMA devices on the two ends of a veth pair (the lab guest has them)")
+		err := errors.New("perf-mtu needs two RDMA devices on the two ends of a veth pair (the lab guest has them)")
+		return failWith(emit, err, say(err.Error(), "perf-mtu 需要分别位于 veth 对两端的两个 RDMA 设备（实验室的虚拟机里有）。"))
 	}
 	links, err := netdevsOf(top)
 	if err != nil {
-		return err
+		return failWith(emit, err, say(err.Error(), "找不到 RDMA 设备下面的网络设备："+quoteZh(err)))
 	}
 	orig := map[string]int{}
 	for _, l := range links {
@@ -93,18 +95,18 @@ func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	// any way.
 	guard, err := startMTUGuard(ctx, orig)
 	if err != nil {
-		return err
+		return failWith(emit, err, say(err.Error(), "负责恢复 MTU 的守护进程没能启动："+quoteZh(err)))
 	}
 	defer guard.release()
 	defer func() {
 		if err := setMTUs(links, orig); err != nil {
-			note(emit, "warn", say("Could not put the MTU back: "+err.Error(), "未能恢复 MTU："+err.Error()))
+			note(emit, "warn", say("Could not put the MTU back: "+err.Error(), "未能恢复 MTU："+quoteZh(err)))
 			return
 		}
-		note(emit, "info", say(fmt.Sprintf("MTU back to %v", orig), fmt.Sprintf("MTU 已恢复为 %v", orig)))
+		note(emit, "info", say("MTU back to "+mtuList(orig, ", "), "MTU 已恢复："+mtuList(orig, "，")))
 	}()
 	if err := setMTUs(links, orig); err != nil {
-		return err
+		return failWith(emit, err, say(err.Error(), "无法设置 veth 的 MTU："+quoteZh(err)))
 	}
 	defer lockThread()()
 	var rows []mtuRow
@@ -119,11 +121,14 @@ func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 				m[name] = want.netMTU
 			}
 			if err := setMTUs(links, m); err != nil {
-				return err
+				return failWith(emit, err, say(err.Error(), "无法设置 veth 的 MTU："+quoteZh(err)))
 			}
 		}
 		if err := waitActiveMTU(ctx, top, want.path); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			return failWith(emit, err, say(err.Error(), fmt.Sprintf("改变 veth 的 MTU 之后，RDMA 设备没有提供路径 MTU %d：", want.path.Bytes())+quoteZh(err)))
 		}
 		row, err := mtuStream(ctx, emit, top, size, secs)
 		if err != nil {
@@ -201,6 +206,20 @@ func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error
 	}
 	result(emit, true, v, figs)
 	return nil
+}
+
+// mtuList is "veth0 1500, veth1 1500" (sorted by name).
+func mtuList(m map[string]int, sep string) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, sep)
 }
 
 const helperMTUGuard = "mtu-guard"

@@ -155,7 +155,7 @@ var errNoWriteBW = errors.New("ib_write_bw is not installed here (apt-get instal
 func perftestFailText(err error) sandbox.Text {
 	en := "ib_write_bw did not give a figure: " + err.Error()
 	if errors.Is(err, errNoWriteBW) {
-		return say(en, "ib_write_bw 没有给出结果：本机没有安装 ib_write_bw（apt-get install perftest）。")
+		return say(en, "ib_write_bw 没有给出结果：本机没有安装 perftest 软件包（ib_write_bw 在其中）。")
 	}
 	return say(en, "ib_write_bw 没有给出结果，原始报错：“"+strings.ReplaceAll(err.Error(), "”", "\"")+"”")
 }
