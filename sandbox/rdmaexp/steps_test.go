@@ -3,6 +3,7 @@ package rdmaexp
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +56,34 @@ func (d *stepDriver) do(cmd string) sandbox.Event {
 	d.cmds <- sandbox.Command{Cmd: cmd}
 	ev := d.wait()
 	d.t.Logf("%-10s → %-11s %s ok=%v offers=%v", cmd, ev.Name, ev.ErrnoName, *ev.OK, ev.Offers)
+	checkStepZh(d.t, ev)
 	return ev
+}
+
+// zhProse finds two English words in a row, outside quotation marks: what
+// a Chinese step should not show (C names, statuses and figures may stay).
+var (
+	zhProse  = regexp.MustCompile(`(?:^|[\s(（])[A-Za-z][a-z]+[ ,]+[A-Za-z][a-z]+(?:$|[\s,.;:)）])`)
+	zhQuoted = regexp.MustCompile(`"[^"]*"|“[^”]*”`)
+)
+
+// checkStepZh fails when a step's title, explanation or table reads as
+// English prose in Chinese.
+func checkStepZh(t *testing.T, ev sandbox.Event) {
+	t.Helper()
+	texts := []string{ev.Messages["zh"], ev.Detail["zh"]}
+	if tb := ev.Table.In("zh"); tb != nil {
+		texts = append(texts, tb.Title)
+		texts = append(texts, tb.Columns...)
+		for _, r := range tb.Rows {
+			texts = append(texts, r...)
+		}
+	}
+	for _, s := range texts {
+		if m := zhProse.FindString(zhQuoted.ReplaceAllString(s, "")); m != "" {
+			t.Errorf("step %s in zh shows English %q in %q", ev.Name, m, s)
+		}
+	}
 }
 
 func (d *stepDriver) expect(cmd, step, status string) sandbox.Event {
