@@ -350,12 +350,15 @@ func testSyscallsEvent(t *testing.T, ex executor) {
 	rec := ex.run(t, "syscalls", map[string]any{"round_trips": 50, "size": 64, "mode": "event"})
 	f := rec.result(t).Figures
 	t.Logf("syscalls event: %v", f)
-	// The client waits for the server's answer, so it finds its CQ empty
-	// and sleeps on most round trips; the server's next ping is often
-	// already there (strace slows its doorbell write()), so it may not.
-	if f["send_client_read_per_rt"] < 0.5 || f["send_client_message_per_rt"] < 3 {
+	// How often a side finds its CQ empty and sleeps depends on timing
+	// (under load the client slept on most round trips, on a quiet
+	// machine on 42 %), so what must hold is the accounting: the doorbell
+	// write() on every round trip, some sleeps, and each sleep costing a
+	// ppoll() and a read() on top of the doorbell.
+	cw, cr, cm := f["send_client_write_per_rt"], f["send_client_read_per_rt"], f["send_client_message_per_rt"]
+	if cw < 0.95 || cr <= 0 || cm < cw+2*cr-0.01 {
 		rec.dump(t)
-		t.Errorf("rxe events, client: read %v, all %v per round trip; want a read() on most round trips and ≥3 calls", f["send_client_read_per_rt"], f["send_client_message_per_rt"])
+		t.Errorf("rxe events, client: write %v, read %v, all %v per round trip; want 1 write, some sleeps (ppoll+read each) on top", cw, cr, cm)
 	}
 	if f["send_server_write_per_rt"] < 0.95 {
 		t.Errorf("rxe events, server: %v doorbell write()s per round trip, want 1", f["send_server_write_per_rt"])
@@ -372,7 +375,10 @@ func testPingpongPresets(t *testing.T, ex executor) {
 		rec := ex.run(t, "pingpong", ps.Values)
 		f := rec.result(t).Figures
 		for _, size := range []string{"2", "16", "128", "1024", "8192", "16384"} {
-			if f["median_us_"+size] <= 0 || f["p90_us_"+size] < f["median_us_"+size] || f["cpu_us_"+size] <= 0 {
+			// CPU per round trip may read 0 at small sizes on a quiet
+			// machine (a batch's CPU time below the clock's resolution);
+			// the largest size always costs some.
+			if f["median_us_"+size] <= 0 || f["p90_us_"+size] < f["median_us_"+size] || f["cpu_us_"+size] < 0 || f["cpu_us_16384"] <= 0 {
 				rec.dump(t)
 				t.Fatalf("preset %s, %s B: %v", ps.ID, size, f)
 			}
