@@ -290,7 +290,7 @@ func (g *Guest) Stop() {
 	}
 	// Keep the last console for the admin (labserver vm status names it).
 	if g.keepConsole != "" {
-		_ = copyFile(g.Console, g.keepConsole)
+		_ = vmimage.CopyFile(g.Console, g.keepConsole)
 	}
 	os.RemoveAll(g.runDir)
 }

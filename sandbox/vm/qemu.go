@@ -93,7 +93,7 @@ func loadAccelRecord(dir, key string) *accelRecord {
 
 func saveAccelRecord(dir string, r accelRecord) {
 	b, _ := json.Marshal(r)
-	_ = writeFileAtomic(filepath.Join(dir, "accel.json"), b)
+	_ = vmimage.WriteFileAtomic(filepath.Join(dir, "accel.json"), b)
 }
 
 // chooseAccel says which accelerator to boot with and why not KVM; probe

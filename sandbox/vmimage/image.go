@@ -160,7 +160,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	if err := cachedVmlinux(ctx, p.kernel.Image, filepath.Join(opt.Dir, "vmlinux")); err != nil {
 		// Still bootable, only slower: QEMU runs the kernel's own decompressor.
 		say("no PVH kernel (%v); booting the compressed kernel", err)
-		if err := copyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
+		if err := CopyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
 			return nil, false, err
 		}
 		im.Kernel = "vmlinuz"
@@ -207,7 +207,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 
 	im.Built = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.MarshalIndent(im, "", "  ")
-	if err := writeFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
+	if err := WriteFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
 		return nil, false, err
 	}
 	say("ready in %s (%.1f s)", opt.Dir, time.Since(start).Seconds())
@@ -541,7 +541,7 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 		if strings.HasSuffix(m, ".ko.xz") {
 			err = decompressXZ(ctx, m, dst)
 		} else if strings.HasSuffix(m, ".ko") {
-			err = copyFile(m, dst)
+			err = CopyFile(m, dst)
 		} else {
 			err = fmt.Errorf("module %s: unsupported compression (need .ko or .ko.xz)", m)
 		}
@@ -551,7 +551,7 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 		order = append(order, "/"+rel+"/"+strings.TrimSuffix(r, ".xz"))
 	}
 	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
-		if err := copyFile(filepath.Join(p.kernel.Modules, f), filepath.Join(stage, rel, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := CopyFile(filepath.Join(p.kernel.Modules, f), filepath.Join(stage, rel, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -676,7 +676,9 @@ func (p *plan) hashInputs() error {
 	return nil
 }
 
-func copyFile(src, dst string) error {
+// CopyFile copies src to dst (the kernel, modules; the host side keeps a
+// failed boot's console log with it).
+func CopyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -693,7 +695,9 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-func writeFileAtomic(name string, b []byte) error {
+// WriteFileAtomic replaces name with b through a rename, so a reader never
+// sees half a file (the manifest; the host side's accelerator record).
+func WriteFileAtomic(name string, b []byte) error {
 	if err := os.WriteFile(name+".tmp", b, 0o644); err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ func TestBuildImage(t *testing.T) {
 	dir := t.TempDir()
 	agent := filepath.Join(t.TempDir(), "labserver")
 	exe, _ := os.Executable()
-	if err := copyFile(exe, agent); err != nil {
+	if err := CopyFile(exe, agent); err != nil {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
