@@ -33,9 +33,10 @@ type Packet struct {
 	PSN        uint32      `json:"psn"`
 	AckReq     bool        `json:"ackreq"`
 	PayloadLen int         `json:"payload_len"`
-	Syndrome   string      `json:"syndrome,omitempty"` // AETH, read out
-	NAK        bool        `json:"nak,omitempty"`      // an RNR NAK or a NAK
-	ICRCOK     *bool       `json:"icrc_ok,omitempty"`  // nil: not checked (truncated, IPv6)
+	Syndrome   string      `json:"syndrome,omitempty"`    // AETH, read out
+	SyndromeZh string      `json:"syndrome_zh,omitempty"` // the same in Chinese
+	NAK        bool        `json:"nak,omitempty"`         // an RNR NAK or a NAK
+	ICRCOK     *bool       `json:"icrc_ok,omitempty"`     // nil: not checked (truncated, IPv6)
 	Summary    string      `json:"summary"`
 	Error      string      `json:"error,omitempty"`
 	Fields     []ibt.Field `json:"fields"`
@@ -179,6 +180,7 @@ func DecodeFrame(frame []byte, hosts map[string]string) Packet {
 	p.PSN, p.AckReq, p.PayloadLen = ib.PSN, ib.AckReq, ib.PayloadLen
 	if ib.AETH != nil {
 		p.Syndrome = ib.AETH.Syndrome.String()
+		p.SyndromeZh = ib.AETH.Syndrome.StringZh()
 		p.NAK = ib.AETH.Syndrome.IsNAK()
 	}
 	fields := ib.Fields

@@ -3,6 +3,7 @@ package ibt
 import (
 	"encoding/hex"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -175,4 +176,25 @@ func FuzzDecode(f *testing.F) {
 		}
 		_ = p.Summary()
 	})
+}
+
+// TestSyndromeZh: every syndrome reads in Chinese with no English word but
+// the protocol's own names (ACK, NAK, RNR, PSN, RD, ms).
+func TestSyndromeZh(t *testing.T) {
+	want := map[Syndrome]string{0x1f: "ACK（无信用计数）", 0x03: "ACK（信用码 3）", 0x21: "RNR NAK（计时器 0.01 ms）", 0x62: "NAK：远程访问错误", 0x60: "NAK：PSN 序列错误"}
+	for s, w := range want {
+		if got := s.StringZh(); got != w {
+			t.Errorf("0x%02x: %q, want %q", uint8(s), got, w)
+		}
+	}
+	allowed := map[string]bool{"ACK": true, "NAK": true, "RNR": true, "PSN": true, "RD": true, "ms": true}
+	for i := 0; i < 256; i++ {
+		zh := Syndrome(i).StringZh()
+		words := regexp.MustCompile(`0x[0-9a-f]+`).ReplaceAllString(zh, " ")
+		for _, w := range strings.FieldsFunc(words, func(r rune) bool { return r > 0x7f || r == ' ' || (r >= '0' && r <= '9') || r == '.' }) {
+			if !allowed[w] {
+				t.Errorf("0x%02x reads %q: English %q", i, zh, w)
+			}
+		}
+	}
 }

@@ -83,3 +83,31 @@ func (s Syndrome) String() string {
 	}
 	return fmt.Sprintf("reserved syndrome 0x%02x", uint8(s))
 }
+
+// nakNamesZh are nakNames in Chinese, for the learner's pages.
+var nakNamesZh = map[int]string{
+	NAKPSNSequenceError: "PSN 序列错误",
+	NAKInvalidRequest:   "无效请求",
+	NAKRemoteAccess:     "远程访问错误",
+	NAKRemoteOperation:  "远程操作错误",
+	NAKInvalidRDRequest: "无效 RD 请求",
+}
+
+// StringZh is String in Chinese: "ACK（无信用计数）", "NAK：远程访问错误".
+func (s Syndrome) StringZh() string {
+	switch s.Kind() {
+	case KindACK:
+		if s.Value() == 0x1f {
+			return "ACK（无信用计数）"
+		}
+		return fmt.Sprintf("ACK（信用码 %d）", s.Value())
+	case KindRNRNAK:
+		return fmt.Sprintf("RNR NAK（计时器 %g ms）", s.RNRTimerMicros()/1000)
+	case KindNAK:
+		if n, ok := nakNamesZh[s.Value()]; ok {
+			return "NAK：" + n
+		}
+		return fmt.Sprintf("NAK：保留的 NAK 码 %d", s.Value())
+	}
+	return fmt.Sprintf("保留的综合码 0x%02x", uint8(s))
+}

@@ -366,29 +366,7 @@ func aethText(p wirecap.Packet) sandbox.Text {
 	if p.IB == nil || p.IB.AETH == nil {
 		return sandbox.Same(p.Syndrome)
 	}
-	s := p.IB.AETH.Syndrome
-	var zh string
-	switch s.Kind() {
-	case ibt.KindACK:
-		if s.Value() == 0x1f {
-			zh = "ACK（无信用计数）"
-		} else {
-			zh = fmt.Sprintf("ACK（信用码 %d）", s.Value())
-		}
-	case ibt.KindRNRNAK:
-		zh = fmt.Sprintf("RNR NAK（计时器 %g ms）", s.RNRTimerMicros()/1000)
-	case ibt.KindNAK:
-		names := map[int]string{ibt.NAKPSNSequenceError: "PSN 序列错误", ibt.NAKInvalidRequest: "无效请求",
-			ibt.NAKRemoteAccess: "远程访问错误", ibt.NAKRemoteOperation: "远程操作错误", ibt.NAKInvalidRDRequest: "无效 RD 请求"}
-		n, ok := names[s.Value()]
-		if !ok {
-			n = fmt.Sprintf("保留的 NAK 码 %d", s.Value())
-		}
-		zh = "NAK：" + n
-	default:
-		zh = fmt.Sprintf("保留的综合码 0x%02x", uint8(s))
-	}
-	return say(p.Syndrome, zh)
+	return say(p.Syndrome, p.IB.AETH.Syndrome.StringZh())
 }
 
 // wireWhy explains a failed completion of an operation.

@@ -44,6 +44,7 @@
     this.box = box;
     this.run = run;
     this.t = T[lang] || T.en;
+    this.zh = lang === "zh";
     this.sel = -1;
   }
 
@@ -87,7 +88,7 @@
       var row = h("tr", { tabindex: i === 0 ? "0" : "-1", "aria-selected": "false", "data-packet": String(p.no),
         "class": (p.nak ? "cap-nak " : "") + (p.error ? "cap-bad" : "") });
       var dir = (p.src_name || p.src) + " → " + (p.dst_name || p.dst);
-      var info = p.syndrome || "";
+      var info = (v.zh && p.syndrome_zh) || p.syndrome || "";
       if (p.error) info = (info ? info + "; " : "") + p.error;
       [String(p.no), (p.time * 1000).toFixed(3), dir, "0x" + ("000000" + p.dest_qp.toString(16)).slice(-6),
         p.op || "?", String(p.psn), p.ackreq ? "1" : "", String(p.payload_len), info]
