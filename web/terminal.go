@@ -185,8 +185,8 @@ func dim(s string, def uint16) uint16 {
 	return uint16(n)
 }
 
-func init() {
-	addStrings("zh", map[string]string{
+var terminalStrings = uiTable{
+	"zh": {
 		"term.title":    "终端：你自己的 Soft-RoCE 虚拟机",
 		"term.lede":     "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。闲置 10 分钟后它会被回收。",
 		"term.open":     "打开终端",
@@ -198,8 +198,8 @@ func init() {
 		"term.off":      "这个实验室没有开启学员终端。",
 		"term.noscript": "终端需要 JavaScript。",
 		"term.inuse":    "学员终端：%d / %d 台虚拟机在使用中。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"term.title":    "Terminal: your own Soft-RoCE machine",
 		"term.lede":     "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes idle.",
 		"term.open":     "Open the terminal",
@@ -211,5 +211,5 @@ func init() {
 		"term.off":      "Learner terminals are not enabled on this lab.",
 		"term.noscript": "The terminal needs JavaScript.",
 		"term.inuse":    "Learner terminals: %d of %d machines in use.",
-	})
+	},
 }
