@@ -1,7 +1,7 @@
 package web
 
-func init() {
-	addStrings("zh", map[string]string{
+var instructorStrings = uiTable{
+	"zh": {
 		"instr.login.title":    "教师登录",
 		"instr.login.username": "用户名",
 		"instr.login.password": "密码",
@@ -76,8 +76,8 @@ func init() {
 
 		"error.400.title":   "请求有误",
 		"error.400.message": "提交的表单无法解析，没有执行。请回到页面重新提交。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"instr.login.title":    "Instructor login",
 		"instr.login.username": "Username",
 		"instr.login.password": "Password",
@@ -152,5 +152,5 @@ func init() {
 
 		"error.400.title":   "Bad request",
 		"error.400.message": "The form that was sent could not be read and was not acted on. Please go back and send it again.",
-	})
+	},
 }

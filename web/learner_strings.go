@@ -2,8 +2,8 @@ package web
 
 // Strings of issue 14's learner fixes (run widget, /runs, quizzes), kept
 // in their own file so parallel edits of i18n.go stay small.
-func init() {
-	addStrings("zh", map[string]string{
+var learnerStrings = uiTable{
+	"zh": {
 		"run.live.other":         "你的另一个实验（%s）正在排队或运行：它结束后这里才能运行。",
 		"run.live.open":          "查看那次运行",
 		"run.lab.details":        "查看实验环境",
@@ -21,8 +21,8 @@ func init() {
 		"quiz.reveal.only":       "想看答案可以按“显示答案”。",
 		"quiz.mark.answer":       "✓ 正确答案",
 		"quiz.mark.order.answer": "✓ 这一步在这里",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"run.live.other":         "Another run of yours (%s) is queued or running: Run works here once it ends.",
 		"run.live.open":          "Open that run",
 		"run.lab.details":        "see the lab",
@@ -40,5 +40,5 @@ func init() {
 		"quiz.reveal.only":       "Choose “Show answer” if you want to see it.",
 		"quiz.mark.answer":       "✓ correct answer",
 		"quiz.mark.order.answer": "✓ this step goes here",
-	})
+	},
 }

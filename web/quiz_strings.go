@@ -1,8 +1,8 @@
 package web
 
-// The quiz feature's UI strings (see addStrings).
-func init() {
-	addStrings("zh", map[string]string{
+// The quiz feature's UI strings (merged into uiStrings in i18n.go).
+var quizStrings = uiTable{
+	"zh": {
 		"quiz.checkpoint":        "检查点",
 		"quiz.score.label":       "已答对",
 		"quiz.home.score":        "检查点 %d/%d",
@@ -49,8 +49,8 @@ func init() {
 		"quiz.err.duplicate.option":      "选项 %q 出现了两次。",
 		"quiz.err.incomplete":            "请为每个位置选择一步，每一步只用一次。",
 		"quiz.err.not_a_number":          "请输入一个数字，只写数字本身（例如 7 或 0.25），不带单位。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"quiz.checkpoint":        "Checkpoint",
 		"quiz.score.label":       "Answered correctly:",
 		"quiz.home.score":        "Checkpoint %d/%d",
@@ -97,5 +97,5 @@ func init() {
 		"quiz.err.duplicate.option":      "Option %q was given twice.",
 		"quiz.err.incomplete":            "Choose a step for every position, each step once.",
 		"quiz.err.not_a_number":          "Enter a number on its own (such as 7 or 0.25), without the unit.",
-	})
+	},
 }

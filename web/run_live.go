@@ -42,7 +42,7 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 			}
 			title := run.Experiment
 			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
-				title = text(e.Title, langOf(r))
+				title = e.Title.Get(langOf(r))
 			}
 			out.Run = &liveRunJSON{ID: run.ID, Experiment: run.Experiment, Title: title, Params: run.Params, Status: info.Status, Page: runHref(run.ID)}
 			break

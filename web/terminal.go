@@ -278,8 +278,8 @@ func dim(s string, def uint16) uint16 {
 	return uint16(n)
 }
 
-func init() {
-	addStrings("zh", map[string]string{
+var terminalStrings = uiTable{
+	"zh": {
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
 		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。闲置 10 分钟后它会被回收。",
 		"term.open":             "打开终端",
@@ -292,13 +292,13 @@ func init() {
 		"term.noscript":         "终端需要 JavaScript。",
 		"term.inuse":            "学员终端：%d / %d 台虚拟机在使用中。",
 		"term.inqueue":          "排队：%d 人。",
+		"term.queue":            "%d / %d 个终端在使用中，你排在第 %v 位。一有空位你的虚拟机就会启动，请保持本页打开。",
+		"term.queuefull":        "所有 %d 个终端都在使用中，排队也已满（%d 人在等）；请过几分钟再试。",
 		"lab.terminals":         "学员终端（在用 / 上限）",
 		"lab.terminals.n":       "%d / %d",
 		"lab.terminals.waiting": "，排队 %d 人",
-		"term.queue":            "%d / %d 个终端在使用中，你排在第 %v 位。一有空位你的虚拟机就会启动，请保持本页打开。",
-		"term.queuefull":        "所有 %d 个终端都在使用中，排队也已满（%d 人在等）；请过几分钟再试。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"term.title":            "Terminal: your own Soft-RoCE machine",
 		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes idle.",
 		"term.open":             "Open the terminal",
@@ -311,10 +311,10 @@ func init() {
 		"term.noscript":         "The terminal needs JavaScript.",
 		"term.inuse":            "Learner terminals: %d of %d machines in use.",
 		"term.inqueue":          " Waiting: %d.",
+		"term.queue":            "%d of %d terminals in use; you are %v in line. Your machine starts as soon as a place frees: keep this page open.",
+		"term.queuefull":        "All %d terminals are in use and the queue is full (%d waiting); try again in a few minutes.",
 		"lab.terminals":         "Learner terminals (in use / max)",
 		"lab.terminals.n":       "%d / %d",
 		"lab.terminals.waiting": ", %d waiting",
-		"term.queue":            "%d of %d terminals in use; you are %v in line. Your machine starts as soon as a place frees: keep this page open.",
-		"term.queuefull":        "All %d terminals are in use and the queue is full (%d waiting); try again in a few minutes.",
-	})
+	},
 }
