@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -63,10 +61,6 @@ func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	return views.Terminal(w)
 }
 
-func (s *Server) terminalRoutes(r chi.Router) {
-	r.Get("/api/terminal", s.terminal)
-}
-
 type termMsg struct {
 	T    string `json:"t"`
 	D    string `json:"d,omitempty"`
@@ -75,24 +69,13 @@ type termMsg struct {
 	Msg  string `json:"msg,omitempty"`
 }
 
-// sameOrigin: the Origin header names this host (a page of another site
-// cannot open a learner's shell with their cookie).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return false
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
-}
-
 func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	lang := langOf(r)
 	if s.cfg.Terminals == nil {
 		http.Error(w, tr(lang)("term.off"), http.StatusServiceUnavailable)
 		return
 	}
-	if !sameOrigin(r) {
+	if crossOriginUpgrade(r) != nil { // cross_origin.go
 		http.Error(w, "cross-origin terminal refused", http.StatusForbidden)
 		return
 	}
