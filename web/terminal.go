@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -121,10 +119,6 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + suffix
 }
 
-func (s *Server) terminalRoutes(r chi.Router) {
-	r.Get("/api/terminal", s.terminal)
-}
-
 type termMsg struct {
 	T    string `json:"t"`
 	D    string `json:"d,omitempty"`
@@ -134,24 +128,13 @@ type termMsg struct {
 	Pos  int    `json:"pos,omitempty"` // status: the place in the queue
 }
 
-// sameOrigin: the Origin header names this host (a page of another site
-// cannot open a learner's shell with their cookie).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return false
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
-}
-
 func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	lang := langOf(r)
 	if s.cfg.Terminals == nil {
 		http.Error(w, tr(lang)("term.off"), http.StatusServiceUnavailable)
 		return
 	}
-	if !sameOrigin(r) {
+	if crossOriginUpgrade(r) != nil { // cross_origin.go
 		http.Error(w, "cross-origin terminal refused", http.StatusForbidden)
 		return
 	}
