@@ -28,7 +28,7 @@ func (s *Server) routes() http.Handler {
 	}
 
 	r.Get("/healthz", s.healthz)
-	r.Get("/favicon.ico", s.favicon)
+	r.Get("/favicon.ico", s.favicon) // static.go
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
 
@@ -74,7 +74,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/lessons/{slug}/complete", s.lessonComplete)
 		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts (quiz_attempt.go)
 
-		r.Get("/me", s.meShow) // instructor_me.go: a learner's display name
+		r.Get("/me", s.meShow) // learner_name.go: a learner's display name
 		r.Post("/me", s.meUpdate)
 		r.Get("/join", s.joinShow) // cohorts.go: joining a class
 		r.Get("/join/{code}", s.joinShow)
