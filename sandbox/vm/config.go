@@ -24,6 +24,11 @@ type Config struct {
 	Logger      *slog.Logger  // nil discards
 	Progress    io.Writer     // image build progress lines; nil = quiet
 
+	// Nice is the host scheduling niceness of the guest's QEMU (0: as
+	// labserver). Learner terminals' guests run at 10, so however busy a
+	// learner keeps theirs, the experiment guests get the CPU first.
+	Nice int
+
 	// NoSnapshot: boot every guest instead of restoring the snapshot of the
 	// first one (LAB_VM_SNAPSHOT=off).
 	NoSnapshot bool
