@@ -14,7 +14,7 @@ import (
 
 // readUntil collects a's output until it contains every want, or the
 // output ends. It returns what it saw.
-func readUntil(t *testing.T, a *Attachment, want ...string) string {
+func readUntil(t testing.TB, a *Attachment, want ...string) string {
 	t.Helper()
 	var got bytes.Buffer
 	got.Write(a.Scrollback)
