@@ -29,6 +29,9 @@ func (s *Server) instructorRoutes(r chi.Router) {
 			r.Get("/instructor/classes", s.cohortsShow)
 			r.Get("/instructor/gradebook", s.gradebookShow)
 			r.Get("/instructor/answers", s.answerKey)
+			r.Get("/instructor/drafts", s.draftsIndex)                // drafts.go
+			r.Get("/instructor/drafts/{slug}", s.draftShow)           // drafts.go
+			r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset) // drafts.go
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
