@@ -41,7 +41,7 @@ func writeDrafts(t *testing.T, e *instrEnv) {
 	writeTestFile(t, filepath.Join(dir, "06-draft", "diagram.png"), pngBytes)
 	writeTestFile(t, filepath.Join(dir, "06-draft", "quiz.yaml"), draftQuiz)
 	writeTestFile(t, filepath.Join(dir, "06-draft", "index.zh.md"), draft("草稿课", "草稿正文。\n\n![图](diagram.png)\n\n::quiz draft/q1"))
-	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1"))
+	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1\n\n::diagram tcp-vs-rdma\n\n::experiment memlock"))
 	writeTestFile(t, filepath.Join(dir, "07-bad", "index.en.md"), draft("Bad draft", "::quiz nope/q"))
 	for {
 		c := e.Live.Course()
@@ -142,6 +142,12 @@ func TestDraftPreview(t *testing.T) {
 		if href, ok := doc.Find(`a[href$="?lang=` + other + `"]`).First().Attr("href"); !ok || href != "/instructor/drafts/06-draft?lang="+other {
 			t.Errorf("%s language switch %q", tc.lang, href)
 		}
+	}
+	// Diagrams and experiment widgets render as on a lesson page.
+	en := e.page(e.do(instr, "GET", "/instructor/drafts/06-draft?lang=en", nil), http.StatusOK)
+	if en.Find(`[data-testid=body] svg`).Length() == 0 || en.Find(`[data-testid=experiment][data-experiment="memlock"], [data-testid=experiment]`).Length() != 1 {
+		h, _ := en.Find(`[data-testid=body]`).Html()
+		t.Errorf("the draft's diagram or experiment widget is missing:\n%s", h)
 	}
 	res := e.do(instr, "GET", "/instructor/drafts/06-draft/assets/diagram.png", nil)
 	b, _ := io.ReadAll(res.Body)
