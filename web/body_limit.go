@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// maxBody bounds the body of every request to the lab. The largest real
-// ones (a run's params, an order question's answer, a login form) are a
-// few hundred bytes; handlers may set lower limits of their own.
+// maxBody bounds the body of every request to the lab: the one body limit
+// (handlers set none of their own; they read a body limitBodies has already
+// read). The largest real ones (a run's params, an order question's
+// answer, a login form) are a few hundred bytes.
 const maxBody = 64 << 10
 
 // CodeTooLarge is a request body beyond maxBody (413); CodeTimeout a body

@@ -22,7 +22,7 @@ type uiTable map[string]map[string]string
 // (TestStringsComplete); a key defined twice panics at start-up.
 var uiStrings = mergeStrings(coreStrings,
 	accountStrings, answerKeyStrings, bodyLimitStrings, cohortStrings, commandStrings,
-	gradebookStrings, instructorStrings, labStrings, learnerStrings, needsStrings,
+	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
 	terminalStrings, visualStrings, writeGuardStrings,
 	draftStrings,
@@ -72,6 +72,8 @@ var coreStrings = uiTable{
 		"error.405.message": "这个地址不接受这种请求。",
 		"error.500.title":   "出错了",
 		"error.500.message": "服务器处理请求时出错了，请稍后再试。错误已记录在服务器日志中。",
+		"lesson.skip_toc":   "跳过目录，直接读正文",
+		"lesson.runs":       "我的实验记录（每次运行都可回放）",
 	},
 	"en": {
 		"nav.skip":     "Skip to content",
@@ -115,6 +117,8 @@ var coreStrings = uiTable{
 		"error.405.message": "This address does not accept this kind of request.",
 		"error.500.title":   "Something went wrong",
 		"error.500.message": "The server failed to handle this request; please try again later. The error is in the server log.",
+		"lesson.skip_toc":   "Skip the contents, go to the lesson",
+		"lesson.runs":       "My runs (every run can be replayed)",
 	},
 }
 

@@ -26,7 +26,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	lang := langOf(r)
 	t := tr(lang)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	body, err := io.ReadAll(r.Body) // at most maxBody (body_limit.go)
 	if err != nil {
 		s.writeError(w, r, Errorf(CodeBadRequest, err.Error()))
 		return

@@ -1,13 +1,9 @@
 package web
 
 import (
-	"bytes"
-	"io/fs"
 	"net/http"
-	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/static"
 )
 
 // liveRunJSON is the learner's queued or running run, for the widgets.
@@ -49,16 +45,4 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// favicon is GET /favicon.ico: browsers ask for it on every site.
-func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
-	b, err := fs.ReadFile(static.FS, "favicon.ico")
-	if err != nil {
-		s.notFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "image/x-icon")
-	w.Header().Set("Cache-Control", "public, max-age=86400")
-	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
 }
