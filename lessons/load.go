@@ -227,7 +227,7 @@ func (ld *loader) scan() []*lessonSource {
 		}
 		if len(src.files) == 0 {
 			if misnamed == 0 {
-				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in folders starting with _)")
+				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in _drafts/, which only instructors see)")
 			}
 			continue
 		}
