@@ -42,6 +42,9 @@ type lessonRequest struct {
 	Lesson  *lessons.Lesson
 	Page    *lessons.Page
 	State   lessonState
+	// Draft: the page is an instructor's preview of a draft (drafts.go):
+	// nothing on it reads or records a learner's progress.
+	Draft bool
 }
 
 // serveLesson renders the lesson page for st.Slug, or the 404 page.
