@@ -87,8 +87,9 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs    map[string]frontMatter // by file, for the cross-lesson checks
-	brokenQuiz map[string]bool        // slugs whose quiz.yaml could not be read at all
+	prereqs    map[string]frontMatter  // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool         // slugs whose quiz.yaml could not be read at all
+	scripts    map[string]scriptResult // task verify scripts by slug/path (task.go)
 }
 
 func (ld *loader) errAt(file string, line int, format string, args ...any) {
@@ -308,6 +309,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	l.Order = first.Order
+	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
 	for _, lang := range Langs {
 		p := l.Pages[lang]
 		if p == nil {

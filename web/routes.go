@@ -42,6 +42,7 @@ func (s *Server) routes() http.Handler {
 		s.runRoutes(r)
 		s.labRoutes(r)
 		s.terminalRoutes(r)                  // GET /api/terminal, a learner's own shell (terminal.go)
+		s.taskRoutes(r)                      // POST /api/lessons/{slug}/tasks/{id}/check (task_check.go)
 		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
