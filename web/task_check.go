@@ -57,8 +57,9 @@ const (
 	taskHintBytes = 800
 )
 
-func init() {
-	addStrings("zh", map[string]string{
+// taskStrings are the :::task widget's and the Check endpoint's texts.
+var taskStrings = uiTable{
+	"zh": {
 		"task.heading":     "任务 %d",
 		"task.check":       "检查",
 		"task.checking":    "正在你的虚拟机里检查……",
@@ -75,8 +76,8 @@ func init() {
 		"task.unknown":     "这一课没有这个任务。",
 		"task.error":       "检查没能运行：%s",
 		"task.timeout":     "超时",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"task.heading":     "Task %d",
 		"task.check":       "Check",
 		"task.checking":    "Checking in your machine…",
@@ -93,11 +94,7 @@ func init() {
 		"task.unknown":     "This lesson has no such task.",
 		"task.error":       "The check could not run: %s",
 		"task.timeout":     "timed out",
-	})
-}
-
-func (s *Server) taskRoutes(r chi.Router) {
-	r.Post("/api/lessons/{slug}/tasks/{id}/check", s.taskCheck)
+	},
 }
 
 // taskCheckResponse is the Check endpoint's answer.
