@@ -20,6 +20,14 @@ type Course struct {
 	Questions map[string]*quiz.Question // every question of every lesson, by id
 	Warnings  []Diagnostic              // non-fatal findings (e.g. a missing translation)
 
+	// Drafts are the lesson folders of _drafts/ (drafts.go), loaded beside
+	// the course on every load: instructors preview them, learners never
+	// see them. Nil when there is no _drafts/ folder. DraftFindings are
+	// their errors and warnings, paths under _drafts/; a draft's errors
+	// never stop the course from loading.
+	Drafts        *Course
+	DraftFindings []Diagnostic
+
 	fsys fs.FS // the source the course was loaded from, for OpenAsset
 }
 

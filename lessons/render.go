@@ -559,7 +559,7 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 			return dest
 		}
 		r.links = append(r.links, linkRef{file: r.file, lang: r.lang, line: line, slug: slug, fragment: u.Fragment})
-		out.Path = "/lessons/" + slug
+		out.Path = r.ld.lessonPath(slug)
 		return out.String()
 	}
 	if !IsAsset(file) {
@@ -575,7 +575,7 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 		r.errAt(line, "%s %q: %s is a symbolic link, which the server does not serve: copy the file into the lesson folder", what, dest, link)
 		return dest
 	}
-	out.Path = "/lessons/" + slug + "/assets/" + file
+	out.Path = r.ld.lessonPath(slug) + "/assets/" + file
 	return out.String()
 }
 

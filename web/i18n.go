@@ -25,6 +25,7 @@ var uiStrings = mergeStrings(coreStrings,
 	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
 	taskStrings, terminalStrings, visualStrings, writeGuardStrings,
+	draftStrings,
 )
 
 // coreStrings are the UI texts shared by every page (layout, home, lesson, errors).

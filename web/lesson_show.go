@@ -43,6 +43,9 @@ type lessonRequest struct {
 	Lesson  *lessons.Lesson
 	Page    *lessons.Page
 	State   lessonState
+	// Draft: the page is an instructor's preview of a draft (drafts.go):
+	// nothing on it reads or records a learner's progress.
+	Draft bool
 
 	tasks map[string]store.TaskProgress // the learner's :::task records, loaded on first use (task_check.go)
 }

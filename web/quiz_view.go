@@ -63,6 +63,9 @@ type quizCtx struct {
 	// RevealAfter is the lesson's number of wrong attempts after which a
 	// question shows its answer (0: only a right answer or "show answer").
 	RevealAfter int
+	// Preview: the page is a draft's preview (drafts.go); its questions
+	// cannot be answered.
+	Preview bool
 }
 
 // attemptsPath is the endpoint a question's form posts to.
@@ -245,7 +248,7 @@ func choiceQuestion(q *quiz.Question) bool {
 // quizCtx is the request's question context: the learner and the lesson's
 // reveal rule.
 func (lr *lessonRequest) quizCtx() quizCtx {
-	qc := quizCtx{Learner: lr.Learner, RevealAfter: lessons.DefaultRevealAfter}
+	qc := quizCtx{Learner: lr.Learner, RevealAfter: lessons.DefaultRevealAfter, Preview: lr.Draft}
 	if lr.Page != nil {
 		qc.RevealAfter = lr.Page.RevealAfter
 	}
@@ -275,6 +278,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		Unit:      q.Unit,
 		Status:    st,
 		CanReveal: true,
+		Preview:   qc.Preview,
 	}
 	text := map[string]string{}
 	for _, o := range q.OptionsFor(qc.Learner) {

@@ -32,7 +32,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
 
-	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go).
+	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go, drafts.go).
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLang)
 		r.Get("/instructor/login", s.instructorLoginForm)
@@ -55,6 +55,9 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/classes", s.cohortsShow)
 			r.Get("/instructor/gradebook", s.gradebookShow)
 			r.Get("/instructor/answers", s.answerKey)
+			r.Get("/instructor/drafts", s.draftsIndex) // drafts.go: previews of _drafts/
+			r.Get("/instructor/drafts/{slug}", s.draftShow)
+			r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)

@@ -201,7 +201,7 @@ func (s *Server) taskSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 		}
 	}
 	var rec store.TaskProgress
-	if lr.Learner != "" {
+	if lr.Learner != "" && !lr.Draft { // a draft's preview reads no learner's records
 		recs, err := s.learnerTasks(lr)
 		if err != nil {
 			return failing(err)
