@@ -91,8 +91,9 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs    map[string]frontMatter // by file, for the cross-lesson checks
-	brokenQuiz map[string]bool        // slugs whose quiz.yaml could not be read at all
+	prereqs    map[string]frontMatter  // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool         // slugs whose quiz.yaml could not be read at all
+	scripts    map[string]scriptResult // task verify scripts by slug/path (task.go)
 
 	// Drafts (drafts.go): outer is the course the drafts sit beside (nil
 	// for the course itself), whose lessons drafts may link to and require
@@ -227,7 +228,7 @@ func (ld *loader) scan() []*lessonSource {
 		}
 		if len(src.files) == 0 {
 			if misnamed == 0 {
-				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in folders starting with _)")
+				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in _drafts/, which only instructors see)")
 			}
 			continue
 		}
@@ -335,6 +336,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	l.Order = first.Order
+	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
 	for _, lang := range Langs {
 		p := l.Pages[lang]
 		if p == nil {
