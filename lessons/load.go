@@ -91,8 +91,9 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs    map[string]frontMatter // by file, for the cross-lesson checks
-	brokenQuiz map[string]bool        // slugs whose quiz.yaml could not be read at all
+	prereqs    map[string]frontMatter  // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool         // slugs whose quiz.yaml could not be read at all
+	scripts    map[string]scriptResult // task verify scripts by slug/path (task.go)
 
 	// Drafts (drafts.go): outer is the course the drafts sit beside (nil
 	// for the course itself), whose lessons drafts may link to and require
@@ -285,6 +286,7 @@ func (ld *loader) readQuiz(l *Lesson) {
 		return
 	}
 	l.Quiz = set
+	RenderQuiz(set)
 	for _, q := range set.Questions {
 		ld.quizHTML(file, q)
 	}
@@ -334,6 +336,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	l.Order = first.Order
+	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
 	for _, lang := range Langs {
 		p := l.Pages[lang]
 		if p == nil {

@@ -24,7 +24,7 @@ var uiStrings = mergeStrings(coreStrings,
 	accountStrings, answerKeyStrings, bodyLimitStrings, cohortStrings, commandStrings,
 	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
-	terminalStrings, visualStrings, writeGuardStrings,
+	taskStrings, terminalStrings, visualStrings, writeGuardStrings,
 	draftStrings,
 )
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -45,6 +46,8 @@ type lessonRequest struct {
 	// Draft: the page is an instructor's preview of a draft (drafts.go):
 	// nothing on it reads or records a learner's progress.
 	Draft bool
+
+	tasks map[string]store.TaskProgress // the learner's :::task records, loaded on first use (task_check.go)
 }
 
 // serveLesson renders the lesson page for st.Slug, or the 404 page.

@@ -102,6 +102,8 @@ func (s *Server) routes() http.Handler {
 		r.Get("/api/lab", s.labJSON) // lab_show.go: the Soft-RoCE lab state
 		r.Get("/lab", s.labPage)
 		r.Get("/api/terminal", s.terminal) // terminal.go: a learner's own shell (WebSocket)
+		// task_check.go: Check on a lesson's :::task, run in the learner's own terminal guest
+		r.Post("/api/lessons/{slug}/tasks/{id}/check", s.taskCheck)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.
