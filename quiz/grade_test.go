@@ -120,8 +120,9 @@ func TestGradeLanguage(t *testing.T) {
 	if zh.Explanation != "因为甲。" || zh.Options[1].Feedback != "错" || zh.Options[0].Feedback != "对" {
 		t.Errorf("zh result = %+v", zh)
 	}
-	// An unknown language falls back to zh, the default.
-	if r := Grade(q, Answer{Choice: "b"}, "fr"); r.Explanation != "因为甲。" {
+	// An unknown language falls back to English (i18n.Text's one rule; the
+	// web layer only ever asks for zh or en).
+	if r := Grade(q, Answer{Choice: "b"}, "fr"); r.Explanation != "Because A." {
 		t.Errorf("fallback explanation = %q", r.Explanation)
 	}
 	b, err := json.Marshal(Grade(fixture(t)["number"], Answer{Number: 12.5}, "en"))

@@ -1,7 +1,9 @@
 // Package quiz owns checkpoint questions: their file format (quiz.yaml),
 // validation, grading, learner-facing feedback and class statistics.
-// It imports nothing else from rdmalab.
+// It imports nothing else from rdmalab but the leaf internal/i18n.
 package quiz
+
+import "github.com/rdmalab/rdmalab/internal/i18n"
 
 // Type is the kind of a question; it decides how answers are decoded and graded.
 type Type string
@@ -14,19 +16,9 @@ const (
 	Order   Type = "order"   // all option ids, in the correct order
 )
 
-// Text is a string per language code ("zh", "en").
-type Text map[string]string
-
-// Get returns the text in lang, falling back to zh then en.
-func (t Text) Get(lang string) string {
-	if s, ok := t[lang]; ok && s != "" {
-		return s
-	}
-	if s := t["zh"]; s != "" {
-		return s
-	}
-	return t["en"]
-}
+// Text is the shared localized text (internal/i18n): Get picks the
+// requested language, then English, then any.
+type Text = i18n.Text
 
 // Option is one choice of a single/multi question or one step of an order question.
 type Option struct {

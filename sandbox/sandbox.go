@@ -7,6 +7,8 @@ package sandbox
 import (
 	"context"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/i18n"
 )
 
 // Need says what an experiment requires from the machine.
@@ -158,8 +160,9 @@ type Emitter interface {
 	Emit(Event)
 }
 
-// Text is a string per language code ("zh", "en").
-type Text map[string]string
+// Text is the shared localized text (internal/i18n): Get picks the
+// requested language, then English, then any.
+type Text = i18n.Text
 
 // ParamKind is the type of an experiment parameter.
 type ParamKind string

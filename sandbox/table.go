@@ -30,7 +30,7 @@ func NewTable(title Text, columns ...Text) *Table {
 		}
 		tt := &TableText{Title: s, Columns: make([]string, len(columns))}
 		for i, c := range columns {
-			tt.Columns[i] = textOr(c, lang)
+			tt.Columns[i] = c.Get(lang)
 		}
 		if t.I18n == nil {
 			t.I18n = map[string]*TableText{}
@@ -50,7 +50,7 @@ func (t *Table) AddRow(cells ...Text) {
 	for lang, tt := range t.I18n {
 		row := make([]string, len(cells))
 		for i, c := range cells {
-			row[i] = textOr(c, lang)
+			row[i] = c.Get(lang)
 		}
 		tt.Rows = append(tt.Rows, row)
 	}
@@ -74,12 +74,4 @@ func (t *Table) In(lang string) *Table {
 		out.Rows = tt.Rows
 	}
 	return out
-}
-
-// textOr is t[lang], else the English.
-func textOr(t Text, lang string) string {
-	if s, ok := t[lang]; ok {
-		return s
-	}
-	return t["en"]
 }

@@ -1,8 +1,8 @@
 package web
 
 // Strings of the account page and invitation links (instructor_account.go).
-func init() {
-	addStrings("zh", map[string]string{
+var accountStrings = uiTable{
+	"zh": {
 		"acct.title":         "教师账号",
 		"acct.link":          "账号",
 		"acct.instructors":   "教师",
@@ -22,8 +22,8 @@ func init() {
 		"acct.join.invalid":  "这个邀请链接无效：它已被使用或已过期。请向邀请你的教师要一个新链接。",
 		"acct.join.rules":    "用户名 1 到 %d 个字符且不含空格；密码 %d 到 %d 个字符。",
 		"acct.join.taken":    "这个用户名已被使用，请换一个。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"acct.title":         "Instructor accounts",
 		"acct.link":          "Accounts",
 		"acct.instructors":   "Instructors",
@@ -43,5 +43,5 @@ func init() {
 		"acct.join.invalid":  "This invitation link is invalid: it was used or has expired. Ask the instructor who invited you for a new one.",
 		"acct.join.rules":    "The username must have 1 to %d characters and no spaces; the password %d to %d characters.",
 		"acct.join.taken":    "This username is taken; choose another.",
-	})
+	},
 }

@@ -1,8 +1,8 @@
 package web
 
 // Strings of the answer key (answer_key.go).
-func init() {
-	addStrings("zh", map[string]string{
+var answerKeyStrings = uiTable{
+	"zh": {
 		"key.title":        "答案与解析",
 		"key.link":         "答案与解析",
 		"key.lede":         "全课程每道题的正确答案、各选项的反馈和解析，只对教师开放。打印时只保留题目内容，每课从新的一页开始。",
@@ -13,8 +13,8 @@ func init() {
 		"key.type.multi":   "多选",
 		"key.type.numeric": "数值",
 		"key.type.order":   "排序",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"key.title":        "Answer key",
 		"key.link":         "Answer key",
 		"key.lede":         "Every question of the course with its answer, each option's feedback and the explanation; instructors only. Printing keeps only the questions, each lesson on a new page.",
@@ -25,5 +25,5 @@ func init() {
 		"key.type.multi":   "multiple choice",
 		"key.type.numeric": "number",
 		"key.type.order":   "order",
-	})
+	},
 }

@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// maxBody bounds the body of every request to the lab. The largest real
-// ones (a run's params, an order question's answer, a login form) are a
-// few hundred bytes; handlers may set lower limits of their own.
+// maxBody bounds the body of every request to the lab: the one body limit
+// (handlers set none of their own; they read a body limitBodies has already
+// read). The largest real ones (a run's params, an order question's
+// answer, a login form) are a few hundred bytes.
 const maxBody = 64 << 10
 
 // CodeTooLarge is a request body beyond maxBody (413); CodeTimeout a body
@@ -23,21 +24,19 @@ const (
 	CodeTimeout  Code = "timeout"
 )
 
-func init() {
-	codeStatus[CodeTooLarge] = http.StatusRequestEntityTooLarge
-	codeStatus[CodeTimeout] = http.StatusRequestTimeout
-	addStrings("zh", map[string]string{
+var bodyLimitStrings = uiTable{
+	"zh": {
 		"error.408.title":   "请求超时",
 		"error.408.message": "提交的内容没有及时传完，没有执行：请重试。",
 		"error.413.title":   "请求太大",
 		"error.413.message": "提交的内容超过了 " + strconv.Itoa(maxBody>>10) + " KiB 的上限，没有执行。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"error.408.title":   "Request timed out",
 		"error.408.message": "What was sent did not arrive in time and was not acted on: please try again.",
 		"error.413.title":   "Request too large",
 		"error.413.message": "What was sent is larger than the " + strconv.Itoa(maxBody>>10) + " KiB limit and was not acted on.",
-	})
+	},
 }
 
 // limitBodies reads the body of every request that has one, up to

@@ -1,8 +1,8 @@
 package web
 
 // Strings of classes (cohorts.go): the instructor's page and the learner's /join.
-func init() {
-	addStrings("zh", map[string]string{
+var cohortStrings = uiTable{
+	"zh": {
 		"cls.title":        "班级",
 		"cls.link":         "加入链接",
 		"cls.lede":         "为每个班级创建一个条目，把加入链接或加入码发给学员。学员加入后，班级概览和 CSV 可以只看这个班级。学期结束时归档班级：数据保留，加入码失效，这些学员不再出现在“全部学员”中。",
@@ -28,8 +28,8 @@ func init() {
 		"join.mine":        "你所在的班级：",
 		"join.bad":         "这个加入码无效，或者班级已归档。请核对老师给你的加入码。",
 		"join.privacy":     "加入后，老师能在班级概览中看到你的进度和作答（你仍然是匿名的，除非你在“我的名字”中留下名字）。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"cls.title":        "Classes",
 		"cls.link":         "Join link",
 		"cls.lede":         "Create one entry per class and send learners its join link or code. Once they join, the dashboard and the CSV exports can show that class alone. At the end of a term, archive the class: its data stays, its code stops working, and its learners leave the \"all learners\" view.",
@@ -55,5 +55,5 @@ func init() {
 		"join.mine":        "Your classes:",
 		"join.bad":         "This join code is wrong, or the class is archived. Check the code your instructor gave you.",
 		"join.privacy":     "Once you join, your instructors see your progress and answers on their dashboard (you stay anonymous unless you set a name on \"My name\").",
-	})
+	},
 }

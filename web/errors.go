@@ -29,6 +29,8 @@ const (
 	CodeInternal         Code = "internal"           // a bug or an infrastructure failure
 )
 
+// codeStatus is the HTTP status of every Code, including those declared
+// next to the feature that uses them (body_limit.go, run_ratelimit.go).
 var codeStatus = map[Code]int{
 	CodeBadRequest:       http.StatusBadRequest,
 	CodeInvalid:          http.StatusUnprocessableEntity,
@@ -39,6 +41,9 @@ var codeStatus = map[Code]int{
 	CodeBusy:             http.StatusTooManyRequests,
 	CodeUnavailable:      http.StatusServiceUnavailable,
 	CodeInternal:         http.StatusInternalServerError,
+	CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeTimeout:          http.StatusRequestTimeout,
+	CodeRateLimited:      http.StatusTooManyRequests,
 }
 
 // Status is the HTTP status for c (500 for an unknown code).

@@ -36,7 +36,7 @@ func (s *Server) experimentWidget(lang, id string, values map[string]string) vie
 		w.Unavailable = trf(lang, "run.unavailable", id)
 		return w
 	}
-	w.Title, w.Summary = text(exp.Title, lang), text(exp.Summary, lang)
+	w.Title, w.Summary = exp.Title.Get(lang), exp.Summary.Get(lang)
 	w.NeedsRDMA = exp.Needs == sandbox.NeedRDMA
 	raw := map[string]any{}
 	for k, v := range values {
@@ -51,13 +51,13 @@ func (s *Server) experimentWidget(lang, id string, values map[string]string) vie
 	}
 	for _, pr := range exp.Presets {
 		b, _ := json.Marshal(pr.Values)
-		w.Presets = append(w.Presets, views.PresetButton{ID: pr.ID, Label: text(pr.Title, lang), Values: string(b)})
+		w.Presets = append(w.Presets, views.PresetButton{ID: pr.ID, Label: pr.Title.Get(lang), Values: string(b)})
 	}
 	return w
 }
 
 func paramField(p sandbox.Param, v any, lang string) views.ParamField {
-	f := views.ParamField{Name: p.Name, Label: text(p.Title, lang), Help: text(p.Help, lang), Kind: string(p.Kind), Unit: p.Unit}
+	f := views.ParamField{Name: p.Name, Label: p.Title.Get(lang), Help: p.Help.Get(lang), Kind: string(p.Kind), Unit: p.Unit}
 	if f.Label == "" {
 		f.Label = p.Name
 	}
@@ -76,7 +76,7 @@ func paramField(p sandbox.Param, v any, lang string) views.ParamField {
 		}
 	case sandbox.ParamEnum:
 		for _, c := range p.Choices {
-			label := text(c.Title, lang)
+			label := c.Title.Get(lang)
 			if label == "" {
 				label = c.Value
 			}
@@ -88,19 +88,6 @@ func paramField(p sandbox.Param, v any, lang string) views.ParamField {
 		f.Options = []views.Option{{Value: "true", Label: t("run.yes"), Selected: b}, {Value: "false", Label: t("run.no"), Selected: !b}}
 	}
 	return f
-}
-
-// text picks lang from a sandbox.Text, falling back to the other language.
-func text(t sandbox.Text, lang string) string {
-	if s := t[lang]; s != "" {
-		return s
-	}
-	for _, l := range []string{"en", "zh"} {
-		if s := t[l]; s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // clientKeys are the UI strings experiment.js needs.

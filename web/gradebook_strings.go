@@ -1,8 +1,8 @@
 package web
 
 // Strings of the gradebook (gradebook.go).
-func init() {
-	addStrings("zh", map[string]string{
+var gradebookStrings = uiTable{
+	"zh": {
 		"grade.title":     "成绩册",
 		"grade.link":      "成绩册",
 		"grade.lede":      "每位学员在每一课：答对的题数/题目总数（至少答对过一次）、✓ 表示已完成、作答次数、该课实验的运行次数。",
@@ -17,8 +17,8 @@ func init() {
 		"count.attempts.one": "次作答",
 		"count.runs":         "次运行",
 		"count.runs.one":     "次运行",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"grade.title":        "Gradebook",
 		"grade.link":         "Gradebook",
 		"grade.lede":         "Each learner on each lesson: questions answered right (at least once) out of the lesson's questions, ✓ when completed, answers submitted, runs of the lesson's experiments.",
@@ -32,5 +32,5 @@ func init() {
 		"count.attempts.one": "attempt",
 		"count.runs":         "runs",
 		"count.runs.one":     "run",
-	})
+	},
 }

@@ -13,10 +13,22 @@ var langNames = []struct{ Code, Label string }{
 	{"en", "English"},
 }
 
-// uiStrings are the UI texts by language and key. Every key must exist in
-// every language (TestStringsComplete). Features keep their own strings in
-// their own files and add them with addStrings from an init function.
-var uiStrings = map[string]map[string]string{
+// uiTable is a set of UI texts by language and key.
+type uiTable map[string]map[string]string
+
+// uiStrings are the UI texts by language and key: the core table below and
+// every feature's own table (declared in the feature's file), merged by
+// mergeStrings in the one list here. Every key must exist in every language
+// (TestStringsComplete); a key defined twice panics at start-up.
+var uiStrings = mergeStrings(coreStrings,
+	accountStrings, answerKeyStrings, bodyLimitStrings, cohortStrings, commandStrings,
+	gradebookStrings, instructorStrings, labStrings, needsStrings,
+	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
+	terminalStrings, visualStrings, writeGuardStrings,
+)
+
+// coreStrings are the UI texts shared by every page (layout, home, lesson, errors).
+var coreStrings = uiTable{
 	"zh": {
 		"nav.skip":     "跳到正文",
 		"nav.tools":    "语言与外观",
@@ -59,6 +71,8 @@ var uiStrings = map[string]map[string]string{
 		"error.405.message": "这个地址不接受这种请求。",
 		"error.500.title":   "出错了",
 		"error.500.message": "服务器处理请求时出错了，请稍后再试。错误已记录在服务器日志中。",
+		"lesson.skip_toc":   "跳过目录，直接读正文",
+		"lesson.runs":       "我的实验记录（每次运行都可回放）",
 	},
 	"en": {
 		"nav.skip":     "Skip to content",
@@ -102,25 +116,36 @@ var uiStrings = map[string]map[string]string{
 		"error.405.message": "This address does not accept this kind of request.",
 		"error.500.title":   "Something went wrong",
 		"error.500.message": "The server failed to handle this request; please try again later. The error is in the server log.",
+		"lesson.skip_toc":   "Skip the contents, go to the lesson",
+		"lesson.runs":       "My runs (every run can be replayed)",
 	},
 }
 
-// addStrings adds a feature's UI strings for lang. A key defined twice is a
-// programming error and panics at start-up.
-func addStrings(lang string, m map[string]string) {
-	dict, ok := uiStrings[lang]
-	if !ok {
-		panic("web: addStrings: unknown language " + lang)
+// mergeStrings merges the tables into one. A language must be in the first
+// table; a key defined twice is a programming error and panics.
+func mergeStrings(tables ...uiTable) uiTable {
+	out := uiTable{}
+	for lang := range tables[0] {
+		out[lang] = map[string]string{}
 	}
-	for k, v := range m {
-		if _, dup := dict[k]; dup {
-			panic("web: addStrings: duplicate key " + k)
+	for _, t := range tables {
+		for lang, m := range t {
+			dict, ok := out[lang]
+			if !ok {
+				panic("web: mergeStrings: unknown language " + lang)
+			}
+			for k, v := range m {
+				if _, dup := dict[k]; dup {
+					panic("web: mergeStrings: duplicate key " + k)
+				}
+				dict[k] = v
+			}
 		}
-		dict[k] = v
 	}
+	return out
 }
 
-// translators are built once, after every init has added its strings.
+// translators are built once, from uiStrings.
 var translators = sync.OnceValue(func() map[string]views.Tr {
 	out := map[string]views.Tr{}
 	for lang, dict := range uiStrings {

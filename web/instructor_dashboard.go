@@ -138,7 +138,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		de := views.DashExperiment{ID: e.Experiment, Title: e.Experiment, Total: e.Total, Learners: e.Learners}
 		if s.cfg.Experiments != nil {
 			if x := s.cfg.Experiments.Get(e.Experiment); x != nil {
-				de.Title = x.Title[lang]
+				de.Title = x.Title.Get(lang)
 				if de.Title == "" {
 					de.Title = e.Experiment
 				}

@@ -1,7 +1,7 @@
 package web
 
-func init() {
-	addStrings("zh", map[string]string{
+var instructorStrings = uiTable{
+	"zh": {
 		"instr.login.title":    "教师登录",
 		"instr.login.username": "用户名",
 		"instr.login.password": "密码",
@@ -74,10 +74,12 @@ func init() {
 		"me.link":    "我的名字",
 		"me.toolong": "名字最多 %d 个字符，且不能包含控制字符或文字方向控制符。",
 
-		"error.400.title":   "请求有误",
-		"error.400.message": "提交的表单无法解析，没有执行。请回到页面重新提交。",
-	})
-	addStrings("en", map[string]string{
+		"error.400.title":     "请求有误",
+		"error.400.message":   "提交的表单无法解析，没有执行。请回到页面重新提交。",
+		"instr.reveals":       "人选择了显示答案",
+		"instr.format_errors": "次数字格式无法识别",
+	},
+	"en": {
 		"instr.login.title":    "Instructor login",
 		"instr.login.username": "Username",
 		"instr.login.password": "Password",
@@ -150,7 +152,9 @@ func init() {
 		"me.link":    "Your name",
 		"me.toolong": "The name may have at most %d characters and no control or text-direction characters.",
 
-		"error.400.title":   "Bad request",
-		"error.400.message": "The form that was sent could not be read and was not acted on. Please go back and send it again.",
-	})
+		"error.400.title":     "Bad request",
+		"error.400.message":   "The form that was sent could not be read and was not acted on. Please go back and send it again.",
+		"instr.reveals":       "chose “show answer”",
+		"instr.format_errors": "unreadable number format(s)",
+	},
 }

@@ -36,9 +36,10 @@ func (s *Server) labJSON(w http.ResponseWriter, r *http.Request) {
 	lang := langOf(r)
 	writeJSON(w, http.StatusOK, struct {
 		sandbox.Lab
-		StatusText string `json:"status_text"` // the state in one line, in the learner's language
-		ReasonText string `json:"reason_text,omitempty"`
-	}{l, labStatusText(l, lang), sandbox.ReasonText(l.Reason, lang)})
+		StatusText string        `json:"status_text"` // the state in one line, in the learner's language
+		ReasonText string        `json:"reason_text,omitempty"`
+		Terminals  *labTerminals `json:"terminals,omitempty"` // learner terminals (terminal.go); absent when off
+	}{l, labStatusText(l, lang), sandbox.ReasonText(l.Reason, lang), s.labTerminals()})
 }
 
 // labPage is GET /lab: the same for people, with the counters as a table.
@@ -53,6 +54,12 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Use(views.TableAssets) // the device and counter tables
 	v.Guests, v.GuestsReady = l.Guests, l.GuestsReady
+	if lt := s.labTerminals(); lt != nil {
+		v.Terminals = trf(lang, "lab.terminals.n", lt.InUse, lt.Max)
+		if lt.Waiting > 0 {
+			v.Terminals += trf(lang, "lab.terminals.waiting", lt.Waiting)
+		}
+	}
 	for _, w := range l.Workers {
 		v.Workers = append(v.Workers, views.LabWorker{Name: w.Name, Backend: w.Backend, Accel: w.Accel,
 			Devices: strings.Join(w.Devices, ", "), Slots: w.Slots, Running: w.Running, CPUs: w.CPUs,

@@ -1,7 +1,7 @@
 package web
 
-func init() {
-	addStrings("zh", map[string]string{
+var labStrings = uiTable{
+	"zh": {
 		"lab.title":         "Soft-RoCE 实验环境",
 		"lab.backend":       "实验运行在",
 		"lab.backend.vm":    "Soft-RoCE 虚拟机（QEMU 里的 rdma_rxe）",
@@ -27,8 +27,8 @@ func init() {
 		"lab.note.vm":       "Soft-RoCE 是软件实现的 RoCE：操作的语义和哪个进程在运行是真实的；但投递请求是一次 write() 系统调用，报文由虚拟机里的内核用 CPU 构造、拷贝并计算 ICRC，所以延迟和带宽不是硬件数字（硬件 RDMA 单向延迟约 1–3 µs，课程资料）。rxe0 和 rxe1 位于一对 veth 的两端，代表两台主机。",
 		"lab.note.host":     "实验直接使用本服务器内核的 RDMA 设备。",
 		"lab.note.none":     "需要 RDMA 设备的实验不会运行，并会说明原因和修复方法；其余实验照常可用。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"lab.title":         "Soft-RoCE lab",
 		"lab.backend":       "Experiments run on",
 		"lab.backend.vm":    "the Soft-RoCE guest (rdma_rxe inside QEMU)",
@@ -54,5 +54,5 @@ func init() {
 		"lab.note.vm":       "Soft-RoCE is RoCE in software: the semantics of the operations and which process runs are real, but each post is a write() system call and the guest's kernel builds, copies and checksums (ICRC) every packet on the CPU, so latency and bandwidth are not hardware figures (hardware RDMA: about 1–3 µs one way, per the course material). rxe0 and rxe1 sit on the two ends of a veth pair and stand for two hosts.",
 		"lab.note.host":     "Experiments use the RDMA devices of this server's kernel directly.",
 		"lab.note.none":     "Experiments that need RDMA devices will not run and say why and how to fix it; the others work as usual.",
-	})
+	},
 }

@@ -3,8 +3,8 @@ package web
 // UI strings of the lesson visuals (lesson_visuals.go). Templates with
 // {name} placeholders are filled both here and by the page scripts, so the
 // no-JavaScript page and the live one read the same.
-func init() {
-	addStrings("zh", map[string]string{
+var visualStrings = uiTable{
+	"zh": {
 		"vis.diagram.steps":     "逐步说明：两条路径的文字版",
 		"vis.diagram.removed":   "RDMA 省掉",
 		"vis.diagram.offpath":   "不在数据路径上",
@@ -77,8 +77,8 @@ func init() {
 		"vis.worth.why.lossless.yes":       "团队能运维 RoCEv2 需要的 PFC/ECN。",
 		"vis.worth.why.lossless.ib":        "InfiniBand 靠基于信用的流控天生无损，但需要自己的交换机和子网管理器（SM）。",
 		"vis.worth.why.lossless.no":        "没有 PFC，RoCE 一遇丢包吞吐就会骤降（多数网卡用回退 N 重传）；PFC 配错更糟（暂停风暴）。ECN 只是拥塞信号，不会让网络无损。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"vis.diagram.steps":     "Step by step: the two paths in words",
 		"vis.diagram.removed":   "removed by RDMA",
 		"vis.diagram.offpath":   "off the data path",
@@ -151,5 +151,5 @@ func init() {
 		"vis.worth.why.lossless.yes":       "Your team can run the PFC/ECN that RoCEv2 needs.",
 		"vis.worth.why.lossless.ib":        "InfiniBand is lossless by design (credit-based flow control), but needs its own switches and a subnet manager.",
 		"vis.worth.why.lossless.no":        "Without PFC, RoCE throughput collapses under loss (most NICs retransmit go-back-N); misconfigured PFC is worse still (pause storms). ECN only signals congestion; it does not make a network lossless.",
-	})
+	},
 }

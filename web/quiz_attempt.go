@@ -18,10 +18,6 @@ import (
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
-// maxAttemptBody bounds a submission: the longest real answer (an order
-// question's ids) is a few hundred bytes.
-const maxAttemptBody = 16 << 10
-
 // attemptRequest is the JSON body of POST /api/quiz/{id}/attempts. Anchor
 // and Lesson are optional: quiz.js sends them so the HTML it gets back has
 // the ids of the placement it replaces.
@@ -57,7 +53,6 @@ func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	r.Body = http.MaxBytesReader(w, r.Body, maxAttemptBody)
 	switch mt {
 	case "application/json":
 		s.quizAttemptJSON(w, r, c, q)
@@ -261,12 +256,9 @@ func lessonFor(c *lessons.Course, questionID, from string) string {
 	return from
 }
 
-// bodyError is the 400 for a body that could not be read.
+// bodyError is the 400 for a body that could not be read or parsed (its
+// size is limitBodies' business: body_limit.go).
 func bodyError(lang string, err error) *Error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &Error{Code: CodeBadRequest, Message: trf(lang, "quiz.err.too_large", maxAttemptBody/1024), Err: err}
-	}
 	return &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.body"), Err: err}
 }
 

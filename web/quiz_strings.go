@@ -1,8 +1,8 @@
 package web
 
-// The quiz feature's UI strings (see addStrings).
-func init() {
-	addStrings("zh", map[string]string{
+// The quiz feature's UI strings (merged into uiStrings in i18n.go).
+var quizStrings = uiTable{
+	"zh": {
 		"quiz.checkpoint":        "检查点",
 		"quiz.score.label":       "已答对",
 		"quiz.home.score":        "检查点 %d/%d",
@@ -38,7 +38,6 @@ func init() {
 		"quiz.err.content_type":          "请以 JSON {\"answer\": …} 或表单提交答案。",
 		"quiz.err.empty":                 "请求是空的：请提交答案。",
 		"quiz.err.json":                  "请求不是有效的 JSON {\"answer\": …}。",
-		"quiz.err.too_large":             "请求太大（上限 %d KiB）。",
 		"quiz.err.body":                  "无法读取请求内容。",
 		"quiz.err.network":               "提交失败：连不上服务器，请稍后再试。",
 		"quiz.err.missing":               "请先作答再提交。",
@@ -49,8 +48,15 @@ func init() {
 		"quiz.err.duplicate.option":      "选项 %q 出现了两次。",
 		"quiz.err.incomplete":            "请为每个位置选择一步，每一步只用一次。",
 		"quiz.err.not_a_number":          "请输入一个数字，只写数字本身（例如 7 或 0.25），不带单位。",
-	})
-	addStrings("en", map[string]string{
+		"quiz.reveal":                    "显示答案",
+		"quiz.revealed":                  "答案如下（你选择了查看答案，老师能看到这一点）。",
+		"quiz.wrong.try":                 "✗ 还不对：看看对你所选内容的反馈和提示，再试一次。",
+		"quiz.reveal.after":              "再答错 %d 次后会显示答案；也可以现在按“显示答案”。",
+		"quiz.reveal.only":               "想看答案可以按“显示答案”。",
+		"quiz.mark.answer":               "✓ 正确答案",
+		"quiz.mark.order.answer":         "✓ 这一步在这里",
+	},
+	"en": {
 		"quiz.checkpoint":        "Checkpoint",
 		"quiz.score.label":       "Answered correctly:",
 		"quiz.home.score":        "Checkpoint %d/%d",
@@ -86,7 +92,6 @@ func init() {
 		"quiz.err.content_type":          "Send the answer as JSON {\"answer\": …} or as a form.",
 		"quiz.err.empty":                 "The request is empty: send an answer.",
 		"quiz.err.json":                  "The request is not valid JSON {\"answer\": …}.",
-		"quiz.err.too_large":             "The request is too large (limit %d KiB).",
 		"quiz.err.body":                  "The request body could not be read.",
 		"quiz.err.network":               "Could not reach the server; please try again.",
 		"quiz.err.missing":               "Answer the question before submitting.",
@@ -97,5 +102,12 @@ func init() {
 		"quiz.err.duplicate.option":      "Option %q was given twice.",
 		"quiz.err.incomplete":            "Choose a step for every position, each step once.",
 		"quiz.err.not_a_number":          "Enter a number on its own (such as 7 or 0.25), without the unit.",
-	})
+		"quiz.reveal":                    "Show answer",
+		"quiz.revealed":                  "Here is the answer (you chose to see it; your instructor can see that).",
+		"quiz.wrong.try":                 "✗ Not yet: read the feedback on what you chose and the hint, then try again.",
+		"quiz.reveal.after":              "The answer shows after %d more wrong attempt(s), or choose “Show answer” now.",
+		"quiz.reveal.only":               "Choose “Show answer” if you want to see it.",
+		"quiz.mark.answer":               "✓ correct answer",
+		"quiz.mark.order.answer":         "✓ this step goes here",
+	},
 }

@@ -8,7 +8,9 @@ import (
 )
 
 // routes is the whole URL space of the lab (see docs/architecture.md, "HTTP
-// interface"). Features add their routes here, one handler file each.
+// interface"): every route is registered here, with a comment naming the
+// handler file when its name does not say it. Handlers live one user action
+// per file.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
@@ -26,9 +28,40 @@ func (s *Server) routes() http.Handler {
 	}
 
 	r.Get("/healthz", s.healthz)
-	r.Get("/favicon.ico", s.favicon)
+	r.Get("/favicon.ico", s.favicon) // static.go
 	r.Handle(staticPrefix+"*", s.staticHandler())
-	s.instructorRoutes(r) // /instructor/*, /api/reload, /me
+	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
+
+	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go).
+	r.Group(func(r chi.Router) {
+		r.Use(s.withLang)
+		r.Get("/instructor/login", s.instructorLoginForm)
+		r.Post("/instructor/login", s.instructorLogin)
+		r.Post("/instructor/logout", s.instructorLogout)
+		r.Get("/instructor/setup", s.instructorSetupForm)
+		r.Post("/instructor/setup", s.instructorSetup)
+		r.Get("/instructor/invite", s.inviteForm)
+		r.Post("/instructor/invite", s.inviteAccept)
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireInstructor)
+			r.Get("/instructor", s.instructorDashboard)
+			r.Get("/instructor/export/progress.csv", s.exportProgress)
+			r.Get("/instructor/export/attempts.csv", s.exportAttempts)
+			r.Get("/instructor/export/runs.csv", s.exportRuns)
+			r.Get("/instructor/account", s.accountShow)
+			r.Post("/instructor/account/invite", s.accountInvite)
+			r.Post("/instructor/account/password", s.accountPassword)
+			r.Get("/instructor/classes", s.cohortsShow)
+			r.Get("/instructor/gradebook", s.gradebookShow)
+			r.Get("/instructor/answers", s.answerKey)
+			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
+			r.Post("/instructor/classes", s.cohortCreate)
+			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
+			// Any other instructor URL is guarded too (403/redirect before 404).
+			r.HandleFunc("/instructor/*", s.notFound)
+		})
+	})
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLearner)
@@ -39,10 +72,33 @@ func (s *Server) routes() http.Handler {
 		r.Get("/lessons/{slug}", s.lessonShow)
 		r.Get("/lessons/{slug}/assets/*", s.lessonAsset)
 		r.Post("/lessons/{slug}/complete", s.lessonComplete)
-		s.runRoutes(r)
-		s.labRoutes(r)
-		s.terminalRoutes(r)                  // GET /api/terminal, a learner's own shell (terminal.go)
-		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts
+		r.Post("/api/quiz/*", s.quizAttempt) // POST /api/quiz/{questionID...}/attempts (quiz_attempt.go)
+
+		r.Get("/me", s.meShow) // learner_name.go: a learner's display name
+		r.Post("/me", s.meUpdate)
+		r.Get("/join", s.joinShow) // cohorts.go: joining a class
+		r.Get("/join/{code}", s.joinShow)
+		r.Post("/join", s.joinPost)
+
+		// Experiments and runs; both submit routes are rate-limited per learner
+		// and per address (run_ratelimit.go).
+		r.Get("/api/experiments", s.experimentList)
+		r.With(s.limitRuns).Post("/api/runs", s.runCreate)
+		r.Get("/api/runs/live", s.runLive) // the learner's queued or running run
+		r.Get("/api/runs/{id}", s.runShow)
+		r.Get("/api/runs/{id}/events", s.runEvents)
+		r.Post("/api/runs/{id}/cancel", s.runCancel)
+		r.Get("/api/runs/{id}/capture", s.runCapture)          // run_capture.go
+		r.Get("/api/runs/{id}/capture.pcap", s.runCapturePcap) // run_capture.go
+		r.Post("/api/runs/{id}/commands", s.runCommand)        // run_command.go: interactive runs
+		r.Get("/runs", s.runList)
+		r.With(s.limitRuns).Post("/runs", s.runCreateForm)
+		r.Get("/runs/{id}", s.runPage)
+		r.Post("/runs/{id}/cancel", s.runCancelForm)
+
+		r.Get("/api/lab", s.labJSON) // lab_show.go: the Soft-RoCE lab state
+		r.Get("/lab", s.labPage)
+		r.Get("/api/terminal", s.terminal) // terminal.go: a learner's own shell (WebSocket)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.

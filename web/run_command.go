@@ -26,7 +26,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	lang := langOf(r)
 	t := tr(lang)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	body, err := io.ReadAll(r.Body) // at most maxBody (body_limit.go)
 	if err != nil {
 		s.writeError(w, r, Errorf(CodeBadRequest, err.Error()))
 		return
@@ -71,19 +71,19 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.ID, "cmd": cmd.Cmd})
 }
 
-func init() {
-	addStrings("zh", map[string]string{
+var commandStrings = uiTable{
+	"zh": {
 		"run.err.cmd.notyours": "只有提交这个运行的人可以操作它。",
 		"run.err.cmd.unknown":  "这个实验不接受命令 %q。",
 		"run.err.cmd.none":     "这个运行不接受命令。",
 		"run.err.cmd.queued":   "运行还在排队：等它开始后再操作。",
 		"run.err.cmd.busy":     "上一个操作还没有完成：等它的结果出来再继续。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"run.err.cmd.notyours": "Only the learner who started this run can drive it.",
 		"run.err.cmd.unknown":  "This experiment takes no command %q.",
 		"run.err.cmd.none":     "This run takes no commands.",
 		"run.err.cmd.queued":   "The run is still queued: wait for it to start.",
 		"run.err.cmd.busy":     "The previous step has not finished: wait for its answer.",
-	})
+	},
 }

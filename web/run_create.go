@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -11,9 +10,6 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/web/views"
 )
-
-// maxRunBody bounds a run request: an experiment id and a few params.
-const maxRunBody = 64 << 10
 
 // runRequest is the body of POST /api/runs.
 type runRequest struct {
@@ -42,7 +38,7 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req runRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRunBody))
+	dec := json.NewDecoder(r.Body) // at most maxBody (body_limit.go)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
 		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(langOf(r))("run.err.json"), Err: err})

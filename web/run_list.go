@@ -25,7 +25,7 @@ func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 		title := run.Experiment
 		if s.cfg.Experiments != nil {
 			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
-				title = text(e.Title, lang)
+				title = e.Title.Get(lang)
 			}
 		}
 		row := views.RunRow{

@@ -1,13 +1,9 @@
 package web
 
 import (
-	"bytes"
-	"io/fs"
 	"net/http"
-	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/static"
 )
 
 // liveRunJSON is the learner's queued or running run, for the widgets.
@@ -42,23 +38,11 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 			}
 			title := run.Experiment
 			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
-				title = text(e.Title, langOf(r))
+				title = e.Title.Get(langOf(r))
 			}
 			out.Run = &liveRunJSON{ID: run.ID, Experiment: run.Experiment, Title: title, Params: run.Params, Status: info.Status, Page: runHref(run.ID)}
 			break
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// favicon is GET /favicon.ico: browsers ask for it on every site.
-func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
-	b, err := fs.ReadFile(static.FS, "favicon.ico")
-	if err != nil {
-		s.notFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "image/x-icon")
-	w.Header().Set("Cache-Control", "public, max-age=86400")
-	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
 }

@@ -6,17 +6,17 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-func init() {
-	addStrings("zh", map[string]string{
+var needsStrings = uiTable{
+	"zh": {
 		"run.err.content_type": "请求体必须是 JSON（Content-Type: application/json）。",
 		"run.err.json":         `请求体必须是一个 JSON 对象 {"experiment": "…", "params": {…}}，且没有其他字段。`,
 		"run.err.nordma":       "这个实验需要 RDMA 设备，而这台实验室服务器没有启用 RDMA 后端（管理员可以查看 /lab 和 docs/operations.md），所以没有排队。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"run.err.content_type": "The body must be JSON (Content-Type: application/json).",
 		"run.err.json":         `The body must be one JSON object {"experiment": "…", "params": {…}} with no other fields.`,
 		"run.err.nordma":       "This experiment needs an RDMA device and this lab server has no RDMA backend (the admin can see /lab and docs/operations.md), so it was not queued.",
-	})
+	},
 }
 
 // noRDMA refuses, at submission, an experiment that needs RDMA on a server

@@ -130,7 +130,7 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			key := ev.Series + "\x00" + ev.Unit
 			a := metrics[key]
 			if a == nil {
-				label := ev.Messages[lang]
+				label := ev.Messages.Get(lang)
 				if label == "" {
 					label = ev.Series
 				}
@@ -177,9 +177,9 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 	return rv
 }
 
-// localized is an event's text in lang: Messages[lang], else Message.
+// localized is an event's text in lang (Messages.Get's rule), else Message.
 func localized(ev sandbox.Event, lang string) string {
-	if s := ev.Messages[lang]; s != "" {
+	if s := ev.Messages.Get(lang); s != "" {
 		return s
 	}
 	return ev.Message
@@ -217,7 +217,7 @@ func (s *Server) paramsView(experiment string, raw json.RawMessage, lang string)
 				continue
 			}
 			seen[p.Name] = true
-			label := text(p.Title, lang)
+			label := p.Title.Get(lang)
 			if label == "" {
 				label = p.Name
 			}
@@ -244,7 +244,7 @@ func (s *Server) paramsView(experiment string, raw json.RawMessage, lang string)
 			case sandbox.ParamEnum:
 				for _, c := range p.Choices {
 					if c.Value == val {
-						if l := text(c.Title, lang); l != "" {
+						if l := c.Title.Get(lang); l != "" {
 							val = l
 						}
 					}

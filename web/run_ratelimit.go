@@ -17,16 +17,15 @@ import (
 // The queue being full for everyone is CodeBusy.
 const CodeRateLimited Code = "rate_limited"
 
-func init() {
-	codeStatus[CodeRateLimited] = http.StatusTooManyRequests
-	addStrings("zh", map[string]string{
+var rateLimitStrings = uiTable{
+	"zh": {
 		"run.err.rate":     "你提交实验太频繁了：请 %d 秒后再试。",
 		"run.err.addrfull": "来自你这个网络地址的实验已有 %d 个在排队或运行：请等其中一个结束再提交。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"run.err.rate":     "You are starting runs too often: try again in %d s.",
 		"run.err.addrfull": "%d runs from your network address are already queued or running: wait for one to end before starting another.",
-	})
+	},
 }
 
 // limitRuns is the middleware of both submit routes (POST /api/runs and

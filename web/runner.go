@@ -32,7 +32,7 @@ func submitError(r *http.Request, err error) error {
 	case errors.As(err, &pe):
 		// 400 as the interface promises; the message names the param and its bounds.
 		msg := pe.Message
-		if m := pe.Messages[langOf(r)]; m != "" {
+		if m := pe.Messages.Get(langOf(r)); m != "" {
 			msg = m // the bounds in the learner's language, not English inside Chinese
 		}
 		return &Error{Code: CodeBadRequest, Message: trf(langOf(r), "run.err.param", pe.Param, msg), Err: err}
@@ -48,8 +48,8 @@ func submitError(r *http.Request, err error) error {
 	return err
 }
 
-func init() {
-	addStrings("zh", map[string]string{
+var runStrings = uiTable{
+	"zh": {
 		"run.kicker":             "实验",
 		"run.run":                "运行",
 		"run.cancel":             "取消",
@@ -111,8 +111,14 @@ func init() {
 		"run.err.notyours":       "只有提交这个运行的人可以取消它。",
 		"run.err.finished":       "这个运行已经结束了。",
 		"run.connection":         "与服务器的连接断了，正在重连……",
-	})
-	addStrings("en", map[string]string{
+		"run.live.other":         "你的另一个实验（%s）正在排队或运行：它结束后这里才能运行。",
+		"run.live.open":          "查看那次运行",
+		"run.lab.details":        "查看实验环境",
+		"run.preset.cue":         "已按预设“%s”填好参数：按“运行”开始。",
+		"run.yes":                "是",
+		"run.no":                 "否",
+	},
+	"en": {
 		"run.kicker":             "Experiment",
 		"run.run":                "Run",
 		"run.cancel":             "Cancel",
@@ -174,5 +180,11 @@ func init() {
 		"run.err.notyours":       "Only the learner who started this run can cancel it.",
 		"run.err.finished":       "This run has already finished.",
 		"run.connection":         "The connection to the server dropped; reconnecting…",
-	})
+		"run.live.other":         "Another run of yours (%s) is queued or running: Run works here once it ends.",
+		"run.live.open":          "Open that run",
+		"run.lab.details":        "see the lab",
+		"run.preset.cue":         "Preset “%s” filled in the parameters: press Run to start.",
+		"run.yes":                "yes",
+		"run.no":                 "no",
+	},
 }

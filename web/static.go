@@ -39,3 +39,15 @@ func (s *Server) staticHandler() http.Handler {
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
 	})
 }
+
+// favicon is GET /favicon.ico: browsers ask for it on every site.
+func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
+	b, err := fs.ReadFile(static.FS, "favicon.ico")
+	if err != nil {
+		s.notFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
+}

@@ -26,7 +26,7 @@ func (s *Server) interactive(id string) *sandbox.Experiment {
 // experiment as the step-through widget.
 func (s *Server) stepThroughSegment(lang string, exp *sandbox.Experiment) templ.Component {
 	t := tr(lang)
-	w := views.StepThroughWidget{T: t, Lang: lang, ID: exp.ID, Title: text(exp.Title, lang), Summary: text(exp.Summary, lang)}
+	w := views.StepThroughWidget{T: t, Lang: lang, ID: exp.ID, Title: exp.Title.Get(lang), Summary: exp.Summary.Get(lang)}
 	if !s.sandboxOn() {
 		w.Unavailable = t("run.off")
 	}
@@ -35,7 +35,7 @@ func (s *Server) stepThroughSegment(lang string, exp *sandbox.Experiment) templ.
 		strs[k] = t(k)
 	}
 	for _, c := range exp.Commands {
-		label := text(c.Title, lang)
+		label := c.Title.Get(lang)
 		if label == "" {
 			label = c.Name
 		}
@@ -69,7 +69,7 @@ func stepItems(events []sandbox.Event, lang string) []views.StepItem {
 			pending = ev.Name
 		case sandbox.EvStep:
 			it := views.StepItem{Command: pending, Name: ev.Name, Title: localized(ev, lang), Call: ev.Call, Code: ev.Code,
-				Detail: text(ev.Detail, lang), OK: ev.OK == nil || *ev.OK, Status: ev.ErrnoName}
+				Detail: ev.Detail.Get(lang), OK: ev.OK == nil || *ev.OK, Status: ev.ErrnoName}
 			if tb := ev.Table.In(lang); tb != nil {
 				it.Columns, it.Rows = tb.Columns, tb.Rows
 			}
@@ -87,8 +87,8 @@ var stepClientKeys = []string{
 	"steps.done", "steps.cancelled", "steps.timed-out", "steps.interrupted", "steps.err", "run.connection",
 }
 
-func init() {
-	addStrings("zh", map[string]string{
+var stepStrings = uiTable{
+	"zh": {
 		"steps.kicker":      "单步实验",
 		"steps.start":       "开始",
 		"steps.toolbar":     "单步操作",
@@ -111,8 +111,8 @@ func init() {
 		"steps.timed-out":   "长时间没有操作：运行已拆除资源并结束。",
 		"steps.interrupted": "服务器在运行期间停止了。",
 		"steps.err":         "出错了：%s",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"steps.kicker":      "Step-through",
 		"steps.start":       "Start",
 		"steps.toolbar":     "Step controls",
@@ -135,5 +135,5 @@ func init() {
 		"steps.timed-out":   "No command for a long time: the run tore everything down and ended.",
 		"steps.interrupted": "The server stopped during the run.",
 		"steps.err":         "Something went wrong: %s",
-	})
+	},
 }

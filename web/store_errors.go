@@ -8,17 +8,17 @@ import (
 	"github.com/rdmalab/rdmalab/store"
 )
 
-func init() {
-	addStrings("zh", map[string]string{
+var storeErrorStrings = uiTable{
+	"zh": {
 		"error.503.title": "实验室暂时忙不过来",
 		"store.busy":      "实验室的数据库正被另一个程序锁住，这次操作没有保存：请稍后再试。",
 		"store.full":      "实验室服务器的磁盘已满，这次操作没有保存。请告诉实验室管理员。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"error.503.title": "The lab is busy",
 		"store.busy":      "The lab's database is locked by another program; nothing was saved. Please try again in a moment.",
 		"store.full":      "The lab server's disk is full; nothing was saved. Please tell the lab's administrator.",
-	})
+	},
 }
 
 // storeUnavailable turns a database that cannot take a write right now

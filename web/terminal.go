@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -28,11 +27,18 @@ import (
 
 // Terminals is the lab's learner guests (cmd/labserver adapts *vm.Terminals).
 type Terminals interface {
-	// Attach returns learner's shell, starting their guest if needed; over
-	// the cap it returns a *TerminalsFullError.
-	Attach(ctx context.Context, learner string, rows, cols uint16) (TermAttachment, error)
+	// Attach returns learner's shell, starting their guest if needed. When
+	// every guest is taken it waits in a FIFO queue until a place frees or
+	// ctx ends, telling wait (if not nil) the learner's place each time it
+	// changes; when the queue is full too it returns a *TerminalsFullError.
+	Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error)
 	InUse() (n, max int)
+	Waiting() int // learners in the queue
 }
+
+// TermQueue is a waiting learner's place: Position 1 is next; InUse of Max
+// learner guests run.
+type TermQueue struct{ Position, InUse, Max int }
 
 // TermAttachment is one tab's view of a learner's shell.
 type TermAttachment interface {
@@ -43,8 +49,9 @@ type TermAttachment interface {
 	Detach()
 }
 
-// TerminalsFullError: every learner guest is taken.
-type TerminalsFullError struct{ Max int }
+// TerminalsFullError: every learner guest is taken, and Waiting learners
+// fill the queue.
+type TerminalsFullError struct{ Max, Waiting int }
 
 func (e *TerminalsFullError) Error() string { return "all terminals are in use" }
 
@@ -57,14 +64,59 @@ func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	if s.cfg.Terminals == nil {
 		w.Unavailable = t("term.off")
 	} else {
-		n, max := s.cfg.Terminals.InUse()
-		w.InUse = trf(lr.Lang, "term.inuse", n, max)
+		w.InUse = s.terminalsInUse(lr.Lang)
 	}
 	return views.Terminal(w)
 }
 
-func (s *Server) terminalRoutes(r chi.Router) {
-	r.Get("/api/terminal", s.terminal)
+// terminalsInUse is "n of max machines in use" (and the queue) in lang.
+func (s *Server) terminalsInUse(lang string) string {
+	n, max := s.cfg.Terminals.InUse()
+	msg := trf(lang, "term.inuse", n, max)
+	if w := s.cfg.Terminals.Waiting(); w > 0 {
+		msg += trf(lang, "term.inqueue", w)
+	}
+	return msg
+}
+
+// labTerminals is the learner terminals' use for /lab and /api/lab; nil
+// when they are off.
+type labTerminals struct {
+	InUse   int `json:"in_use"`
+	Max     int `json:"max"`
+	Waiting int `json:"waiting"`
+}
+
+func (s *Server) labTerminals() *labTerminals {
+	if s.cfg.Terminals == nil {
+		return nil
+	}
+	n, max := s.cfg.Terminals.InUse()
+	return &labTerminals{InUse: n, Max: max, Waiting: s.cfg.Terminals.Waiting()}
+}
+
+// termQueueText tells a waiting learner their place.
+func termQueueText(lang string, q TermQueue) string {
+	if lang == "zh" {
+		return trf(lang, "term.queue", q.InUse, q.Max, q.Position)
+	}
+	return trf(lang, "term.queue", q.InUse, q.Max, ordinal(q.Position))
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th … 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 type termMsg struct {
@@ -73,17 +125,7 @@ type termMsg struct {
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
 	Msg  string `json:"msg,omitempty"`
-}
-
-// sameOrigin: the Origin header names this host (a page of another site
-// cannot open a learner's shell with their cookie).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return false
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
+	Pos  int    `json:"pos,omitempty"` // status: the place in the queue
 }
 
 func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +134,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, tr(lang)("term.off"), http.StatusServiceUnavailable)
 		return
 	}
-	if !sameOrigin(r) {
+	if crossOriginUpgrade(r) != nil { // cross_origin.go
 		http.Error(w, "cross-origin terminal refused", http.StatusForbidden)
 		return
 	}
@@ -111,46 +153,38 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(64 << 10)
-	ctx := r.Context()
+	// ctx ends when the browser goes (the reader below sees the close):
+	// a learner who leaves while waiting leaves the queue.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
 	send := func(m termMsg) error {
 		b, _ := json.Marshal(m)
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return ws.Write(wctx, websocket.MessageText, b)
 	}
-	_ = send(termMsg{T: "status", Msg: tr(lang)("term.starting")})
-	actx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	a, err := s.cfg.Terminals.Attach(actx, learner, rows, cols)
-	cancel()
-	if err != nil {
-		msg := trf(lang, "term.failed", err.Error())
-		if fe, ok := errors.AsType[*TerminalsFullError](err); ok {
-			msg = trf(lang, "term.full", fe.Max)
-		}
-		_ = send(termMsg{T: "error", Msg: msg})
-		ws.Close(websocket.StatusTryAgainLater, "unavailable")
-		return
-	}
-	defer a.Detach()
-	_ = send(termMsg{T: "status", Msg: ""})
-	if b := a.Recent(); len(b) > 0 {
-		if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
-			return
-		}
-	}
-	// Keystrokes and sizes from the browser.
+	// Keystrokes and sizes from the browser, from the start: before the
+	// shell is there a size is kept and keys are dropped.
+	var mu sync.Mutex
+	var att TermAttachment
 	go func() {
-		defer a.Detach() // ends the output loop below
+		defer cancel()
 		for {
 			typ, b, err := ws.Read(ctx)
 			if err != nil {
 				return
 			}
-			if typ != websocket.MessageText {
+			var m termMsg
+			if typ != websocket.MessageText || json.Unmarshal(b, &m) != nil {
 				continue
 			}
-			var m termMsg
-			if json.Unmarshal(b, &m) != nil {
+			mu.Lock()
+			a := att
+			if a == nil && m.T == "size" {
+				rows, cols = dim(strconv.Itoa(int(m.Rows)), rows), dim(strconv.Itoa(int(m.Cols)), cols)
+			}
+			mu.Unlock()
+			if a == nil {
 				continue
 			}
 			switch m.T {
@@ -163,6 +197,48 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	_ = send(termMsg{T: "status", Msg: tr(lang)("term.starting")})
+	queued := false
+	mu.Lock()
+	r0, c0 := rows, cols
+	mu.Unlock()
+	a, err := s.cfg.Terminals.Attach(ctx, learner, r0, c0, func(q TermQueue) {
+		queued = true
+		_ = send(termMsg{T: "status", Msg: termQueueText(lang, q), Pos: q.Position})
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the browser went away while waiting
+		}
+		msg := trf(lang, "term.failed", err.Error())
+		if fe, ok := errors.AsType[*TerminalsFullError](err); ok {
+			msg = trf(lang, "term.full", fe.Max)
+			if fe.Waiting > 0 {
+				msg = trf(lang, "term.queuefull", fe.Max, fe.Waiting)
+			}
+		}
+		_ = send(termMsg{T: "error", Msg: msg})
+		ws.Close(websocket.StatusTryAgainLater, "unavailable")
+		return
+	}
+	defer a.Detach()
+	if queued {
+		s.log.Info("terminal: a learner waited in the queue", "learner", learner)
+	}
+	mu.Lock()
+	att = a
+	if rows != r0 || cols != c0 {
+		_ = a.Resize(rows, cols)
+	}
+	mu.Unlock()
+	stop := context.AfterFunc(ctx, a.Detach) // the browser went: end the output loop
+	defer stop()
+	_ = send(termMsg{T: "status", Msg: ""})
+	if b := a.Recent(); len(b) > 0 {
+		if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+			return
+		}
+	}
 	for b := range a.Output() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := ws.Write(wctx, websocket.MessageBinary, b)
@@ -185,31 +261,43 @@ func dim(s string, def uint16) uint16 {
 	return uint16(n)
 }
 
-func init() {
-	addStrings("zh", map[string]string{
-		"term.title":    "终端：你自己的 Soft-RoCE 虚拟机",
-		"term.lede":     "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。闲置 10 分钟后它会被回收。",
-		"term.open":     "打开终端",
-		"term.starting": "正在启动你的虚拟机……",
-		"term.full":     "所有 %d 个终端都在使用中，请过几分钟再试。",
-		"term.failed":   "终端打不开：%s",
-		"term.exited":   "shell 已退出；重新打开会得到一个新的 shell。",
-		"term.closed":   "连接已断开。",
-		"term.off":      "这个实验室没有开启学员终端。",
-		"term.noscript": "终端需要 JavaScript。",
-		"term.inuse":    "学员终端：%d / %d 台虚拟机在使用中。",
-	})
-	addStrings("en", map[string]string{
-		"term.title":    "Terminal: your own Soft-RoCE machine",
-		"term.lede":     "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes idle.",
-		"term.open":     "Open the terminal",
-		"term.starting": "Starting your machine…",
-		"term.full":     "All %d terminals are in use; try again in a few minutes.",
-		"term.failed":   "The terminal could not open: %s",
-		"term.exited":   "The shell exited; open the terminal again for a new one.",
-		"term.closed":   "The connection was closed.",
-		"term.off":      "Learner terminals are not enabled on this lab.",
-		"term.noscript": "The terminal needs JavaScript.",
-		"term.inuse":    "Learner terminals: %d of %d machines in use.",
-	})
+var terminalStrings = uiTable{
+	"zh": {
+		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
+		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。闲置 10 分钟后它会被回收。",
+		"term.open":             "打开终端",
+		"term.starting":         "正在启动你的虚拟机……",
+		"term.full":             "所有 %d 个终端都在使用中，请过几分钟再试。",
+		"term.failed":           "终端打不开：%s",
+		"term.exited":           "shell 已退出；重新打开会得到一个新的 shell。",
+		"term.closed":           "连接已断开。",
+		"term.off":              "这个实验室没有开启学员终端。",
+		"term.noscript":         "终端需要 JavaScript。",
+		"term.inuse":            "学员终端：%d / %d 台虚拟机在使用中。",
+		"term.inqueue":          "排队：%d 人。",
+		"term.queue":            "%d / %d 个终端在使用中，你排在第 %v 位。一有空位你的虚拟机就会启动，请保持本页打开。",
+		"term.queuefull":        "所有 %d 个终端都在使用中，排队也已满（%d 人在等）；请过几分钟再试。",
+		"lab.terminals":         "学员终端（在用 / 上限）",
+		"lab.terminals.n":       "%d / %d",
+		"lab.terminals.waiting": "，排队 %d 人",
+	},
+	"en": {
+		"term.title":            "Terminal: your own Soft-RoCE machine",
+		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes idle.",
+		"term.open":             "Open the terminal",
+		"term.starting":         "Starting your machine…",
+		"term.full":             "All %d terminals are in use; try again in a few minutes.",
+		"term.failed":           "The terminal could not open: %s",
+		"term.exited":           "The shell exited; open the terminal again for a new one.",
+		"term.closed":           "The connection was closed.",
+		"term.off":              "Learner terminals are not enabled on this lab.",
+		"term.noscript":         "The terminal needs JavaScript.",
+		"term.inuse":            "Learner terminals: %d of %d machines in use.",
+		"term.inqueue":          " Waiting: %d.",
+		"term.queue":            "%d of %d terminals in use; you are %v in line. Your machine starts as soon as a place frees: keep this page open.",
+		"term.queuefull":        "All %d terminals are in use and the queue is full (%d waiting); try again in a few minutes.",
+		"lab.terminals":         "Learner terminals (in use / max)",
+		"lab.terminals.n":       "%d / %d",
+		"lab.terminals.waiting": ", %d waiting",
+	},
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,43 @@ import (
 
 // fakeTerms is a stand-in for the learner guests (sandbox/vm/terminal.go
 // has the real-guest test): one "shell" per learner that answers each line
-// with "you typed: LINE", keeping its output as scrollback.
+// with "you typed: LINE", keeping its output as scrollback; learners over
+// max wait in a FIFO queue of queueMax, as vm.Terminals does.
 type fakeTerms struct {
 	mu       sync.Mutex
 	max      int
+	queueMax int
 	sessions map[string]*fakeShell
+	waiting  []string
+	changed  chan struct{}
+}
+
+func (f *fakeTerms) notify() {
+	if f.changed != nil {
+		close(f.changed)
+	}
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeTerms) dequeue(learner string) {
+	if i := slices.Index(f.waiting, learner); i >= 0 {
+		f.waiting = slices.Delete(f.waiting, i, i+1)
+		f.notify()
+	}
+}
+
+// discard ends learner's shell: the place goes to the head of the queue.
+func (f *fakeTerms) discard(learner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.sessions, learner)
+	f.notify()
+}
+
+func (f *fakeTerms) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.waiting)
 }
 
 type fakeShell struct {
@@ -42,14 +75,36 @@ type fakeAttach struct {
 	once   sync.Once
 }
 
-func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint16) (TermAttachment, error) {
+func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.notify()
+	}
 	s := f.sessions[learner]
-	if s == nil {
-		if len(f.sessions) >= f.max {
-			return nil, &TerminalsFullError{Max: f.max}
+	if s == nil && (len(f.sessions) >= f.max || len(f.waiting) > 0) {
+		if len(f.waiting) >= f.queueMax {
+			return nil, &TerminalsFullError{Max: f.max, Waiting: len(f.waiting)}
 		}
+		f.waiting = append(f.waiting, learner)
+		for f.waiting[0] != learner || len(f.sessions) >= f.max {
+			q := TermQueue{Position: slices.Index(f.waiting, learner) + 1, InUse: len(f.sessions), Max: f.max}
+			changed := f.changed
+			f.mu.Unlock()
+			wait(q)
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			}
+			f.mu.Lock()
+			if ctx.Err() != nil {
+				f.dequeue(learner)
+				return nil, ctx.Err()
+			}
+		}
+		f.dequeue(learner)
+	}
+	if s == nil {
 		s = &fakeShell{out: []byte("root@fake:~# ")}
 		f.sessions[learner] = s
 	}
@@ -121,7 +176,7 @@ const termText = `(function(){ var b = document.querySelector(".term"), t = b &&
 func TestTerminalWidget(t *testing.T) {
 	env := newRunEnv(t, sandbox.RunnerConfig{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegTerminal})
-	fake := &fakeTerms{max: 1, sessions: map[string]*fakeShell{}}
+	fake := &fakeTerms{max: 1, queueMax: 1, sessions: map[string]*fakeShell{}}
 	env.Server.cfg.Terminals = fake
 	var mu sync.Mutex
 	var csp []string
@@ -163,12 +218,36 @@ func TestTerminalWidget(t *testing.T) {
 		t.Errorf("after a reload: %d shells, attached %d times; want 1 shell attached twice", shells, opened)
 	}
 
-	// Another learner (a fresh browser, no cookie yet) over the cap of 1.
+	// Another learner (a fresh browser, no cookie yet) over the cap of 1
+	// waits in line, told their place in Chinese; when the first learner's
+	// shell goes, they get theirs.
 	other := newBrowserPage(t)
-	other.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+	other.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=zh"),
 		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
 		chromedp.Click(chromedp.CSS(`[data-testid=terminal-open]`)),
-		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("All 1 terminals are in use")`))
+		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("1 / 1 个终端在使用中，你排在第 1 位")`))
+	page.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+		chromedp.Poll[chromedp.Void](termText+`.includes("you typed: ibv_devices")`))
+	if got := page.text(`[data-testid=terminal-inuse]`); !strings.Contains(got, "1 of 1 machines in use. Waiting: 1.") {
+		t.Errorf("in use with one waiting: %q", got)
+	}
+	// A third learner finds the queue (1 place) full.
+	third := newBrowserPage(t)
+	third.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
+		chromedp.Click(chromedp.CSS(`[data-testid=terminal-open]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("All 1 terminals are in use and the queue is full (1 waiting)")`))
+	fake.mu.Lock()
+	var first string
+	for l := range fake.sessions {
+		first = l
+	}
+	fake.mu.Unlock()
+	fake.discard(first)
+	other.do(chromedp.Poll[chromedp.Void](termText + `.includes("root@fake")`))
+	if n := fake.Waiting(); n != 0 {
+		t.Errorf("waiting after the place freed: %d", n)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -4,15 +4,15 @@ import (
 	"net/http"
 )
 
-func init() {
-	addStrings("zh", map[string]string{
+var writeGuardStrings = uiTable{
+	"zh": {
 		"limit.writes":       "来自你这个网络地址的请求太频繁了，这次没有保存：请 %d 秒后再试。",
 		"limit.new_learners": "来自你这个网络地址的新学员太多了，这次没有保存：请 %d 秒后再试。如果整个班级共用一个地址，请管理员查看 docs/operations.md 中的“限制”一节。",
-	})
-	addStrings("en", map[string]string{
+	},
+	"en": {
 		"limit.writes":       "Too many requests from your network address; nothing was saved. Try again in %d s.",
 		"limit.new_learners": "Too many new learners from your network address; nothing was saved. Try again in %d s. If a whole class shares one address, the lab admin can raise the limit (docs/operations.md, \"Limits\").",
-	})
+	},
 }
 
 // guardWrites bounds what one client address can write: every

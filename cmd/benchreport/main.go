@@ -303,6 +303,8 @@ func table(res map[string]result, failed map[string]string) []row {
 	if n, ok := get("BenchmarkBurst", "not-done"); ok && n > 0 {
 		rows[len(rows)-1].What += fmt.Sprintf("; %.0f runs did not end done", n)
 	}
+	add("the same burst: pool + 2 `labserver worker` processes on this machine (NATS) vs single queue",
+		"BenchmarkBurst", "BenchmarkBurst", "workers-s", "single-s", "", 1, "s", "report (one machine: no CPUs added)")
 	add("pingpong/perftest fidelity inside the pool burst vs alone (timing runs isolated)",
 		"BenchmarkBurst", "BenchmarkBurst", "fid-pool", "fid-quiet", "", 1, "", "0.8–1.25")
 	return rows

@@ -46,11 +46,15 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 // webTerminals adapts *vm.Terminals to web.Terminals.
 type webTerminals struct{ t *vm.Terminals }
 
-func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16) (web.TermAttachment, error) {
-	a, err := w.t.Attach(ctx, learner, rows, cols)
+func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(web.TermQueue)) (web.TermAttachment, error) {
+	var told func(vm.Queue)
+	if wait != nil {
+		told = func(q vm.Queue) { wait(web.TermQueue(q)) }
+	}
+	a, err := w.t.AttachWait(ctx, learner, rows, cols, told)
 	if err != nil {
 		if fe, ok := errors.AsType[*vm.FullError](err); ok {
-			return nil, &web.TerminalsFullError{Max: fe.Max}
+			return nil, &web.TerminalsFullError{Max: fe.Max, Waiting: fe.Waiting}
 		}
 		return nil, err
 	}
@@ -58,3 +62,5 @@ func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uin
 }
 
 func (w webTerminals) InUse() (int, int) { return w.t.InUse() }
+
+func (w webTerminals) Waiting() int { return w.t.Waiting() }

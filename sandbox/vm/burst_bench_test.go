@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
+	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
@@ -127,7 +130,7 @@ func burst() []burstRun {
 
 // runBurst submits runs for as many learners through a runner over the
 // given backends and returns the time until the last one ended.
-func runBurst(b *testing.B, rdma sandbox.Backend, host *agentproc.Agent, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
+func runBurst(b *testing.B, rdma sandbox.Backend, host sandbox.Backend, concurrency int, hostSlots int, runs []burstRun) (time.Duration, *burstSink, []string) {
 	reg := sandbox.NewRegistry()
 	hostexp.Register(reg)
 	rdmaexp.Register(reg)
@@ -141,11 +144,11 @@ func runBurst(b *testing.B, rdma sandbox.Backend, host *agentproc.Agent, concurr
 			return host
 		},
 		Slots: func(be sandbox.Backend) int {
-			if be == sandbox.Backend(host) {
-				return hostSlots
-			}
 			if s, ok := be.(sandbox.Slotted); ok {
 				return s.Slots()
+			}
+			if be == host {
+				return hostSlots
 			}
 			return 1
 		},
@@ -244,10 +247,23 @@ func BenchmarkBurst(b *testing.B) {
 		}
 		hostSlots := runtime.NumCPU()
 		t2, s2, ids2 := runBurst(b, pool, host, hostSlots+pool.Slots(), hostSlots, runs)
+
+		// The pool plus workers: two `labserver worker` processes on
+		// this machine join the embedded NATS server and take host runs
+		// beside the local ones (as cmd/labserver wires fleet.Mix). On one
+		// 2-core machine they add processes, not CPUs: this row shows what
+		// the fleet's path costs or gains here, not what a second machine
+		// would add.
+		fl, wait := startBurstFleet(b, bin, 2)
+		hostMix := &fleet.Mix{Need: sandbox.NeedHost, Local: host, Slots0: hostSlots, Fleet: fl}
+		rdmaMix := &fleet.Mix{Need: sandbox.NeedRDMA, Local: pool, Slots0: pool.Slots(), Fleet: fl}
+		wait()
+		t3, s3, ids3 := runBurst(b, rdmaMix, hostMix, hostMix.Slots()+rdmaMix.Slots(), hostSlots, runs)
+		fl.Close()
 		pool.Close()
 
 		notDone := 0
-		for _, s := range []*burstSink{s1, s2} {
+		for _, s := range []*burstSink{s1, s2, s3} {
 			for _, st := range s.final {
 				if st != sandbox.StatusDone {
 					notDone++
@@ -257,15 +273,50 @@ func BenchmarkBurst(b *testing.B) {
 		b.ReportMetric(t1.Seconds(), "single-s")
 		b.ReportMetric(t2.Seconds(), "pool-s")
 		b.ReportMetric(t1.Seconds()/t2.Seconds(), "single/pool")
+		b.ReportMetric(t3.Seconds(), "workers-s")
+		b.ReportMetric(t1.Seconds()/t3.Seconds(), "single/workers")
 		b.ReportMetric(float64(guests), "guests")
 		b.ReportMetric(float64(notDone), "not-done")
-		f1, f2 := fidelity(s1, ids1, runs), fidelity(s2, ids2, runs)
+		f1, f2, f3 := fidelity(s1, ids1, runs), fidelity(s2, ids2, runs), fidelity(s3, ids3, runs)
 		b.ReportMetric(quietFid, "fid-quiet")
 		b.ReportMetric(f2, "fid-pool")
 		if quietFid > 0 {
 			b.ReportMetric(f2/quietFid, "fid-pool/quiet")
 		}
-		b.Logf("burst of %d: single queue %s, pool of %d guests + %d host CPUs %s (%.2f×); runs not done: %d; pingpong/perftest quiet %.2f, in the single-queue burst %.2f, in the pool burst %.2f",
-			len(runs), t1.Round(time.Second), guests, hostSlots, t2.Round(time.Second), t1.Seconds()/t2.Seconds(), notDone, quietFid, f1, f2)
+		b.Logf("burst of %d: single queue %s, pool of %d guests + %d host CPUs %s (%.2f×), pool + 2 local workers %s (%.2f×); runs not done: %d; pingpong/perftest quiet %.2f, in the single-queue burst %.2f, in the pool burst %.2f, with workers %.2f",
+			len(runs), t1.Round(time.Second), guests, hostSlots, t2.Round(time.Second), t1.Seconds()/t2.Seconds(),
+			t3.Round(time.Second), t1.Seconds()/t3.Seconds(), notDone, quietFid, f1, f2, f3)
+	}
+}
+
+// startBurstFleet starts the embedded NATS server on loopback and n
+// `labserver worker` processes (host backend, one slot each) joining it;
+// wait returns once all n have sent a heartbeat. The workers are killed
+// with the benchmark.
+func startBurstFleet(b *testing.B, bin string, n int) (*fleet.Server, func()) {
+	const tok = "burst-bench-token"
+	fl, err := fleet.Start(fleet.ServerConfig{Listen: "127.0.0.1:0", Token: tok, StoreDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		cmd := exec.Command(bin, "worker", "--join", "nats://"+fl.Addr(), "--token", tok,
+			"--name", fmt.Sprint("bench-worker-", i), "--backend", "none", "--host-slots", "1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+	}
+	return fl, func() {
+		for i := 0; len(fl.Workers()) < n; i++ {
+			if i > 600 {
+				b.Fatalf("%d of %d workers joined", len(fl.Workers()), n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,30 +78,51 @@ func (t *Terminal) Done() <-chan struct{} { return t.done }
 // Err is why the shell ended, after Done.
 func (t *Terminal) Err() error { <-t.done; return t.err }
 
-// ErrTerminalsFull is returned by Attach when every learner guest is taken.
+// ErrTerminalsFull is returned by Attach when every learner guest is taken
+// and the queue for them is full too.
 var ErrTerminalsFull = errors.New("all terminals are in use")
 
-// FullError says how many terminals there are.
-type FullError struct{ Max int }
+// FullError says how many terminals there are and how many learners wait.
+type FullError struct{ Max, Waiting int }
 
 func (e *FullError) Error() string {
+	if e.Waiting > 0 {
+		return fmt.Sprintf("all %d terminals are in use and the queue is full (%d waiting); try again in a few minutes", e.Max, e.Waiting)
+	}
 	return fmt.Sprintf("all %d terminals are in use; try again in a few minutes", e.Max)
 }
 func (e *FullError) Is(target error) bool { return target == ErrTerminalsFull }
 
+// Queue is where a learner waiting for a terminal stands: Position 1 is
+// next; InUse of Max learner guests run.
+type Queue struct{ Position, InUse, Max int }
+
 // Terminals gives each learner a guest of their own with one shell in it.
+// A learner who comes when all Max guests are taken waits in a FIFO queue
+// of at most QueueMax learners (told their place as it changes); beyond it
+// they are refused with a *FullError.
 type Terminals struct {
 	Cfg        Config
 	Max        int           // concurrent learner guests (2)
 	Idle       time.Duration // a session unused this long is discarded (10 min)
 	Scrollback int           // bytes of output kept for a re-attach (64 KiB)
+	QueueMax   int           // learners who may wait for a guest (2×Max)
+	// DetachedGrace: while learners wait, a session with no tab attached
+	// and unused this long gives its guest up (2 min): a closed tab must not
+	// hold a place for the full Idle while others queue.
+	DetachedGrace time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*termSession
+	waiting  []*termWaiter // FIFO
+	changed  chan struct{} // closed and replaced when a place frees or the queue moves
 	closed   bool
 	stop     chan struct{}
 	once     sync.Once
 }
+
+// termWaiter is one Attach waiting for a place.
+type termWaiter struct{ learner string }
 
 // termSession is one learner's guest and shell.
 type termSession struct {
@@ -138,7 +160,14 @@ func (t *Terminals) init() {
 		if t.Scrollback <= 0 {
 			t.Scrollback = 64 << 10
 		}
+		if t.QueueMax <= 0 {
+			t.QueueMax = 2 * t.Max
+		}
+		if t.DetachedGrace <= 0 {
+			t.DetachedGrace = 2 * time.Minute
+		}
 		t.sessions = map[string]*termSession{}
+		t.changed = make(chan struct{})
 		t.stop = make(chan struct{})
 		go t.reap()
 	})
@@ -152,11 +181,78 @@ func (t *Terminals) InUse() (n, max int) {
 	return len(t.sessions), t.Max
 }
 
+// Waiting is how many learners wait for a terminal.
+func (t *Terminals) Waiting() int {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waitingLearners("")
+}
+
+// waitingLearners counts the distinct learners in the queue other than
+// except (a learner with two tabs waits once). t.mu held.
+func (t *Terminals) waitingLearners(except string) int {
+	seen := map[string]bool{}
+	for _, w := range t.waiting {
+		if w.learner != except {
+			seen[w.learner] = true
+		}
+	}
+	return len(seen)
+}
+
+// position is w's place in the queue: 1 + the distinct other learners
+// ahead of it. t.mu held.
+func (t *Terminals) position(w *termWaiter) int {
+	seen := map[string]bool{}
+	for _, o := range t.waiting {
+		if o == w {
+			break
+		}
+		if o.learner != w.learner {
+			seen[o.learner] = true
+		}
+	}
+	return len(seen) + 1
+}
+
+// notify wakes the waiters: a place freed or the queue moved. t.mu held.
+func (t *Terminals) notify() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// dequeue takes w out of the queue. t.mu held.
+func (t *Terminals) dequeue(w *termWaiter) {
+	if i := slices.Index(t.waiting, w); i >= 0 {
+		t.waiting = slices.Delete(t.waiting, i, i+1)
+		t.notify()
+	}
+}
+
+// newSession starts learner's guest. t.mu held.
+func (t *Terminals) newSession(learner string) *termSession {
+	cfg := t.Cfg
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With("terminal_guest", len(t.sessions)+1)
+	}
+	s := &termSession{owner: learner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
+	t.sessions[learner] = s
+	s.backend.Start()
+	return s
+}
+
 // Attach returns learner's shell, starting their guest (restored from the
-// snapshot when the cache has one) and shell if needed. It waits for the
-// guest to be ready; ctx bounds the wait. A learner over the cap gets a
-// *FullError.
+// snapshot when the cache has one) and shell if needed. When all Max
+// guests are taken it waits in the queue until a place frees or ctx ends;
+// a full queue gives a *FullError. ctx also bounds the guest's start.
 func (t *Terminals) Attach(ctx context.Context, learner string, rows, cols uint16) (*Attachment, error) {
+	return t.AttachWait(ctx, learner, rows, cols, nil)
+}
+
+// AttachWait is Attach that tells wait (if not nil) the learner's place
+// in the queue each time it changes while they wait.
+func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols uint16, wait func(Queue)) (*Attachment, error) {
 	t.init()
 	t.mu.Lock()
 	if t.closed {
@@ -164,25 +260,58 @@ func (t *Terminals) Attach(ctx context.Context, learner string, rows, cols uint1
 		return nil, errors.New("the lab is shutting down")
 	}
 	s := t.sessions[learner]
-	if s == nil {
-		if len(t.sessions) >= t.Max {
+	if s == nil && (len(t.sessions) >= t.Max || len(t.waiting) > 0) {
+		// Full, or others wait already: nobody overtakes the queue.
+		if n := t.waitingLearners(learner); n >= t.QueueMax {
 			t.mu.Unlock()
-			return nil, &FullError{Max: t.Max}
+			return nil, &FullError{Max: t.Max, Waiting: n}
 		}
-		cfg := t.Cfg
-		if cfg.Logger != nil {
-			cfg.Logger = cfg.Logger.With("terminal_guest", len(t.sessions)+1)
+		w := &termWaiter{learner: learner}
+		t.waiting = append(t.waiting, w)
+		told := 0
+		for {
+			if s = t.sessions[learner]; s != nil {
+				break // another tab of this learner got the place
+			}
+			if t.waiting[0] == w && len(t.sessions) < t.Max {
+				s = t.newSession(learner)
+				break
+			}
+			q := Queue{Position: t.position(w), InUse: len(t.sessions), Max: t.Max}
+			changed := t.changed
+			t.mu.Unlock()
+			if wait != nil && q.Position != told {
+				told = q.Position
+				wait(q)
+			}
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			case <-t.stop:
+			}
+			t.mu.Lock()
+			if t.closed || ctx.Err() != nil {
+				t.dequeue(w)
+				t.mu.Unlock()
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				return nil, errors.New("the lab is shutting down")
+			}
 		}
-		s = &termSession{owner: learner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback}
-		t.sessions[learner] = s
-		s.backend.Start()
+		t.dequeue(w)
+	}
+	if s == nil {
+		s = t.newSession(learner)
 	}
 	s.mu.Lock()
 	s.lastUse = time.Now()
 	s.mu.Unlock()
 	t.mu.Unlock()
 
-	g, err := s.backend.WaitReady(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // the start; the queue's wait is ctx's
+	defer cancel()
+	g, err := s.backend.WaitReady(rctx)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +405,7 @@ func (a *Attachment) GuestPID() int { return a.s.backend.GuestPID() }
 
 // reap discards sessions unused for Idle.
 func (t *Terminals) reap() {
-	tick := time.NewTicker(min(t.Idle/4, 30*time.Second))
+	tick := time.NewTicker(min(t.Idle/4, t.DetachedGrace/4, 30*time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -286,13 +415,18 @@ func (t *Terminals) reap() {
 		}
 		var old []*termSession
 		t.mu.Lock()
+		queued := len(t.waiting) > 0
 		for k, s := range t.sessions {
 			s.mu.Lock()
-			if time.Since(s.lastUse) > t.Idle {
+			idle := time.Since(s.lastUse)
+			if idle > t.Idle || queued && len(s.subs) == 0 && idle > t.DetachedGrace {
 				old = append(old, s)
 				delete(t.sessions, k)
 			}
 			s.mu.Unlock()
+		}
+		if len(old) > 0 {
+			t.notify()
 		}
 		t.mu.Unlock()
 		for _, s := range old {
@@ -306,7 +440,10 @@ func (t *Terminals) Discard(learner string) {
 	t.init()
 	t.mu.Lock()
 	s := t.sessions[learner]
-	delete(t.sessions, learner)
+	if s != nil {
+		delete(t.sessions, learner)
+		t.notify()
+	}
 	t.mu.Unlock()
 	if s != nil {
 		s.discard()

@@ -41,7 +41,7 @@ func TestTerminals(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = ownCache(t)
 	cfg.Accel = AccelTCG
-	terms := &Terminals{Cfg: cfg, Max: 2}
+	terms := &Terminals{Cfg: cfg, Max: 2, QueueMax: 1}
 	defer terms.Close()
 	ctx := context.Background()
 
@@ -72,12 +72,64 @@ func TestTerminals(t *testing.T) {
 	}
 	readUntil(t, b, "not-2-here")
 
+	// The tools the lesson's terminal names are all there, and tcpdump
+	// runs (its capture library loads and sees the veth pair).
+	tools := "ibv_devices ibv_devinfo rdma ib_write_bw ib_write_lat ib_read_bw ib_send_bw rping ibv_rc_pingpong ip tc tcpdump strace"
+	if err := b.Write([]byte("for p in " + tools + "; do command -v $p >/dev/null || echo \"miss\"\"ing: $p\"; done; tcpdump -D; strace -c true 2>&1 | tail -1; echo tools-$((8*8))\n")); err != nil {
+		t.Fatal(err)
+	}
+	out = readUntil(t, b, "tools-64")
+	if strings.Contains(out, "missing: ") {
+		t.Errorf("tools missing in the learner's guest:\n%s", out)
+	}
+	if !strings.Contains(out, "veth0") {
+		t.Errorf("tcpdump -D does not list veth0:\n%s", out)
+	}
+	t.Logf("tools:\n%s", out)
+
 	if n, max := terms.InUse(); n != 2 || max != 2 {
 		t.Errorf("in use: %d of %d, want 2 of 2", n, max)
 	}
-	_, err = terms.Attach(ctx, "learner-c", 24, 80)
-	if !errors.Is(err, ErrTerminalsFull) || !strings.Contains(err.Error(), "all 2 terminals are in use") {
-		t.Fatalf("a third learner: err %v, want the terminals-full message", err)
+	// A third learner waits in the queue, told their place; a fourth finds
+	// the queue (1 place) full and is refused with the message.
+	type attached struct {
+		a   *Attachment
+		err error
+	}
+	places := make(chan Queue, 8)
+	cDone := make(chan attached, 1)
+	go func() {
+		c, err := terms.AttachWait(ctx, "learner-c", 24, 80, func(q Queue) { places <- q })
+		cDone <- attached{c, err}
+	}()
+	if q := <-places; q != (Queue{Position: 1, InUse: 2, Max: 2}) {
+		t.Errorf("learner c's place: %+v, want first in line with 2 of 2 in use", q)
+	}
+	if n := terms.Waiting(); n != 1 {
+		t.Errorf("waiting: %d, want 1", n)
+	}
+	_, err = terms.Attach(ctx, "learner-d", 24, 80)
+	if !errors.Is(err, ErrTerminalsFull) || !strings.Contains(err.Error(), "all 2 terminals are in use and the queue is full (1 waiting)") {
+		t.Fatalf("a fourth learner: err %v, want the queue-full message", err)
+	}
+	// A learner who gives up waiting leaves the queue.
+	dctx, dcancel := context.WithCancel(ctx)
+	dPlaces := make(chan Queue, 8)
+	terms.QueueMax = 2
+	dDone := make(chan error, 1)
+	go func() {
+		_, err := terms.AttachWait(dctx, "learner-d", 24, 80, func(q Queue) { dPlaces <- q })
+		dDone <- err
+	}()
+	if q := <-dPlaces; q.Position != 2 {
+		t.Errorf("learner d's place: %+v, want second in line", q)
+	}
+	dcancel()
+	if err := <-dDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("learner d gave up: err %v", err)
+	}
+	if n := terms.Waiting(); n != 1 {
+		t.Errorf("waiting after d left: %d, want 1", n)
 	}
 
 	// A second tab of learner a: the same shell, with what it printed.
@@ -95,14 +147,18 @@ func TestTerminals(t *testing.T) {
 	a.Detach()
 	a2.Detach()
 
-	// Discarding a frees a place.
-	terms.Discard("learner-a")
+	// Discarding a frees a place: the waiting learner c gets it.
 	start := time.Now()
-	c, err := terms.Attach(ctx, "learner-c", 24, 80)
-	if err != nil {
-		t.Fatal(err)
+	terms.Discard("learner-a")
+	got := <-cDone
+	if got.err != nil {
+		t.Fatal(got.err)
 	}
-	t.Logf("learner c's guest ready after %s", time.Since(start).Round(time.Millisecond))
+	c := got.a
+	t.Logf("learner c's guest ready %s after a's discard", time.Since(start).Round(time.Millisecond))
+	if n := terms.Waiting(); n != 0 {
+		t.Errorf("waiting after c got in: %d", n)
+	}
 	_ = c.Write([]byte("echo c-$((2+3))\n"))
 	readUntil(t, c, "c-5")
 }

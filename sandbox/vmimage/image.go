@@ -39,9 +39,10 @@ var guestPrograms = []string{
 	"dash", "ip", "rdma", "ibv_devices", "ibv_devinfo",
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
-	"strace", // the syscalls experiment counts system calls per message with it
-	"tc",     // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
-	"rping",  // lesson 03: rdma_cm connects (rdmacm-utils)
+	"strace",  // the syscalls experiment counts system calls per message with it
+	"tc",      // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
+	"rping",   // lesson 03: rdma_cm connects (rdmacm-utils)
+	"tcpdump", // the learner's terminal (::terminal): watch RoCEv2 on the veth pair
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -632,8 +633,8 @@ func decompressXZ(ctx context.Context, src, dst string) error {
 // addEtc writes the few configuration files the guest needs.
 func (p *plan) addEtc() {
 	t := p.files
-	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"), 0o644)
-	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644)
+	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\ntcpdump:x:104:104::/nonexistent:/bin/false\n"), 0o644) // Debian's tcpdump drops root for its own user
+	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\ntcpdump:x:104:\n"), 0o644)
 	t.bytes("etc/nsswitch.conf", []byte("passwd: files\ngroup: files\nhosts: files\n"), 0o644)
 	t.bytes("etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
 	list := func(mods []string) []byte {
