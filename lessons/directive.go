@@ -146,7 +146,7 @@ func mistypedDirective(l string) string {
 		return ""
 	}
 	want := "::" + name
-	if colons == 3 || name == "note" || name == "warning" || name == "takeaway" {
+	if colons == 3 || name == "note" || name == "warning" || name == "takeaway" || name == "task" {
 		want = ":::" + name
 	}
 	switch {

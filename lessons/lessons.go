@@ -20,6 +20,14 @@ type Course struct {
 	Questions map[string]*quiz.Question // every question of every lesson, by id
 	Warnings  []Diagnostic              // non-fatal findings (e.g. a missing translation)
 
+	// Drafts are the lesson folders of _drafts/ (drafts.go), loaded beside
+	// the course on every load: instructors preview them, learners never
+	// see them. Nil when there is no _drafts/ folder. DraftFindings are
+	// their errors and warnings, paths under _drafts/; a draft's errors
+	// never stop the course from loading.
+	Drafts        *Course
+	DraftFindings []Diagnostic
+
 	fsys fs.FS // the source the course was loaded from, for OpenAsset
 }
 
@@ -29,6 +37,28 @@ type Lesson struct {
 	Order int
 	Pages map[string]*Page // by language; a missing language holds the fallback page
 	Quiz  *quiz.Set        // nil when the folder has no quiz.yaml
+	// Tasks are the lesson's :::task steps in page order (the same ids in
+	// every language), each with its verify script read at load.
+	Tasks []*Task
+}
+
+// Task is one :::task of a lesson: a step the learner performs in their
+// terminal, checked by Script run inside the learner's own guest.
+type Task struct {
+	ID     string // unique in the lesson
+	Path   string // the script's path in the lesson folder (tasks/memlock.sh)
+	Script []byte // its text, read at load: a reload picks up edits
+	Line   int    // the directive's line in the first language's page
+}
+
+// Task returns the lesson's task with this id, or nil.
+func (l *Lesson) Task(id string) *Task {
+	for _, t := range l.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
 }
 
 // Reference is a further-reading entry from front matter.
@@ -55,6 +85,7 @@ const (
 	SegCheckpoint SegmentKind = "checkpoint" // ::checkpoint (all questions of the lesson)
 	SegDiagram    SegmentKind = "diagram"    // ::diagram ID  (HTML holds the rendered SVG)
 	SegTerminal   SegmentKind = "terminal"   // ::terminal (a shell in the learner's own guest)
+	SegTask       SegmentKind = "task"       // :::task ID SCRIPT … ::: (a step verified in the learner's guest)
 )
 
 // Segment is a piece of a rendered page body: either HTML or a directive that
@@ -65,6 +96,10 @@ type Segment struct {
 	ID     string            // experiment id, question id, diagram id
 	Params map[string]string // experiment preset params
 	Line   int               // source line of the directive
+
+	// Script, for SegTask, is the verify script's path in the lesson
+	// folder (HTML holds the task's rendered text).
+	Script string
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions
 	// (quiz.yaml order) it asks: those no ::quiz directive places on the

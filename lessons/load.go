@@ -71,14 +71,18 @@ func Load(fsys fs.FS, opt Options) (*Course, error) {
 		}
 	}
 	c.Warnings = diags
+	// Drafts load beside the course; their errors never stop it (drafts.go).
+	c.Drafts, c.DraftFindings = loadDrafts(fsys, opt, c)
 	return c, nil
 }
 
 // Check validates the course in fsys and returns its errors and warnings,
 // sorted by file and line. An empty result means the course is clean.
 func Check(fsys fs.FS, opt Options) []Diagnostic {
-	_, diags := load(fsys, opt)
-	return diags
+	c, diags := load(fsys, opt)
+	// Drafts are checked too, their findings under _drafts/ (drafts.go).
+	_, drafts := loadDrafts(fsys, opt, c)
+	return append(diags, drafts...)
 }
 
 type loader struct {
@@ -87,8 +91,16 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs    map[string]frontMatter // by file, for the cross-lesson checks
-	brokenQuiz map[string]bool        // slugs whose quiz.yaml could not be read at all
+	prereqs    map[string]frontMatter  // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool         // slugs whose quiz.yaml could not be read at all
+	scripts    map[string]scriptResult // task verify scripts by slug/path (task.go)
+
+	// Drafts (drafts.go): outer is the course the drafts sit beside (nil
+	// for the course itself), whose lessons drafts may link to and require
+	// and whose question ids they may not reuse; slugs are this load's own
+	// lesson folders.
+	outer *Course
+	slugs map[string]bool
 }
 
 func (ld *loader) errAt(file string, line int, format string, args ...any) {
@@ -106,14 +118,25 @@ type lessonSource struct {
 }
 
 func load(fsys fs.FS, opt Options) (*Course, []Diagnostic) {
+	return loadBeside(fsys, opt, nil)
+}
+
+// loadBeside loads the lessons of fsys; outer, when set, is the course
+// they are drafts of (drafts.go).
+func loadBeside(fsys fs.FS, opt Options, outer *Course) (*Course, []Diagnostic) {
 	ld := &loader{
 		fsys:       fsys,
 		opt:        opt,
 		course:     &Course{Questions: map[string]*quiz.Question{}, fsys: fsys},
 		prereqs:    map[string]frontMatter{},
 		brokenQuiz: map[string]bool{},
+		outer:      outer,
+		slugs:      map[string]bool{},
 	}
 	srcs := ld.scan()
+	for _, s := range srcs {
+		ld.slugs[s.lesson.Slug] = true
+	}
 	for _, s := range srcs {
 		ld.readQuiz(s.lesson)
 	}
@@ -205,7 +228,7 @@ func (ld *loader) scan() []*lessonSource {
 		}
 		if len(src.files) == 0 {
 			if misnamed == 0 {
-				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in folders starting with _)")
+				ld.warnAt(name, 0, "folder has no index.zh.md or index.en.md; not a lesson, ignored (drafts go in _drafts/, which only instructors see)")
 			}
 			continue
 		}
@@ -263,12 +286,17 @@ func (ld *loader) readQuiz(l *Lesson) {
 		return
 	}
 	l.Quiz = set
+	RenderQuiz(set)
 	for _, q := range set.Questions {
 		ld.quizHTML(file, q)
 	}
 	for _, q := range set.Questions {
 		if prev := ld.course.Questions[q.ID]; prev != nil {
 			ld.errAt(file, q.Line, "question id %q is already used at %s:%d", q.ID, prev.File, prev.Line)
+			continue
+		}
+		if prev := ld.outerQuestion(q.ID); prev != nil {
+			ld.errAt(file, q.Line, "question id %q is already used by the course at %s:%d: give the draft's question an id of its own", q.ID, prev.File, prev.Line)
 			continue
 		}
 		ld.course.Questions[q.ID] = q
@@ -308,6 +336,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	l.Order = first.Order
+	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
 	for _, lang := range Langs {
 		p := l.Pages[lang]
 		if p == nil {
@@ -407,6 +436,11 @@ func duration(d, lang string) string {
 // to other lessons or headings.
 func (ld *loader) crossCheck(srcs []*lessonSource, links []linkRef) {
 	bySlug := map[string]*Lesson{}
+	if ld.outer != nil { // a draft may require and link to the course's lessons
+		for _, l := range ld.outer.Lessons {
+			bySlug[l.Slug] = l
+		}
+	}
 	for _, s := range srcs {
 		bySlug[s.lesson.Slug] = s.lesson
 	}

@@ -121,7 +121,9 @@ type pageRenderer struct {
 	ids           map[string]int // heading id → line
 	qids          []string
 	links         []linkRef
-	callout       []piece // open callouts
+	callout       []piece // open callouts (and an open :::task)
+	task          *openTask
+	taskIDs       map[string]int // task id → line, on this page
 }
 
 func (r *pageRenderer) errAt(line int, format string, args ...any) {
@@ -147,7 +149,15 @@ func (r *pageRenderer) render(pieces []piece) {
 				r.errAt(p.line, "::: closes a callout that was never opened")
 				continue
 			}
+			top := r.callout[len(r.callout)-1]
 			r.callout = r.callout[:len(r.callout)-1]
+			if top.name == "task" {
+				r.closeTask()
+				continue
+			}
+			if top.name == "task-nested" {
+				continue
+			}
 			r.buf.WriteString("</aside>\n")
 		case pieceDirective:
 			r.directive(p)
@@ -157,11 +167,19 @@ func (r *pageRenderer) render(pieces []piece) {
 		}
 	}
 	for i := len(r.callout) - 1; i >= 0; i-- {
+		if r.callout[i].name == "task-nested" {
+			continue
+		}
 		r.errAt(r.callout[i].line, ":::%s is never closed (add a line with just :::)", r.callout[i].name)
+		if r.callout[i].name == "task" {
+			r.closeTask()
+			continue
+		}
 		r.buf.WriteString("</aside>\n")
 	}
 	r.flush()
 	r.finish()
+	r.tasksNeedTerminal()
 }
 
 // flush moves buffered HTML into a segment.
@@ -174,9 +192,13 @@ func (r *pageRenderer) flush() {
 }
 
 func (r *pageRenderer) openCallout(p piece) {
+	if p.name == "task" {
+		r.openTask(p) // task.go
+		return
+	}
 	labels, ok := calloutLabels[p.name]
 	if !ok {
-		r.errAt(p.line, "unknown callout :::%s (known: :::note, :::warning, :::takeaway)", p.name)
+		r.errAt(p.line, "unknown callout :::%s (known: :::note, :::warning, :::takeaway, :::task)", p.name)
 		labels = calloutLabels["note"]
 	}
 	label := labels[r.lang]
@@ -198,6 +220,10 @@ func (r *pageRenderer) directive(p piece) {
 	args, err := splitArgs(p.args)
 	if err != nil {
 		r.errAt(p.line, "::%s: %v", p.name, err)
+		return
+	}
+	if r.task != nil {
+		r.errAt(p.line, "::%s cannot be inside a :::task (close the task with ::: first)", p.name)
 		return
 	}
 	seg := Segment{Line: p.line}
@@ -282,6 +308,9 @@ func (r *pageRenderer) directive(p piece) {
 			return
 		}
 		seg.Kind = SegTerminal
+	case "task":
+		r.errAt(p.line, "a task holds its text: write :::task ID SCRIPT on one line, the text, then a line with just :::")
+		return
 	default:
 		r.errAt(p.line, "unknown directive ::%s (known: %s)", p.name, directiveNames)
 		return
@@ -530,7 +559,7 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 			return dest
 		}
 		r.links = append(r.links, linkRef{file: r.file, lang: r.lang, line: line, slug: slug, fragment: u.Fragment})
-		out.Path = "/lessons/" + slug
+		out.Path = r.ld.lessonPath(slug)
 		return out.String()
 	}
 	if !IsAsset(file) {
@@ -546,7 +575,7 @@ func (r *pageRenderer) resolve(dest string, image bool, line int) string {
 		r.errAt(line, "%s %q: %s is a symbolic link, which the server does not serve: copy the file into the lesson folder", what, dest, link)
 		return dest
 	}
-	out.Path = "/lessons/" + slug + "/assets/" + file
+	out.Path = r.ld.lessonPath(slug) + "/assets/" + file
 	return out.String()
 }
 

@@ -59,6 +59,7 @@ const activityExists = `(l.display_name != ''
 	OR EXISTS (SELECT 1 FROM attempts a WHERE a.learner = l.id)
 	OR EXISTS (SELECT 1 FROM runs r WHERE r.learner = l.id)
 	OR EXISTS (SELECT 1 FROM progress p WHERE p.learner = l.id AND p.completed_at IS NOT NULL)
+	OR EXISTS (SELECT 1 FROM task_progress t WHERE t.learner = l.id)
 	OR EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id))`
 
 // cond is the condition on learners row l of being in scope; activity

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ func TestLessonAliasRedirect(t *testing.T) {
 	c := e.browser()
 	ls := e.openReload(c)
 	nextEvent(t, ls, "state")
+	writeTestFile(t, filepath.Join(e.Dir, "01-alpha", "img", "diagram.png"), pngBytes)
 	for _, lang := range []string{"en", "zh"} {
 		page := strings.Replace(alphaPage(lang, "Alpha", "Renamed."), "order: 1\n", "order: 1\naliases: [01-old]\n", 1)
 		writeTestFile(t, filepath.Join(e.Dir, "01-alpha", "index."+lang+".md"), page)
@@ -30,4 +32,24 @@ func TestLessonAliasRedirect(t *testing.T) {
 		t.Fatalf("old slug: %d → %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	e.page(e.do(c, "GET", "/lessons/01-nothing", nil), http.StatusNotFound)
+
+	// The lesson's files moved with it: an old asset URL redirects too.
+	res = e.do(c, "GET", "/lessons/01-old/assets/img/diagram.png?v=2", nil)
+	res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/lessons/01-alpha/assets/img/diagram.png?v=2" {
+		t.Fatalf("old asset URL: %d → %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	res = e.do(c, "GET", res.Header.Get("Location"), nil)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(b) != pngBytes {
+		t.Errorf("asset after the redirect: %d %q", res.StatusCode, b)
+	}
+	for _, p := range []string{"/lessons/01-nothing/assets/img/diagram.png", "/lessons/01-alpha/assets/img/none.png"} {
+		res := e.do(c, "GET", p, nil)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
+		}
+	}
 }

@@ -18,7 +18,9 @@ import (
 //   - completed: the learner marked the lesson complete;
 //   - attempts: answers submitted to the lesson's questions;
 //   - runs: runs of the experiments the lesson's pages show (an experiment
-//     shown by two lessons counts in both).
+//     shown by two lessons counts in both);
+//   - tasks: the lesson's :::task steps the learner's Check verified, out
+//     of the tasks the lesson has now (a removed task no longer counts).
 // Learners are those the dashboard counts (store.Scope), most recently
 // active first, as on the dashboard.
 
@@ -28,6 +30,7 @@ type gradeCell struct {
 	Completed        bool
 	CompletedAt      string // RFC 3339 or ""
 	Attempts, Runs   int
+	TasksDone, Tasks int // the lesson's :::task steps verified done, and how many it has
 }
 
 // gradeRow is one learner.
@@ -37,7 +40,7 @@ type gradeRow struct {
 }
 
 // gradebook computes the table for learners over the course.
-func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, runs []store.Run) []gradeRow {
+func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, runs []store.Run, tasks []store.TaskRow) []gradeRow {
 	type key struct{ learner, lesson string }
 	lessonOf := map[string]string{}     // question → lesson
 	expLessons := map[string][]string{} // experiment → lessons showing it
@@ -94,6 +97,11 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			cell(r.Learner, slug).Runs++
 		}
 	}
+	for _, t := range tasks {
+		if l := c.Lesson(t.Lesson); t.Done() && l != nil && l.Task(t.Task) != nil {
+			cell(t.Learner, t.Lesson).TasksDone++
+		}
+	}
 	out := make([]gradeRow, 0, len(learners))
 	for _, l := range learners {
 		row := gradeRow{Learner: l.ID, Name: l.DisplayName}
@@ -103,6 +111,7 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 				g = *p
 			}
 			g.Questions = nq[les.Slug]
+			g.Tasks = len(les.Tasks)
 			row.Cells = append(row.Cells, g)
 		}
 		out = append(out, row)
@@ -142,7 +151,11 @@ func (s *Server) gradebookData(w http.ResponseWriter, r *http.Request, limit, of
 	if fail() {
 		return nil, page, sc, cohort, false
 	}
-	return gradebook(s.course(), page.Learners, progress, attempts, runs), page, sc, cohort, true
+	tasks, err := db.ClassTasksIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	return gradebook(s.course(), page.Learners, progress, attempts, runs, tasks), page, sc, cohort, true
 }
 
 // exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
@@ -154,13 +167,13 @@ func (s *Server) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.course()
 	lang := langOf(r)
-	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs"}}
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
 			out = append(out, []string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
 				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.FormatBool(g.Completed), g.CompletedAt,
-				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs)})
+				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks)})
 		}
 	}
 	s.writeCSV(w, r, "gradebook.csv", out)
@@ -188,6 +201,9 @@ func (s *Server) gradebookShow(w http.ResponseWriter, r *http.Request) {
 		for _, g := range row.Cells {
 			vr.Cells = append(vr.Cells, views.GradeCell{Score: strconv.Itoa(g.Score) + "/" + strconv.Itoa(g.Questions),
 				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs})
+			if g.Tasks > 0 {
+				vr.Cells[len(vr.Cells)-1].Tasks = strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
+			}
 		}
 		v.Rows = append(v.Rows, vr)
 	}

@@ -61,13 +61,13 @@ func TestGradebookScriptedClass(t *testing.T) {
 	}
 	annDone := p["01-alpha"].CompletedAt.UTC().Format(time.RFC3339)
 	want := [][]string{
-		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs"},
+		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"},
 	}
 	// Most recently active first: bob answered after ann, cat only joined.
 	want = append(want,
-		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "false", "", "3", "0"},
-		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "true", annDone, "4", "0"},
-		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "false", "", "0", "0"},
+		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "false", "", "3", "0", "0", "0"},
+		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "true", annDone, "4", "0", "0", "0"},
+		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "false", "", "0", "0", "0", "0"},
 	)
 	if len(got) != len(want) {
 		t.Fatalf("gradebook has %d rows, want %d:\n%q", len(got), len(want), got)
@@ -107,8 +107,37 @@ func TestGradebookRuns(t *testing.T) {
 		{Slug: "03-c", Pages: page("tcp-cost")},
 	}}
 	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}}, nil, nil,
-		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}})
+		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}}, nil)
 	if len(rows) != 1 || rows[0].Cells[0].Runs != 2 || rows[0].Cells[1].Runs != 2 || rows[0].Cells[2].Runs != 0 {
 		t.Errorf("rows = %+v", rows)
+	}
+}
+
+// TestGradebookTasks: tasks done count per learner and lesson, out of the
+// tasks the lesson has now; checks that never passed and tasks no longer
+// in the lesson do not count.
+func TestGradebookTasks(t *testing.T) {
+	c := &lessons.Course{Lessons: []*lessons.Lesson{
+		{Slug: "01-a", Tasks: []*lessons.Task{{ID: "memlock"}, {ID: "write-bw"}}},
+		{Slug: "02-b"},
+	}}
+	done := time.Now()
+	rec := func(learner, lesson, task string, passed bool) store.TaskRow {
+		r := store.TaskRow{Learner: learner, TaskProgress: store.TaskProgress{Lesson: lesson, Task: task, Checks: 2}}
+		if passed {
+			r.DoneAt = done
+		}
+		return r
+	}
+	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, nil, nil, []store.TaskRow{
+		rec("L1", "01-a", "memlock", true), rec("L1", "01-a", "write-bw", false), rec("L1", "01-a", "gone", true),
+		rec("L2", "01-a", "memlock", true), rec("L2", "01-a", "write-bw", true),
+	})
+	got := func(i, j int) string {
+		g := rows[i].Cells[j]
+		return strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
+	}
+	if got(0, 0) != "1/2" || got(1, 0) != "2/2" || got(0, 1) != "0/0" {
+		t.Errorf("tasks: L1 %s, L2 %s, L1 on 02-b %s; want 1/2, 2/2, 0/0", got(0, 0), got(1, 0), got(0, 1))
 	}
 }

@@ -24,7 +24,8 @@ var uiStrings = mergeStrings(coreStrings,
 	accountStrings, answerKeyStrings, bodyLimitStrings, cohortStrings, commandStrings,
 	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
-	terminalStrings, visualStrings, writeGuardStrings,
+	taskStrings, terminalStrings, visualStrings, writeGuardStrings,
+	draftStrings,
 )
 
 // coreStrings are the UI texts shared by every page (layout, home, lesson, errors).

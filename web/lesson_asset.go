@@ -6,9 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/lessons"
 )
 
 // lessonAsset is GET /lessons/{slug}/assets/*: an image or other file of
@@ -16,7 +19,25 @@ import (
 // what is servable (never quiz.yaml, never dot files).
 func (s *Server) lessonAsset(w http.ResponseWriter, r *http.Request) {
 	slug, name := chi.URLParam(r, "slug"), chi.URLParam(r, "*")
-	f, err := s.course().OpenAsset(slug, name)
+	c := s.course()
+	if c.Lesson(slug) == nil {
+		// A renamed lesson's old slug (lessons/aliases.go): its files
+		// moved with it, as its page did.
+		if to := c.AliasTarget(slug); to != "" {
+			u := lessonHref(to) + "/assets/" + (&url.URL{Path: name}).EscapedPath()
+			if r.URL.RawQuery != "" {
+				u += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, u, http.StatusMovedPermanently)
+			return
+		}
+	}
+	s.serveAsset(w, r, c, slug, name)
+}
+
+// serveAsset answers with the file name of c's lesson slug, or 404.
+func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, c *lessons.Course, slug, name string) {
+	f, err := c.OpenAsset(slug, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			s.notFound(w, r)

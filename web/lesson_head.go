@@ -32,6 +32,8 @@ func lessonAssets(c *lessons.Course, l *lessons.Lesson, page *lessons.Page, lang
 			out = append(out, views.ExperimentAssets)
 		case lessons.SegTerminal:
 			out = append(out, views.TerminalAssets)
+		case lessons.SegTask:
+			out = append(out, views.TaskAssets)
 		case lessons.SegQuiz:
 			if c.Questions[seg.ID] != nil {
 				out = append(out, views.QuizAssets)

@@ -21,6 +21,8 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 		return s.experimentSegment(lr, seg)
 	case lessons.SegTerminal:
 		return s.terminalSegment(lr) // terminal.go
+	case lessons.SegTask:
+		return s.taskSegment(lr, seg) // task_check.go
 	case lessons.SegQuiz:
 		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:

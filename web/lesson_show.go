@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -42,6 +43,11 @@ type lessonRequest struct {
 	Lesson  *lessons.Lesson
 	Page    *lessons.Page
 	State   lessonState
+	// Draft: the page is an instructor's preview of a draft (drafts.go):
+	// nothing on it reads or records a learner's progress.
+	Draft bool
+
+	tasks map[string]store.TaskProgress // the learner's :::task records, loaded on first use (task_check.go)
 }
 
 // serveLesson renders the lesson page for st.Slug, or the 404 page.

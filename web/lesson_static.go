@@ -45,6 +45,9 @@ func (s *Server) staticSegments(c *lessons.Course, l *lessons.Lesson, lang strin
 			return mark(skeletonHole{kind: holeComplete})
 		}
 		seg := page.Body[i]
+		if seg.Kind == lessons.SegTask {
+			return mark(skeletonHole{kind: holeSegment, segment: i}) // the learner's done mark
+		}
 		if seg.Kind == lessons.SegDiagram && seg.ID == "cpu-budget" {
 			var plain bytes.Buffer
 			if err := s.segment(lr, seg).Render(context.Background(), &plain); err != nil {

@@ -90,6 +90,7 @@ type limiters struct {
 	write      *keyedLimiter // writes per address
 	newLearner *keyedLimiter // first writes of new learners per address
 	active     activeRuns    // queued/running runs per address
+	taskCheck  *keyedLimiter // task checks per learner (task_check.go)
 }
 
 func newLimiters(l Limits) *limiters {
@@ -98,6 +99,7 @@ func newLimiters(l Limits) *limiters {
 		runAddr:    newKeyedLimiter(l.AddrRunBurst, l.AddrRunEvery),
 		write:      newKeyedLimiter(l.WriteBurst, l.WriteEvery),
 		newLearner: newKeyedLimiter(l.NewLearnerBurst, l.NewLearnerEvery),
+		taskCheck:  newKeyedLimiter(taskCheckBurst, taskCheckEvery),
 		active:     activeRuns{max: l.RunsPerAddr, runs: map[string][]string{}},
 	}
 }

@@ -32,7 +32,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
 
-	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go).
+	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go, drafts.go).
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLang)
 		r.Get("/instructor/login", s.instructorLoginForm)
@@ -55,6 +55,9 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/classes", s.cohortsShow)
 			r.Get("/instructor/gradebook", s.gradebookShow)
 			r.Get("/instructor/answers", s.answerKey)
+			r.Get("/instructor/drafts", s.draftsIndex) // drafts.go: previews of _drafts/
+			r.Get("/instructor/drafts/{slug}", s.draftShow)
+			r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
@@ -99,6 +102,8 @@ func (s *Server) routes() http.Handler {
 		r.Get("/api/lab", s.labJSON) // lab_show.go: the Soft-RoCE lab state
 		r.Get("/lab", s.labPage)
 		r.Get("/api/terminal", s.terminal) // terminal.go: a learner's own shell (WebSocket)
+		// task_check.go: Check on a lesson's :::task, run in the learner's own terminal guest
+		r.Post("/api/lessons/{slug}/tasks/{id}/check", s.taskCheck)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.

@@ -60,6 +60,10 @@ func checkWith(getenv func(string) string, args []string, stdout, stderr io.Writ
 			abs, _ := filepath.Abs(dir)
 			only = filepath.Base(abs)
 			dir = filepath.Dir(abs)
+			if filepath.Base(dir) == lessons.DraftsDir { // a draft: check it beside its course
+				only = lessons.DraftsDir + "/" + only
+				dir = filepath.Dir(dir)
+			}
 		}
 	}
 	fsys, where := courseFS(dir)

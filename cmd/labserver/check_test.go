@@ -84,3 +84,56 @@ func TestCheckExperimentMessages(t *testing.T) {
 		t.Errorf("mistakes=true refused:\n%s", got)
 	}
 }
+
+// TestCheckDrafts: check reports the lessons of _drafts/ under their
+// path (one draft folder too), and a draft named like a lesson is an error.
+func TestCheckDrafts(t *testing.T) {
+	dir := t.TempDir()
+	page := func(title, body string) []byte {
+		return []byte("---\ntitle: " + title + "\nsummary: S.\norder: 1\n---\n\n" + body + "\n")
+	}
+	files := map[string][]byte{
+		"01-a/index.en.md":          page("A", "Text."),
+		"01-a/index.zh.md":          page("甲", "正文。"),
+		"_drafts/02-b/index.en.md":  page("B", "::quiz nope/q"),
+		"_drafts/02-b/index.zh.md":  page("乙", "正文。"),
+		"_drafts/01-a/index.en.md":  page("A again", "Text."),
+		"_drafts/01-a/index.zh.md":  page("甲又", "正文。"),
+		"_drafts/03-ok/index.en.md": page("C", "See [A](../01-a/)."),
+		"_drafts/03-ok/index.zh.md": page("丙", "正文。"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := checkWith(func(string) string { return "" }, args, &out, &errb)
+		return code, out.String()
+	}
+	code, out := run(dir)
+	for _, want := range []string{
+		filepath.Join(dir, "_drafts/02-b/index.en.md") + ":7: ::quiz nope/q",
+		filepath.Join(dir, "_drafts/01-a") + ": a draft named like the course's lesson 01-a",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || strings.Contains(out, "03-ok") {
+		t.Errorf("exit %d (want 1), the clean draft must have no findings:\n%s", code, out)
+	}
+	// One draft folder: checked beside its course, only its findings printed.
+	code, out = run(filepath.Join(dir, "_drafts", "02-b"))
+	if code != 1 || !strings.Contains(out, "_drafts/02-b/index.en.md:7:") || strings.Contains(out, "_drafts/01-a") {
+		t.Errorf("one draft: exit %d\n%s", code, out)
+	}
+	if code, out = run(filepath.Join(dir, "_drafts", "03-ok")); code != 0 || out != "" {
+		t.Errorf("the clean draft: exit %d\n%s", code, out)
+	}
+}

@@ -64,3 +64,15 @@ func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uin
 func (w webTerminals) InUse() (int, int) { return w.t.InUse() }
 
 func (w webTerminals) Waiting() int { return w.t.Waiting() }
+
+// VerifyTask runs a lesson task's verify script in learner's own guest.
+func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {
+	res, err := w.t.Verify(ctx, learner, script, lang)
+	if errors.Is(err, vm.ErrNoTerminal) {
+		return web.TaskVerdict{}, web.ErrNoTerminal
+	}
+	if err != nil {
+		return web.TaskVerdict{}, err
+	}
+	return web.TaskVerdict{Passed: res.Passed, Output: string(res.Output), Detail: res.Detail}, nil
+}

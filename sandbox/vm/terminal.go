@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -476,4 +477,84 @@ func (t *Terminals) Close() error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// ErrNoTerminal: the learner has no open shell to check a task against.
+var ErrNoTerminal = errors.New("no terminal is open")
+
+// VerifyResult is what a task's verify script said.
+type VerifyResult struct {
+	Passed bool   // it exited 0
+	Output []byte // its output, at most vmproto.VerifyOutputMax bytes
+	Detail string // why it did not pass: "exit status 1", "timed out after 30 s"
+}
+
+// Verify runs a lesson task's verify script in g (vmproto.OpVerify).
+func (g *Guest) Verify(ctx context.Context, script []byte, lang string) (VerifyResult, error) {
+	c := g.client
+	var res VerifyResult
+	var mu sync.Mutex
+	p := &pending{data: func(b []byte) {
+		mu.Lock()
+		res.Output = append(res.Output, b...)
+		mu.Unlock()
+	}, end: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed != nil {
+		err := c.closed
+		c.mu.Unlock()
+		return res, err
+	}
+	c.nextID++
+	id := c.nextID
+	c.calls[id] = p
+	c.mu.Unlock()
+	if err := c.send(vmproto.HostMsg{ID: id, Op: vmproto.OpVerify, Data: script, Lang: lang}); err != nil {
+		c.forget(id)
+		return res, err
+	}
+	select {
+	case err := <-p.end:
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			res.Passed = true
+			return res, nil
+		}
+		if af, ok := errors.AsType[*sandbox.AgentFailure](err); ok {
+			res.Detail = af.Message
+			return res, nil
+		}
+		return res, err
+	case <-ctx.Done():
+		c.forget(id)
+		return res, ctx.Err()
+	}
+}
+
+// Verify runs script in learner's own guest (LAB_LANG=lang), beside their shell: the
+// script sees what they did there. ErrNoTerminal when they have no shell
+// open (never opened, exited, or discarded after Idle).
+func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, lang string) (VerifyResult, error) {
+	t.init()
+	t.mu.Lock()
+	s := t.sessions[learner]
+	t.mu.Unlock()
+	if s == nil {
+		return VerifyResult{}, ErrNoTerminal
+	}
+	s.mu.Lock()
+	term := s.term
+	s.lastUse = time.Now()
+	s.mu.Unlock()
+	if term == nil || isDone(term.done) {
+		return VerifyResult{}, ErrNoTerminal
+	}
+	g, err := s.backend.WaitReady(ctx)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, (vmproto.VerifyTimeoutS+15)*time.Second)
+	defer cancel()
+	return g.Verify(ctx, script, lang)
 }

@@ -47,7 +47,9 @@ type guestConn struct {
 	cancel  context.CancelFunc
 	cmds    chan sandbox.Command  // the interactive run's commands; nil when it takes none
 	terms   map[uint64]*guestTerm // learners' shells by request id (terminal.go)
-	wg      sync.WaitGroup
+	// verifying: a task's verify script runs (verify.go)
+	verifying bool
+	wg        sync.WaitGroup
 }
 
 // Serve answers requests from port until ctx ends, port fails or (with
@@ -135,6 +137,8 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		c.startTerm(ctx, m)
 	case vmproto.OpTermIn:
 		c.termIn(m)
+	case vmproto.OpVerify:
+		c.verify(ctx, m)
 	case vmproto.OpRun:
 		if m.Req == nil {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "run without a request"})

@@ -46,6 +46,20 @@ const (
 	// OpTermIn writes Data to terminal Target's PTY; with Rows and Cols it
 	// resizes it instead.
 	OpTermIn = "term-in"
+	// OpVerify runs a lesson task's verify script (Data, run with
+	// /bin/sh) in this guest, beside the learner's terminals: the script
+	// sees LAB_TERM_PIDS, the pids of every process of the open terminals'
+	// sessions, and LAB_LANG, the learner's language (Lang). Its output (at most VerifyOutputMax bytes, stdout and
+	// stderr together) comes back as one Data line, then the end line:
+	// no kind when it exited 0, EndFailed with "exit status N" otherwise,
+	// EndFailed with "timed out" after VerifyTimeout.
+	OpVerify = "verify"
+)
+
+// Bounds of a verify script (OpVerify).
+const (
+	VerifyOutputMax = 4 << 10
+	VerifyTimeoutS  = 30
 )
 
 // End kinds: why a request ended without success.
@@ -70,6 +84,8 @@ type HostMsg struct {
 	Data []byte `json:"data,omitempty"`
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
+	// verify: the learner's page language (zh, en), LAB_LANG for the script
+	Lang string `json:"lang,omitempty"`
 }
 
 // GuestMsg is a line from the guest to the host.

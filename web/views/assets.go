@@ -33,6 +33,8 @@ var (
 	// its fit addon before terminal.js.
 	TerminalAssets = Assets{Styles: []string{"vendor/xterm/xterm.css", "css/terminal.css"},
 		Scripts: []string{"vendor/xterm/xterm.min.js", "vendor/xterm/addon-fit.min.js", "js/terminal.js"}}
+	// TaskAssets serve a lesson's :::task steps (Task).
+	TaskAssets = Assets{Styles: []string{"css/task.css"}, Scripts: []string{"js/task.js"}}
 	// QuizAssets serve questions (QuizQuestionView, QuizCheckpoint).
 	QuizAssets = Assets{Styles: []string{"css/quiz.css"}, Scripts: []string{"js/quiz.js"}}
 )

@@ -225,6 +225,7 @@ type GradeCell struct {
 	Completed bool
 	Attempts  int
 	Runs      int
+	Tasks     string // ":::task steps done/in the lesson" ("1/2"); "" when the lesson has none
 }
 
 // HardQuestion is one row of the course's questions by facility.

@@ -85,6 +85,9 @@ type Lesson struct {
 	// References are the front-matter references the text does not link
 	// already (a "Further reading" section): each is listed once.
 	References []lessons.Reference
+	// Banner, when set, is shown above the lesson's title (the draft
+	// preview's "Draft preview" banner, drafts.go).
+	Banner templ.Component
 }
 
 // ErrorPage is the 404 and 500 page.

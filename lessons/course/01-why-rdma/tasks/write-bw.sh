@@ -1,0 +1,55 @@
+#!/bin/sh
+# Task "write-bw" of lesson 01: the learner ran ib_write_bw from one
+# Soft-RoCE device to the other with 64 KiB messages and saved the client's
+# report in /root/bw.txt.
+#
+# Two things must agree: the report (perftest's table: device, MTU, a
+# result row for 65536 bytes with its iteration count and a bandwidth) and
+# the sending device's own counter, hw_counters/sent_pkts, which cannot
+# have grown by less than iterations × packets per message (65536 / MTU)
+# if those WRITEs really went out. The counter counts since the guest
+# booted, so earlier runs only add to it. Messages follow LAB_LANG.
+
+f=/root/bw.txt
+say() { if [ "$LAB_LANG" = zh ]; then printf '%s\n' "$2"; else printf '%s\n' "$1"; fi; }
+
+if [ ! -s "$f" ]; then
+	say "No report in $f yet: run the client with | tee $f at the end of its command line." \
+		"还没有 $f：在客户端命令行的末尾加上 | tee $f 再运行一次。"
+	exit 1
+fi
+if ! grep -q 'RDMA_Write BW Test' "$f"; then
+	say "$f is not an ib_write_bw report (no \"RDMA_Write BW Test\" header)." \
+		"$f 不是 ib_write_bw 的输出（没有 \"RDMA_Write BW Test\" 标题）。"
+	exit 1
+fi
+dev=$(sed -n 's/.*Device *: *\([a-z0-9_]*\).*/\1/p' "$f" | head -n 1)
+mtu=$(sed -n 's/.*Mtu *: *\([0-9]*\).*/\1/p' "$f" | head -n 1)
+# The result row: "#bytes #iterations BW-peak BW-average MsgRate".
+row=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 4 { print $2, $4; exit }' "$f")
+iters=${row% *}
+bw=${row#* }
+if [ -z "$row" ]; then
+	say "No result row for 65536-byte messages in $f: did you pass -s 65536, and did the run finish?" \
+		"$f 里没有 65536 字节消息的结果行：加了 -s 65536 吗？运行结束了吗？"
+	exit 1
+fi
+case "$dev" in
+rxe0 | rxe1) ;;
+*)
+	say "The report names device \"$dev\", not rxe0 or rxe1." "报告里的设备是 \"$dev\"，不是 rxe0 或 rxe1。"
+	exit 1
+	;;
+esac
+[ -n "$mtu" ] && [ "$mtu" -gt 0 ] || mtu=4096
+per=$(((65536 + mtu - 1) / mtu))
+need=$((iters * per))
+sent=$(cat "/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts" 2>/dev/null || echo 0)
+if [ "$sent" -lt "$need" ]; then
+	say "The report says $iters WRITEs of 64 KiB from $dev (at MTU $mtu, $need packets), but $dev's sent_pkts counter is only $sent: run it again in this machine." \
+		"报告说 $dev 发出了 $iters 个 64 KiB 的 WRITE（MTU $mtu，即 $need 个报文），可 $dev 的 sent_pkts 计数器只有 $sent：请在这台机器里重新运行。"
+	exit 1
+fi
+say "$dev sent $iters RDMA WRITEs of 64 KiB at $bw MB/s average (measured here: Soft-RoCE in an emulated machine, not a hardware figure); its sent_pkts counter is $sent, at least the $need packets they need." \
+	"$dev 发出了 $iters 个 64 KiB 的 RDMA WRITE，平均 $bw MB/s（在这里测得：模拟机器里的 Soft-RoCE，不是硬件数字）；它的 sent_pkts 计数器是 $sent，不少于这些 WRITE 所需的 $need 个报文。"
+exit 0

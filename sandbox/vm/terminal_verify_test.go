@@ -1,0 +1,91 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+)
+
+// lessonScript reads a verify script of the built-in lesson 01.
+func lessonScript(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../lessons/course/01-why-rdma/tasks/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTerminalVerify: lesson 01's verify scripts, run in a learner's own
+// guest beside their shell, fail before the learner did the step (with a
+// hint in the learner's language) and pass after it; a learner with no
+// shell gets ErrNoTerminal; a script's output is bounded.
+func TestTerminalVerify(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Dir = ownCache(t)
+	cfg.Accel = AccelTCG
+	terms := &Terminals{Cfg: cfg, Max: 1}
+	defer terms.Close()
+	ctx := context.Background()
+	memlock, bw := lessonScript(t, "memlock.sh"), lessonScript(t, "write-bw.sh")
+
+	if _, err := terms.Verify(ctx, "learner-v", memlock, "en"); !errors.Is(err, ErrNoTerminal) {
+		t.Fatalf("verify without a terminal: %v, want ErrNoTerminal", err)
+	}
+	a, err := terms.Attach(ctx, "learner-v", 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Detach()
+	_ = a.Write([]byte("echo ready-$((20+1))\n"))
+	readUntil(t, a, "ready-21")
+
+	check := func(script []byte, lang string, pass bool, want string) {
+		t.Helper()
+		res, err := terms.Verify(ctx, "learner-v", script, lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("verify (%s): passed %v, %q: %s", lang, res.Passed, res.Detail, res.Output)
+		if res.Passed != pass || !strings.Contains(string(res.Output), want) {
+			t.Fatalf("passed %v (%s), output %q; want passed %v and %q", res.Passed, res.Detail, res.Output, pass, want)
+		}
+		if !pass && res.Detail != "exit status 1" {
+			t.Errorf("detail %q, want exit status 1", res.Detail)
+		}
+	}
+	// Before: the guest's 8 MiB, said in each language.
+	check(memlock, "en", false, "still 8192 KiB")
+	check(memlock, "zh", false, "仍是 8192 KiB")
+	// A subshell's limit does not count: it is gone when it exits.
+	_ = a.Write([]byte("(ulimit -l 65536); echo sub-$((1+1))\n"))
+	readUntil(t, a, "sub-2")
+	check(memlock, "en", false, "still 8192 KiB")
+	_ = a.Write([]byte("ulimit -l 65536; echo lim-$(ulimit -l)\n"))
+	readUntil(t, a, "lim-65536")
+	check(memlock, "en", true, "65536 KiB")
+
+	check(bw, "en", false, "No report in /root/bw.txt")
+	// A report written by hand, without the WRITEs behind it.
+	_ = a.Write([]byte("printf ' RDMA_Write BW Test\\n Device : rxe0\\n Mtu : 1024[B]\\n 65536 5000 1.0 99.0 0.1\\n' > /root/bw.txt; echo fake-$((2+2))\n"))
+	readUntil(t, a, "fake-4")
+	check(bw, "en", false, "but rxe0's sent_pkts counter is only")
+	_ = a.Write([]byte("rm /root/bw.txt; ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 & sleep 2; ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))\n"))
+	out := readUntil(t, a, "bw-9")
+	t.Logf("ib_write_bw in the terminal:\n%s", out)
+	check(bw, "en", true, "rxe0 sent 200 RDMA WRITEs of 64 KiB")
+	check(bw, "zh", true, "rxe0 发出了 200 个 64 KiB 的 RDMA WRITE")
+
+	// Output is bounded; a script's own exit status is its verdict.
+	res, err := terms.Verify(ctx, "learner-v", []byte("yes hello | head -c 100000; exit 3\n"), "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed || res.Detail != "exit status 3" || len(res.Output) != vmproto.VerifyOutputMax {
+		t.Errorf("flooding script: passed %v, %q, %d bytes of output (want %d)", res.Passed, res.Detail, len(res.Output), vmproto.VerifyOutputMax)
+	}
+}

@@ -1,0 +1,234 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// A lesson's :::task steps (issue 20): the learner does something in their
+// terminal, presses Check, and the lab runs the task's verify script (from
+// the lesson folder) inside that learner's own guest, beside their shell.
+// Exit status 0 marks the task done for the learner; otherwise the
+// script's short output is the hint. POST /api/lessons/{slug}/tasks/{id}/check
+// is a learner write like the others: cross-origin protection and the
+// per-address write limit apply (routes.go), plus a per-learner limit on
+// checks here, since each one runs a script in a guest.
+
+// TaskVerifier runs a task's verify script in learner's own terminal
+// guest. The lab's Terminals implement it (cmd/labserver adapts
+// *vm.Terminals); ErrNoTerminal when the learner has no shell open.
+type TaskVerifier interface {
+	VerifyTask(ctx context.Context, learner string, script []byte, lang string) (TaskVerdict, error)
+}
+
+// TaskVerdict is what a verify script said.
+type TaskVerdict struct {
+	Passed bool
+	Output string // the script's output (bounded by the guest)
+	Detail string // why it did not pass: "exit status 1", "timed out after 30 s"
+}
+
+// ErrNoTerminal: the learner has no open terminal to check a task in.
+var ErrNoTerminal = errors.New("no terminal is open")
+
+// ErrTaskBusy: another check of the learner's runs right now.
+var ErrTaskBusy = errors.New("another check is running")
+
+// taskChecking holds the learners whose check runs now: one at a time each.
+var taskChecking sync.Map
+
+const (
+	taskCheckBurst = 6               // checks at once per learner
+	taskCheckEvery = 5 * time.Second // then one per
+	// taskHintMax bounds the hint shown from a failing script's output.
+	taskHintLines = 8
+	taskHintBytes = 800
+)
+
+// taskStrings are the :::task widget's and the Check endpoint's texts.
+var taskStrings = uiTable{
+	"zh": {
+		"task.heading":     "任务 %d",
+		"task.check":       "检查",
+		"task.checking":    "正在你的虚拟机里检查……",
+		"task.done":        "已完成 ✓",
+		"task.todo":        "尚未完成",
+		"task.checks":      "已检查 %d 次",
+		"task.noscript":    "检查按钮需要 JavaScript。",
+		"task.passed":      "通过：检查脚本在你的虚拟机里确认了这一步：",
+		"task.failed":      "还没有通过（%s）。检查脚本的提示：",
+		"task.failed.kept": "这次没有通过（%s），但你之前已经完成过这个任务，它仍然算完成。检查脚本的提示：",
+		"task.noterm":      "还没有打开终端：先打开上面的终端，在里面完成这一步，再按“检查”。（闲置 10 分钟后虚拟机会被回收，需要重新做一遍。）",
+		"task.busy":        "上一次检查还在进行，请稍等。",
+		"task.rate":        "你检查得太频繁了：请 %d 秒后再试。",
+		"task.unknown":     "这一课没有这个任务。",
+		"task.error":       "检查没能运行：%s",
+		"task.timeout":     "超时",
+	},
+	"en": {
+		"task.heading":     "Task %d",
+		"task.check":       "Check",
+		"task.checking":    "Checking in your machine…",
+		"task.done":        "Done ✓",
+		"task.todo":        "Not done yet",
+		"task.checks":      "checked %d times",
+		"task.noscript":    "The Check button needs JavaScript.",
+		"task.passed":      "Passed: the check script confirmed this step in your machine:",
+		"task.failed":      "Not passed yet (%s). The check script's hint:",
+		"task.failed.kept": "This check did not pass (%s), but you completed the task before, so it stays done. The check script's hint:",
+		"task.noterm":      "No terminal is open yet: open the terminal above, do the step in it, then press Check. (An idle machine is discarded after 10 minutes; you would do the step again.)",
+		"task.busy":        "The previous check is still running; wait a moment.",
+		"task.rate":        "You are checking too often: try again in %d s.",
+		"task.unknown":     "This lesson has no such task.",
+		"task.error":       "The check could not run: %s",
+		"task.timeout":     "timed out",
+	},
+}
+
+// taskCheckResponse is the Check endpoint's answer.
+type taskCheckResponse struct {
+	Status  string `json:"status"`           // passed, failed, no-terminal
+	Done    bool   `json:"done"`             // the task is done for the learner (now or before)
+	Message string `json:"message"`          // in the learner's language
+	Hint    string `json:"hint,omitempty"`   // the script's short output (what it found)
+	Checks  int    `json:"checks,omitempty"` // checks so far
+}
+
+func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
+	lang := langOf(r)
+	t := tr(lang)
+	l := s.course().Lesson(chi.URLParam(r, "slug"))
+	var task *lessons.Task
+	if l != nil {
+		task = l.Task(chi.URLParam(r, "id"))
+	}
+	if task == nil {
+		s.writeError(w, r, Errorf(CodeNotFound, t("task.unknown")))
+		return
+	}
+	v, ok := s.cfg.Terminals.(TaskVerifier)
+	if s.cfg.Terminals == nil || !ok {
+		s.writeError(w, r, Errorf(CodeUnavailable, t("term.off")))
+		return
+	}
+	learner := learnerID(r)
+	if ok, wait := s.limits.taskCheck.allow(learner); !ok {
+		s.writeError(w, r, Errorf(CodeRateLimited, trf(lang, "task.rate", retryAfter(w, wait))))
+		return
+	}
+	if _, busy := taskChecking.LoadOrStore(learner, struct{}{}); busy {
+		s.writeError(w, r, Errorf(CodeConflict, t("task.busy")))
+		return
+	}
+	verdict, err := v.VerifyTask(r.Context(), learner, task.Script, lang)
+	taskChecking.Delete(learner)
+	switch {
+	case errors.Is(err, ErrNoTerminal):
+		writeJSON(w, http.StatusOK, taskCheckResponse{Status: "no-terminal", Message: t("task.noterm")})
+		return
+	case errors.Is(err, ErrTaskBusy):
+		s.writeError(w, r, Errorf(CodeConflict, t("task.busy")))
+		return
+	case err != nil:
+		s.log.Warn("task check", "lesson", l.Slug, "task", task.ID, "err", err)
+		s.writeError(w, r, Errorf(CodeUnavailable, trf(lang, "task.error", err.Error())))
+		return
+	}
+	if err := s.cfg.Store.RecordTaskCheck(r.Context(), learner, l.Slug, task.ID, verdict.Passed); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	recs, err := s.cfg.Store.LessonTasks(r.Context(), learner, l.Slug)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec := recs[task.ID]
+	resp := taskCheckResponse{Done: rec.Done(), Checks: rec.Checks}
+	resp.Hint = taskHint(verdict.Output)
+	if verdict.Passed {
+		resp.Status, resp.Message = "passed", t("task.passed")
+	} else {
+		detail := verdict.Detail
+		if strings.HasPrefix(detail, "timed out") {
+			detail = t("task.timeout")
+		}
+		key := "task.failed"
+		if rec.Done() {
+			key = "task.failed.kept"
+		}
+		resp.Status, resp.Message = "failed", trf(lang, key, detail)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// taskHint is the first lines of a script's output, bounded, valid UTF-8.
+func taskHint(out string) string {
+	out = strings.ToValidUTF8(strings.TrimSpace(out), "")
+	lines := strings.Split(out, "\n")
+	if len(lines) > taskHintLines {
+		lines = append(lines[:taskHintLines], "…")
+	}
+	out = strings.Join(lines, "\n")
+	if len(out) > taskHintBytes {
+		cut := taskHintBytes
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "…"
+	}
+	return out
+}
+
+// taskSegment is one :::task of the page with the learner's record.
+func (s *Server) taskSegment(lr *lessonRequest, seg lessons.Segment) templ.Component {
+	n := 0
+	for i, t := range lr.Lesson.Tasks {
+		if t.ID == seg.ID {
+			n = i + 1
+		}
+	}
+	var rec store.TaskProgress
+	if lr.Learner != "" && !lr.Draft { // a draft's preview reads no learner's records
+		recs, err := s.learnerTasks(lr)
+		if err != nil {
+			return failing(err)
+		}
+		rec = recs[seg.ID]
+	}
+	w := views.TaskWidget{
+		ID: seg.ID, Heading: trf(lr.Lang, "task.heading", n), Text: templ.Raw(seg.HTML), // trusted: rendered by lessons from the course's Markdown
+		Endpoint: "/api/lessons/" + lr.Lesson.Slug + "/tasks/" + seg.ID + "/check", Lang: lr.Lang,
+		Check: lr.T("task.check"), Checking: lr.T("task.checking"), NoScript: lr.T("task.noscript"),
+		Done: rec.Done(), DoneText: lr.T("task.done"), Todo: lr.T("task.todo"), Checks: rec.Checks,
+	}
+	if rec.Checks > 0 {
+		w.ChecksOf = trf(lr.Lang, "task.checks", rec.Checks)
+	}
+	return views.Task(w)
+}
+
+// learnerTasks loads the learner's task records for the page once per
+// request.
+func (s *Server) learnerTasks(lr *lessonRequest) (map[string]store.TaskProgress, error) {
+	if lr.tasks == nil {
+		recs, err := s.cfg.Store.LessonTasks(lr.r.Context(), lr.Learner, lr.Lesson.Slug)
+		if err != nil {
+			return nil, err
+		}
+		lr.tasks = recs
+	}
+	return lr.tasks, nil
+}
