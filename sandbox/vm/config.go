@@ -12,7 +12,7 @@ import (
 // the defaults of Defaults.
 type Config struct {
 	Dir         string        // image cache directory (DefaultDir)
-	Agent       string        // labserver binary put in the guest (this executable)
+	Agent       string        // the guest's agent binary (vmimage.AgentBinary: labagent beside this executable)
 	QEMU        string        // QEMU binary ("qemu-system-x86_64")
 	Accel       string        // auto|kvm|tcg ("auto": KVM when it really works, else TCG)
 	MemoryMiB   int           // guest RAM (256; 112 is the measured minimum)
