@@ -286,6 +286,7 @@ func (ld *loader) readQuiz(l *Lesson) {
 		return
 	}
 	l.Quiz = set
+	RenderQuiz(set)
 	for _, q := range set.Questions {
 		ld.quizHTML(file, q)
 	}

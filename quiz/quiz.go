@@ -26,6 +26,20 @@ type Option struct {
 	Text     Text
 	Correct  bool // single/multi only
 	Feedback Text // shown after a submission, for chosen and for missed-correct options
+	HTML     OptionHTML
+}
+
+// OptionHTML is an option's Text and Feedback rendered from Markdown.
+type OptionHTML struct {
+	Text, Feedback Text
+}
+
+// QuestionHTML is a question's Markdown texts rendered to HTML, per
+// language (block HTML, the same keys as the source texts). quiz renders
+// nothing: whoever loads the content fills it once per load, as lesson
+// bodies are rendered (lessons.RenderQuiz, called by lessons.Load).
+type QuestionHTML struct {
+	Prompt, Hint, Explanation Text
 }
 
 // Question is one checkpoint question as authored. Answers (Correct, Value,
@@ -35,13 +49,14 @@ type Question struct {
 	Type        Type
 	Prompt      Text // Markdown
 	Options     []Option
-	Value       float64 // numeric: correct value
-	Tolerance   float64 // numeric: accepted absolute distance
-	Unit        string  // numeric: unit shown beside the input
-	Explanation Text    // Markdown
-	Hint        Text    // optional
-	File        string  // source file (for diagnostics)
-	Line        int     // line of the question in File
+	Value       float64      // numeric: correct value
+	Tolerance   float64      // numeric: accepted absolute distance
+	Unit        string       // numeric: unit shown beside the input
+	Explanation Text         // Markdown
+	Hint        Text         // optional
+	File        string       // source file (for diagnostics)
+	Line        int          // line of the question in File
+	HTML        QuestionHTML // Prompt, Hint and Explanation (and each Option's texts) as HTML
 }
 
 // Set is the questions of one quiz.yaml file, in file order.

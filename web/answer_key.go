@@ -24,8 +24,8 @@ func (s *Server) answerKey(w http.ResponseWriter, r *http.Request) {
 		kl := views.KeyLesson{Slug: l.Slug, Title: l.Page(lang).Title}
 		for _, q := range l.Quiz.Questions {
 			kq := views.KeyQuestion{ID: q.ID, Type: string(q.Type), TypeLabel: t("key.type." + string(q.Type)),
-				Prompt: string(markdownHTML(q.Prompt.Get(lang))), Explanation: string(markdownHTML(q.Explanation.Get(lang))),
-				Hint: string(markdownInline(q.Hint.Get(lang)))}
+				Prompt: q.HTML.Prompt.Get(lang), Explanation: q.HTML.Explanation.Get(lang),
+				Hint: string(inlineHTML(q.HTML.Hint.Get(lang)))}
 			if q.Type == quiz.Numeric {
 				kq.Numeric = strconv.FormatFloat(q.Value, 'g', -1, 64)
 				if q.Tolerance > 0 {
@@ -36,8 +36,8 @@ func (s *Server) answerKey(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			for i, o := range q.Options {
-				ko := views.KeyOption{ID: o.ID, Text: string(markdownInline(o.Text.Get(lang))), Correct: o.Correct,
-					Feedback: string(markdownInline(o.Feedback.Get(lang)))}
+				ko := views.KeyOption{ID: o.ID, Text: string(inlineHTML(o.HTML.Text.Get(lang))), Correct: o.Correct,
+					Feedback: string(inlineHTML(o.HTML.Feedback.Get(lang)))}
 				if q.Type == quiz.Order {
 					ko.Position = i + 1 // the authored order is the correct one
 				}

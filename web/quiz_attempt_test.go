@@ -33,6 +33,7 @@ func quizCourse(t *testing.T) *lessons.Course {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lessons.RenderQuiz(set) // as lessons.Load does
 	page := func(lang string) *lessons.Page {
 		// `checkpoint: all`: pick-many is placed in the text and asked
 		// again in the checkpoint; the answer shows after 2 wrong attempts.
@@ -90,17 +91,18 @@ func countAttempts(t *testing.T, env *testEnv) int {
 // under four characters (the fixture's "对") would match unrelated words.
 func secrets(c *lessons.Course) []string {
 	var out []string
-	add := func(t quiz.Text, render func(string) template.HTML) {
-		for _, s := range t {
+	add := func(src, html quiz.Text, render func(string) template.HTML) {
+		for lang, s := range src {
 			if len([]rune(s)) >= 4 {
-				out = append(out, string(render(s)))
+				out = append(out, string(render(html[lang])))
 			}
 		}
 	}
+	block := func(h string) template.HTML { return template.HTML(h) }
 	for _, q := range c.Questions {
-		add(q.Explanation, markdownHTML)
+		add(q.Explanation, q.HTML.Explanation, block)
 		for _, o := range q.Options {
-			add(o.Feedback, markdownInline)
+			add(o.Feedback, o.HTML.Feedback, inlineHTML)
 		}
 	}
 	return out

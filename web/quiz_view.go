@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -273,19 +274,19 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		Action:    attemptsPath(q.ID),
 		Lesson:    lesson,
 		Number:    number,
-		Prompt:    markdownInline(q.Prompt.Get(lang)),
-		Hint:      markdownInline(q.Hint.Get(lang)),
+		Prompt:    inlineHTML(q.HTML.Prompt.Get(lang)),
+		Hint:      inlineHTML(q.HTML.Hint.Get(lang)),
 		Unit:      q.Unit,
 		Status:    st,
 		CanReveal: true,
 		Preview:   qc.Preview,
 	}
-	text := map[string]string{}
+	text := map[string]template.HTML{} // option id → its text, rendered
 	for _, o := range q.OptionsFor(qc.Learner) {
-		t := o.Text.Get(lang)
-		text[o.ID] = t
+		h := inlineHTML(o.HTML.Text.Get(lang))
+		text[o.ID] = h
 		v.Options = append(v.Options, views.QuizOption{
-			ID: o.ID, InputID: dom + ":" + o.ID, Text: markdownInline(t), Plain: plainText(t),
+			ID: o.ID, InputID: dom + ":" + o.ID, Text: h, Plain: plainText(o.Text.Get(lang)),
 		})
 	}
 	if shown == nil || shown.QuestionID != q.ID || (shown.Anchor != "" && shown.Anchor != dom) {
@@ -316,7 +317,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 			v.Result.RevealNote = t("quiz.reveal.only")
 		}
 	} else {
-		v.Result.Explanation = markdownHTML(res.Explanation)
+		v.Result.Explanation = template.HTML(q.HTML.Explanation.Get(lang)) // res.Explanation, rendered
 		v.CanReveal = false
 	}
 	if q.Type == quiz.Numeric {
@@ -324,7 +325,12 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	byID := map[string]*views.QuizResultOption{}
 	for _, o := range res.Options {
-		ro := views.QuizResultOption{ID: o.ID, Text: markdownInline(text[o.ID]), Chosen: o.Chosen, Correct: o.Correct, Feedback: markdownInline(o.Feedback)}
+		ro := views.QuizResultOption{ID: o.ID, Text: text[o.ID], Chosen: o.Chosen, Correct: o.Correct}
+		if o.Feedback != "" { // Grade set it (and Withheld kept it): show it rendered
+			if qo := q.Option(o.ID); qo != nil {
+				ro.Feedback = inlineHTML(qo.HTML.Feedback.Get(lang))
+			}
+		}
 		if q.Type == quiz.Order {
 			v.Result.Placed = append(v.Result.Placed, ro)
 		}
@@ -341,21 +347,21 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 
 // revealView shows q's answer because the learner asked for it: the right
 // options (or order, or number), their feedback and the explanation.
-func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[string]string) {
+func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[string]template.HTML) {
 	v.CanReveal = false
-	v.Result = &views.QuizResult{Revealed: true, Explanation: markdownHTML(q.Explanation.Get(lang))}
+	v.Result = &views.QuizResult{Revealed: true, Explanation: template.HTML(q.HTML.Explanation.Get(lang))}
 	switch q.Type {
 	case quiz.Numeric:
 		v.Result.Number = strconv.FormatFloat(q.Value, 'g', -1, 64)
 	case quiz.Order:
 		for _, o := range q.Options {
-			v.Result.Placed = append(v.Result.Placed, views.QuizResultOption{ID: o.ID, Text: markdownInline(text[o.ID]), Answer: true})
+			v.Result.Placed = append(v.Result.Placed, views.QuizResultOption{ID: o.ID, Text: text[o.ID], Answer: true})
 		}
 	default:
 		for i := range v.Options {
 			o := q.Option(v.Options[i].ID)
 			if o != nil && o.Correct {
-				v.Options[i].Result = &views.QuizResultOption{ID: o.ID, Correct: true, Answer: true, Feedback: markdownInline(o.Feedback.Get(lang))}
+				v.Options[i].Result = &views.QuizResultOption{ID: o.ID, Correct: true, Answer: true, Feedback: inlineHTML(o.HTML.Feedback.Get(lang))}
 			}
 		}
 	}

@@ -53,6 +53,9 @@ func TestRunWidgetKeepsTheLiveRun(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(ticks+` [data-action=run]`)),
 		chromedp.Click(chromedp.CSS(ticks+` [data-action=run]`)),
 		chromedp.WaitVisible(chromedp.CSS(ticks+` .exp-status.status-done`)),
+		// The chart is drawn on the next animation frame, which may come
+		// after the final status on a loaded machine.
+		chromedp.Poll[chromedp.Void](`!!document.querySelector('`+ticks+` .exp-chart')._plot`),
 	)
 	if n := eval(`(function(){var p=document.querySelector('` + ticks + ` .exp-chart')._plot; var i=p.data[0].indexOf(0); return i<0 ? -1 : (p.data[1][i] === 0 ? 1 : 0)})()`); n != 1 {
 		t.Errorf("the point (0, 0) is not on the chart (%d)", n)
