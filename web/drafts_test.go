@@ -29,11 +29,13 @@ const pngBytes = "\x89PNG\r\n\x1a\nnot really an image"
 
 // writeDrafts adds two drafts to e's course: 06-draft (clean: requires the
 // course's lesson, shows an image and a question) and 07-bad (an unknown
-// question id), and waits until a reload has loaded both.
-func writeDrafts(t *testing.T, e *instrEnv) {
+// question id), and waits until a reload has loaded both (instr is an
+// instructor's client: only instructors' pages reload for a draft).
+func writeDrafts(t *testing.T, e *instrEnv, instr *http.Client) {
 	t.Helper()
-	ls := e.openReload(e.browser())
+	ls := e.openReload(instr)
 	nextEvent(t, ls, "state")
+	nextEvent(t, ls, "errors")
 	draft := func(title, body string) string {
 		return "---\ntitle: " + title + "\nsummary: A draft.\norder: 6\nprerequisites: [01-alpha]\n---\n\n" + body + "\n"
 	}
@@ -61,7 +63,7 @@ func TestDraftPreview(t *testing.T) {
 	learner := e.browser()
 	e.page(e.do(learner, "GET", "/lessons/01-alpha", nil), http.StatusOK) // gets a learner cookie
 	instr := e.instructor("ada", "correct horse battery")
-	writeDrafts(t, e)
+	writeDrafts(t, e, instr)
 	if errs := e.Live.Snapshot().Errors; len(errs) != 0 {
 		t.Fatalf("a draft's errors reached the course: %v", errs)
 	}
@@ -188,5 +190,38 @@ func TestDraftPreview(t *testing.T) {
 		if strings.HasPrefix(slug, "06") || strings.HasPrefix(slug, "07") {
 			t.Errorf("progress recorded on draft %s", slug)
 		}
+	}
+}
+
+// TestDraftSaveReloadsNoLearner: saving a draft reloads instructors' pages
+// (the preview among them) but sends learners no reload; the learner's
+// next reload is the next change to the course itself.
+func TestDraftSaveReloadsNoLearner(t *testing.T) {
+	e := newInstrEnv(t)
+	learner := e.browser()
+	instr := e.instructor("ada", "correct horse battery")
+	ls, is := e.openReload(learner), e.openReload(instr)
+	nextEvent(t, ls, "learner state")
+	nextEvent(t, is, "instructor state")
+	nextEvent(t, is, "instructor errors")
+
+	writeTestFile(t, filepath.Join(e.Dir, "_drafts", "06-draft", "index.en.md"),
+		"---\ntitle: Draft lesson\nsummary: A draft.\norder: 6\n---\n\nDraft body.\n")
+	for {
+		if ev := nextEvent(t, is, "instructor reload for the draft"); ev.Event != "reload" {
+			t.Fatalf("instructor got %+v", ev)
+		}
+		if d := e.Live.Course().Drafts; d != nil && d.Lesson("06-draft") != nil {
+			break
+		}
+	}
+	writeTestFile(t, filepath.Join(e.Dir, "01-alpha", "index.en.md"), alphaPage("en", "Alpha", "Second version."))
+	for !strings.Contains(e.lessonBody(learner), "Second version.") {
+		nextEvent(t, is, "instructor reload for the lesson")
+	}
+	// A draft-only reload would carry the old lesson hashes.
+	ev := nextEvent(t, ls, "learner reload")
+	if _, hashes, _ := strings.Cut(ev.Data, " "); ev.Event != "reload" || hashes != lessonHashes(e.Live.Snapshot()) {
+		t.Fatalf("the learner's first event after the draft was saved is %+v, want the lesson's reload (hashes %s)", ev, lessonHashes(e.Live.Snapshot()))
 	}
 }
