@@ -42,8 +42,10 @@ func writeDrafts(t *testing.T, e *instrEnv, instr *http.Client) {
 	dir := filepath.Join(e.Dir, "_drafts")
 	writeTestFile(t, filepath.Join(dir, "06-draft", "diagram.png"), pngBytes)
 	writeTestFile(t, filepath.Join(dir, "06-draft", "quiz.yaml"), draftQuiz)
-	writeTestFile(t, filepath.Join(dir, "06-draft", "index.zh.md"), draft("草稿课", "草稿正文。\n\n![图](diagram.png)\n\n::quiz draft/q1"))
-	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1\n\n::diagram tcp-vs-rdma\n\n::experiment memlock"))
+	const task = "\n\n::terminal\n\n:::task raise tasks/check.sh\nRaise the limit.\n:::"
+	writeTestFile(t, filepath.Join(dir, "06-draft", "tasks", "check.sh"), "#!/bin/sh\nexit 0\n")
+	writeTestFile(t, filepath.Join(dir, "06-draft", "index.zh.md"), draft("草稿课", "草稿正文。\n\n![图](diagram.png)\n\n::quiz draft/q1"+task))
+	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1\n\n::diagram tcp-vs-rdma\n\n::experiment memlock"+task))
 	writeTestFile(t, filepath.Join(dir, "07-bad", "index.en.md"), draft("Bad draft", "::quiz nope/q"))
 	for {
 		c := e.Live.Course()
@@ -133,6 +135,10 @@ func TestDraftPreview(t *testing.T) {
 			!strings.Contains(q.Find(`[data-testid=quiz-preview]`).Text(), tc.note) {
 			h, _ := q.Html()
 			t.Errorf("%s: the draft's question is not shown disabled with the note:\n%s", tc.lang, h)
+		}
+		if doc.Find(`[data-testid=task-check][disabled]`).Length() != 1 || !strings.Contains(doc.Find(`[data-testid=task-preview]`).Text(), map[string]string{"zh": "不能检查", "en": "cannot be checked"}[tc.lang]) {
+			h, _ := doc.Find(`[data-testid=task]`).Html()
+			t.Errorf("%s: the draft's task can be checked:\n%s", tc.lang, h)
 		}
 		if doc.Find(`[data-testid=complete] form`).Length() != 0 || doc.Find(`[data-testid=draft-complete]`).Length() != 1 {
 			t.Errorf("%s: the completion box of a draft must be the preview note", tc.lang)
