@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/labserver
+# The experiment agent alone (no web, no Markdown): the Soft-RoCE guest runs it.
+AGENT := bin/labagent
 
 # What the lab needs at run time: the Soft-RoCE guest is built from these.
 APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev perftest qperf \
@@ -29,6 +31,7 @@ generate:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/labserver
+	$(GO) build -o $(AGENT) ./cmd/labagent
 
 run: deps-run build
 	./$(BIN) vm build --if-needed
@@ -39,8 +42,8 @@ run: deps-run build
 vm-image: deps-run build
 	./$(BIN) vm build
 
-# The guest tests and benchmarks put this labserver in their guest image
-# instead of linking one of their own.
+# The guest tests and benchmarks use this labserver, and put the labagent
+# beside it in their guest image, instead of linking their own.
 test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 
 test: deps-test lint build

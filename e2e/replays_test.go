@@ -41,7 +41,7 @@ func TestEveryExperimentReplay(t *testing.T) {
 	need(t)
 	dir := t.TempDir()
 	vmdir := filepath.Join(dir, "vm")
-	// The guest image carries this labserver as its agent.
+	// The guest image carries the labagent beside this labserver as its agent.
 	if out, err := exec.Command(labBinary, "vm", "build", "--dir", vmdir).CombinedOutput(); err != nil {
 		t.Fatalf("build the guest image: %v\n%s", err, out)
 	}

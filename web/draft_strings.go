@@ -15,6 +15,7 @@ var draftStrings = uiTable{
 		"draft.banner.errors": "这篇草稿有错误，查看检查结果",
 		"draft.quiz":          "预览：不能在草稿里作答，答案不会记录。",
 		"draft.complete":      "预览：草稿不能标记为完成。",
+		"draft.task":          "预览：草稿里的任务不能检查，也不会记录。",
 	},
 	"en": {
 		"draft.link":          "Drafts",
@@ -29,5 +30,6 @@ var draftStrings = uiTable{
 		"draft.banner.errors": "This draft has errors: see the findings",
 		"draft.quiz":          "Preview: questions cannot be answered in a draft; nothing is recorded.",
 		"draft.complete":      "Preview: a draft cannot be marked complete.",
+		"draft.task":          "Preview: a draft's tasks cannot be checked; nothing is recorded.",
 	},
 }

@@ -29,19 +29,23 @@ const pngBytes = "\x89PNG\r\n\x1a\nnot really an image"
 
 // writeDrafts adds two drafts to e's course: 06-draft (clean: requires the
 // course's lesson, shows an image and a question) and 07-bad (an unknown
-// question id), and waits until a reload has loaded both.
-func writeDrafts(t *testing.T, e *instrEnv) {
+// question id), and waits until a reload has loaded both (instr is an
+// instructor's client: only instructors' pages reload for a draft).
+func writeDrafts(t *testing.T, e *instrEnv, instr *http.Client) {
 	t.Helper()
-	ls := e.openReload(e.browser())
+	ls := e.openReload(instr)
 	nextEvent(t, ls, "state")
+	nextEvent(t, ls, "errors")
 	draft := func(title, body string) string {
 		return "---\ntitle: " + title + "\nsummary: A draft.\norder: 6\nprerequisites: [01-alpha]\n---\n\n" + body + "\n"
 	}
 	dir := filepath.Join(e.Dir, "_drafts")
 	writeTestFile(t, filepath.Join(dir, "06-draft", "diagram.png"), pngBytes)
 	writeTestFile(t, filepath.Join(dir, "06-draft", "quiz.yaml"), draftQuiz)
-	writeTestFile(t, filepath.Join(dir, "06-draft", "index.zh.md"), draft("草稿课", "草稿正文。\n\n![图](diagram.png)\n\n::quiz draft/q1"))
-	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1\n\n::diagram tcp-vs-rdma\n\n::experiment memlock"))
+	const task = "\n\n::terminal\n\n:::task raise tasks/check.sh\nRaise the limit.\n:::"
+	writeTestFile(t, filepath.Join(dir, "06-draft", "tasks", "check.sh"), "#!/bin/sh\nexit 0\n")
+	writeTestFile(t, filepath.Join(dir, "06-draft", "index.zh.md"), draft("草稿课", "草稿正文。\n\n![图](diagram.png)\n\n::quiz draft/q1"+task))
+	writeTestFile(t, filepath.Join(dir, "06-draft", "index.en.md"), draft("Draft lesson", "Draft body.\n\n![diagram](diagram.png)\n\n::quiz draft/q1\n\n::diagram tcp-vs-rdma\n\n::experiment memlock"+task))
 	writeTestFile(t, filepath.Join(dir, "07-bad", "index.en.md"), draft("Bad draft", "::quiz nope/q"))
 	for {
 		c := e.Live.Course()
@@ -61,7 +65,7 @@ func TestDraftPreview(t *testing.T) {
 	learner := e.browser()
 	e.page(e.do(learner, "GET", "/lessons/01-alpha", nil), http.StatusOK) // gets a learner cookie
 	instr := e.instructor("ada", "correct horse battery")
-	writeDrafts(t, e)
+	writeDrafts(t, e, instr)
 	if errs := e.Live.Snapshot().Errors; len(errs) != 0 {
 		t.Fatalf("a draft's errors reached the course: %v", errs)
 	}
@@ -132,6 +136,10 @@ func TestDraftPreview(t *testing.T) {
 			h, _ := q.Html()
 			t.Errorf("%s: the draft's question is not shown disabled with the note:\n%s", tc.lang, h)
 		}
+		if doc.Find(`[data-testid=task-check][disabled]`).Length() != 1 || !strings.Contains(doc.Find(`[data-testid=task-preview]`).Text(), map[string]string{"zh": "不能检查", "en": "cannot be checked"}[tc.lang]) {
+			h, _ := doc.Find(`[data-testid=task]`).Html()
+			t.Errorf("%s: the draft's task can be checked:\n%s", tc.lang, h)
+		}
 		if doc.Find(`[data-testid=complete] form`).Length() != 0 || doc.Find(`[data-testid=draft-complete]`).Length() != 1 {
 			t.Errorf("%s: the completion box of a draft must be the preview note", tc.lang)
 		}
@@ -188,5 +196,38 @@ func TestDraftPreview(t *testing.T) {
 		if strings.HasPrefix(slug, "06") || strings.HasPrefix(slug, "07") {
 			t.Errorf("progress recorded on draft %s", slug)
 		}
+	}
+}
+
+// TestDraftSaveReloadsNoLearner: saving a draft reloads instructors' pages
+// (the preview among them) but sends learners no reload; the learner's
+// next reload is the next change to the course itself.
+func TestDraftSaveReloadsNoLearner(t *testing.T) {
+	e := newInstrEnv(t)
+	learner := e.browser()
+	instr := e.instructor("ada", "correct horse battery")
+	ls, is := e.openReload(learner), e.openReload(instr)
+	nextEvent(t, ls, "learner state")
+	nextEvent(t, is, "instructor state")
+	nextEvent(t, is, "instructor errors")
+
+	writeTestFile(t, filepath.Join(e.Dir, "_drafts", "06-draft", "index.en.md"),
+		"---\ntitle: Draft lesson\nsummary: A draft.\norder: 6\n---\n\nDraft body.\n")
+	for {
+		if ev := nextEvent(t, is, "instructor reload for the draft"); ev.Event != "reload" {
+			t.Fatalf("instructor got %+v", ev)
+		}
+		if d := e.Live.Course().Drafts; d != nil && d.Lesson("06-draft") != nil {
+			break
+		}
+	}
+	writeTestFile(t, filepath.Join(e.Dir, "01-alpha", "index.en.md"), alphaPage("en", "Alpha", "Second version."))
+	for !strings.Contains(e.lessonBody(learner), "Second version.") {
+		nextEvent(t, is, "instructor reload for the lesson")
+	}
+	// A draft-only reload would carry the old lesson hashes.
+	ev := nextEvent(t, ls, "learner reload")
+	if _, hashes, _ := strings.Cut(ev.Data, " "); ev.Event != "reload" || hashes != lessonHashes(e.Live.Snapshot()) {
+		t.Fatalf("the learner's first event after the draft was saved is %+v, want the lesson's reload (hashes %s)", ev, lessonHashes(e.Live.Snapshot()))
 	}
 }

@@ -119,6 +119,7 @@ func (s *Server) reloadEvents(w http.ResponseWriter, r *http.Request) {
 
 	ch := live.Changed()
 	snap := live.Snapshot()
+	hashes := lessonHashes(snap) // of the version this stream last announced
 	if err := send("state", courseToken(snap)); err != nil {
 		return
 	}
@@ -152,10 +153,14 @@ func (s *Server) reloadEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if cur.Version != snap.Version {
+		// A learner's page reloads only when a lesson of the course
+		// changed: saving a draft (or an image) reloads instructors' pages,
+		// the draft previews among them, and no learner's.
+		if cur.Version != snap.Version && (instructor || lessonHashes(cur) != hashes) {
 			if err := send("reload", courseToken(cur)); err != nil {
 				return
 			}
+			hashes = lessonHashes(cur)
 		}
 		snap = cur
 	}

@@ -217,6 +217,9 @@ func (s *Server) taskSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if rec.Checks > 0 {
 		w.ChecksOf = trf(lr.Lang, "task.checks", rec.Checks)
 	}
+	if lr.Draft {
+		w.Preview = lr.T("draft.task")
+	}
 	return views.Task(w)
 }
 

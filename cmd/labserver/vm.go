@@ -18,7 +18,6 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/choose"
 	"github.com/rdmalab/rdmalab/sandbox/rxedev"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
-	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
@@ -42,9 +41,6 @@ func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub, args := args[0], args[1:]
-	if sub == "guest-init" {
-		return runGuestInit(args, stderr)
-	}
 	fset := flag.NewFlagSet("labserver vm "+sub, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() { fmt.Fprint(stderr, vmUsage) }
@@ -207,24 +203,6 @@ func vmShell(ctx context.Context, cfg vm.Config, stdout io.Writer) error {
 	case <-ctx.Done():
 	}
 	return nil
-}
-
-// runGuestInit is `labserver vm guest-init AGENT_PID`, PID 1 of the guest
-// after /init has started the agent and loaded the modules.
-func runGuestInit(args []string, stderr io.Writer) int {
-	pid := 0
-	if len(args) == 1 {
-		pid, _ = strconv.Atoi(args[0])
-	}
-	if os.Getpid() != 1 || pid <= 0 {
-		fmt.Fprintln(stderr, "usage: labserver vm guest-init AGENT_PID   (PID 1 inside the lab guest, started by its /init)")
-		return 2
-	}
-	if err := vmguest.GuestInit(pid, []string{"/usr/bin/labserver", "agent", "--serve"}); err != nil {
-		fmt.Fprintf(os.Stdout, "rdmalab-guest: FATAL: %v\n", err)
-	}
-	vmguest.PowerOff()
-	return 0
 }
 
 // rdmaBackend decides where RDMA experiments run and returns that backend

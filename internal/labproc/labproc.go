@@ -1,7 +1,8 @@
-// Package labproc builds `labserver` and runs it as a child process on a
-// loopback port with its own database, for the tests that need the real
-// server as a separate process: the load test (loadtest/), the fault tests
-// that stop, kill and restart it (faults/), and the benchmark report.
+// Package labproc builds `labserver` (and `labagent` beside it) and runs
+// it as a child process on a loopback port with its own database, for the
+// tests that need the real server as a separate process: the load test
+// (loadtest/), the fault tests that stop, kill and restart it (faults/),
+// and the benchmark report.
 package labproc
 
 import (
@@ -26,10 +27,11 @@ import (
 // QEMU guest.
 const StartTimeout = 90 * time.Second
 
-// Build compiles cmd/labserver into dir and returns the binary's path.
-// race builds it with the race detector (tests under -race then also
-// check the server they load). $LAB_TEST_LABSERVER names a prebuilt binary
-// instead.
+// Build compiles cmd/labserver into dir and returns the binary's path,
+// with cmd/labagent beside it (the Soft-RoCE guest runs labagent; see
+// BuildAgent). race builds labserver with the race detector (tests under
+// -race then also check the server they load). $LAB_TEST_LABSERVER names
+// a prebuilt binary instead.
 func Build(ctx context.Context, dir string, race bool) (string, error) {
 	if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
 		return p, nil
@@ -43,6 +45,27 @@ func Build(ctx context.Context, dir string, race bool) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build labserver: %w\n%s", err, b)
+	}
+	if _, err := BuildAgent(ctx, dir); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// BuildAgent compiles cmd/labagent, the agent binary the Soft-RoCE guest
+// runs, into dir and returns its path. With $LAB_TEST_LABSERVER it is the
+// labagent beside that binary (make build builds both) when one is there.
+func BuildAgent(ctx context.Context, dir string) (string, error) {
+	if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
+		beside := filepath.Join(filepath.Dir(p), "labagent")
+		if _, err := os.Stat(beside); err == nil {
+			return beside, nil
+		}
+	}
+	out := filepath.Join(dir, "labagent")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/rdmalab/rdmalab/cmd/labagent")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build labagent: %w\n%s", err, b)
 	}
 	return out, nil
 }

@@ -42,6 +42,11 @@ type Agent struct {
 
 	mu    sync.Mutex
 	spare *Proc
+	// starting is closed when the spare being started is in place; nil
+	// when none is. A run that finds one waits for it rather than start a
+	// second child beside it: two Go start-ups at once on the guest's one
+	// vCPU stretched a timing run that began right after another.
+	starting chan struct{}
 }
 
 // Name implements sandbox.Backend.
@@ -80,22 +85,56 @@ func (a *Agent) start() (*Proc, error) {
 
 // Prepare starts the spare child if Spare is set and there is none.
 func (a *Agent) Prepare() {
-	if !a.Spare {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.spare != nil {
-		return
-	}
-	if p, err := a.start(); err == nil {
-		a.spare = p
+	if done := a.claimStart(); done != nil {
+		a.startSpare(done)
 	}
 }
 
-// take returns the spare if it is still alive, else a fresh child.
+// prepareAsync is Prepare in the background, claimed at once: a run that
+// comes right after sees the spare on its way and waits for it.
+func (a *Agent) prepareAsync() {
+	if done := a.claimStart(); done != nil {
+		go a.startSpare(done)
+	}
+}
+
+// claimStart marks a spare as being started and returns the channel to
+// close when it is in place; nil if no spare is wanted or one exists or
+// is on its way.
+func (a *Agent) claimStart() chan struct{} {
+	if !a.Spare {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.spare != nil || a.starting != nil {
+		return nil
+	}
+	a.starting = make(chan struct{})
+	return a.starting
+}
+
+func (a *Agent) startSpare(done chan struct{}) {
+	p, err := a.start()
+	a.mu.Lock()
+	if err == nil {
+		a.spare = p
+	}
+	a.starting = nil
+	a.mu.Unlock()
+	close(done)
+}
+
+// take returns the spare if it is still alive (waiting for one being
+// started), else a fresh child.
 func (a *Agent) take() (*Proc, error) {
 	a.mu.Lock()
+	for a.starting != nil {
+		wait := a.starting
+		a.mu.Unlock()
+		<-wait
+		a.mu.Lock()
+	}
 	p := a.spare
 	a.spare = nil
 	a.mu.Unlock()
@@ -111,6 +150,12 @@ func (a *Agent) take() (*Proc, error) {
 // Close kills the spare child.
 func (a *Agent) Close() {
 	a.mu.Lock()
+	for a.starting != nil { // a spare on its way: kill it too
+		wait := a.starting
+		a.mu.Unlock()
+		<-wait
+		a.mu.Lock()
+	}
 	p := a.spare
 	a.spare = nil
 	a.mu.Unlock()
@@ -127,9 +172,7 @@ func (a *Agent) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox
 		return fmt.Errorf("start agent: %w", err)
 	}
 	defer p.Close()
-	if a.Spare {
-		defer func() { go a.Prepare() }()
-	}
+	defer a.prepareAsync()
 	if sandbox.CommandsFrom(ctx) != nil {
 		// An interactive run: its commands follow the request on stdin,
 		// which stays open until the command stream ends.

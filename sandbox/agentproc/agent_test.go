@@ -402,3 +402,40 @@ func TestHostInteractiveRun(t *testing.T) {
 		t.Errorf("last log %q, want the agent's \"done at 2\"", last)
 	}
 }
+
+// TestSpareNeverDoubles: runs back to back through an agent with a spare
+// start one child each and keep at most one spare: the next run waits for
+// the spare being started instead of starting a second child beside it.
+// Two children starting at once is what stretched a timing run in the
+// guest (a Go binary's start-up is a second of CPU under TCG).
+func TestSpareNeverDoubles(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := filepath.Join(t.TempDir(), "starts")
+	// Each child start appends a line, then becomes the test agent.
+	script := `echo x >> "$STARTS"; exec "$@"`
+	be := &agentproc.Agent{Command: []string{"/bin/sh", "-c", script, "sh", exe, "-test.run=^$"},
+		Env: []string{envTestAgent + "=1", "STARTS=" + starts}, Spare: true}
+	defer be.Close()
+	const runs = 12
+	for i := range runs {
+		var final sandbox.Event
+		err := be.Exec(context.Background(), sandbox.Request{RunID: fmt.Sprint("r", i), Experiment: "echo", Params: sandbox.Params{"n": int64(1)}},
+			func(ev sandbox.Event) { final = ev })
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if final.Type != sandbox.EvResult && final.Type != sandbox.EvStatus {
+			t.Fatalf("run %d ended with %+v", i, final)
+		}
+	}
+	be.Close()
+	b, _ := os.ReadFile(starts)
+	// One child per run, plus the spare left after the last one (killed
+	// by Close, it may not have written its line yet).
+	if n := strings.Count(string(b), "x"); n < runs || n > runs+1 {
+		t.Fatalf("%d children started for %d runs back to back, want %d or %d", n, runs, runs, runs+1)
+	}
+}

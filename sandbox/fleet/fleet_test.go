@@ -2,11 +2,10 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/rdmalab/rdmalab/internal/labproc"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
@@ -33,12 +33,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	labserverBin = filepath.Join(dir, "labserver")
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", labserverBin, "./cmd/labserver")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/labserver: %v\n%s", err, out)
+	// labagent beside it: the worker with a guest puts it in the image.
+	if labserverBin, err = labproc.Build(context.Background(), dir, false); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

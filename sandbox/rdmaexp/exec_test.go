@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/labproc"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
@@ -120,7 +119,7 @@ var (
 	guestTmp  string
 )
 
-// labGuest builds labserver and the guest image from this tree into a temp
+// labGuest builds labagent and the guest image from this tree into a temp
 // dir and boots one guest for the whole test binary (closed in TestMain).
 func labGuest(t testing.TB) *vm.Backend {
 	t.Helper()
@@ -131,20 +130,17 @@ func labGuest(t testing.TB) *vm.Backend {
 				return err
 			}
 			guestTmp = dir
-			bin := filepath.Join(dir, "labserver")
-			_, file, _, _ := runtime.Caller(0)
-			cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/labserver")
-			cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("go build ./cmd/labserver: %w\n%s", err, out)
-			}
 			img := filepath.Join(dir, "image")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			if _, _, err := vmimage.Build(ctx, vmimage.BuildOptions{Dir: img, Agent: bin}); err != nil {
+			agent, err := labproc.BuildAgent(ctx, dir) // the guest's agent binary
+			if err != nil {
+				return err
+			}
+			if _, _, err := vmimage.Build(ctx, vmimage.BuildOptions{Dir: img, Agent: agent}); err != nil {
 				return fmt.Errorf("build the guest image: %w", err)
 			}
-			guestB = vm.New(vm.Config{Dir: img, Agent: bin, MemoryMiB: 512, BootTimeout: 3 * time.Minute,
+			guestB = vm.New(vm.Config{Dir: img, Agent: agent, MemoryMiB: 512, BootTimeout: 3 * time.Minute,
 				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			guestB.Start()
 			if _, err := guestB.WaitReady(ctx); err != nil {

@@ -170,7 +170,16 @@ func runBurst(b *testing.B, rdma sandbox.Backend, host sandbox.Backend, concurre
 // fidelity is pingpong's one-way median over perftest's typical latency
 // among the burst's results (0 if either is missing).
 func fidelity(s *burstSink, ids []string, runs []burstRun) float64 {
-	var pp, pt float64
+	pp, pt := latencies(s, ids, runs)
+	if pp == 0 || pt == 0 {
+		return 0
+	}
+	return pp / pt
+}
+
+// latencies are pingpong's one-way median and perftest's typical latency
+// in µs among the burst's results (the last of each; 0 if missing).
+func latencies(s *burstSink, ids []string, runs []burstRun) (pp, pt float64) {
 	for i, id := range ids {
 		switch runs[i].exp {
 		case "pingpong":
@@ -179,10 +188,7 @@ func fidelity(s *burstSink, ids []string, runs []burstRun) float64 {
 			pt = s.figures[id]["typical_us"]
 		}
 	}
-	if pp == 0 || pt == 0 {
-		return 0
-	}
-	return pp / pt
+	return pp, pt
 }
 
 // bestFidelity is the best pingpong over the best perftest among runs.
@@ -278,6 +284,15 @@ func BenchmarkBurst(b *testing.B) {
 		b.ReportMetric(float64(guests), "guests")
 		b.ReportMetric(float64(notDone), "not-done")
 		f1, f2, f3 := fidelity(s1, ids1, runs), fidelity(s2, ids2, runs), fidelity(s3, ids3, runs)
+		// Both sides of each ratio: which of the two moves in a burst.
+		for name, bs := range map[string]struct {
+			s   *burstSink
+			ids []string
+		}{"single": {s1, ids1}, "pool": {s2, ids2}, "workers": {s3, ids3}} {
+			pp, pt := latencies(bs.s, bs.ids, runs)
+			b.ReportMetric(pp, "pingpong-"+name+"-us")
+			b.ReportMetric(pt, "perftest-"+name+"-us")
+		}
 		b.ReportMetric(quietFid, "fid-quiet")
 		b.ReportMetric(f2, "fid-pool")
 		if quietFid > 0 {

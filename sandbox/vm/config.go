@@ -12,7 +12,7 @@ import (
 // the defaults of Defaults.
 type Config struct {
 	Dir         string        // image cache directory (DefaultDir)
-	Agent       string        // labserver binary put in the guest (this executable)
+	Agent       string        // the guest's agent binary (vmimage.AgentBinary: labagent beside this executable)
 	QEMU        string        // QEMU binary ("qemu-system-x86_64")
 	Accel       string        // auto|kvm|tcg ("auto": KVM when it really works, else TCG)
 	MemoryMiB   int           // guest RAM (256; 112 is the measured minimum)
@@ -23,6 +23,11 @@ type Config struct {
 	Append      string        // extra kernel parameters
 	Logger      *slog.Logger  // nil discards
 	Progress    io.Writer     // image build progress lines; nil = quiet
+
+	// Nice is the host scheduling niceness of the guest's QEMU (0: as
+	// labserver). Learner terminals' guests run at 10, so however busy a
+	// learner keeps theirs, the experiment guests get the CPU first.
+	Nice int
 
 	// NoSnapshot: boot every guest instead of restoring the snapshot of the
 	// first one (LAB_VM_SNAPSHOT=off).

@@ -88,7 +88,7 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	// If labserver dies without cleaning up, the kernel ends QEMU too.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Started = time.Now()
-	if err := g.cmd.Start(); err != nil {
+	if err := startNiced(g.cmd, cfg.Nice, g.exited); err != nil {
 		os.RemoveAll(runDir)
 		return nil, fmt.Errorf("start %s: %w", qemu, err)
 	}

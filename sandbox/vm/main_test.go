@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/labproc"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"log/slog"
 	"os"
@@ -17,14 +18,18 @@ import (
 )
 
 // The integration tests boot real guests under QEMU (TCG on machines
-// without a working KVM). They need the real labserver binary in the
-// guest: TestMain builds it once (a link step when `make build` ran first).
+// without a working KVM). They need the real labagent binary in the guest
+// (and labserver for the host agents the benchmarks compare with): built
+// once (a link step when `make build` ran first).
 
 var (
 	testTmp       string
 	labserverOnce sync.Once
 	labserverBin  string
 	labserverErr  error
+	labagentOnce  sync.Once
+	labagentBin   string
+	labagentErr   error
 	imageOnce     sync.Once
 	testImageDir  string
 	testImageErr  error
@@ -65,11 +70,24 @@ func labserver(t testing.TB) string {
 	return labserverBin
 }
 
+// labagent returns the path of the guest's agent binary built from this
+// tree (the one beside $LAB_TEST_LABSERVER when make build made it).
+func labagent(t testing.TB) string {
+	t.Helper()
+	labagentOnce.Do(func() {
+		labagentBin, labagentErr = labproc.BuildAgent(context.Background(), testTmp)
+	})
+	if labagentErr != nil {
+		t.Fatal(labagentErr)
+	}
+	return labagentBin
+}
+
 // testImage builds the guest image once for all tests.
 func testImage(t testing.TB) string {
 	t.Helper()
 	requireImageInputs(t)
-	bin := labserver(t)
+	bin := labagent(t)
 	imageOnce.Do(func() {
 		testImageDir = filepath.Join(testTmp, "image")
 		_, _, testImageErr = vmimage.Build(context.Background(), vmimage.BuildOptions{Dir: testImageDir, Agent: bin})
@@ -85,7 +103,7 @@ func testImage(t testing.TB) string {
 func testConfig(t testing.TB) Config {
 	return Config{
 		Dir:         testImage(t),
-		Agent:       labserver(t),
+		Agent:       labagent(t),
 		BootTimeout: 3 * time.Minute, // TCG on 2 shared cores: boots take 5–40 s
 		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}

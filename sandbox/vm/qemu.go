@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
-	"golang.org/x/sys/unix"
 )
 
 // Accelerators.
@@ -207,4 +209,29 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// startNiced starts cmd at niceness nice (0: as this process). The child
+// inherits the niceness of the thread that forks it, so the fork happens
+// on a locked thread reniced first; that thread then waits for exited
+// (Pdeathsig fires when the forking thread ends, not the process) and
+// dies with its goroutine, its niceness with it.
+func startNiced(cmd *exec.Cmd, nice int, exited <-chan struct{}) error {
+	if nice <= 0 {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the reniced thread exits with this goroutine
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
+			errc <- fmt.Errorf("nice %d: %w", nice, err)
+			return
+		}
+		err := cmd.Start()
+		errc <- err
+		if err == nil {
+			<-exited
+		}
+	}()
+	return <-errc
 }

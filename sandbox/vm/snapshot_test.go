@@ -13,7 +13,7 @@ import (
 
 // ownCache is a cache directory with the shared test image linked in, so a
 // test's snapshot and verdict files are its own.
-func ownCache(t *testing.T) string {
+func ownCache(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"manifest.json", "vmlinux", "initramfs.cpio"} {

@@ -234,6 +234,9 @@ func (t *Terminals) dequeue(w *termWaiter) {
 // newSession starts learner's guest. t.mu held.
 func (t *Terminals) newSession(learner string) *termSession {
 	cfg := t.Cfg
+	if cfg.Nice == 0 {
+		cfg.Nice = 10
+	}
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("terminal_guest", len(t.sessions)+1)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +14,7 @@ import (
 
 // readUntil collects a's output until it contains every want, or the
 // output ends. It returns what it saw.
-func readUntil(t *testing.T, a *Attachment, want ...string) string {
+func readUntil(t testing.TB, a *Attachment, want ...string) string {
 	t.Helper()
 	var got bytes.Buffer
 	got.Write(a.Scrollback)
@@ -62,6 +65,10 @@ func TestTerminals(t *testing.T) {
 	if a.GuestPID() == 0 || a.GuestPID() == b.GuestPID() {
 		t.Fatalf("learners a and b share QEMU pid %d/%d", a.GuestPID(), b.GuestPID())
 	}
+	// On the host a learner's QEMU runs niced (the experiment guests first).
+	if n := niceOf(t, a.GuestPID()); n != 10 {
+		t.Errorf("learner a's QEMU runs at nice %d, want 10", n)
+	}
 	// b's machine is another one: a's file is not there.
 	if err := a.Write([]byte("echo secret-a > /root/mine; echo wrote-$((3+4))\n")); err != nil {
 		t.Fatal(err)
@@ -86,6 +93,19 @@ func TestTerminals(t *testing.T) {
 		t.Errorf("tcpdump -D does not list veth0:\n%s", out)
 	}
 	t.Logf("tools:\n%s", out)
+
+	// The shell runs in its own cgroup under the learner's, whose limits
+	// bound processes, CPU and memory (sandbox/vmguest/termlimits.go), and
+	// without CAP_SYS_RAWIO.
+	if err := b.Write([]byte("cat /proc/self/cgroup /sys/fs/cgroup/learner/pids.max /sys/fs/cgroup/learner/cpu.max /sys/fs/cgroup/learner/memory.max; grep CapBnd /proc/self/status; echo limits-$((9*9))\n")); err != nil {
+		t.Fatal(err)
+	}
+	out = readUntil(t, b, "limits-81")
+	for _, want := range []string{"0::/learner/term-", "\r\n256\r\n", "150000 100000", "CapBnd:\t000001fffffdffff"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the learner's shell lacks %q:\n%s", want, out)
+		}
+	}
 
 	if n, max := terms.InUse(); n != 2 || max != 2 {
 		t.Errorf("in use: %d of %d, want 2 of 2", n, max)
@@ -161,4 +181,20 @@ func TestTerminals(t *testing.T) {
 	}
 	_ = c.Write([]byte("echo c-$((2+3))\n"))
 	readUntil(t, c, "c-5")
+}
+
+// niceOf is the niceness of process pid (field 19 of /proc/PID/stat).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -23,10 +23,10 @@ import (
 // pays for exactly one, in parallel with loading the modules):
 //
 //  1. /init, a dash script written by the image build (vmproto.InitScript), starts
-//     the agent (`labserver agent --serve vmproto.PortLink`) in the background,
+//     the agent (`labagent --serve vmproto.PortLink`) in the background,
 //     mounts the file systems, loads the modules with busybox modprobe
 //     (crc32_generic first), marks that with vmproto.ModulesDone, and execs
-//     `labserver vm guest-init AGENT_PID`.
+//     `labagent guest-init AGENT_PID`.
 //  2. The agent, once its Go start-up is over and the modules are in,
 //     sets up Soft-RoCE (veth0/veth1, rxe0/rxe1, the wire routing) over
 //     netlink, links the virtio-serial port to vmproto.PortLink and says hello to

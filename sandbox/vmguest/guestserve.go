@@ -1,7 +1,7 @@
 // Package vmguest is what runs inside the lab guest: PID 1 (GuestInit,
 // supervising the agent), the agent's set-up of Soft-RoCE (PrepareGuest)
 // and its server on the virtio-serial port (GuestServer), which runs each
-// request in a fresh `labserver agent` child. It never runs on the host.
+// request in a fresh `labagent` child. It never runs on the host.
 package vmguest
 
 import (
@@ -20,10 +20,10 @@ import (
 )
 
 // GuestServer is the guest's side of the protocol (see proto.go): it runs
-// inside the guest as `labserver agent --serve PORT`.
+// inside the guest as `labagent --serve PORT`.
 type GuestServer struct {
 	// Run performs one run; in the guest, agentproc.Agent.Exec with a spare:
-	// a fresh `labserver agent` child per run, in its own process group.
+	// a fresh `labagent` child per run, in its own process group.
 	Run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error
 	// Lab describes the guest's devices now.
 	Lab func(ctx context.Context) sandbox.Lab

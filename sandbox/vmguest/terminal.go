@@ -36,6 +36,7 @@ type guestTerm struct {
 	master *os.File
 	cmd    *exec.Cmd
 	in     chan []byte // keystrokes, written by their own goroutine
+	grp    *termGroup  // its cgroup (termlimits.go); nil if the guest has none
 }
 
 // termShell is the shell a learner gets: bash when the image has it (line
@@ -97,22 +98,33 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		return
 	}
 	setWinsize(master, m.Rows, m.Cols)
-	argv := termShell()
+	shell := termShell()
+	argv := withoutRawIO(shell)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/root"
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=xterm-256color",
-		"LANG=C.UTF-8", "USER=root", "SHELL=" + argv[0], `PS1=root@rdmalab-guest:\w# `}
+		"LANG=C.UTF-8", "USER=root", "SHELL=" + shell[0], `PS1=root@rdmalab-guest:\w# `}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	grp, gerr := newTermGroup(m.ID)
+	if gerr != nil {
+		fmt.Fprintf(os.Stderr, "rdmalab-guest: terminal %d without its cgroup limits: %v\n", m.ID, gerr)
+		grp = nil
+	} else {
+		grp.place(cmd.SysProcAttr)
+	}
 	_ = os.MkdirAll("/root", 0o700)
 	if err := cmd.Start(); err != nil {
+		if grp != nil {
+			grp.remove()
+		}
 		slave.Close()
 		master.Close()
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndFailed, Error: "no shell: " + err.Error()})
 		return
 	}
 	slave.Close()
-	t := &guestTerm{master: master, cmd: cmd, in: make(chan []byte, 64)}
+	t := &guestTerm{master: master, cmd: cmd, in: make(chan []byte, 64), grp: grp}
 	go func() {
 		// A shell that does not read its input must not block the port's
 		// reader (which also serves pings): writes happen here, and input
@@ -150,6 +162,9 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		}
 		t.kill()
 		werr := cmd.Wait()
+		if t.grp != nil {
+			t.grp.remove()
+		}
 		master.Close()
 		c.mu.Lock()
 		delete(c.terms, m.ID)
@@ -167,6 +182,9 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 // kill ends the shell and everything it started: every process of its
 // session (job control puts jobs in process groups of their own).
 func (t *guestTerm) kill() {
+	if t.grp != nil {
+		t.grp.kill()
+	}
 	if t.cmd.Process == nil {
 		return
 	}

@@ -1,6 +1,6 @@
 // Package vmimage builds the lab guest's image on the host: a kernel with
 // rdma_rxe and its modules, busybox, iproute2, rdma-core, perftest and the
-// labserver binary, from this machine's Debian packages, packed into an
+// labagent binary (the agent without the web and Markdown stack), from this machine's Debian packages, packed into an
 // initramfs (cpio) next to the kernel. It also says what the machine lacks
 // (Preflight, MissingError). It runs on the host, at build time.
 package vmimage
@@ -30,7 +30,7 @@ import (
 
 // imageFormat changes whenever the layout of the image changes, so a new
 // labserver rebuilds images made by an older one.
-const imageFormat = "rdmalab-vm-image/1"
+const imageFormat = "rdmalab-vm-image/2" // 2: labagent instead of labserver
 
 // guestPrograms must be in the guest: the experiments and the lab's own
 // tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
@@ -85,9 +85,34 @@ func (im *Image) InitrdPath() string { return filepath.Join(im.Dir, im.Initrd) }
 // BuildOptions says where the image goes and what goes into it.
 type BuildOptions struct {
 	Dir      string    // cache directory (created)
-	Agent    string    // labserver binary for the guest; default: this executable
+	Agent    string    // the guest's agent binary, labagent; default: AgentBinary()
 	Force    bool      // rebuild even when up to date
 	Progress io.Writer // one line per step; nil = quiet
+	// Extra puts more binaries in the image: guest path (usr/bin/NAME) →
+	// host file, with the libraries they link. Benchmarks use it; the lab
+	// needs none.
+	Extra map[string]string
+}
+
+// AgentName is the agent binary the guest runs; `make build` puts it beside
+// labserver (go build -o bin/labagent ./cmd/labagent).
+const AgentName = "labagent"
+
+// AgentBinary is the labagent beside this executable (or this executable
+// if it is labagent), the binary the guest image is built with.
+func AgentBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the labagent binary: %w", err)
+	}
+	if filepath.Base(exe) == AgentName {
+		return exe, nil
+	}
+	agent := filepath.Join(filepath.Dir(exe), AgentName)
+	if _, err := os.Stat(agent); err != nil {
+		return "", fmt.Errorf("the Soft-RoCE guest runs labagent, which is not beside %s (make build builds both; or go build -o %s ./cmd/labagent): %w", exe, agent, err)
+	}
+	return agent, nil
 }
 
 // plan is everything the image will contain, resolved on the host.
@@ -131,11 +156,11 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 		}
 	}
 	if opt.Agent == "" {
-		exe, err := os.Executable()
+		agent, err := AgentBinary()
 		if err != nil {
-			return nil, false, fmt.Errorf("find labserver binary: %w", err)
+			return nil, false, err
 		}
-		opt.Agent = exe
+		opt.Agent = agent
 	}
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, false, fmt.Errorf("image dir: %w", err)
@@ -146,7 +171,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	}
 	defer unlock()
 
-	p, err := makePlan(ctx, opt.Agent)
+	p, err := makePlan(ctx, opt.Agent, opt.Extra)
 	if err != nil {
 		return nil, false, err
 	}
@@ -154,7 +179,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 		say("up to date (kernel %s) in %s", old.Release, opt.Dir)
 		return old, false, nil
 	}
-	say("building for kernel %s: %d files, %d modules, labserver %s", p.kernel.Release, len(p.files), len(p.modules), opt.Agent)
+	say("building for kernel %s: %d files, %d modules, labagent %s", p.kernel.Release, len(p.files), len(p.modules), opt.Agent)
 
 	im := &Image{Dir: opt.Dir, Format: imageFormat, Hash: p.hash, Release: p.kernel.Release, Initrd: "initramfs.cpio"}
 	t := time.Now()
@@ -181,7 +206,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	}
 	say("staged %d kernel modules and ran depmod (%.1f s)", len(p.modules), time.Since(t).Seconds())
 	if n, ok := stripAgent(ctx, p, stage); ok {
-		say("labserver without DWARF for the guest: %d MB (stack traces keep working)", n>>20)
+		say("labagent without DWARF for the guest: %d MB (stack traces keep working)", n>>20)
 	}
 
 	t = time.Now()
@@ -216,7 +241,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 }
 
 // makePlan resolves every file the guest needs and hashes the inputs.
-func makePlan(ctx context.Context, agent string) (*plan, error) {
+func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan, error) {
 	k, err := FindKernel("/boot", "/lib/modules")
 	var missing []*MissingError
 	var kme *MissingError
@@ -274,8 +299,13 @@ func makePlan(ctx context.Context, agent string) (*plan, error) {
 		}
 	}
 	t.symlink("usr/bin/sh", "dash")
-	if err := p.addBinary(ctx, agent, "usr/bin/labserver"); err != nil {
-		return nil, fmt.Errorf("labserver binary for the guest: %w", err)
+	if err := p.addBinary(ctx, agent, "usr/bin/"+AgentName); err != nil {
+		return nil, fmt.Errorf("labagent binary for the guest: %w", err)
+	}
+	for guest, host := range extra {
+		if err := p.addBinary(ctx, host, guest); err != nil {
+			return nil, fmt.Errorf("%s for the guest: %w", guest, err)
+		}
 	}
 	if err := p.addBusybox(ctx); err != nil {
 		return nil, err
@@ -570,7 +600,7 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 	})
 }
 
-// stripAgent puts a copy of labserver without its DWARF sections in the
+// stripAgent puts a copy of labagent without its DWARF sections in the
 // image when objcopy (binutils, which gcc pulls in) is there: a quarter of
 // the binary that the guest kernel would unpack at every boot for nothing
 // (Go prints stack traces from its own tables, not from DWARF).
@@ -579,7 +609,7 @@ func stripAgent(ctx context.Context, p *plan, stage string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	out := filepath.Join(stage, "labserver")
+	out := filepath.Join(stage, AgentName)
 	if err := exec.CommandContext(ctx, objcopy, "--strip-debug", p.agent, out).Run(); err != nil {
 		return 0, false
 	}
@@ -587,7 +617,7 @@ func stripAgent(ctx context.Context, p *plan, stage string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	p.files.file("usr/bin/labserver", out, 0o755)
+	p.files.file("usr/bin/"+AgentName, out, 0o755)
 	return fi.Size(), true
 }
 
@@ -631,7 +661,7 @@ func (p *plan) addEtc() {
 func guestModulePath(host string) string { return "/" + guestLibPath(host) }
 
 // hashInputs hashes the format, every input's path, size and mtime, the
-// generated files, and the labserver binary's content (it is rebuilt often
+// generated files, and the labagent binary's content (it is rebuilt often
 // with the same size, and its mtime says little after a copy).
 func (p *plan) hashInputs() error {
 	h := sha256.New()
@@ -667,11 +697,11 @@ func (p *plan) hashInputs() error {
 	}
 	a, err := os.Open(p.agent)
 	if err != nil {
-		return fmt.Errorf("labserver binary: %w", err)
+		return fmt.Errorf("labagent binary: %w", err)
 	}
 	defer a.Close()
 	if _, err := io.Copy(h, a); err != nil {
-		return fmt.Errorf("hash labserver binary: %w", err)
+		return fmt.Errorf("hash labagent binary: %w", err)
 	}
 	p.hash = hex.EncodeToString(h.Sum(nil))
 	return nil
@@ -724,14 +754,13 @@ func lockDir(dir string) (func(), error) {
 // *MissingError names what is missing and the apt-get command that fixes it.
 func Preflight(ctx context.Context, agent string) error {
 	if agent == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find labserver binary: %w", err)
+		var err error
+		if agent, err = AgentBinary(); err != nil {
+			return err
 		}
-		agent = exe
 	}
 	_, qerr := CheckQEMU("qemu-system-x86_64")
-	_, perr := makePlan(ctx, agent)
+	_, perr := makePlan(ctx, agent, nil)
 	var missing []*MissingError
 	for _, err := range []error{qerr, perr} {
 		var me *MissingError

@@ -125,7 +125,7 @@ func TestFindKernelMissing(t *testing.T) {
 func TestBuildImage(t *testing.T) {
 	requireImageInputs(t)
 	dir := t.TempDir()
-	agent := filepath.Join(t.TempDir(), "labserver")
+	agent := filepath.Join(t.TempDir(), AgentName)
 	exe, _ := os.Executable()
 	if err := CopyFile(exe, agent); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestBuildImage(t *testing.T) {
 	}
 	files := readCpio(t, b)
 	for _, want := range []string{
-		"usr/bin/labserver", "usr/bin/ip", "usr/bin/rdma", "usr/bin/ib_write_lat", "usr/bin/qperf",
+		"usr/bin/labagent", "usr/bin/ip", "usr/bin/rdma", "usr/bin/ib_write_lat", "usr/bin/qperf",
 		"usr/bin/busybox", "usr/bin/sh", "usr/lib64/ld-linux-x86-64.so.2",
 		"usr/lib/x86_64-linux-gnu/libibverbs.so.1", "etc/libibverbs.d/rxe.driver", "dev/console",
 		"usr/lib/modules/" + im.Release + "/modules.dep",
@@ -156,6 +156,13 @@ func TestBuildImage(t *testing.T) {
 		if _, ok := files[want]; !ok {
 			t.Errorf("image lacks %s", want)
 		}
+	}
+	// The guest runs the small agent binary, never the whole labserver.
+	if _, ok := files["usr/bin/labserver"]; ok {
+		t.Error("the image carries labserver; the guest runs labagent only")
+	}
+	if init := string(files["init"].data); !strings.Contains(init, "/usr/bin/labagent --serve") || strings.Contains(init, "/usr/bin/labserver") {
+		t.Errorf("/init does not start labagent:\n%s", init)
 	}
 	if got := string(files["usr/bin/sh"].data); got != "dash" {
 		t.Errorf("/bin/sh -> %q, want dash", got)
@@ -203,7 +210,7 @@ func TestBuildImage(t *testing.T) {
 	if _, built, err := Build(context.Background(), BuildOptions{Dir: dir, Agent: agent}); err != nil || built {
 		t.Fatalf("second build: built=%v err=%v, want up to date", built, err)
 	}
-	// A new labserver binary: rebuild.
+	// A new labagent binary: rebuild.
 	f, err := os.OpenFile(agent, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +218,6 @@ func TestBuildImage(t *testing.T) {
 	io.WriteString(f, "x")
 	f.Close()
 	if _, built, err := Build(context.Background(), BuildOptions{Dir: dir, Agent: agent}); err != nil || !built {
-		t.Fatalf("after changing labserver: built=%v err=%v, want rebuilt", built, err)
+		t.Fatalf("after changing labagent: built=%v err=%v, want rebuilt", built, err)
 	}
 }

@@ -105,7 +105,7 @@ func extractVmlinux(ctx context.Context, bzImage, out string) error {
 }
 
 // cachedVmlinux extracts vmlinux unless the one at out was extracted from
-// the same bzImage (path, size, mtime): a new labserver binary rebuilds the
+// the same bzImage (path, size, mtime): a new labagent binary rebuilds the
 // initramfs, not the kernel.
 func cachedVmlinux(ctx context.Context, bzImage, out string) error {
 	fi, err := os.Stat(bzImage)

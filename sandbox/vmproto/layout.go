@@ -39,7 +39,7 @@ func InitScript(modules []string) []byte {
 export PATH=/usr/sbin:/usr/bin HOME=/root
 # The agent first: its Go start-up is the longest step of the boot, and it
 # needs nothing mounted until it is over.
-/usr/bin/labserver agent --serve ` + PortLink + ` &
+/usr/bin/labagent --serve ` + PortLink + ` &
 agent=$!
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -55,6 +55,6 @@ if ! modprobe -a ` + strings.Join(modules, " ") + ` 2>/run/modprobe.err; then
 fi
 : > ` + ModulesDone + `
 read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
-exec /usr/bin/labserver vm guest-init "$agent"
+exec /usr/bin/labagent guest-init "$agent"
 `)
 }

@@ -1,0 +1,239 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/rdmalab/rdmalab/internal/labproc"
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// wsTerm is a learner's terminal over the lab's WebSocket, as the browser
+// opens it: everything the shell printed, kept for markers.
+type wsTerm struct {
+	t    *testing.T
+	c    *websocket.Conn
+	mu   sync.Mutex
+	out  []byte // the output, its start dropped beyond 8 MiB
+	base int    // bytes dropped from out's start
+	news []string
+	done chan struct{}
+}
+
+func openTerminal(t *testing.T, l *learner) *wsTerm {
+	t.Helper()
+	u := "ws" + strings.TrimPrefix(l.base, "http") + "/api/terminal?rows=40&cols=120"
+	c, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{
+		HTTPClient: l.c, HTTPHeader: http.Header{"Origin": {l.base}}})
+	if err != nil {
+		t.Fatalf("open the terminal: %v", err)
+	}
+	c.SetReadLimit(1 << 20)
+	w := &wsTerm{t: t, c: c, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			typ, b, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			if typ == websocket.MessageText {
+				w.news = append(w.news, string(b))
+			} else {
+				w.out = append(w.out, b...)
+				if len(w.out) > 8<<20 {
+					drop := len(w.out) - 4<<20
+					w.out = append([]byte(nil), w.out[drop:]...)
+					w.base += drop
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *wsTerm) send(keys string) {
+	w.t.Helper()
+	b, _ := json.Marshal(map[string]string{"t": "in", "d": keys})
+	if err := w.c.Write(context.Background(), websocket.MessageText, b); err != nil {
+		w.t.Fatalf("type %q: %v", keys, err)
+	}
+}
+
+// until waits for re in the output after offset from (a total byte
+// count), returning the match and the new offset; it fails if the
+// connection ends first. Markers are printed by arithmetic so that the
+// echoed command line never matches.
+func (w *wsTerm) until(from int, re *regexp.Regexp) (string, int) {
+	w.t.Helper()
+	for {
+		w.mu.Lock()
+		i := max(from-w.base, 0)
+		if m := re.FindIndex(w.out[i:]); m != nil {
+			s, end := string(w.out[i+m[0]:i+m[1]]), w.base+i+m[1]
+			w.mu.Unlock()
+			return s, end
+		}
+		n, news := w.base+len(w.out), strings.Join(w.news, "\n")
+		w.mu.Unlock()
+		select {
+		case <-w.done:
+			w.t.Fatalf("the terminal closed before %s (%d bytes; news %s)", re, n, news)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (w *wsTerm) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.base + len(w.out)
+}
+
+// procStatus is a field of /proc/PID/status (kB for memory).
+func procStatus(t *testing.T, pid int, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// nice is the niceness of pid (field 19 of /proc/PID/stat).
+func nice(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	n, _ := strconv.Atoi(f[16])
+	return n
+}
+
+// TestTerminalAbuse: a learner in their terminal writes to the guest's
+// device nodes, eats all the memory they may, floods the terminal with
+// `yes` and /dev/urandom and starts a fork bomb. What must show: each hits
+// its bound inside the learner's own guest (the device writes are refused,
+// the memory hog is OOM-killed inside the learner's cgroup, the bomb stops
+// at pids.max), while the host stays healthy (/healthz answers, labserver's
+// and every QEMU's memory bounded, the learner's QEMU niced) and another
+// learner's RDMA run on the experiment guest completes.
+func TestTerminalAbuse(t *testing.T) {
+	dir := t.TempDir()
+	vmDir := filepath.Join(dir, "vm")
+	bin := labserver(t)
+	if out, err := exec.Command(bin, "vm", "build", "--dir", vmDir).CombinedOutput(); err != nil {
+		t.Fatalf("labserver vm build: %v\n%s", err, out)
+	}
+	srv := start(t, labproc.Options{Dir: dir, Env: []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir,
+		"LAB_GUESTS=1", "LAB_TERMINALS=1", "LAB_VM_MEMORY=256"}})
+	abuser := newLearner(t, srv.URL)
+	abuser.must("GET", "/?lang=en", "", 200)
+	other := newLearner(t, srv.URL)
+	other.must("GET", "/?lang=en", "", 200)
+	// The experiment guest is up first (a first run waits for its boot).
+	first := other.submit(`{"experiment":"pingpong","params":{"transport":"tcp","iterations":10}}`)
+	if v := other.waitRun(first, guestBoot, "a final status", final); v.Status != sandbox.StatusDone {
+		t.Fatalf("the other learner's first run ended %s (%s)", v.Status, v.Error)
+	}
+
+	w := openTerminal(t, abuser)
+	defer w.c.CloseNow()
+	_, at := w.until(0, regexp.MustCompile(`root@rdmalab-guest`))
+
+	// Device nodes: /dev/mem and /dev/port need CAP_SYS_RAWIO, which the
+	// shell lacks; the guest has no disk (/dev/vda is a plain file then).
+	w.send("dd if=/dev/zero of=/dev/mem bs=4096 count=256; dd if=/dev/zero of=/dev/port bs=1 count=16; dd if=/dev/zero of=/dev/vda bs=1M count=4; echo devs-$((3*11))\r")
+	_, end := w.until(at, regexp.MustCompile(`devs-33`))
+	w.mu.Lock()
+	devs := string(w.out[max(at-w.base, 0) : end-w.base])
+	w.mu.Unlock()
+	t.Logf("device writes:\n%s", devs)
+	if strings.Count(devs, "Operation not permitted") < 2 {
+		t.Errorf("writes to /dev/mem and /dev/port were not both refused:\n%s", devs)
+	}
+	at = end
+
+	// Memory: a subshell grows until the kernel OOM-kills it inside the
+	// learner's cgroup; the shell and the guest's agent live on.
+	w.send("(x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo kept ${#x}); cat /sys/fs/cgroup/learner/memory.events; echo mem-$((6*6))\r")
+	_, end = w.until(at, regexp.MustCompile(`mem-36`))
+	oom, _ := w.until(at, regexp.MustCompile(`oom_kill [0-9]+`))
+	if oom == "oom_kill 0" {
+		t.Errorf("no OOM kill in the learner's cgroup: %s", oom)
+	}
+	t.Logf("memory hog: %s", oom)
+	at = end
+
+	// Floods and a fork bomb, all at once, in the background.
+	w.send("yes & cat /dev/urandom & sleep 1; bomb() { bomb | bomb & }; bomb\r")
+	// Another learner's RDMA experiment on the experiment guest completes
+	// while they go, and the server answers.
+	other.must("GET", "/healthz", "", 200)
+	run := other.submit(`{"experiment":"pingpong","params":{"transport":"tcp","iterations":200}}`)
+	v := other.waitRun(run, guestBoot, "a final status", final)
+	if v.Status != sandbox.StatusDone {
+		t.Errorf("the other learner's run during the abuse ended %s (%s)", v.Status, v.Error)
+	}
+	t.Logf("the other learner's run during the abuse: %s; %d bytes of terminal output so far", v.Status, w.total())
+	other.must("GET", "/healthz", "", 200)
+
+	// The bomb stopped at pids.max (the floods stopped and the count read
+	// with shell builtins: no fork left).
+	w.send("kill %1 %2; read -r l < /sys/fs/cgroup/learner/pids.events; echo \"pe=$l\"\r")
+	pe, _ := w.until(at, regexp.MustCompile(`pe=max [0-9]+`))
+	if pe == "pe=max 0" {
+		t.Errorf("the fork bomb never met pids.max: %s", pe)
+	}
+	t.Logf("fork bomb: %s; %d bytes of output reached the browser", pe, w.total())
+
+	// The host: memory bounded, the learner's QEMU niced below the
+	// experiment guest's.
+	if rss := procStatus(t, srv.Pid, "VmRSS"); rss > 512<<10 {
+		t.Errorf("labserver resident %d MiB", rss>>10)
+	}
+	qemus := children(srv.Pid, "qemu-system")
+	niced := 0
+	for _, q := range qemus {
+		rss := procStatus(t, q, "VmRSS")
+		t.Logf("QEMU %d: %d MiB resident, nice %d", q, rss>>10, nice(t, q))
+		// Guest RAM (-m 256) + TCG's translation cache (at most 1 GiB,
+		// QEMU's default tb-size) + QEMU itself.
+		if rss > (256+1024+128)<<10 {
+			t.Errorf("QEMU %d resident %d MiB: more than its 256 MiB guest, its translation cache and QEMU", q, rss>>10)
+		}
+		if nice(t, q) == 10 {
+			niced++
+		}
+	}
+	if len(qemus) != 2 || niced != 1 {
+		t.Errorf("%d QEMUs, %d of them niced: want the experiment guest and the learner's, the learner's niced", len(qemus), niced)
+	}
+	w.c.Close(websocket.StatusNormalClosure, "")
+	other.must("GET", "/healthz", "", 200)
+}
