@@ -145,4 +145,10 @@ func TestLesson01Terminal(t *testing.T) {
 	if !strings.Contains(strings.Join(cells, "|"), "terminal tasks 1/2") {
 		t.Errorf("gradebook task cells %q, want one with terminal tasks 1/2", cells)
 	}
+	// … and the dashboard's learner list: learner one 1 task done, learner two 0.
+	ins.open("/instructor?lang=en")
+	done := eval[[]string](ins, `Array.from(document.querySelectorAll('[data-testid=learner-tasks]')).map(e => e.textContent.trim()).sort()`)
+	if strings.Join(done, ",") != "0,1" {
+		t.Errorf("dashboard tasks done per learner %q, want 0 and 1", done)
+	}
 }
