@@ -117,8 +117,13 @@ func checkAcked(t *testing.T, dbPath, learner string, acked []int64) {
 			t.Errorf("acknowledged attempt %d lost: %v", id, err)
 		}
 	}
+	raw, err := sql.Open("sqlite", "file:"+dbPath) // the store keeps its pools to itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
 	var n int
-	if err := db.R.QueryRow(`SELECT COUNT(*) FROM attempts WHERE learner = ?`, learner).Scan(&n); err != nil {
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM attempts WHERE learner = ?`, learner).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d acknowledged attempts, %d stored", len(acked), n)

@@ -42,18 +42,6 @@ type RunnerConfig struct {
 	NewID func() string
 }
 
-// RunInfo is a run as Submit sees it.
-type RunInfo struct {
-	ID         string    `json:"id"`
-	Learner    string    `json:"-"`
-	Experiment string    `json:"experiment"`
-	Params     Params    `json:"params"`
-	Status     Status    `json:"status"`
-	Position   int       `json:"position,omitempty"` // 1 = next to start
-	Backend    string    `json:"backend,omitempty"`
-	Created    time.Time `json:"created"`
-}
-
 // RunRecorder is an optional interface of a Sink: the runner calls
 // RunCreated in Submit, before the run's first event, so the sink can store
 // the run row its events belong to. An error refuses the submission.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/i18n"
+	"github.com/rdmalab/rdmalab/sandbox/runrecord"
 )
 
 // Need says what an experiment requires from the machine.
@@ -34,125 +35,51 @@ const (
 	Shareable Sharing = "shareable" // shows semantics (errnos, states, counts): may run beside others
 )
 
-// Status is a run's lifecycle state.
-type Status string
-
-// Run states: queued → running → done | failed | cancelled | timed-out;
-// interrupted marks runs found unfinished when the server starts.
-const (
-	StatusQueued      Status = "queued"
-	StatusRunning     Status = "running"
-	StatusDone        Status = "done"
-	StatusFailed      Status = "failed"
-	StatusCancelled   Status = "cancelled"
-	StatusTimedOut    Status = "timed-out"
-	StatusInterrupted Status = "interrupted"
+// The record of a run (its info, params, status and events, the tables
+// and captures they carry) lives in the leaf package sandbox/runrecord, so
+// the store depends on plain types, not on the runner; the names here are
+// the domain's vocabulary for it.
+type (
+	Status    = runrecord.Status
+	EventType = runrecord.EventType
+	Event     = runrecord.Event
+	Capture   = runrecord.Capture
+	Table     = runrecord.Table
+	TableText = runrecord.TableText
+	Params    = runrecord.Params
+	RunInfo   = runrecord.RunInfo
 )
 
-// Final reports whether s is a terminal state.
-func (s Status) Final() bool {
-	return s != StatusQueued && s != StatusRunning
-}
-
-// EventType names the kind of an Event.
-type EventType string
-
-// Event types. "status" is emitted by the runner (queue position, state
-// changes); the others by experiments.
+// Run states (runrecord.Status).
 const (
-	EvStatus EventType = "status"
-	EvPhase  EventType = "phase"
-	EvLog    EventType = "log"
-	EvMetric EventType = "metric"
-	EvTable  EventType = "table"
-	EvResult EventType = "result"
-	EvError  EventType = "error"
-	// EvCommand is a learner's command to an interactive run, emitted by
-	// the runner when it accepts one (Name = the command), so the replay
-	// shows what the learner asked before what the run answered.
-	EvCommand EventType = "command"
-	// EvStep is one step of an interactive run: the call made (Call, Code),
-	// what came back (Table, OK, ErrnoName), why (Detail) and which
-	// commands the run accepts next (Offers).
-	EvStep EventType = "step"
-	// EvCapture carries the packets a run captured (package
-	// sandbox/capture): a bounded .pcap kept with the run's events.
-	EvCapture EventType = "capture"
+	StatusQueued      = runrecord.StatusQueued
+	StatusRunning     = runrecord.StatusRunning
+	StatusDone        = runrecord.StatusDone
+	StatusFailed      = runrecord.StatusFailed
+	StatusCancelled   = runrecord.StatusCancelled
+	StatusTimedOut    = runrecord.StatusTimedOut
+	StatusInterrupted = runrecord.StatusInterrupted
 )
 
-// Event is one thing that happened in a run. It is a JSON line on the agent's
-// stdout, a row in the store and the data of one SSE message.
-type Event struct {
-	Seq  int64     `json:"seq"`  // 1-based order within the run, set by the runner
-	Time time.Time `json:"time"` // when it was emitted
-	Type EventType `json:"type"`
+// Event types (runrecord.EventType).
+const (
+	EvStatus  = runrecord.EvStatus
+	EvPhase   = runrecord.EvPhase
+	EvLog     = runrecord.EvLog
+	EvMetric  = runrecord.EvMetric
+	EvTable   = runrecord.EvTable
+	EvResult  = runrecord.EvResult
+	EvError   = runrecord.EvError
+	EvCommand = runrecord.EvCommand
+	EvStep    = runrecord.EvStep
+	EvCapture = runrecord.EvCapture
+)
 
-	// status
-	Status   Status `json:"status,omitempty"`
-	Position int    `json:"position,omitempty"` // queue position, 1 = next
-	// Wait is the estimated wait in seconds before a queued run starts,
-	// played forward from how long recent runs of each experiment took and
-	// the scheduling rules (0: not known yet).
-	Wait    float64 `json:"wait_s,omitempty"`
-	Backend string  `json:"backend,omitempty"`
+// Same is text that reads the same in every language (runrecord.Same).
+func Same(s string) Text { return runrecord.Same(s) }
 
-	// phase, log, result (verdict), error (message)
-	Name    string `json:"name,omitempty"` // phase id, e.g. "register"
-	Message string `json:"message,omitempty"`
-	Level   string `json:"level,omitempty"` // log: info|warn|stderr
-	// Messages is Message per language ("zh", "en") for text a learner
-	// reads (phase titles, verdicts, explanations). Message stays the
-	// English (or only) text, so a client that knows no language still has
-	// something to show; the widget prefers Messages[lang].
-	Messages Text `json:"messages,omitempty"`
-
-	// metric: one point of a live series
-	Series string  `json:"series,omitempty"`
-	X      float64 `json:"x,omitempty"`
-	Y      float64 `json:"y,omitempty"`
-	Unit   string  `json:"unit,omitempty"`
-
-	// table
-	Table *Table `json:"table,omitempty"`
-
-	// result: verdict plus named figures the lesson can refer to
-	OK      *bool              `json:"ok,omitempty"`
-	Figures map[string]float64 `json:"figures,omitempty"`
-
-	// error
-	Errno     int    `json:"errno,omitempty"`
-	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
-	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
-
-	// step (interactive runs)
-	Code   string   `json:"code,omitempty"`   // the C code of the call, with the values used
-	Detail Text     `json:"detail,omitempty"` // what the result means, per language
-	Offers []string `json:"offers,omitempty"` // commands the run accepts next
-
-	// capture
-	Capture *Capture `json:"capture,omitempty"`
-}
-
-// Capture is a bounded packet capture made during a run (sandbox/capture
-// makes and decodes it). Pcap is a classic pcap file; Hosts names the IP
-// addresses in it ("10.0.0.2" → "rxe1 (requester)").
-type Capture struct {
-	Iface   string            `json:"iface"`
-	Packets int               `json:"packets"`
-	Dropped int               `json:"dropped,omitempty"` // seen but over the limits, not kept
-	Hosts   map[string]string `json:"hosts,omitempty"`
-	Pcap    []byte            `json:"pcap"`
-}
-
-// Table is a small result table. Title, Columns and Rows are English (or
-// language-free); I18n holds the same table in other languages ("zh"),
-// built with NewTable/AddRow (table.go). Readers pick In(lang).
-type Table struct {
-	Title   string                `json:"title,omitempty"`
-	Columns []string              `json:"columns"`
-	Rows    [][]string            `json:"rows"`
-	I18n    map[string]*TableText `json:"i18n,omitempty"`
-}
+// NewTable starts a table a learner reads (runrecord.NewTable).
+func NewTable(title Text, columns ...Text) *Table { return runrecord.NewTable(title, columns...) }
 
 // Emitter is how a running experiment reports events. It is safe for
 // concurrent use.
@@ -200,9 +127,6 @@ type Preset struct {
 	Title  Text           `json:"title"`
 	Values map[string]any `json:"values"`
 }
-
-// Params are validated param values, keyed by name (int64, string or bool).
-type Params map[string]any
 
 // Experiment is one runnable experiment.
 type Experiment struct {

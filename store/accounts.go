@@ -26,7 +26,7 @@ var (
 
 // Instructors lists every account by username.
 func (db *DB) Instructors(ctx context.Context) ([]Instructor, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT id, username, created_at FROM instructors ORDER BY username COLLATE NOCASE`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, username, created_at FROM instructors ORDER BY username COLLATE NOCASE`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list instructors: %w", err)
 	}
@@ -60,7 +60,7 @@ func (db *DB) ChangePassword(ctx context.Context, username, password, keepToken 
 	if err != nil {
 		return err
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: change password: %w", err)
 	}
@@ -88,7 +88,7 @@ func (db *DB) ChangePassword(ctx context.Context, username, password, keepToken 
 // is wrong) before ChangePassword.
 func (db *DB) ChangeOwnPassword(ctx context.Context, username, current, password, keepToken string) error {
 	var h string
-	err := db.R.QueryRowContext(ctx, `SELECT password_hash FROM instructors WHERE username = ?`, username).Scan(&h)
+	err := db.r.QueryRowContext(ctx, `SELECT password_hash FROM instructors WHERE username = ?`, username).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNoInstructor
 	}
@@ -104,7 +104,7 @@ func (db *DB) ChangeOwnPassword(ctx context.Context, username, current, password
 // DeleteInstructor removes an account and its sessions. It refuses to
 // remove the last account (ErrLastInstructor).
 func (db *DB) DeleteInstructor(ctx context.Context, username string) error {
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: remove instructor: %w", err)
 	}
@@ -142,10 +142,10 @@ func (db *DB) CreateInvite(ctx context.Context, by int64, ttl time.Duration) (to
 	token, h := newToken()
 	t := time.Now()
 	expires = t.Add(ttl)
-	if _, err := db.W.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ?`, formatTime(t)); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ?`, formatTime(t)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep invites: %w", err)
 	}
-	if _, err := db.W.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?)`,
 		h, by, formatTime(t), formatTime(expires)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: create invite: %w", err)
 	}
@@ -155,7 +155,7 @@ func (db *DB) CreateInvite(ctx context.Context, by int64, ttl time.Duration) (to
 // InviteValid reports whether token is a live invitation.
 func (db *DB) InviteValid(ctx context.Context, token string) (bool, error) {
 	var n int
-	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_invites WHERE token_hash = ? AND expires_at > ?`,
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_invites WHERE token_hash = ? AND expires_at > ?`,
 		tokenHash(token), now()).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: invite: %w", err)
 	}
@@ -171,7 +171,7 @@ func (db *DB) RedeemInvite(ctx context.Context, token, username, password string
 	if err := CheckPassword(password); err != nil {
 		return Instructor{}, err
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
 	}

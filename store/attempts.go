@@ -45,7 +45,7 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct}
 	ts := now()
 	err := func() error {
-		tx, err := db.W.BeginTx(ctx, nil)
+		tx, err := db.w.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 // Attempt returns the learner's attempt with id. Another learner's attempt
 // is ErrAttemptNotFound too, so attempt ids in URLs reveal nothing.
 func (db *DB) Attempt(ctx context.Context, learner string, id int64) (Attempt, error) {
-	row := db.R.QueryRowContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE id = ? AND learner = ?`, id, learner)
+	row := db.r.QueryRowContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE id = ? AND learner = ?`, id, learner)
 	a, err := scanAttempt(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, ErrAttemptNotFound
@@ -99,7 +99,7 @@ func (db *DB) LearnerQuestionStatus(ctx context.Context, learner string, questio
 	for _, id := range questionIDs {
 		args = append(args, id)
 	}
-	rows, err := db.R.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
+	rows, err := db.r.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
 		WHERE learner = ? AND question_id IN (`+questionPlaceholders(len(questionIDs))+`) ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: learner attempts: %w", err)
@@ -141,7 +141,7 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 	return db.quiz.load(learner, func() (map[string]QuestionSummary, error) {
 		// The attempts_learner_question index answers both the groups and
 		// each group's latest attempt.
-		rows, err := db.R.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct),
+		rows, err := db.r.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct),
 			(SELECT l.correct FROM attempts l WHERE l.learner = a.learner AND l.question_id = a.question_id
 			 ORDER BY l.id DESC LIMIT 1)
 			FROM attempts a WHERE a.learner = ? GROUP BY a.question_id`, learner)
@@ -170,7 +170,7 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 // CorrectQuestions returns the ids of questions the learner answered
 // correctly at least once (the course home's checkpoint scores).
 func (db *DB) CorrectQuestions(ctx context.Context, learner string) (map[string]bool, error) {
-	rows, err := db.R.QueryContext(ctx,
+	rows, err := db.r.QueryContext(ctx,
 		`SELECT DISTINCT question_id FROM attempts WHERE learner = ? AND correct = 1`, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: correct questions: %w", err)
@@ -201,7 +201,7 @@ func (db *DB) AllAttempts(ctx context.Context, questionIDs ...string) ([]Attempt
 			args[i] = id
 		}
 	}
-	rows, err := db.R.QueryContext(ctx, q+` ORDER BY id`, args...)
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: all attempts: %w", err)
 	}

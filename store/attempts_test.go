@@ -138,7 +138,7 @@ func TestAttemptsFollowLearner(t *testing.T) {
 	if _, err := db.AddAttempt(ctx, learner, "q", json.RawMessage(`"a"`), true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.W.ExecContext(ctx, `DELETE FROM learners WHERE id = ?`, learner); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM learners WHERE id = ?`, learner); err != nil {
 		t.Fatal(err)
 	}
 	if all, _ := db.AllAttempts(ctx); len(all) != 0 {

@@ -68,7 +68,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	}
 	defer cp.Close()
 	var n, maxID int64
-	if err := cp.R.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(id), 0) FROM attempts`).Scan(&n, &maxID); err != nil {
+	if err := cp.r.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(id), 0) FROM attempts`).Scan(&n, &maxID); err != nil {
 		t.Fatal(err)
 	}
 	if maxID < before || n < before {

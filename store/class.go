@@ -47,7 +47,7 @@ func (db *DB) ClassLearnersIn(ctx context.Context, sc Scope, limit, offset int, 
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := db.R.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `
 		WITH p AS (SELECT learner, COUNT(*) AS opened, COUNT(completed_at) AS completed,
 		                  MAX(MAX(opened_at), COALESCE(MAX(completed_at), '')) AS last
 		           FROM progress GROUP BY learner),
@@ -112,7 +112,7 @@ func (db *DB) ClassLessonCounts(ctx context.Context) (map[string]LessonCounts, e
 
 // ClassLessonCountsIn is ClassLessonCounts for the learners in scope.
 func (db *DB) ClassLessonCountsIn(ctx context.Context, sc Scope) (map[string]LessonCounts, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress
+	rows, err := db.r.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress
 		WHERE `+sc.rowOf("progress.learner", activityExists)+` GROUP BY lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson counts: %w", err)
@@ -136,7 +136,7 @@ func (db *DB) ClassLessonCountsIn(ctx context.Context, sc Scope) (map[string]Les
 type ExperimentRunCounts struct {
 	Experiment string
 	Total      int
-	ByStatus   map[string]int // sandbox status → runs
+	ByStatus   map[string]int // run status (runrecord.Status) → runs
 	Learners   int
 }
 
@@ -148,7 +148,7 @@ func (db *DB) ClassRunCounts(ctx context.Context) ([]ExperimentRunCounts, error)
 
 // ClassRunCountsIn is ClassRunCounts for the learners in scope.
 func (db *DB) ClassRunCountsIn(ctx context.Context, sc Scope) ([]ExperimentRunCounts, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT experiment, status, COUNT(*),
+	rows, err := db.r.QueryContext(ctx, `SELECT experiment, status, COUNT(*),
 		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment AND `+sc.rowOf("r2.learner", "1")+`)
 		FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` GROUP BY experiment, status ORDER BY experiment, status`)
 	if err != nil {
@@ -193,7 +193,7 @@ func (db *DB) ClassProgress(ctx context.Context) ([]ProgressRow, error) {
 
 // ClassProgressIn is ClassProgress for the learners in scope.
 func (db *DB) ClassProgressIn(ctx context.Context, sc Scope) ([]ProgressRow, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at, p.completed_at
+	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at, p.completed_at
 		FROM progress p JOIN learners l ON l.id = p.learner WHERE `+sc.cond(activityExists)+` ORDER BY p.learner, p.lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class progress: %w", err)
@@ -228,7 +228,7 @@ func (db *DB) ClassRuns(ctx context.Context) ([]Run, error) {
 
 // ClassRunsIn is ClassRuns for the learners in scope.
 func (db *DB) ClassRunsIn(ctx context.Context, sc Scope) ([]Run, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` ORDER BY created_at, id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class runs: %w", err)
 	}
@@ -250,7 +250,7 @@ func (db *DB) ClassRunsIn(ctx context.Context, sc Scope) ([]Run, error) {
 // DisplayNames maps learner ids to their display names (only learners that
 // set one).
 func (db *DB) DisplayNames(ctx context.Context) (map[string]string, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT id, display_name FROM learners WHERE display_name != ''`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, display_name FROM learners WHERE display_name != ''`)
 	if err != nil {
 		return nil, fmt.Errorf("store: display names: %w", err)
 	}
@@ -272,7 +272,7 @@ func (db *DB) DisplayNames(ctx context.Context) (map[string]string, error) {
 // ClassAttemptsIn returns the attempts of the learners in scope in time
 // order (dashboard statistics, attempts export, gradebook).
 func (db *DB) ClassAttemptsIn(ctx context.Context, sc Scope) ([]Attempt, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE `+sc.rowOf("attempts.learner", "1")+` ORDER BY id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE `+sc.rowOf("attempts.learner", "1")+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class attempts: %w", err)
 	}

@@ -117,7 +117,7 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 	ts := now()
 	for range 5 {
 		code := newJoinCode()
-		res, err := db.W.ExecContext(ctx, `INSERT INTO cohorts (name, code, created_by, created_at) VALUES (?, ?, ?, ?)
+		res, err := db.w.ExecContext(ctx, `INSERT INTO cohorts (name, code, created_by, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (code) DO NOTHING`, name, code, byArg, ts)
 		if err != nil {
 			return Cohort{}, fmt.Errorf("store: create class: %w", err)
@@ -138,7 +138,7 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 // Cohorts lists the classes, newest first, with their counted members;
 // archived ones only with withArchived.
 func (db *DB) Cohorts(ctx context.Context, withArchived bool) ([]Cohort, error) {
-	rows, err := db.R.QueryContext(ctx, `WITH `+Scope{}.cteAll()+`
+	rows, err := db.r.QueryContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
 		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id)
 		FROM cohorts c WHERE ? OR c.archived_at IS NULL ORDER BY c.created_at DESC, c.id DESC`, withArchived)
@@ -184,7 +184,7 @@ func scanCohort(s interface{ Scan(...any) error }) (Cohort, error) {
 
 // Cohort returns one class by id (ErrNoCohort when unknown).
 func (db *DB) Cohort(ctx context.Context, id int64) (Cohort, error) {
-	c, err := scanCohort(db.R.QueryRowContext(ctx, `WITH `+Scope{}.cteAll()+`
+	c, err := scanCohort(db.r.QueryRowContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
 		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id)
 		FROM cohorts c WHERE c.id = ?`, id))
@@ -203,7 +203,7 @@ func (db *DB) OpenCohortByCode(ctx context.Context, code string) (Cohort, error)
 	if code == "" || len(code) > 32 {
 		return Cohort{}, ErrNoCohort
 	}
-	c, err := scanCohort(db.R.QueryRowContext(ctx, `SELECT id, name, code, created_at, '', 0
+	c, err := scanCohort(db.r.QueryRowContext(ctx, `SELECT id, name, code, created_at, '', 0
 		FROM cohorts WHERE code = ? AND archived_at IS NULL`, code))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cohort{}, ErrNoCohort
@@ -225,7 +225,7 @@ func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, err
 	if err != nil {
 		return Cohort{}, err
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Cohort{}, fmt.Errorf("store: join class: %w", err)
 	}
@@ -246,7 +246,7 @@ func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, err
 
 // LearnerCohorts lists the classes the learner belongs to (names only matter).
 func (db *DB) LearnerCohorts(ctx context.Context, learner string) ([]Cohort, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''), 0
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''), 0
 		FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id WHERE m.learner = ? ORDER BY m.joined_at`, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: learner classes: %w", err)
@@ -269,7 +269,7 @@ func (db *DB) ArchiveCohort(ctx context.Context, id int64, archived bool) error 
 	if archived {
 		at = now()
 	}
-	res, err := db.W.ExecContext(ctx, `UPDATE cohorts SET archived_at = ? WHERE id = ?`, at, id)
+	res, err := db.w.ExecContext(ctx, `UPDATE cohorts SET archived_at = ? WHERE id = ?`, at, id)
 	if err != nil {
 		return fmt.Errorf("store: archive class: %w", err)
 	}
@@ -289,7 +289,7 @@ func (db *DB) MarkStaff(ctx context.Context, learner string, instructorID int64)
 	if instructorID > 0 {
 		by = instructorID
 	}
-	if _, err := db.W.ExecContext(ctx, `INSERT INTO staff_learners (learner, instructor_id, marked_at) VALUES (?, ?, ?)
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO staff_learners (learner, instructor_id, marked_at) VALUES (?, ?, ?)
 		ON CONFLICT (learner) DO NOTHING`, learner, by, now()); err != nil {
 		return fmt.Errorf("store: mark staff: %w", err)
 	}
@@ -299,7 +299,7 @@ func (db *DB) MarkStaff(ctx context.Context, learner string, instructorID int64)
 // IsStaff reports whether the learner id was used by an instructor.
 func (db *DB) IsStaff(ctx context.Context, learner string) (bool, error) {
 	var n int
-	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM staff_learners WHERE learner = ?`, learner).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM staff_learners WHERE learner = ?`, learner).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: is staff: %w", err)
 	}
 	return n > 0, nil
@@ -312,7 +312,7 @@ func (db *DB) MoveLessonProgress(ctx context.Context, from, to string) (int64, e
 	if from == to || from == "" || to == "" {
 		return 0, nil
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: move progress: %w", err)
 	}

@@ -110,7 +110,7 @@ func dummy() []byte {
 // InstructorCount is the number of instructor accounts.
 func (db *DB) InstructorCount(ctx context.Context) (int, error) {
 	var n int
-	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructors`).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructors`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count instructors: %w", err)
 	}
 	return n, nil
@@ -118,7 +118,7 @@ func (db *DB) InstructorCount(ctx context.Context) (int, error) {
 
 // CreateInstructor adds an account. The username is case-insensitive.
 func (db *DB) CreateInstructor(ctx context.Context, username, password string) (Instructor, error) {
-	return createInstructor(ctx, db.W, username, password)
+	return createInstructor(ctx, db.w, username, password)
 }
 
 type execQuerier interface {
@@ -168,7 +168,7 @@ func (db *DB) SetInstructorPassword(ctx context.Context, username, password stri
 		h  string
 		ts string
 	)
-	err := db.W.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
+	err := db.w.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
 		username).Scan(&in.ID, &in.Username, &h, &ts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.CreateInstructor(ctx, username, password)
@@ -184,7 +184,7 @@ func (db *DB) SetInstructorPassword(ctx context.Context, username, password stri
 	if err != nil {
 		return Instructor{}, err
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: set password of %q: %w", username, err)
 	}
@@ -210,7 +210,7 @@ func (db *DB) Authenticate(ctx context.Context, username, password string) (Inst
 		h  string
 		ts string
 	)
-	err := db.R.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
+	err := db.r.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
 		strings.TrimSpace(username)).Scan(&in.ID, &in.Username, &h, &ts)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Instructor{}, fmt.Errorf("store: authenticate: %w", err)
@@ -245,10 +245,10 @@ func (db *DB) CreateSession(ctx context.Context, instructorID int64, ttl time.Du
 	token, h := newToken()
 	t := time.Now()
 	expires = t.Add(ttl)
-	if _, err := db.W.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE expires_at <= ?`, formatTime(t)); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE expires_at <= ?`, formatTime(t)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep sessions: %w", err)
 	}
-	if _, err := db.W.ExecContext(ctx,
+	if _, err := db.w.ExecContext(ctx,
 		`INSERT INTO instructor_sessions (token_hash, instructor_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
 		h, instructorID, formatTime(t), formatTime(expires)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: create session: %w", err)
@@ -266,7 +266,7 @@ func (db *DB) SessionInstructor(ctx context.Context, token string) (Instructor, 
 		in Instructor
 		ts string
 	)
-	err := db.R.QueryRowContext(ctx, `SELECT i.id, i.username, i.created_at
+	err := db.r.QueryRowContext(ctx, `SELECT i.id, i.username, i.created_at
 		FROM instructor_sessions s JOIN instructors i ON i.id = s.instructor_id
 		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash(token), now()).Scan(&in.ID, &in.Username, &ts)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -281,7 +281,7 @@ func (db *DB) SessionInstructor(ctx context.Context, token string) (Instructor, 
 
 // DeleteSession ends a session (logout). An unknown token is not an error.
 func (db *DB) DeleteSession(ctx context.Context, token string) error {
-	if _, err := db.W.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE token_hash = ?`, tokenHash(token)); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE token_hash = ?`, tokenHash(token)); err != nil {
 		return fmt.Errorf("store: delete session: %w", err)
 	}
 	return nil
@@ -291,10 +291,10 @@ func (db *DB) DeleteSession(ctx context.Context, token string) error {
 // than a day are dropped on the way: the limit only looks back minutes.
 func (db *DB) RecordLogin(ctx context.Context, ip, username string, ok bool) error {
 	t := time.Now()
-	if _, err := db.W.ExecContext(ctx, `DELETE FROM login_attempts WHERE at < ?`, formatTime(t.Add(-24*time.Hour))); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM login_attempts WHERE at < ?`, formatTime(t.Add(-24*time.Hour))); err != nil {
 		return fmt.Errorf("store: sweep login attempts: %w", err)
 	}
-	if _, err := db.W.ExecContext(ctx, `INSERT INTO login_attempts (ip, username, ok, at) VALUES (?, ?, ?, ?)`,
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO login_attempts (ip, username, ok, at) VALUES (?, ?, ?, ?)`,
 		ip, strings.TrimSpace(username), ok, formatTime(t)); err != nil {
 		return fmt.Errorf("store: record login: %w", err)
 	}
@@ -305,7 +305,7 @@ func (db *DB) RecordLogin(ctx context.Context, ip, username string, ok bool) err
 // pair (after its last success), and for the ip across all usernames.
 func (db *DB) LoginFailures(ctx context.Context, ip, username string, since time.Time) (pair, byIP int, err error) {
 	s := formatTime(since)
-	err = db.R.QueryRowContext(ctx, `SELECT
+	err = db.r.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM login_attempts WHERE ip = ?1 AND username = ?2 AND ok = 0
 			AND at > MAX(?3, COALESCE((SELECT MAX(at) FROM login_attempts WHERE ip = ?1 AND username = ?2 AND ok = 1), ''))),
 		(SELECT COUNT(*) FROM login_attempts WHERE ip = ?1 AND ok = 0 AND at > ?3)`,
@@ -321,7 +321,7 @@ func (db *DB) LoginFailures(ctx context.Context, ip, username string, since time
 // newest one: the login throttle delays the next try by their number.
 func (db *DB) AccountFailures(ctx context.Context, username string, since time.Time) (n int, last time.Time, err error) {
 	var lastS sql.NullString
-	err = db.R.QueryRowContext(ctx, `SELECT COUNT(*), MAX(at) FROM login_attempts WHERE username = ?1 AND ok = 0
+	err = db.r.QueryRowContext(ctx, `SELECT COUNT(*), MAX(at) FROM login_attempts WHERE username = ?1 AND ok = 0
 		AND at > MAX(?2, COALESCE((SELECT MAX(at) FROM login_attempts WHERE username = ?1 AND ok = 1), ''))`,
 		strings.TrimSpace(username), formatTime(since)).Scan(&n, &lastS)
 	if err != nil {
@@ -339,7 +339,7 @@ func (db *DB) AccountFailures(ctx context.Context, username string, since time.T
 // for ttl, and returns it for the one-time setup link.
 func (db *DB) CreateSetupToken(ctx context.Context, ttl time.Duration) (string, error) {
 	token, h := newToken()
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return "", fmt.Errorf("store: setup token: %w", err)
 	}
@@ -361,7 +361,7 @@ func (db *DB) CreateSetupToken(ctx context.Context, ttl time.Duration) (string, 
 // instructor exists yet.
 func (db *DB) SetupTokenValid(ctx context.Context, token string) (bool, error) {
 	var n int
-	err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM setup_tokens
+	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM setup_tokens
 		WHERE token_hash = ? AND expires_at > ? AND NOT EXISTS (SELECT 1 FROM instructors)`,
 		tokenHash(token), now()).Scan(&n)
 	if err != nil {
@@ -380,7 +380,7 @@ func (db *DB) RedeemSetupToken(ctx context.Context, token, username, password st
 	if err := CheckPassword(password); err != nil {
 		return Instructor{}, err
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: redeem setup token: %w", err)
 	}
@@ -422,7 +422,7 @@ func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 			return &ValidationError{"the name must not contain control or text-direction characters"}
 		}
 	}
-	if _, err := db.W.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name`, learner, now(), name); err != nil {
 		return fmt.Errorf("store: set display name: %w", err)
 	}
@@ -432,7 +432,7 @@ func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 // DisplayName is the learner's display name ("" when unset or unknown).
 func (db *DB) DisplayName(ctx context.Context, learner string) (string, error) {
 	var name string
-	err := db.R.QueryRowContext(ctx, `SELECT display_name FROM learners WHERE id = ?`, learner).Scan(&name)
+	err := db.r.QueryRowContext(ctx, `SELECT display_name FROM learners WHERE id = ?`, learner).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -84,7 +84,7 @@ func TestInstructorSessions(t *testing.T) {
 	}
 	// Only the hash is stored: the token itself is not in the table.
 	var n int
-	db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_sessions WHERE token_hash = ?`, tok).Scan(&n)
+	db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_sessions WHERE token_hash = ?`, tok).Scan(&n)
 	if n != 0 {
 		t.Error("the raw token is stored")
 	}
@@ -111,7 +111,7 @@ func TestInstructorSessions(t *testing.T) {
 	if _, _, err := db.CreateSession(ctx, in.ID, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_sessions`).Scan(&n)
+	db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_sessions`).Scan(&n)
 	if n != 1 {
 		t.Errorf("sessions after sweep = %d, want 1", n)
 	}

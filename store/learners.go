@@ -40,7 +40,7 @@ func (db *DB) EnsureLearner(ctx context.Context, id string) error {
 	if !ValidLearnerID(id) {
 		return fmt.Errorf("store: invalid learner id %q", id)
 	}
-	if _, err := db.W.ExecContext(ctx,
+	if _, err := db.w.ExecContext(ctx,
 		`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, id, now()); err != nil {
 		return fmt.Errorf("store: ensure learner: %w", err)
 	}
@@ -52,7 +52,7 @@ func (db *DB) EnsureLearner(ctx context.Context, id string) error {
 // address may create.
 func (db *DB) LearnerKnown(ctx context.Context, id string) (bool, error) {
 	var n int
-	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM learners WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM learners WHERE id = ?`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: learner known: %w", err)
 	}
 	return n > 0, nil

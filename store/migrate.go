@@ -55,7 +55,7 @@ func migrations() ([]migration, error) {
 // each in its own transaction together with its record, so a failed
 // migration leaves no half-applied schema behind.
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.W.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at TEXT NOT NULL
@@ -63,7 +63,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("store: %s: create schema_migrations: %w", db.Path, err)
 	}
 	applied := map[int]bool{}
-	rows, err := db.W.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	rows, err := db.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return fmt.Errorf("store: %s: read schema_migrations: %w", db.Path, err)
 	}
@@ -96,7 +96,7 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 func (db *DB) apply(ctx context.Context, m migration) error {
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: %s: migration %s: %w", db.Path, m.Name, err)
 	}
@@ -117,7 +117,7 @@ func (db *DB) apply(ctx context.Context, m migration) error {
 // SchemaVersion returns the highest applied migration version.
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	if err := db.R.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("store: schema version: %w", err)
 	}
 	return v, nil

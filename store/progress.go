@@ -54,7 +54,7 @@ func (db *DB) writeProgress(ctx context.Context, learner, lesson, query string) 
 		return fmt.Errorf("invalid learner id %q", learner)
 	}
 	defer db.progress.invalidate(learner)
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (db *DB) LearnerProgress(ctx context.Context, learner string) (map[string]P
 
 // loadProgress reads the learner's progress from the database.
 func (db *DB) loadProgress(ctx context.Context, learner string) (map[string]Progress, error) {
-	rows, err := db.R.QueryContext(ctx,
+	rows, err := db.r.QueryContext(ctx,
 		`SELECT lesson, opened_at, completed_at FROM progress WHERE learner = ?`, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: progress: %w", err)

@@ -24,7 +24,7 @@ func (db *DB) AddQuizEvent(ctx context.Context, learner, questionID, kind, detai
 		detail = string(r[:maxQuizDetail])
 	}
 	ts := now()
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: quiz event: %w", err)
 	}
@@ -45,7 +45,7 @@ func (db *DB) AddQuizEvent(ctx context.Context, learner, questionID, kind, detai
 // Revealed reports whether learner chose "show answer" at questionID.
 func (db *DB) Revealed(ctx context.Context, learner, questionID string) (bool, error) {
 	var n int
-	err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM quiz_events WHERE learner = ? AND question_id = ? AND kind = 'reveal'`,
+	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM quiz_events WHERE learner = ? AND question_id = ? AND kind = 'reveal'`,
 		learner, questionID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: revealed: %w", err)
@@ -62,7 +62,7 @@ type QuizEventCounts struct {
 
 // AllQuizEventCounts returns the counts of every question with any event.
 func (db *DB) AllQuizEventCounts(ctx context.Context) (map[string]QuizEventCounts, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT question_id,
+	rows, err := db.r.QueryContext(ctx, `SELECT question_id,
 		COUNT(DISTINCT CASE WHEN kind = 'reveal' THEN learner END),
 		SUM(CASE WHEN kind = 'format' THEN 1 ELSE 0 END)
 		FROM quiz_events GROUP BY question_id`)

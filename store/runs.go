@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runrecord"
 )
 
 // ErrRunNotFound is returned for a run id that does not exist.
@@ -20,10 +20,10 @@ type Run struct {
 	Learner    string
 	Experiment string
 	Params     json.RawMessage
-	Status     sandbox.Status
+	Status     runrecord.Status
 	Backend    string
-	Result     *sandbox.Event // the run's result event, nil if it emitted none
-	Error      string         // why it failed, was cancelled or interrupted
+	Result     *runrecord.Event // the run's result event, nil if it emitted none
+	Error      string           // why it failed, was cancelled or interrupted
 	CreatedAt  time.Time
 	StartedAt  time.Time // zero until it started
 	FinishedAt time.Time // zero until it finished
@@ -31,7 +31,7 @@ type Run struct {
 
 // CreateRun records a run the runner accepted (creating the learner row at
 // its first write). It must happen before the run's first event.
-func (db *DB) CreateRun(ctx context.Context, info sandbox.RunInfo) error {
+func (db *DB) CreateRun(ctx context.Context, info runrecord.RunInfo) error {
 	if !ValidLearnerID(info.Learner) {
 		return fmt.Errorf("store: create run: invalid learner id %q", info.Learner)
 	}
@@ -62,12 +62,12 @@ func (db *DB) CreateRun(ctx context.Context, info sandbox.RunInfo) error {
 // AppendRunEvent stores one event of a run and folds it into the run's
 // summary row, in one transaction, so the row never disagrees with the
 // events a replay shows.
-func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev sandbox.Event) error {
+func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev runrecord.Event) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
 	}
-	if ev.Type == sandbox.EvResult || ev.Type == sandbox.EvStatus && ev.Status.Final() {
+	if ev.Type == runrecord.EvResult || ev.Type == runrecord.EvStatus && ev.Status.Final() {
 		// The run may now be its learner's latest result; the event does
 		// not name the learner, and runs finish seldom: forget them all.
 		defer db.results.invalidateAll()
@@ -87,12 +87,12 @@ func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev sandbox.Event
 }
 
 // foldEvent updates the summary row for events that change it.
-func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev sandbox.Event, data []byte, ts string) error {
+func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev runrecord.Event, data []byte, ts string) error {
 	var err error
 	switch ev.Type {
-	case sandbox.EvStatus:
+	case runrecord.EvStatus:
 		switch {
-		case ev.Status == sandbox.StatusRunning:
+		case ev.Status == runrecord.StatusRunning:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, backend = ?, started_at = ? WHERE id = ?`,
 				string(ev.Status), ev.Backend, ts, runID)
 		case ev.Status.Final():
@@ -102,7 +102,7 @@ func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev sandbox.Event, 
 		default:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ? WHERE id = ?`, string(ev.Status), runID)
 		}
-	case sandbox.EvResult:
+	case runrecord.EvResult:
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET result = ? WHERE id = ?`, string(data), runID)
 	}
 	return err
@@ -112,7 +112,7 @@ const runCols = `id, learner, experiment, params, status, backend, result, error
 
 // Run returns one run's summary.
 func (db *DB) Run(ctx context.Context, id string) (Run, error) {
-	r, err := scanRun(db.R.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, ErrRunNotFound
 	}
@@ -124,7 +124,7 @@ func (db *DB) Run(ctx context.Context, id string) (Run, error) {
 
 // LearnerRuns returns a learner's runs, newest first, at most limit.
 func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE learner = ? ORDER BY created_at DESC, id LIMIT ?`, learner, limit)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE learner = ? ORDER BY created_at DESC, id LIMIT ?`, learner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
 	}
@@ -145,22 +145,22 @@ func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run
 
 // RunEvents returns a run's events with seq > after, in order, at most
 // limit (all when limit <= 0).
-func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]sandbox.Event, error) {
+func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]runrecord.Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := db.R.QueryContext(ctx, `SELECT data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	rows, err := db.r.QueryContext(ctx, `SELECT data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []sandbox.Event
+	var out []runrecord.Event
 	for rows.Next() {
 		var data string
 		if err := rows.Scan(&data); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
-		var ev sandbox.Event
+		var ev runrecord.Event
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
@@ -177,7 +177,7 @@ func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit in
 // replay ends. It returns how many it marked. Call it at startup, before
 // the runner accepts work.
 func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
-	rows, err := db.W.QueryContext(ctx, `SELECT r.id, COALESCE(MAX(e.seq), 0) FROM runs r
+	rows, err := db.w.QueryContext(ctx, `SELECT r.id, COALESCE(MAX(e.seq), 0) FROM runs r
 		LEFT JOIN run_events e ON e.run_id = r.id
 		WHERE r.status IN ('queued', 'running') GROUP BY r.id`)
 	if err != nil {
@@ -201,7 +201,7 @@ func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
 		return 0, fmt.Errorf("store: find unfinished runs: %w", err)
 	}
 	for _, o := range runs {
-		ev := sandbox.Event{Seq: o.seq + 1, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusInterrupted, Message: reason}
+		ev := runrecord.Event{Seq: o.seq + 1, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusInterrupted, Message: reason}
 		if err := db.AppendRunEvent(ctx, o.id, ev); err != nil {
 			return 0, err
 		}
@@ -222,9 +222,9 @@ func scanRun(s interface{ Scan(...any) error }) (Run, error) {
 		return Run{}, err
 	}
 	r.Params = json.RawMessage(params)
-	r.Status = sandbox.Status(status)
+	r.Status = runrecord.Status(status)
 	if result.Valid {
-		var ev sandbox.Event
+		var ev runrecord.Event
 		if err := json.Unmarshal([]byte(result.String), &ev); err != nil {
 			return Run{}, fmt.Errorf("result of run %s: %w", r.ID, err)
 		}
@@ -242,7 +242,7 @@ func scanRun(s interface{ Scan(...any) error }) (Run, error) {
 
 // runsTx runs fn in a write transaction.
 func (db *DB) runsTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

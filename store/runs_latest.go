@@ -30,7 +30,7 @@ func (db *DB) LatestResult(ctx context.Context, learner, experiment string) (Run
 // callers must not modify it.
 func (db *DB) LatestResults(ctx context.Context, learner string) (map[string]Run, error) {
 	return db.results.load(learner, func() (map[string]Run, error) {
-		rows, err := db.R.QueryContext(ctx, `SELECT `+runCols+` FROM (
+		rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM (
 			SELECT *, ROW_NUMBER() OVER (PARTITION BY experiment ORDER BY created_at DESC, id DESC) AS n
 			FROM runs WHERE learner = ? AND status = 'done' AND result IS NOT NULL) WHERE n = 1`, learner)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 // successfully took (start to finish), newest first: what a queued
 // learner's wait estimate learns from after a restart.
 func (db *DB) RecentRunDurations(ctx context.Context, n int) ([]time.Duration, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT started_at, finished_at FROM runs
+	rows, err := db.r.QueryContext(ctx, `SELECT started_at, finished_at FROM runs
 		WHERE status = 'done' AND started_at IS NOT NULL AND finished_at IS NOT NULL
 		ORDER BY finished_at DESC LIMIT ?`, n)
 	if err != nil {

@@ -15,13 +15,13 @@ func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error)
 	}
 	fresh := make([]byte, size)
 	rand.Read(fresh) // never fails (crypto/rand panics rather than return short)
-	if _, err := db.W.ExecContext(ctx,
+	if _, err := db.w.ExecContext(ctx,
 		`INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
 		name, fresh, now()); err != nil {
 		return nil, fmt.Errorf("store: secret %s: %w", name, err)
 	}
 	var v []byte
-	if err := db.W.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v); err != nil {
+	if err := db.w.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v); err != nil {
 		return nil, fmt.Errorf("store: secret %s: %w", name, err)
 	}
 	return v, nil

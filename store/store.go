@@ -23,8 +23,8 @@ import (
 // our own goroutines); reads use a separate pool that WAL lets run alongside.
 type DB struct {
 	Path string
-	W    *sql.DB // writer: exactly one connection
-	R    *sql.DB // readers
+	w    *sql.DB // writer: exactly one connection
+	r    *sql.DB // readers
 
 	// Per-learner caches of what every lesson page view reads,
 	// invalidated by this process's writes (learner_cache.go).
@@ -81,7 +81,7 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 
-	db := &DB{Path: path, W: w, R: r, progress: newLearnerCache[map[string]Progress](learnerCacheMax),
+	db := &DB{Path: path, w: w, r: r, progress: newLearnerCache[map[string]Progress](learnerCacheMax),
 		quiz: newLearnerCache[map[string]QuestionSummary](learnerCacheMax),
 		// Runs carry their result event: fewer learners' worth.
 		results: newLearnerCache[map[string]Run](learnerCacheMax / 4)}
@@ -103,7 +103,7 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 // first query, far from startup.
 func (db *DB) check(ctx context.Context) error {
 	var mode string
-	if err := db.W.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return db.openError(err)
 	}
 	res, err := db.quickCheck(ctx)
@@ -118,7 +118,7 @@ func (db *DB) check(ctx context.Context) error {
 	}
 	// Take the write lock once so a file another process holds locked fails
 	// here, at startup, instead of at the first learner's click.
-	if _, err := db.W.ExecContext(ctx, "BEGIN IMMEDIATE; ROLLBACK"); err != nil {
+	if _, err := db.w.ExecContext(ctx, "BEGIN IMMEDIATE; ROLLBACK"); err != nil {
 		return db.openError(err)
 	}
 	return nil
@@ -126,7 +126,7 @@ func (db *DB) check(ctx context.Context) error {
 
 // quickCheck runs PRAGMA quick_check and returns "ok" or its first findings.
 func (db *DB) quickCheck(ctx context.Context) (string, error) {
-	rows, err := db.W.QueryContext(ctx, "PRAGMA quick_check(3)")
+	rows, err := db.w.QueryContext(ctx, "PRAGMA quick_check(3)")
 	if err != nil {
 		return "", err
 	}
@@ -165,7 +165,7 @@ func (db *DB) openError(err error) error {
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
-	if err := db.R.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+	if err := db.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("store: ping %s: %w", db.Path, err)
 	}
 	return nil
@@ -173,7 +173,7 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.R.Close(), db.W.Close())
+	return errors.Join(db.r.Close(), db.w.Close())
 }
 
 // now is the timestamp format stored in TEXT columns: RFC 3339 in UTC with

@@ -29,20 +29,20 @@ func TestMigrationsFromEmpty(t *testing.T) {
 		t.Errorf("schema version %d, want %d", v, ms[len(ms)-1].Version)
 	}
 	var n int
-	db.R.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	db.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 	if n != len(ms) {
 		t.Errorf("%d migrations recorded, want %d", n, len(ms))
 	}
 	for _, table := range []string{"learners", "progress"} {
 		var name string
-		if err := db.R.QueryRow(`SELECT name FROM sqlite_master WHERE type='table' AND name=?`, table).Scan(&name); err != nil {
+		if err := db.r.QueryRow(`SELECT name FROM sqlite_master WHERE type='table' AND name=?`, table).Scan(&name); err != nil {
 			t.Errorf("table %s: %v", table, err)
 		}
 	}
 	var mode string
-	db.R.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	db.r.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
 	var fk int
-	db.W.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
+	db.w.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
 	if mode != "wal" || fk != 1 {
 		t.Errorf("journal_mode %q foreign_keys %d", mode, fk)
 	}
@@ -56,7 +56,7 @@ func TestMigrationsFromEmpty(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db.Close()
-	db.R.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	db.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 	if n != len(ms) {
 		t.Errorf("after reopen %d migrations recorded, want %d", n, len(ms))
 	}
@@ -98,7 +98,7 @@ func TestOpenRefusesCorruptDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db.W.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	db.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	db.Close()
 	b, _ := os.ReadFile(path)
 	if len(b) < 3*4096 {
@@ -203,7 +203,7 @@ func TestProgress(t *testing.T) {
 		t.Errorf("other learner sees %v", p)
 	}
 	var n int
-	db.R.QueryRow(`SELECT count(*) FROM learners WHERE id = ?`, me).Scan(&n)
+	db.r.QueryRow(`SELECT count(*) FROM learners WHERE id = ?`, me).Scan(&n)
 	if n != 1 {
 		t.Errorf("learner row count %d", n)
 	}

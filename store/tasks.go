@@ -28,7 +28,7 @@ func (db *DB) RecordTaskCheck(ctx context.Context, learner, lesson, task string,
 	if passed {
 		done = ts
 	}
-	tx, err := db.W.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: task check: %w", err)
 	}
@@ -51,7 +51,7 @@ func (db *DB) RecordTaskCheck(ctx context.Context, learner, lesson, task string,
 
 // LessonTasks returns learner's records on lesson's tasks, by task id.
 func (db *DB) LessonTasks(ctx context.Context, learner, lesson string) (map[string]TaskProgress, error) {
-	rows, err := db.R.QueryContext(ctx,
+	rows, err := db.r.QueryContext(ctx,
 		`SELECT lesson, task, checks, done_at FROM task_progress WHERE learner = ? AND lesson = ?`, learner, lesson)
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson tasks: %w", err)
@@ -73,7 +73,7 @@ type TaskRow struct {
 // ClassTasksIn returns every task record of the learners in scope, by
 // learner, lesson and task.
 func (db *DB) ClassTasksIn(ctx context.Context, sc Scope) ([]TaskRow, error) {
-	rows, err := db.R.QueryContext(ctx, `SELECT t.learner, t.lesson, t.task, t.checks, t.done_at FROM task_progress t
+	rows, err := db.r.QueryContext(ctx, `SELECT t.learner, t.lesson, t.task, t.checks, t.done_at FROM task_progress t
 		WHERE `+sc.rowOf("t.learner", "1")+` ORDER BY t.learner, t.lesson, t.task`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class tasks: %w", err)

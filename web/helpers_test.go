@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"database/sql"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
@@ -123,4 +124,18 @@ func (e *testEnv) doc(c *http.Client, path string, want int, header ...string) *
 		e.t.Fatal(err)
 	}
 	return d
+}
+
+// rawDB opens the test database's file on a connection of its own (the
+// store keeps its pools to itself), for the few tests that count rows or
+// set up a state no store method makes. Closed when the test ends.
+func rawDB(t testing.TB, db *store.DB) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+db.Path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	t.Cleanup(func() { raw.Close() })
+	return raw
 }

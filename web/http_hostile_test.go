@@ -257,11 +257,12 @@ type counts struct{ learners, progress, attempts, runs, events, sessions int }
 func dbCounts(t *testing.T, db *store.DB) counts {
 	t.Helper()
 	var c counts
+	raw := rawDB(t, db)
 	for table, dst := range map[string]*int{
 		"learners": &c.learners, "progress": &c.progress, "attempts": &c.attempts,
 		"runs": &c.runs, "run_events": &c.events, "instructor_sessions": &c.sessions,
 	} {
-		if err := db.R.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(dst); err != nil {
+		if err := raw.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(dst); err != nil {
 			t.Fatal(err)
 		}
 	}

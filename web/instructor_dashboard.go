@@ -113,7 +113,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		active := now.Sub(l.LastActive) <= activeWindow
 		v.Learners = append(v.Learners, views.DashLearner{
 			Name: l.DisplayName, Short: shortID(l.ID), LastActive: ago(lang, now.Sub(l.LastActive), l.LastActive),
-			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs,
+			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs, TasksDone: l.TasksDone,
 		})
 	}
 

@@ -292,7 +292,7 @@ func TestInstructorLoginLogout(t *testing.T) {
 func TestInstructorSessionExpiredOrForged(t *testing.T) {
 	e := newInstrEnv(t)
 	c := e.instructor("ada", "correct horse battery")
-	if _, err := e.DB.W.Exec(`UPDATE instructor_sessions SET expires_at = '2000-01-01T00:00:00.000000000Z'`); err != nil {
+	if _, err := rawDB(t, e.DB).Exec(`UPDATE instructor_sessions SET expires_at = '2000-01-01T00:00:00.000000000Z'`); err != nil {
 		t.Fatal(err)
 	}
 	res := e.do(c, "GET", "/instructor", nil)

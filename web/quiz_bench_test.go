@@ -60,7 +60,7 @@ func BenchmarkQuizSubmitVsInsert(b *testing.B) {
 	if err := db.EnsureLearner(context.Background(), learner); err != nil {
 		b.Fatal(err)
 	}
-	insert, err := db.W.Prepare(`INSERT INTO attempts (learner, question_id, answer, correct, created_at) VALUES (?, ?, ?, ?, ?)`)
+	insert, err := rawDB(b, db).Prepare(`INSERT INTO attempts (learner, question_id, answer, correct, created_at) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -77,6 +77,7 @@ type DashLearner struct {
 	Attempts   int
 	Correct    int
 	Runs       int
+	TasksDone  int // lessons' :::task steps verified done
 }
 
 // DashLesson is one lesson with its class progress and question statistics.
