@@ -25,7 +25,7 @@ func diagramIDs() []string {
 
 // pathStep is one box of a path drawing.
 type pathStep struct {
-	id      string // data-step, for the interactive version of a later issue
+	id      string // data-step; also keys the step-by-step version (diagram_visuals.go) and stepCosts
 	zone    string // key into zoneLabels
 	removed bool   // a TCP step that RDMA does not have
 	bypass  bool   // drawn aside: the flow arrow skips it

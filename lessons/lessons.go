@@ -82,7 +82,7 @@ const (
 	SegHTML       SegmentKind = "html"       // pre-rendered trusted HTML
 	SegExperiment SegmentKind = "experiment" // ::experiment ID key=value...
 	SegQuiz       SegmentKind = "quiz"       // ::quiz QUESTION-ID
-	SegCheckpoint SegmentKind = "checkpoint" // ::checkpoint (all questions of the lesson)
+	SegCheckpoint SegmentKind = "checkpoint" // ::checkpoint (the lesson's questions: see Segment.Questions)
 	SegDiagram    SegmentKind = "diagram"    // ::diagram ID  (HTML holds the rendered SVG)
 	SegTerminal   SegmentKind = "terminal"   // ::terminal (a shell in the learner's own guest)
 	SegTask       SegmentKind = "task"       // :::task ID SCRIPT … ::: (a step verified in the learner's guest)
@@ -103,7 +103,8 @@ type Segment struct {
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions
 	// (quiz.yaml order) it asks: those no ::quiz directive places on the
-	// page, or all of them with front matter `checkpoint: all`.
+	// page, or all of them with front matter `checkpoint: all` or when the
+	// text places every one.
 	Questions []string
 	// AfterHeading, for SegCheckpoint: it sits in a section the author
 	// titled "Checkpoint" (heading id "checkpoint", or that text), so it

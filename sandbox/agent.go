@@ -20,8 +20,11 @@ import (
 	"github.com/rdmalab/rdmalab/internal/lineio"
 )
 
-// The agent protocol, the same on the host (a child process) and in the
-// Soft-RoCE guest (over virtio-serial):
+// The agent protocol, spoken on an agent child's stdin and stdout. It is
+// the same on the host (the host backend's child) and in the Soft-RoCE
+// guest (the guest server's child: the request reaches the guest server
+// inside a vmproto envelope over virtio-serial, and the server hands the
+// same Request to its agent child on stdin):
 //
 //   - the backend writes one Request as a single JSON line;
 //   - the agent validates it again, runs the experiment and writes each
@@ -29,8 +32,8 @@ import (
 //   - the agent ends the run with a status Event whose Status is done or
 //     failed (with the reason in Message); a failure is preceded by an
 //     error Event (the experiment's own when it returned a Reported error,
-//     else a generic one built from the error). That final line is protocol, not forwarded: the runner
-//     emits the run's own final status.
+//     else a generic one built from the error). That final line is
+//     protocol, not forwarded: the runner emits the run's own final status.
 //
 // ServeAgent handles exactly one request and never reads past its newline
 // (an interactive run's commands follow it on the same stream); every run
@@ -266,8 +269,8 @@ func (b *byteReader) ReadByte() (byte, error) {
 	}
 }
 
-// AgentReader decodes an agent's output stream. It keeps its buffer across
-// runs, so a backend with one long-lived stream (the guest) reuses it.
+// AgentReader decodes an agent's output stream (agentproc.Agent and
+// InProcess make one per run).
 type AgentReader struct {
 	br  *bufio.Reader
 	max int

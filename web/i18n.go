@@ -59,10 +59,6 @@ var coreStrings = uiTable{
 		"lesson.next":       "下一节",
 		"lesson.fallback":   "本节还没有中文版，下面显示的是英文原文。",
 
-		"placeholder.experiment": "实验 %s：随沙箱功能上线，目前还不能运行。",
-		"placeholder.quiz":       "检查题 %s：随测验功能上线。",
-		"placeholder.checkpoint": "本节检查点：随测验功能上线。",
-
 		"error.home":        "回到课程首页",
 		"error.404.title":   "找不到这个页面",
 		"error.404.message": "这个地址没有对应的页面：链接可能有误，或者这节课已经改名或移走。",
@@ -103,10 +99,6 @@ var coreStrings = uiTable{
 		"lesson.prev":       "Previous",
 		"lesson.next":       "Next",
 		"lesson.fallback":   "This lesson is not available in English yet; the Chinese original is shown below.",
-
-		"placeholder.experiment": "Experiment %s: coming with the sandbox; it cannot run yet.",
-		"placeholder.quiz":       "Checkpoint question %s: coming with the quizzes.",
-		"placeholder.checkpoint": "This lesson's checkpoint: coming with the quizzes.",
 
 		"error.home":        "Back to the course",
 		"error.404.title":   "Page not found",

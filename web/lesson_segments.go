@@ -28,8 +28,9 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 	case lessons.SegCheckpoint:
 		return s.checkpointSegment(lr, seg)
 	default:
-		// A kind this build does not know (content newer than the server):
-		// say so rather than drop it silently.
+		// A kind lessons emits that this switch does not handle (a new
+		// directive wired into lessons but not yet here): show its kind and
+		// id rather than drop it silently.
 		return views.Placeholder(string(seg.Kind), seg.ID, string(seg.Kind)+" "+seg.ID)
 	}
 }

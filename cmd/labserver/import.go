@@ -11,10 +11,6 @@ import (
 	"github.com/rdmalab/rdmalab/quiz"
 )
 
-func init() {
-	commands["import"] = runImport
-}
-
 const importUsage = `usage: labserver import aiken|gift FILE [--prefix ID-PREFIX] [--lang zh|en]
   Convert Moodle questions (Aiken, or GIFT single/multiple choice and
   numeric) into quiz.yaml text on standard output. What does not convert is

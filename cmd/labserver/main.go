@@ -37,7 +37,7 @@ environment of serve without a flag:
 type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // commands maps subcommand names to their implementation (each in its
-// own file); usage lists every one of them.
+// own file); usage lists every one of them (TestDispatch).
 var commands = map[string]Command{
 	"serve":  runServe,
 	"check":  runCheck,
@@ -45,6 +45,9 @@ var commands = map[string]Command{
 	"vm":     runVM,
 	"backup": runBackup,
 	"new":    runNew,
+	"worker": runWorker,
+	"user":   runUser,
+	"import": runImport,
 }
 
 func main() {

@@ -14,10 +14,6 @@ import (
 	"github.com/rdmalab/rdmalab/store"
 )
 
-func init() {
-	commands["user"] = runUser
-}
-
 const userUsage = `usage: labserver user add NAME      [--db PATH]  create an instructor account
        labserver user passwd NAME   [--db PATH]  set a new password (ends the account's sessions)
        labserver user remove NAME   [--db PATH]  remove an account (not the last one)

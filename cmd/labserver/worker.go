@@ -14,10 +14,6 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 )
 
-func init() {
-	commands["worker"] = runWorker
-}
-
 const workerUsage = `usage: labserver worker --join nats://HOST:4222 (--token T | --nkey-seed FILE) [flags]
 
 Runs experiments for a lab server on this machine: takes runs from the
