@@ -76,6 +76,7 @@ var taskStrings = uiTable{
 		"task.unknown":     "这一课没有这个任务。",
 		"task.error":       "检查没能运行：%s",
 		"task.timeout":     "超时",
+		"task.exit":        "退出状态 %s",
 	},
 	"en": {
 		"task.heading":     "Task %d",
@@ -94,6 +95,7 @@ var taskStrings = uiTable{
 		"task.unknown":     "This lesson has no such task.",
 		"task.error":       "The check could not run: %s",
 		"task.timeout":     "timed out",
+		"task.exit":        "exit status %s",
 	},
 }
 
@@ -162,7 +164,9 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		resp.Status, resp.Message = "passed", t("task.passed")
 	} else {
 		detail := verdict.Detail
-		if strings.HasPrefix(detail, "timed out") {
+		if n, ok := strings.CutPrefix(detail, "exit status "); ok {
+			detail = trf(lang, "task.exit", n)
+		} else if strings.HasPrefix(detail, "timed out") {
 			detail = t("task.timeout")
 		}
 		key := "task.failed"

@@ -112,10 +112,16 @@ func TestTaskCheck(t *testing.T) {
 	if len(terms.calls) != 1 || terms.calls[0] != annID+"|en|#!/bin/sh\necho checking\n" {
 		t.Errorf("verifier calls %q", terms.calls)
 	}
+	terms.mu.Unlock()
+	code, r, _ = post(ann, check+"?lang=zh")
+	if code != 200 || r.Status != "failed" || !strings.Contains(r.Message, "还没有通过（退出状态 1）") {
+		t.Fatalf("failing script (zh): %d %+v", code, r)
+	}
+	terms.mu.Lock()
 	terms.verdict[annID] = TaskVerdict{Passed: true, Output: "65536 KiB"}
 	terms.mu.Unlock()
 	code, r, _ = post(ann, check+"?lang=zh")
-	if code != 200 || r.Status != "passed" || !r.Done || !strings.Contains(r.Message, "通过") || r.Checks != 2 {
+	if code != 200 || r.Status != "passed" || !r.Done || !strings.Contains(r.Message, "通过") || r.Checks != 3 {
 		t.Fatalf("passing script: %d %+v", code, r)
 	}
 	// A later failure keeps the task done.

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -88,4 +89,45 @@ func TestTerminalVerify(t *testing.T) {
 	if res.Passed || res.Detail != "exit status 3" || len(res.Output) != vmproto.VerifyOutputMax {
 		t.Errorf("flooding script: passed %v, %q, %d bytes of output (want %d)", res.Passed, res.Detail, len(res.Output), vmproto.VerifyOutputMax)
 	}
+
+	// A script that outlives its time is killed with what it started.
+	res, err = terms.Verify(ctx, "learner-v", []byte("sleep 1234 &\necho started\nsleep 600\n"), "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed || res.Detail != fmt.Sprintf("timed out after %d s", vmproto.VerifyTimeoutS) || !strings.Contains(string(res.Output), "started") {
+		t.Errorf("slow script: passed %v, %q, output %q", res.Passed, res.Detail, res.Output)
+	}
+	// The scan sees a process that does run: the learner's shell.
+	res, err = terms.Verify(ctx, "learner-v", []byte(strings.Replace(leftBehind, "sleep 1234", termShell(), 1)), "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed || !strings.Contains(string(res.Output), "left-behind") {
+		t.Fatalf("the scan does not find the learner's shell (%s): %q %s", termShell(), res.Detail, res.Output)
+	}
+	res, err = terms.Verify(ctx, "learner-v", []byte(leftBehind), "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed {
+		t.Errorf("the timed-out script's child is still running: %q %s", res.Detail, res.Output)
+	}
 }
+
+// leftBehind fails when a "sleep 1234" still runs; it checks that its scan
+// of /proc finds its own shell first (the guest has no pgrep).
+const leftBehind = `self=0
+for c in /proc/[0-9]*/cmdline; do
+	a=$(tr '\000' ' ' < "$c" 2>/dev/null)
+	case "$a" in
+	"sleep 1234"*) echo left-behind; exit 1 ;;
+	"/bin/sh /tmp/task-"*) self=1 ;;
+	esac
+done
+[ "$self" = 1 ] || { echo "the scan of /proc did not find this script"; exit 2; }
+`
+
+// termShell is how the learner's shell's command line starts
+// (vmguest.termShell: bash when the image has it).
+func termShell() string { return "/usr/bin/bash --login" }
