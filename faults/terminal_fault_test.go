@@ -231,8 +231,10 @@ func TestTerminalAbuse(t *testing.T) {
 			niced++
 		}
 	}
-	if len(qemus) != 2 || niced != 1 {
-		t.Errorf("%d QEMUs, %d of them niced: want the experiment guest and the learner's, the learner's niced", len(qemus), niced)
+	// The experiment guest at nice 0; the learner's guest and the spare
+	// learner guest kept ahead of demand niced.
+	if len(qemus)-niced != 1 || niced < 1 {
+		t.Errorf("%d QEMUs, %d of them niced: want one experiment guest at nice 0, the learners' niced", len(qemus), niced)
 	}
 	w.c.Close(websocket.StatusNormalClosure, "")
 	other.must("GET", "/healthz", "", 200)

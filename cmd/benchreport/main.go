@@ -14,6 +14,8 @@
 //   - a guest restored from its snapshot vs a cold boot, and their idle memory (sandbox/vm)
 //   - a burst of 60 learners: single queue vs the pool; pingpong's fidelity
 //     to perftest inside the burst vs alone (sandbox/vm)
+//   - a learner terminal's open → prompt p50 vs p95, and an idle learner
+//     guest's CPU (tab attached vs none) and memory (sandbox/vm)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed (the table still shows the rest).
@@ -56,6 +58,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkFidelity", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -307,6 +310,27 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkBurst", "BenchmarkBurst", "workers-s", "single-s", "", 1, "s", "report (one machine: no CPUs added)")
 	add("pingpong/perftest fidelity inside the pool burst vs alone (timing runs isolated)",
 		"BenchmarkBurst", "BenchmarkBurst", "fid-pool", "fid-quiet", "", 1, "", "0.8–1.25")
+	add("learner terminal open → shell answers, p50: a paused spare guest vs a guest restored on demand (TCG)",
+		"BenchmarkTerminal", "BenchmarkTerminal", "open-p50-s", "restore-p50-s", "", 1, "s", "p50 < 1 s (TCG)")
+	add("learner terminal open → shell answers, p95: a paused spare guest vs a guest restored on demand (TCG)",
+		"BenchmarkTerminal", "BenchmarkTerminal", "open-p95-s", "restore-p95-s", "", 1, "s", "report")
+	{
+		r := row{What: "idle learner guest CPU (% of a core over 30 s): tab attached vs none (guest paused)", Target: "report"}
+		att, ok1 := get("BenchmarkTerminal", "idle-cpu-%")
+		det, ok2 := get("BenchmarkTerminal", "detached-cpu-%")
+		switch {
+		case !ok1 || !ok2:
+			r.Missing = missing("BenchmarkTerminal")
+		default:
+			r.Ours, r.Base, r.Ratio = fmtUnit(att, "%"), fmtUnit(det, "%"), "-"
+			if det > 0 {
+				r.Ratio = fmt.Sprintf("%.3g", att/det)
+			}
+		}
+		rows = append(rows, r)
+	}
+	add("idle learner guest memory (QEMU RSS) vs its guest RAM",
+		"BenchmarkTerminal", "BenchmarkTerminal", "idle-rss-MiB", "guest-MiB", "", 1, "MiB", "report")
 	return rows
 }
 

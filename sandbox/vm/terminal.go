@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -112,9 +113,16 @@ type Terminals struct {
 	// and unused this long gives its guest up (2 min): a closed tab must not
 	// hold a place for the full Idle while others queue.
 	DetachedGrace time.Duration
+	// Spares is how many learner guests are kept ahead of demand: restored,
+	// their shell started, then paused (QMP stop: memory, no CPU), so that
+	// a new learner's terminal opens with a resume instead of a restore
+	// (1; -1: none). They count in memory, not in Max.
+	Spares int
 
 	mu       sync.Mutex
 	sessions map[string]*termSession
+	spares   []*termSession
+	made     int           // guests started, to name them in the log
 	waiting  []*termWaiter // FIFO
 	changed  chan struct{} // closed and replaced when a place frees or the queue moves
 	closed   bool
@@ -136,6 +144,9 @@ type termSession struct {
 	subs    map[*Attachment]struct{}
 	lastUse time.Time
 	max     int
+
+	pmu   sync.Mutex // orders pausing and resuming the guest
+	users int        // attachments, attaches under way and checks; the guest runs while > 0
 }
 
 // Attachment is one browser tab's view of a learner's shell.
@@ -148,6 +159,7 @@ type Attachment struct {
 	Scrollback []byte
 	term       *Terminal
 	closeOnce  sync.Once
+	detachOnce sync.Once
 }
 
 func (t *Terminals) init() {
@@ -166,6 +178,9 @@ func (t *Terminals) init() {
 		}
 		if t.DetachedGrace <= 0 {
 			t.DetachedGrace = 2 * time.Minute
+		}
+		if t.Spares == 0 {
+			t.Spares = 1
 		}
 		t.sessions = map[string]*termSession{}
 		t.changed = make(chan struct{})
@@ -231,19 +246,114 @@ func (t *Terminals) dequeue(w *termWaiter) {
 	}
 }
 
-// newSession starts learner's guest. t.mu held.
+// newSession gives learner a guest: a spare one if there is one, else
+// one that starts now. t.mu held.
 func (t *Terminals) newSession(learner string) *termSession {
+	var s *termSession
+	if len(t.spares) > 0 {
+		s, t.spares = t.spares[0], t.spares[1:]
+		s.mu.Lock()
+		s.owner, s.lastUse = learner, time.Now()
+		s.mu.Unlock()
+	} else {
+		s = t.startGuest(learner)
+	}
+	t.sessions[learner] = s
+	return s
+}
+
+// startGuest starts a learner guest for owner ("" for a spare). t.mu held.
+func (t *Terminals) startGuest(owner string) *termSession {
 	cfg := t.Cfg
 	if cfg.Nice == 0 {
 		cfg.Nice = 10
 	}
+	t.made++
 	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.With("terminal_guest", len(t.sessions)+1)
+		cfg.Logger = cfg.Logger.With("terminal_guest", t.made)
 	}
-	s := &termSession{owner: learner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
-	t.sessions[learner] = s
+	s := &termSession{owner: owner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
 	s.backend.Start()
 	return s
+}
+
+// refill starts spare guests up to Spares. Called once a learner guest is
+// ready, so that the snapshot they restore from exists.
+func (t *Terminals) refill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for !t.closed && len(t.spares) < t.Spares {
+		s := t.startGuest("")
+		t.spares = append(t.spares, s)
+		go s.prepare()
+	}
+}
+
+// prepare readies a spare: its guest up, its shell started and showing its
+// prompt, then paused until a learner takes it.
+func (s *termSession) prepare() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	g, err := s.backend.WaitReady(ctx)
+	if err != nil {
+		return // a learner who takes it meets the same error in Attach
+	}
+	s.mu.Lock()
+	if s.term == nil {
+		if term, err := g.OpenTerminal(24, 80, s.output); err == nil {
+			s.setTerm(term)
+		}
+	}
+	s.mu.Unlock()
+	for range 200 { // the prompt (bash reading its profile) before the pause
+		s.mu.Lock()
+		shown := len(s.scroll) > 0
+		s.mu.Unlock()
+		if shown {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.use()
+	s.unuse() // nobody took it meanwhile: paused
+}
+
+// use marks the guest in use and resumes it if it was paused.
+func (s *termSession) use() {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.users++
+	s.backend.resume()
+}
+
+// unuse ends one use; with none left the guest is paused (QMP stop): an
+// idle guest that no tab shows costs no CPU, and its shell, with whatever
+// it runs, goes on where it was at the next attach.
+func (s *termSession) unuse() {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.users--
+	if s.users == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s.backend.pause(ctx)
+		cancel()
+	}
+}
+
+// setTerm makes term the session's shell. s.mu held.
+func (s *termSession) setTerm(term *Terminal) {
+	s.term = term
+	go func() {
+		<-term.done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for a := range s.subs {
+			if a.term == term {
+				a.closeOut()
+				delete(s.subs, a)
+			}
+		}
+	}()
 }
 
 // Attach returns learner's shell, starting their guest (restored from the
@@ -313,12 +423,25 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 	s.mu.Unlock()
 	t.mu.Unlock()
 
+	s.use() // a paused guest (spare, or no tab attached) runs again
+	a, err := t.open(ctx, s, rows, cols)
+	if err != nil {
+		s.unuse()
+		return nil, err
+	}
+	return a, nil // the attachment keeps the use until Detach
+}
+
+// open waits for s's guest and attaches to its shell, starting one if
+// there is none.
+func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16) (*Attachment, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // the start; the queue's wait is ctx's
 	defer cancel()
 	g, err := s.backend.WaitReady(rctx)
 	if err != nil {
 		return nil, err
 	}
+	t.refill()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUse = time.Now()
@@ -327,18 +450,7 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 		if err != nil {
 			return nil, fmt.Errorf("open a shell in your machine: %w", err)
 		}
-		s.term = term
-		go func() {
-			<-term.done
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			for a := range s.subs {
-				if a.term == term {
-					a.closeOut()
-					delete(s.subs, a)
-				}
-			}
-		}()
+		s.setTerm(term)
 	} else {
 		_ = s.term.Resize(rows, cols)
 	}
@@ -389,13 +501,17 @@ func (a *Attachment) Write(b []byte) error {
 // Resize sets the shell's window size.
 func (a *Attachment) Resize(rows, cols uint16) error { return a.term.Resize(rows, cols) }
 
-// Detach stops this tab's view; the shell keeps running.
+// Detach stops this tab's view; the shell keeps running (paused with its
+// guest when no other tab shows it).
 func (a *Attachment) Detach() {
-	a.s.mu.Lock()
-	delete(a.s.subs, a)
-	a.s.lastUse = time.Now()
-	a.s.mu.Unlock()
-	a.closeOut()
+	a.detachOnce.Do(func() {
+		a.s.mu.Lock()
+		delete(a.s.subs, a)
+		a.s.lastUse = time.Now()
+		a.s.mu.Unlock()
+		a.closeOut()
+		a.s.unuse()
+	})
 }
 
 // Recent is the output the shell had produced before this attach.
@@ -469,8 +585,9 @@ func (t *Terminals) Close() error {
 	t.init()
 	t.mu.Lock()
 	t.closed = true
-	all := t.sessions
-	t.sessions = map[string]*termSession{}
+	all := slices.Collect(maps.Values(t.sessions))
+	all = append(all, t.spares...)
+	t.sessions, t.spares = map[string]*termSession{}, nil
 	t.mu.Unlock()
 	close(t.stop)
 	var wg sync.WaitGroup
@@ -553,6 +670,8 @@ func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, l
 	if term == nil || isDone(term.done) {
 		return VerifyResult{}, ErrNoTerminal
 	}
+	s.use() // a paused guest runs the check
+	defer s.unuse()
 	g, err := s.backend.WaitReady(ctx)
 	if err != nil {
 		return VerifyResult{}, err

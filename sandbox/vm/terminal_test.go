@@ -164,8 +164,25 @@ func TestTerminals(t *testing.T) {
 		t.Fatal(err)
 	}
 	readUntil(t, a2, "secret-a\r\n")
+	// With no tab attached a's guest is paused (no CPU); a tab that comes
+	// back resumes it, and the shell is where it was.
 	a.Detach()
+	if a.s.backend.paused.Load() {
+		t.Error("a's guest paused while a second tab still shows the shell")
+	}
 	a2.Detach()
+	if !a.s.backend.paused.Load() {
+		t.Error("a's guest runs on with no tab attached")
+	}
+	a3, err := terms.Attach(ctx, "learner-a", 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a3.Write([]byte("cat /root/mine; echo resumed-$((5*5))\n")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, a3, "resumed-25")
+	a3.Detach()
 
 	// Discarding a frees a place: the waiting learner c gets it.
 	start := time.Now()
