@@ -44,12 +44,15 @@ func FuzzDirectives(f *testing.F) {
 	f.Add("```\n::nope\n```\n:::warning x\n## 标题\n")
 	f.Add("::experiment x a=\"b c\" a=1\n[l](../01-a#h) ![i](x.png)\n")
 	f.Add("::checkpoint\n::diagram tcp-vs-rdma\n")
+	f.Add("::terminal\n:::task t tasks/t.sh\nDo **it**.\n:::note\nx\n:::\n:::\n:::task t tasks/t.sh\n:::task u x\n")
+	f.Add(":::note\n:::task a tasks/t.sh\n::quiz a/b\ntext\n:::\n")
 	const head = "---\ntitle: T\nsummary: S\norder: 1\n---\n"
 	quiz := []byte("questions:\n  - id: a/b\n    type: single\n    prompt: {zh: x, en: y}\n    options:\n      - {id: a, correct: true, text: {zh: x, en: y}}\n      - {id: b, text: {zh: x, en: y}}\n    explanation: {zh: x, en: y}\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		fsys := fstest.MapFS{
 			"01-a/index.en.md": {Data: []byte(head + body)},
 			"01-a/quiz.yaml":   {Data: quiz},
+			"01-a/tasks/t.sh":  {Data: []byte("exit 0\n")},
 		}
 		diags := Check(fsys, Options{})
 		checkDiagLines(t, fsys, diags)

@@ -197,6 +197,22 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	// A ping every 30 s: proxies close a WebSocket silent for 60 s (nginx's
+	// default), and a learner waiting in the queue or an idle shell is.
+	go func() {
+		tick := time.NewTicker(30 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_ = ws.Ping(pctx)
+				cancel()
+			}
+		}
+	}()
 	_ = send(termMsg{T: "status", Msg: tr(lang)("term.starting")})
 	queued := false
 	mu.Lock()
