@@ -20,8 +20,11 @@ func TestEnglishProse(t *testing.T) {
 		{"RDMA WRITE", 0},
 		{"round trip (µs, log)", 1},
 		{"Soft-RoCE 实验环境：就绪", 0},
+		{"GRH：60 00 00 00 00 1c 11 40 be ae 00 01", 0},
+		{"be ae", 1}, // two words, not a dump
+		{"the run said be careful", 1},
 	} {
-		if got := englishProse(c.s); len(got) != c.want {
+		if got := proseIn(c.s); len(got) != c.want {
 			t.Errorf("%q: %v", c.s, got)
 		}
 	}

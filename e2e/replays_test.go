@@ -220,6 +220,16 @@ var quoted = regexp.MustCompile(`“[^”]*”|"[^"]*"|‘[^’]*’`)
 // whether they belong to one run of prose (spaces, commas, hyphens) or not.
 var tokenRE = regexp.MustCompile(`[A-Za-z0-9_'’./%+µ-]+`)
 
+// hexBytes is a dump of four or more bytes in hex ("45 00 be ae"), as
+// ud-vs-rc shows a GRH: bytes such as "be ae" are not words.
+var hexBytes = regexp.MustCompile(`\b(?:[0-9a-fA-F]{2}\s+){3,}[0-9a-fA-F]{2}\b`)
+
+// proseIn is englishProse of a page's text without its quotations and hex
+// dumps.
+func proseIn(s string) []string {
+	return englishProse(hexBytes.ReplaceAllString(quoted.ReplaceAllString(s, " "), " "))
+}
+
 // englishProse returns the runs of two or more plain English words in s.
 func englishProse(s string) []string {
 	var out, run []string
@@ -290,7 +300,7 @@ func checkChinese(t reporter, b *browser, where string) {
 		if strings.HasPrefix(s, "$ ") {
 			continue // a command line the experiment ran, shown as is
 		}
-		if p := englishProse(quoted.ReplaceAllString(s, " ")); len(p) > 0 {
+		if p := proseIn(s); len(p) > 0 {
 			bad = append(bad, fmt.Sprintf("%q in %q", p[0], short(s)))
 		}
 	}

@@ -208,7 +208,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	if ev, err := res.Event(hosts); err == nil {
 		emit.Emit(ev)
 	} else {
-		note(emit, "warn", say(fmt.Sprintf("the capture could not be stored with the run: %v", err), fmt.Sprintf("抓包无法随这次运行保存：%v", err)))
+		note(emit, "warn", say(fmt.Sprintf("the capture could not be stored with the run: %v", err), "抓包无法随这次运行保存："+quoteZh(err)))
 	}
 	missed := d["rcvd_pkts"] - int64(len(pkts)) // the server received every frame the capture should have seen
 	note(emit, "info", say(fmt.Sprintf("%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"]),

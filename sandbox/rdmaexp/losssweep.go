@@ -96,7 +96,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)
 	defer func() {
 		if err := netshape.Reset(dev); err != nil {
-			note(emit, "warn", say("could not remove the loss: "+err.Error(), "无法撤销丢包设置："+err.Error()))
+			note(emit, "warn", say("could not remove the loss: "+err.Error(), "无法撤销丢包设置："+quoteZh(err)))
 		} else {
 			note(emit, "info", say("loss removed: the link is as it was before the run", "已撤销丢包：链路恢复到运行前的状态"))
 		}
@@ -191,7 +191,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		}
 		tc.Close()
 		if err != nil {
-			return explained(emit, say(fmt.Sprintf("TCP at %s %% loss: %v", pctKey(loss), err), fmt.Sprintf("丢包率 %s %% 时 TCP 出错：%v", pctKey(loss), err)))
+			return explained(emit, say(fmt.Sprintf("TCP at %s %% loss: %v", pctKey(loss), err), fmt.Sprintf("丢包率 %s %% 时 TCP 出错：%s", pctKey(loss), quoteZh(err))))
 		}
 		pts = append(pts, pt)
 		base := pts[0]
@@ -301,7 +301,7 @@ func linksClean(emit sandbox.Emitter, devs ...string) bool {
 	for _, d := range devs {
 		s, err := netshape.State(d)
 		if err != nil {
-			note(emit, "warn", say(fmt.Sprintf("state of %s: %v", d, err), fmt.Sprintf("读取 %s 的状态失败：%v", d, err)))
+			note(emit, "warn", say(fmt.Sprintf("state of %s: %v", d, err), fmt.Sprintf("读取 %s 的状态失败：%s", d, quoteZh(err))))
 			continue
 		}
 		if s != "" {

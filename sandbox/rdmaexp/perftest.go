@@ -147,7 +147,7 @@ func runPerftest(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		if attempt == 3 || ctx.Err() != nil {
 			return fmt.Errorf("perftest: %s: %w", tool, err)
 		}
-		note(emit, "warn", say(fmt.Sprintf("%s attempt %d failed (%v); trying again", tool, attempt, err), fmt.Sprintf("%s 第 %d 次尝试失败（%v）；再试一次", tool, attempt, err)))
+		note(emit, "warn", say(fmt.Sprintf("%s attempt %d failed (%v); trying again", tool, attempt, err), fmt.Sprintf("%s 第 %d 次尝试失败（%s）；再试一次", tool, attempt, quoteZh(err))))
 	}
 	t := sandbox.NewTable(say(tool+" (one way, µs)", tool+"（单程，µs）"), say("size", "大小"), sandbox.Same("t_min"), sandbox.Same("t_typical"), sandbox.Same("t_avg"), sandbox.Same("99%"), sandbox.Same("t_max"))
 	t.AddRow(sandbox.Same(size), sandbox.Same(f1(lat.Min)), sandbox.Same(f1(lat.Typical)), sandbox.Same(f1(lat.Avg)), sandbox.Same(f1(lat.P99)), sandbox.Same(f1(lat.Max)))

@@ -192,7 +192,7 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		break // the server is gone: no point trying again
 	}
 	if cliErr != nil {
-		note(emit, "warn", say(fmt.Sprintf("rping client: %v", cliErr), fmt.Sprintf("rping 客户端：%v", cliErr)))
+		note(emit, "warn", say(fmt.Sprintf("rping client: %v", cliErr), "rping 客户端："+quoteZh(cliErr)))
 	}
 	select {
 	case <-srv.done:

@@ -175,7 +175,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 			fmt.Sprintf("在失败的 QP 上再投递一个 WRITE，它以 %s（%s）完成", flush.Status, wcStatusZh(flush.Status))))
 	} else {
 		note(emit, "info", say(fmt.Sprintf("another WRITE on the failed QP is refused at post: %v", err),
-			fmt.Sprintf("在失败的 QP 上再投递 WRITE 时被拒绝：%v", err)))
+			"在失败的 QP 上再投递 WRITE 时被拒绝："+quoteZh(err)))
 	}
 	tries := float64(after.cli["sent_pkts"]-sent0) / float64((size+pair.mtu-1)/pair.mtu)
 	same := sandbox.Same

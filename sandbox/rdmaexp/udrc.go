@@ -171,7 +171,7 @@ func sentPkts(emit sandbox.Emitter, dev string) int64 {
 	}
 	c, err := verbs.Counters(dev, 1)
 	if err != nil {
-		note(emit, "info", say(fmt.Sprintf("counters of %s unavailable: %v", dev, err), fmt.Sprintf("读不到 %s 的计数器：%v", dev, err)))
+		note(emit, "info", say(fmt.Sprintf("counters of %s unavailable: %v", dev, err), fmt.Sprintf("读不到 %s 的计数器：%s", dev, quoteZh(err))))
 		return -1
 	}
 	v, ok := c["sent_pkts"]
