@@ -47,10 +47,11 @@ func checkTask(b *browser, id string) (status, text string) {
 // terminals). Learner one types ibv_devices and sees rxe0 and rxe1; a
 // reload finds the same shell with its scrollback; the memlock task fails
 // before the learner raised the limit (with the script's hint) and passes
-// after, and its done mark survives a reload. Learner two's terminal is
+// after, and its done mark survives a reload; the write-bw task passes
+// after the lesson's ib_write_bw commands. Learner two's terminal is
 // another machine: learner one's file is not there, their limit is still
 // the boot value, and Check said "no terminal" before they opened one, in
-// Chinese. The instructor's gradebook counts learner one's task.
+// Chinese. The instructor's gradebook and dashboard count learner one's tasks.
 func TestLesson01Terminal(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
@@ -98,6 +99,16 @@ func TestLesson01Terminal(t *testing.T) {
 		t.Errorf("memlock after ulimit: %s %q", status, text)
 	}
 
+	// The write-bw task with the lesson's own commands: 64 KiB WRITEs from
+	// rxe0 to rxe1, the report kept, checked against rxe0's counter.
+	typeLine(one, "ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 &  sleep 2")
+	typeLine(one, "ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))")
+	waitTerm(one, "bw-9")
+	status, text = checkTask(one, "write-bw")
+	if status != "passed" || !strings.Contains(text, "rxe0 sent 200 RDMA WRITEs of 64 KiB") || !strings.Contains(text, "not a hardware figure") {
+		t.Errorf("write-bw after ib_write_bw: %s %q", status, text)
+	}
+
 	// A reload: the same shell, its scrollback, and the done mark from the store.
 	one.open(lesson + "?lang=en")
 	waitTerm(one, "wrote-42")
@@ -142,13 +153,13 @@ func TestLesson01Terminal(t *testing.T) {
 	ins.navigates("log in", chromedp.Click(chromedp.CSS(`[data-testid=instructor-login] button[type=submit]`), chromedp.NodeVisible))
 	ins.open("/instructor/gradebook?lang=en")
 	cells := eval[[]string](ins, `Array.from(document.querySelectorAll('[data-testid=grade-tasks]')).map(e => e.textContent.trim())`)
-	if !strings.Contains(strings.Join(cells, "|"), "terminal tasks 1/2") {
-		t.Errorf("gradebook task cells %q, want one with terminal tasks 1/2", cells)
+	if !strings.Contains(strings.Join(cells, "|"), "terminal tasks 2/2") {
+		t.Errorf("gradebook task cells %q, want one with terminal tasks 2/2", cells)
 	}
 	// … and the dashboard's learner list: learner one 1 task done, learner two 0.
 	ins.open("/instructor?lang=en")
 	done := eval[[]string](ins, `Array.from(document.querySelectorAll('[data-testid=learner-tasks]')).map(e => e.textContent.trim()).sort()`)
-	if strings.Join(done, ",") != "0,1" {
-		t.Errorf("dashboard tasks done per learner %q, want 0 and 1", done)
+	if strings.Join(done, ",") != "0,2" {
+		t.Errorf("dashboard tasks done per learner %q, want 0 and 2", done)
 	}
 }
