@@ -212,6 +212,23 @@ func TestTerminalAbuse(t *testing.T) {
 	}
 	t.Logf("fork bomb: %s; %d bytes of output reached the browser", pe, w.total())
 
+	// The builtin exit ends the shell, and with it the bomb and the floods:
+	// the terminal says so, and a new one is a working shell again.
+	w.send("exit\r")
+	<-w.done
+	w.mu.Lock()
+	news := strings.Join(w.news, "\n")
+	w.mu.Unlock()
+	if !strings.Contains(news, `"t":"exit"`) {
+		t.Errorf("after exit the terminal did not say the shell ended: %s", news)
+	}
+	w = openTerminal(t, abuser)
+	defer w.c.CloseNow()
+	_, at = w.until(0, regexp.MustCompile(`root@rdmalab-guest`))
+	w.send("cat /sys/fs/cgroup/learner/pids.current; echo new-$((7*7))\r")
+	fresh, _ := w.until(at, regexp.MustCompile(`(?s)[0-9]+\r\nnew-49`))
+	t.Logf("a new shell after exit: %q", fresh)
+
 	// The host: memory bounded, the learner's QEMU niced below the
 	// experiment guest's.
 	if rss := procStatus(t, srv.Pid, "VmRSS"); rss > 512<<10 {

@@ -1,6 +1,7 @@
 package vmguest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -136,9 +137,12 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	c.mu.Lock()
 	c.terms[m.ID] = t
 	c.mu.Unlock()
+	reaped := make(chan struct{})
+	go t.endWithShell(reaped)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer close(reaped)
 		stop := context.AfterFunc(ctx, t.kill)
 		defer stop()
 		buf := make([]byte, termChunk)
@@ -177,6 +181,31 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		}
 		_ = c.send(end)
 	}()
+}
+
+// endWithShell ends everything the shell started once the shell itself
+// has exited: background jobs (or a fork bomb, whose learner can still
+// type the builtin `exit`) would keep the PTY open and the terminal alive.
+// It stops when the shell is reaped (its pid could then be reused).
+func (t *guestTerm) endWithShell(reaped <-chan struct{}) {
+	stat := fmt.Sprintf("/proc/%d/stat", t.cmd.Process.Pid)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-reaped:
+			return
+		case <-tick.C:
+		}
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			t.kill()
+			return
+		}
+	}
 }
 
 // kill ends the shell and everything it started: every process of its
