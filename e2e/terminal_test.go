@@ -126,7 +126,7 @@ func TestLesson01Terminal(t *testing.T) {
 	two := newBrowser(t, lab)
 	two.open(lesson + "?lang=zh")
 	status, text = checkTask(two, "memlock")
-	if status != "no-terminal" || !strings.Contains(text, "还没有打开终端") {
+	if status != "no-terminal" || !strings.Contains(text, "你的终端还没有打开") {
 		t.Errorf("learner two before opening a terminal: %s %q", status, text)
 	}
 	two.click(`[data-testid=terminal-open]`)

@@ -66,11 +66,12 @@ var taskStrings = uiTable{
 		"task.done":        "已完成 ✓",
 		"task.todo":        "尚未完成",
 		"task.checks":      "已检查 %d 次",
+		"task.checks1":     "已检查 1 次",
 		"task.noscript":    "检查按钮需要 JavaScript。",
 		"task.passed":      "通过：检查脚本在你的虚拟机里确认了这一步：",
 		"task.failed":      "还没有通过（%s）。检查脚本的提示：",
 		"task.failed.kept": "这次没有通过（%s），但你之前已经完成过这个任务，它仍然算完成。检查脚本的提示：",
-		"task.noterm":      "还没有打开终端：先打开上面的终端，在里面完成这一步，再按“检查”。（闲置 10 分钟后虚拟机会被回收，需要重新做一遍。）",
+		"task.noterm":      "你的终端还没有打开：先打开上面的终端（如果你在排队等空位，等到出现提示符），在里面完成这一步，再按“检查”。（10 分钟没有按键虚拟机就会被回收，那时需要重新做一遍。）",
 		"task.busy":        "上一次检查还在进行，请稍等。",
 		"task.rate":        "你检查得太频繁了：请 %d 秒后再试。",
 		"task.unknown":     "这一课没有这个任务。",
@@ -85,11 +86,12 @@ var taskStrings = uiTable{
 		"task.done":        "Done ✓",
 		"task.todo":        "Not done yet",
 		"task.checks":      "checked %d times",
+		"task.checks1":     "checked once",
 		"task.noscript":    "The Check button needs JavaScript.",
 		"task.passed":      "Passed: the check script confirmed this step in your machine:",
 		"task.failed":      "Not passed yet (%s). The check script's hint:",
 		"task.failed.kept": "This check did not pass (%s), but you completed the task before, so it stays done. The check script's hint:",
-		"task.noterm":      "No terminal is open yet: open the terminal above, do the step in it, then press Check. (An idle machine is discarded after 10 minutes; you would do the step again.)",
+		"task.noterm":      "Your terminal is not open yet: open the terminal above (if you are waiting in line for a machine, wait until its prompt appears), do the step in it, then press Check. (A machine is discarded after 10 minutes without a keystroke; you would do the step again.)",
 		"task.busy":        "The previous check is still running; wait a moment.",
 		"task.rate":        "You are checking too often: try again in %d s.",
 		"task.unknown":     "This lesson has no such task.",
@@ -220,6 +222,9 @@ func (s *Server) taskSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	}
 	if rec.Checks > 0 {
 		w.ChecksOf = trf(lr.Lang, "task.checks", rec.Checks)
+		if rec.Checks == 1 {
+			w.ChecksOf = tr(lr.Lang)("task.checks1")
+		}
 	}
 	if lr.Draft {
 		w.Preview = lr.T("draft.task")

@@ -91,11 +91,11 @@ func TestTaskCheck(t *testing.T) {
 
 	// No terminal yet: said in the learner's language, nothing stored.
 	code, r, _ := post(ann, check+"?lang=zh")
-	if code != 200 || r.Status != "no-terminal" || !strings.Contains(r.Message, "还没有打开终端") {
+	if code != 200 || r.Status != "no-terminal" || !strings.Contains(r.Message, "你的终端还没有打开") {
 		t.Fatalf("no terminal (zh): %d %+v", code, r)
 	}
 	code, r, _ = post(ann, check+"?lang=en")
-	if code != 200 || r.Status != "no-terminal" || !strings.Contains(r.Message, "No terminal is open yet") {
+	if code != 200 || r.Status != "no-terminal" || !strings.Contains(r.Message, "Your terminal is not open yet") {
 		t.Fatalf("no terminal (en): %d %+v", code, r)
 	}
 
@@ -107,6 +107,12 @@ func TestTaskCheck(t *testing.T) {
 	code, r, _ = post(ann, check+"?lang=en")
 	if code != 200 || r.Status != "failed" || r.Done || r.Hint != "still 8192 KiB" || !strings.Contains(r.Message, "exit status 1") || r.Checks != 1 {
 		t.Fatalf("failing script: %d %+v", code, r)
+	}
+	if got := pageChecks(t, env, ann, "en"); got != "checked once" {
+		t.Errorf("after one check the page says %q, want \"checked once\"", got)
+	}
+	if got := pageChecks(t, env, ann, "zh"); got != "已检查 1 次" {
+		t.Errorf("after one check the zh page says %q", got)
 	}
 	terms.mu.Lock()
 	if len(terms.calls) != 1 || terms.calls[0] != annID+"|en|#!/bin/sh\necho checking\n" {
@@ -154,6 +160,16 @@ func TestTaskCheck(t *testing.T) {
 	if s, done := state(bob, "en"); done || s != "Not done yet" {
 		t.Errorf("bob's page (en): %q done=%v", s, done)
 	}
+	// How often ann checked, in words (bob never did).
+	if got := pageChecks(t, env, ann, "en"); got != "checked 4 times" {
+		t.Errorf("ann's checks (en): %q", got)
+	}
+	if got := pageChecks(t, env, ann, "zh"); got != "已检查 4 次" {
+		t.Errorf("ann's checks (zh): %q", got)
+	}
+	if got := pageChecks(t, env, bob, "en"); got != "" {
+		t.Errorf("bob's checks before any: %q", got)
+	}
 
 	// Refusals.
 	if code, _, body := post(ann, check, "Sec-Fetch-Site", "cross-site"); code != http.StatusForbidden {
@@ -175,4 +191,16 @@ func TestTaskCheck(t *testing.T) {
 	if !limited {
 		t.Errorf("bob was never told he checks too often in %d checks", taskCheckBurst+1)
 	}
+}
+
+// pageChecks is the memlock task's "checked N times" on c's lesson page.
+func pageChecks(t *testing.T, env *runEnv, c *http.Client, lang string) string {
+	t.Helper()
+	res := env.get(c, "/lessons/01-t?lang="+lang)
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(doc.Find(`[data-task=memlock] .task-checks`).Text())
 }

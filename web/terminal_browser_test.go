@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -205,9 +206,53 @@ func TestTerminalWidget(t *testing.T) {
 	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.input("ibv_devices\r", true)`))
 	page.do(chromedp.Poll[chromedp.Void](termText + `.includes("you typed: ibv_devices")`))
 
-	// A reload re-attaches to the same shell: its scrollback is back.
+	// The in-use line follows the learner's own open: the page was served
+	// with "0 of 1", the shell's status frame brings "1 of 1".
+	page.do(chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-inuse]").textContent.includes("1 of 1")`))
+	if got := page.text(`[data-testid=terminal-keys]`); !strings.Contains(got, "press Esc, then Tab") {
+		t.Errorf("keyboard hint: %q", got)
+	}
+
+	// A reload re-attaches to the same shell: its scrollback is back, and
+	// the keyboard focus stays where the page starts (the learner did not
+	// press Open this time).
 	page.do(chromedp.Reload(),
 		chromedp.Poll[chromedp.Void](termText+`.includes("you typed: ibv_devices")`))
+	if in := evalBool(t, page, `!!document.activeElement.closest(".term-screen")`); in {
+		t.Errorf("a reload's re-attach pulled the keyboard focus into the terminal")
+	}
+
+	// Keyboard only: Tab inside the terminal belongs to the shell; Esc then
+	// Tab (or Shift+Tab) leaves it, sending neither key to the shell; an Esc
+	// followed by another key reaches the shell, in order.
+	inTerm := `!!document.activeElement.closest(".term-screen")`
+	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.focus()`),
+		chromedp.KeyEvent("\t"))
+	if !evalBool(t, page, inTerm) {
+		t.Errorf("a plain Tab left the terminal (the shell's completion key)")
+	}
+	page.do(chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent("\t"))
+	if evalBool(t, page, inTerm) {
+		t.Errorf("Esc then Tab did not leave the terminal: a keyboard trap")
+	}
+	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.focus()`),
+		chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent(kb.Shift+"\t"))
+	if evalBool(t, page, inTerm) {
+		t.Errorf("Esc then Shift+Tab did not leave the terminal")
+	}
+	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.focus()`),
+		chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent("b"))
+	fake.mu.Lock()
+	var line string
+	for _, sh := range fake.sessions {
+		sh.mu.Lock()
+		line = string(sh.line)
+		sh.mu.Unlock()
+	}
+	fake.mu.Unlock()
+	if !strings.HasPrefix(line, "\t\x1bb") || strings.Count(line, "\x1b") != 1 {
+		t.Errorf("the shell got %q: want the plain Tab, then Esc b once (and no Esc or Tab from leaving)", line)
+	}
 	fake.mu.Lock()
 	shells, opened := len(fake.sessions), 0
 	for _, s := range fake.sessions {
@@ -270,4 +315,14 @@ func newBrowserPageListening(t *testing.T, listen func(ev any)) *browserPage {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	return &browserPage{t: t, ctx: ctx}
+}
+
+// evalBool evaluates a JavaScript condition in p.
+func evalBool(t *testing.T, p *browserPage, js string) bool {
+	t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
 }

@@ -647,6 +647,7 @@ func (p *plan) addEtc() {
 	t.bytes(vmproto.ModuleList, list(p.modules[:p.late]), 0o644)
 	t.bytes("init", vmproto.InitScript(guestModules), 0o755)
 	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:]), 0o644)
+	p.addTerminfo()
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {
 			if e.Type().IsRegular() {
@@ -774,4 +775,28 @@ func Preflight(ctx context.Context, agent string) error {
 		return m
 	}
 	return nil
+}
+
+// terminfoEntries are the terminal descriptions the guest carries: the
+// learner's terminal is xterm.js with TERM=xterm-256color. Without its
+// entry bash's readline knows nothing of the terminal: a command line
+// longer than the screen scrolls sideways ("<…") instead of wrapping, and
+// full-screen programs cannot draw.
+var terminfoEntries = []string{"x/xterm-256color", "x/xterm", "l/linux", "v/vt100", "d/dumb"}
+
+// terminfoDirs is where Debian's ncurses-base (priority required) keeps
+// them; the guest reads them from /usr/share/terminfo, on ncurses' own path.
+var terminfoDirs = []string{"/etc/terminfo", "/lib/terminfo", "/usr/share/terminfo"}
+
+func (p *plan) addTerminfo() {
+	for _, e := range terminfoEntries {
+		for _, d := range terminfoDirs {
+			src := filepath.Join(d, e)
+			if fi, err := os.Stat(src); err == nil && fi.Mode().IsRegular() {
+				p.files.file("usr/share/terminfo/"+e, src, 0o644)
+				p.inputs = append(p.inputs, src)
+				break
+			}
+		}
+	}
 }

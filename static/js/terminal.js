@@ -53,7 +53,34 @@
     var status = box.querySelector('.term-status');
     var screen = box.querySelector('.term-screen');
     if (!btn || !screen || typeof Terminal === 'undefined') return;
+    var inuse = box.querySelector('.term-inuse');
     var term = null, fit = null, ws = null;
+    // focusOnAttach: the learner pressed Open, so the shell takes the
+    // keyboard once it is there; a reload's re-attach leaves focus alone
+    // (it must not pull a keyboard or screen-reader user into the middle
+    // of the page).
+    var focusOnAttach = false;
+    // Tab belongs to the shell (completion), so a keyboard user leaves the
+    // terminal with Esc then Tab (or Shift+Tab): the Esc is held back until
+    // the next key, and sent first unless that key is Tab.
+    var pendingEsc = false;
+    function keys(e) {
+      if (e.type !== 'keydown') return true;
+      if (e.key === 'Shift' || e.key === 'Control' || e.key === 'Alt' || e.key === 'Meta') return true;
+      if (e.key === 'Tab' && pendingEsc && !e.ctrlKey && !e.altKey && !e.metaKey) {
+        pendingEsc = false;
+        return false; // not for xterm: the browser moves the focus
+      }
+      if (pendingEsc) {
+        pendingEsc = false;
+        send({ t: 'in', d: '\x1b' });
+      }
+      if (e.key === 'Escape' && !e.ctrlKey && !e.altKey && !e.metaKey && !e.shiftKey) {
+        pendingEsc = true;
+        return false;
+      }
+      return true;
+    }
 
     function send(m) {
       if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
@@ -65,12 +92,17 @@
       screen.hidden = false;
       status.textContent = '';
       if (!term) {
-        term = new Terminal({ cursorBlink: true, scrollback: 5000, fontSize: 14 });
+        // lineHeight above 1: at 1.0 the glyphs' underscores fall outside
+        // the cell with common monospace fonts, and hw_counters, sent_pkts
+        // and ib_write_bw read as "hw counters", "sent pkts", "ib write bw".
+        term = new Terminal({ cursorBlink: true, scrollback: 5000, fontSize: 14, lineHeight: 1.2 });
         fit = new FitAddon.FitAddon();
         term.loadAddon(fit);
         term.open(screen);
         box._term = term; // for tests: the buffer's text (web/terminal_browser_test.go)
         fit.fit();
+        term.attachCustomKeyEventHandler(keys);
+        term.textarea.addEventListener('blur', function () { pendingEsc = false; });
         term.onData(function (d) { send({ t: 'in', d: d }); });
         term.onResize(function (s) { send({ t: 'size', rows: s.rows, cols: s.cols }); });
         window.addEventListener('resize', function () { fit.fit(); });
@@ -89,9 +121,10 @@
         }
         var m;
         try { m = JSON.parse(e.data); } catch (err) { return; }
+        if (m.inuse && inuse) inuse.textContent = m.inuse;
         if (m.t === 'status') {
           status.textContent = m.msg || '';
-          if (!m.msg) term.focus();
+          if (!m.msg && focusOnAttach) term.focus();
         } else if (m.t === 'error' || m.t === 'exit') {
           status.textContent = m.msg || '';
           localStorage.removeItem(KEY);
@@ -104,7 +137,7 @@
       };
     }
 
-    btn.addEventListener('click', open);
+    btn.addEventListener('click', function () { focusOnAttach = true; open(); });
     if (localStorage.getItem(KEY) === '1') open(); // a reload re-attaches
   }
 

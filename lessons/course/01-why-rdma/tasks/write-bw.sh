@@ -10,7 +10,8 @@
 # if those WRITEs really went out. The counter counts since the guest
 # booted, so earlier runs only add to it. Messages follow LAB_LANG.
 
-f=/root/bw.txt
+f=${BW_REPORT:-/root/bw.txt}    # BW_REPORT, SYSFS: for lessons' script test
+sys=${SYSFS:-/sys}
 say() { if [ "$LAB_LANG" = zh ]; then printf '%s\n' "$2"; else printf '%s\n' "$1"; fi; }
 
 if [ ! -s "$f" ]; then
@@ -29,6 +30,10 @@ mtu=$(sed -n 's/.*Mtu *: *\([0-9]*\).*/\1/p' "$f" | head -n 1)
 row=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 4 { print $2, $4; exit }' "$f")
 iters=${row% *}
 bw=${row#* }
+# The bandwidth's unit, from the header: MB/sec by default, Gb/sec with
+# --report_gbits.
+unit=$(sed -n 's/.*BW average\[\([^]]*\)\].*/\1/p' "$f" | head -n 1)
+[ -n "$unit" ] || unit=MB/sec
 if [ -z "$row" ]; then
 	say "No result row for 65536-byte messages in $f: did you pass -s 65536, and did the run finish?" \
 		"$f 里没有 65536 字节消息的结果行：加了 -s 65536 吗？运行结束了吗？"
@@ -44,12 +49,12 @@ esac
 [ -n "$mtu" ] && [ "$mtu" -gt 0 ] || mtu=4096
 per=$(((65536 + mtu - 1) / mtu))
 need=$((iters * per))
-sent=$(cat "/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts" 2>/dev/null || echo 0)
+sent=$(cat "$sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts" 2>/dev/null || echo 0)
 if [ "$sent" -lt "$need" ]; then
 	say "The report says $iters WRITEs of 64 KiB from $dev (at MTU $mtu, $need packets), but $dev's sent_pkts counter is only $sent: run it again in this machine." \
 		"报告说 $dev 发出了 $iters 个 64 KiB 的 WRITE（MTU $mtu，即 $need 个报文），可 $dev 的 sent_pkts 计数器只有 $sent：请在这台机器里重新运行。"
 	exit 1
 fi
-say "$dev sent $iters RDMA WRITEs of 64 KiB at $bw MB/s average (measured here: Soft-RoCE in an emulated machine, not a hardware figure); its sent_pkts counter is $sent, at least the $need packets they need." \
-	"$dev 发出了 $iters 个 64 KiB 的 RDMA WRITE，平均 $bw MB/s（在这里测得：模拟机器里的 Soft-RoCE，不是硬件数字）；它的 sent_pkts 计数器是 $sent，不少于这些 WRITE 所需的 $need 个报文。"
+say "$dev sent $iters RDMA WRITEs of 64 KiB at $bw $unit average (measured here: Soft-RoCE in an emulated machine, not a hardware figure); its sent_pkts counter is $sent, at least the $need packets they need." \
+	"$dev 发出了 $iters 个 64 KiB 的 RDMA WRITE，平均 $bw $unit（在这里测得：模拟机器里的 Soft-RoCE，不是硬件数字）；它的 sent_pkts 计数器是 $sent，不少于这些 WRITE 所需的 $need 个报文。"
 exit 0

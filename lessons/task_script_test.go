@@ -1,0 +1,59 @@
+package lessons
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestWriteBWScript runs lesson 01's write-bw verify script with the
+// guest's /bin/sh (dash) against perftest reports and a stand-in for the
+// devices' counters (BW_REPORT and SYSFS point it away from /root and
+// /sys): the unit it quotes is the report's (MB/sec, or Gb/sec with
+// --report_gbits), a size sweep (-a) passes on its 64 KiB row, the
+// client may run on rxe1, and a report the counter cannot back fails.
+func TestWriteBWScript(t *testing.T) {
+	sh, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal("the guest's /bin/sh is dash (apt-get install dash): ", err)
+	}
+	script, err := filepath.Abs("course/01-why-rdma/tasks/write-bw.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, report, dev string
+		sent              int
+		lang              string
+		pass              bool
+		want              string
+	}{
+		{"MB/sec", "report-mb.txt", "rxe0", 13016, "en", true, "rxe0 sent 200 RDMA WRITEs of 64 KiB at 14.87 MB/sec average (measured here"},
+		{"MB/sec zh", "report-mb.txt", "rxe0", 13016, "zh", true, "平均 14.87 MB/sec（在这里测得"},
+		{"--report_gbits", "report-gbits.txt", "rxe0", 12800, "en", true, "at 0.12 Gb/sec average"},
+		{"-a on rxe1", "report-sweep-rxe1.txt", "rxe1", 20000, "en", true, "rxe1 sent 200 RDMA WRITEs of 64 KiB at 16.90 MB/sec"},
+		{"counter too low", "report-mb.txt", "rxe0", 12799, "en", false, "sent_pkts counter is only 12799"},
+		{"counter of the other device", "report-sweep-rxe1.txt", "rxe0", 20000, "en", false, "sent_pkts counter is only 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cnt := filepath.Join(dir, "class/infiniband", c.dev, "ports/1/hw_counters")
+			if err := os.MkdirAll(cnt, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(cnt, "sent_pkts"), []byte(strconv.Itoa(c.sent)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(sh, script)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "LAB_LANG=" + c.lang,
+				"BW_REPORT=" + filepath.Join("testdata/write-bw", c.report), "SYSFS=" + dir}
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != c.pass || !strings.Contains(string(out), c.want) {
+				t.Errorf("passed=%v (want %v), said:\n%s\nwant it to contain %q", err == nil, c.pass, out, c.want)
+			}
+		})
+	}
+}
