@@ -59,7 +59,7 @@ func (e *TerminalsFullError) Error() string { return "all terminals are in use" 
 // it (a guest is started only on demand).
 func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	t := tr(lr.Lang)
-	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"),
+	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"),
 		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: "/api/terminal"}
 	if s.cfg.Terminals == nil {
 		w.Unavailable = t("term.off")
@@ -285,6 +285,7 @@ var terminalStrings = uiTable{
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
 		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
 		"term.open":             "打开终端",
+		"term.input":            "终端输入：你的 Soft-RoCE 虚拟机里的 shell",
 		"term.keys":             "键盘：终端里的 Tab 交给 shell（命令补全）；要离开终端，先按 Esc 再按 Tab（或 Shift+Tab）。",
 		"term.starting":         "正在启动你的虚拟机……",
 		"term.full":             "所有 %d 个终端都在使用中，请过几分钟再试。",
@@ -305,6 +306,7 @@ var terminalStrings = uiTable{
 		"term.title":            "Terminal: your own Soft-RoCE machine",
 		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
 		"term.open":             "Open the terminal",
+		"term.input":            "Terminal input: the shell of your Soft-RoCE machine",
 		"term.keys":             "Keyboard: in the terminal, Tab goes to the shell (completion); to leave the terminal, press Esc, then Tab (or Shift+Tab).",
 		"term.starting":         "Starting your machine…",
 		"term.full":             "All %d terminals are in use; try again in a few minutes.",

@@ -209,6 +209,9 @@ func TestTerminalWidget(t *testing.T) {
 	// The in-use line follows the learner's own open: the page was served
 	// with "0 of 1", the shell's status frame brings "1 of 1".
 	page.do(chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-inuse]").textContent.includes("1 of 1")`))
+	if got := page.attr(`.term-screen .xterm-helper-textarea`, "aria-label"); got != "Terminal input: the shell of your Soft-RoCE machine" {
+		t.Errorf("the terminal input's accessible name (en): %q", got)
+	}
 	if got := page.text(`[data-testid=terminal-keys]`); !strings.Contains(got, "press Esc, then Tab") {
 		t.Errorf("keyboard hint: %q", got)
 	}
@@ -271,6 +274,9 @@ func TestTerminalWidget(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
 		chromedp.Click(chromedp.CSS(`[data-testid=terminal-open]`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("1 / 1 个终端在使用中，你排在第 1 位")`))
+	if got := other.attr(`.term-screen .xterm-helper-textarea`, "aria-label"); got != "终端输入：你的 Soft-RoCE 虚拟机里的 shell" {
+		t.Errorf("the terminal input's accessible name (zh): %q", got)
+	}
 	page.do(chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
 		chromedp.Poll[chromedp.Void](termText+`.includes("you typed: ibv_devices")`))
 	if got := page.text(`[data-testid=terminal-inuse]`); !strings.Contains(got, "1 of 1 machines in use. Waiting: 1.") {

@@ -92,6 +92,9 @@
       screen.hidden = false;
       status.textContent = '';
       if (!term) {
+        // xterm.js names its input "Terminal input", in English whatever
+        // the page's language: the page gives the name.
+        if (box.dataset.inputLabel && Terminal.strings) Terminal.strings.promptLabel = box.dataset.inputLabel;
         // lineHeight above 1: at 1.0 the glyphs' underscores fall outside
         // the cell with common monospace fonts, and hw_counters, sent_pkts
         // and ib_write_bw read as "hw counters", "sent pkts", "ib write bw".
