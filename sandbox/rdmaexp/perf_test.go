@@ -260,6 +260,7 @@ func TestParsePerftestRow(t *testing.T) {
 		{" 4096       5                31.14              16.43  \t\t   0.004205\r", ptRow{4096, 5, 16.43}, true},
 		{" 65536      5                18.50              16.01  \t\t   0.000256Correlation coefficient r^2: 0.035965 < 0.9", ptRow{65536, 5, 16.01}, true},
 		{" 131072     5                0.00               0.00   \t\t   0.000000", ptRow{131072, 5, 0}, true},
+		{" 256        5                inf                inf    \t\t   inf", ptRow{256, 5, 0}, true},
 		{" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]", ptRow{}, false},
 		{" TX depth        : 5", ptRow{}, false},
 		{" local address: LID 0000 QPN 0x0011 PSN 0xdb1238", ptRow{}, false},

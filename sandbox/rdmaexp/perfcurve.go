@@ -47,6 +47,9 @@ func parsePerftestRow(line string) (ptRow, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || size <= 0 || iters <= 0 {
 		return ptRow{}, false
 	}
+	if !finite(avg) { // a failed clock calibration, like 0.00: no figure
+		avg = 0
+	}
 	return ptRow{Size: size, Iters: iters, MBps: avg}, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ func perftestOnce(ctx context.Context, bin string, srvArgs, cliArgs []string) (s
 	return string(out), nil
 }
 
+// finite: no Inf or NaN among v.
+func finite(v ...float64) bool {
+	for _, x := range v {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return false
+		}
+	}
+	return true
+}
+
 // tail is the end of a tool's output, where its complaint is.
 func tail(s string) string {
 	s = strings.TrimSpace(s)
@@ -98,12 +109,18 @@ func parsePerftestLat(out string) (perftestLat, error) {
 			var v [8]float64
 			ok := true
 			for j := range v {
-				x, err := strconv.ParseFloat(f[j], 64)
+				x, err := strconv.ParseFloat(strings.TrimPrefix(f[j], "-"), 64)
 				if err != nil {
 					ok = false
 					break
 				}
 				v[j] = x
+			}
+			if ok && !finite(v[:]...) {
+				// perftest 4.5 goes on after a failed calibration
+				// (get_cpu_mhz returned 0), divides by it and prints
+				// inf and -nan: name it, so the retry's note is clear
+				return perftestLat{}, fmt.Errorf("perftest's clock calibration failed (its table reads inf/nan): %q", strings.TrimSpace(row))
 			}
 			if ok {
 				return perftestLat{Min: v[2], Max: v[3], Typical: v[4], Avg: v[5], Stdev: v[6], P99: v[7]}, nil
