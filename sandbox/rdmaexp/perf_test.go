@@ -3,6 +3,7 @@ package rdmaexp
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,15 @@ func logResult(t *testing.T, rec *recorder) map[string]float64 {
 }
 
 func testPerfSweep(t *testing.T, ex executor) {
-	rec := ex.run(t, "perf-sweep", map[string]any{"max_size": 64 << 10, "perftest_size": "4096"})
+	start := time.Now()
+	rec := ex.run(t, "perf-sweep", map[string]any{"max_size": 64 << 10, "perftest": "curve"})
+	t.Logf("perf-sweep with perftest's curve: %v from the test's side", time.Since(start).Round(time.Millisecond))
+	for i, e := range rec.evs {
+		if e.Type == sandbox.EvPhase || e.Series == "bw_perftest" {
+			t.Logf("%s %s%s at +%v", e.Type, e.Name, e.Series, rec.at[i].Sub(start).Round(time.Millisecond))
+		}
+	}
+	t.Logf("last event at +%v", rec.at[len(rec.at)-1].Sub(start).Round(time.Millisecond))
 	f := logResult(t, rec)
 	// bandwidth grows with the size (the per-message cost amortised): the
 	// best size moves several times what 64 B WRITEs do; latency grows too
@@ -65,10 +74,53 @@ func testPerfSweep(t *testing.T, ex executor) {
 	if f["lat_us_65536"] <= f["lat_us_64"] {
 		t.Errorf("64 KiB latency %.1f µs not above 64 B latency %.1f µs", f["lat_us_65536"], f["lat_us_64"])
 	}
-	// ib_write_bw ran; its figure may be 0 when its cycle clock is spoilt
-	// by emulation, which the verdict then says
-	if _, ok := f["perftest_mbps"]; !ok {
-		t.Errorf("no ib_write_bw figure: %v", f)
+	checkPerftestCurve(t, rec, f, 64<<10)
+}
+
+// checkPerftestCurve: ib_write_bw -a's rows reached the chart as a second
+// series at perftest's sizes (powers of two from 64 B, stopped at max),
+// with positive bandwidth, the same figures the verdict counts, and at
+// least three sizes shared with our sweep.
+func checkPerftestCurve(t *testing.T, rec *recorder, f map[string]float64, max int) {
+	t.Helper()
+	var xs []int
+	for _, e := range rec.of(sandbox.EvMetric) {
+		if e.Series != "bw_perftest" {
+			continue
+		}
+		x := int(e.X)
+		if x < 64 || x > max || x&(x-1) != 0 {
+			t.Errorf("perftest point at %v B: want a power of two in [64, %d]", e.X, max)
+		}
+		if len(xs) > 0 && x <= xs[len(xs)-1] {
+			t.Errorf("perftest sizes not increasing: %d after %v", x, xs)
+		}
+		if e.Y <= 0 || e.Unit != "MB/s" {
+			t.Errorf("perftest point at %d B: %v %s", x, e.Y, e.Unit)
+		}
+		if e.Messages["zh"] == "" || e.Messages["en"] == "" {
+			t.Errorf("perftest series label not in both languages: %v", e.Messages)
+		}
+		if got := f[fmt.Sprintf("pt_mbps_%d", x)]; got != e.Y {
+			t.Errorf("perftest at %d B: chart %v, figures %v", x, e.Y, got)
+		}
+		xs = append(xs, x)
+	}
+	t.Logf("perftest curve sizes: %v (%v rows spoilt by its calibration)", xs, f["perftest_spoilt"])
+	if len(xs) < 6 || float64(len(xs)) != f["perftest_points"] {
+		t.Errorf("perftest curve has %d points (figures say %v); want ≥ 6 of the 11 sizes 64 B–64 KiB", len(xs), f["perftest_points"])
+	}
+	// the client was stopped at max: no row beyond it, and the row count
+	// (good + spoilt) is exactly the sizes 64 B … max
+	if rows := f["perftest_points"] + f["perftest_spoilt"]; rows != 11 {
+		t.Errorf("perftest rows 64 B–64 KiB: %v, want 11", rows)
+	}
+	if f["perftest_matched"] < 3 || f["ours_over_perftest"] <= 0 {
+		t.Errorf("sizes measured by both: %v (ratio %v); want ≥ 3", f["perftest_matched"], f["ours_over_perftest"])
+	}
+	r := rec.result(t)
+	if !strings.Contains(r.Messages["en"], "ib_write_bw -a") || !strings.Contains(r.Messages["zh"], "ib_write_bw -a") {
+		t.Errorf("verdict does not speak of perftest's curve: %s", r.Messages["en"])
 	}
 }
 
@@ -195,4 +247,31 @@ func runUntil(t *testing.T, ex executor, id string, raw map[string]any, phase st
 		}
 	})
 	return seen
+}
+
+// TestParsePerftestRow reads rows as ib_write_bw printed them in the
+// guest, including one with the calibration complaint glued on.
+func TestParsePerftestRow(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want ptRow
+		ok   bool
+	}{
+		{" 4096       5                31.14              16.43  \t\t   0.004205\r", ptRow{4096, 5, 16.43}, true},
+		{" 65536      5                18.50              16.01  \t\t   0.000256Correlation coefficient r^2: 0.035965 < 0.9", ptRow{65536, 5, 16.01}, true},
+		{" 131072     5                0.00               0.00   \t\t   0.000000", ptRow{131072, 5, 0}, true},
+		{" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]", ptRow{}, false},
+		{" TX depth        : 5", ptRow{}, false},
+		{" local address: LID 0000 QPN 0x0011 PSN 0xdb1238", ptRow{}, false},
+	} {
+		got, ok := parsePerftestRow(c.line)
+		if ok != c.ok || got != c.want {
+			t.Errorf("%q: %+v %v, want %+v %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+	for max, want := range map[int]int{16 << 10: 50, 64 << 10: 50, 256 << 10: 16, 1 << 20: 5} {
+		if got := curveIters(max); got != want {
+			t.Errorf("curveIters(%d) = %d, want %d", max, got, want)
+		}
+	}
 }

@@ -36,12 +36,14 @@ func TestMain(m *testing.M) {
 type recorder struct {
 	mu  sync.Mutex
 	evs []sandbox.Event
+	at  []time.Time // when each event arrived (phases' durations in the logs)
 }
 
 func (r *recorder) Emit(ev sandbox.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, ev)
+	r.at = append(r.at, time.Now())
 }
 
 func (r *recorder) result(t testing.TB) sandbox.Event {
