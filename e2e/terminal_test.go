@@ -98,6 +98,10 @@ func TestLesson01Terminal(t *testing.T) {
 	if status != "passed" || !strings.Contains(text, "65536 KiB") {
 		t.Errorf("memlock after ulimit: %s %q", status, text)
 	}
+	// The count beside Check follows the checks (the page was served before them).
+	if got := one.text(`[data-task=memlock] .task-checks`); got != "checked 2 times" {
+		t.Errorf("memlock's count after two checks, no reload: %q", got)
+	}
 
 	// The write-bw task with the lesson's own commands: 64 KiB WRITEs from
 	// rxe0 to rxe1, the report kept, checked against rxe0's counter.

@@ -35,6 +35,9 @@ func TestWriteBWScript(t *testing.T) {
 		{"MB/sec zh", "report-mb.txt", "rxe0", 13016, "zh", true, "平均 14.87 MB/sec（在这里测得"},
 		{"--report_gbits", "report-gbits.txt", "rxe0", 12800, "en", true, "at 0.12 Gb/sec average"},
 		{"-a on rxe1", "report-sweep-rxe1.txt", "rxe1", 20000, "en", true, "rxe1 sent 200 RDMA WRITEs of 64 KiB at 16.90 MB/sec"},
+		{"empty report (no server)", "empty.txt", "rxe0", 13016, "en", false, "the client printed no report. Is the server running?"},
+		{"empty report zh", "empty.txt", "rxe0", 13016, "zh", false, "服务端在运行吗"},
+		{"no report", "absent.txt", "rxe0", 13016, "en", false, "No report in"},
 		{"counter too low", "report-mb.txt", "rxe0", 12799, "en", false, "sent_pkts counter is only 12799"},
 		{"counter of the other device", "report-sweep-rxe1.txt", "rxe0", 20000, "en", false, "sent_pkts counter is only 0"},
 	} {

@@ -108,6 +108,20 @@ type taskCheckResponse struct {
 	Message string `json:"message"`          // in the learner's language
 	Hint    string `json:"hint,omitempty"`   // the script's short output (what it found)
 	Checks  int    `json:"checks,omitempty"` // checks so far
+	// ChecksText is Checks in words ("checked 3 times"), for the page's
+	// line beside Check, which the page rendered before this check.
+	ChecksText string `json:"checks_text,omitempty"`
+}
+
+// checksText is "checked once" / "checked N times" in lang; "" for none.
+func checksText(lang string, n int) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n == 1:
+		return tr(lang)("task.checks1")
+	}
+	return trf(lang, "task.checks", n)
 }
 
 func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +174,7 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := recs[task.ID]
-	resp := taskCheckResponse{Done: rec.Done(), Checks: rec.Checks}
+	resp := taskCheckResponse{Done: rec.Done(), Checks: rec.Checks, ChecksText: checksText(lang, rec.Checks)}
 	resp.Hint = taskHint(verdict.Output)
 	if verdict.Passed {
 		resp.Status, resp.Message = "passed", t("task.passed")
@@ -220,12 +234,7 @@ func (s *Server) taskSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 		Check: lr.T("task.check"), Checking: lr.T("task.checking"), NoScript: lr.T("task.noscript"),
 		Done: rec.Done(), DoneText: lr.T("task.done"), Todo: lr.T("task.todo"), Checks: rec.Checks,
 	}
-	if rec.Checks > 0 {
-		w.ChecksOf = trf(lr.Lang, "task.checks", rec.Checks)
-		if rec.Checks == 1 {
-			w.ChecksOf = tr(lr.Lang)("task.checks1")
-		}
-	}
+	w.ChecksOf = checksText(lr.Lang, rec.Checks)
 	if lr.Draft {
 		w.Preview = lr.T("draft.task")
 	}

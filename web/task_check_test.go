@@ -108,6 +108,9 @@ func TestTaskCheck(t *testing.T) {
 	if code != 200 || r.Status != "failed" || r.Done || r.Hint != "still 8192 KiB" || !strings.Contains(r.Message, "exit status 1") || r.Checks != 1 {
 		t.Fatalf("failing script: %d %+v", code, r)
 	}
+	if r.ChecksText != "checked once" {
+		t.Errorf("checks_text after one check: %q", r.ChecksText)
+	}
 	if got := pageChecks(t, env, ann, "en"); got != "checked once" {
 		t.Errorf("after one check the page says %q, want \"checked once\"", got)
 	}
@@ -122,6 +125,9 @@ func TestTaskCheck(t *testing.T) {
 	code, r, _ = post(ann, check+"?lang=zh")
 	if code != 200 || r.Status != "failed" || !strings.Contains(r.Message, "还没有通过（退出状态 1）") {
 		t.Fatalf("failing script (zh): %d %+v", code, r)
+	}
+	if r.ChecksText != "已检查 2 次" {
+		t.Errorf("checks_text after two checks (zh): %q", r.ChecksText)
 	}
 	terms.mu.Lock()
 	terms.verdict[annID] = TaskVerdict{Passed: true, Output: "65536 KiB"}

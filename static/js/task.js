@@ -42,6 +42,16 @@
           return;
         }
         show(box, 'task-' + data.status, data.message, data.hint);
+        if (data.checks_text) {
+          // The page was rendered before this check: keep its count true.
+          var checks = root.querySelector('.task-checks');
+          if (!checks) {
+            checks = document.createElement('span');
+            checks.className = 'task-checks';
+            btn.after(checks);
+          }
+          checks.textContent = data.checks_text;
+        }
         root.dataset.status = data.status;
         if (data.done) {
           root.classList.add('task-done');

@@ -14,6 +14,13 @@ f=${BW_REPORT:-/root/bw.txt}    # BW_REPORT, SYSFS: for lessons' script test
 sys=${SYSFS:-/sys}
 say() { if [ "$LAB_LANG" = zh ]; then printf '%s\n' "$2"; else printf '%s\n' "$1"; fi; }
 
+if [ -e "$f" ] && [ ! -s "$f" ]; then
+	# tee made the file but the client printed no report: it could not
+	# reach a server (its error goes to stderr, not through tee).
+	say "$f is empty: the client printed no report. Is the server running? Start it on rxe1 first (the line ending in &), then run the client again." \
+		"$f 是空的：客户端没有输出报告。服务端在运行吗？先在 rxe1 上启动服务端（以 & 结尾的那一行），再运行一次客户端。"
+	exit 1
+fi
 if [ ! -s "$f" ]; then
 	say "No report in $f yet: run the client with | tee $f at the end of its command line." \
 		"还没有 $f：在客户端命令行的末尾加上 | tee $f 再运行一次。"
