@@ -149,7 +149,10 @@ func TestRunnerQueueBound(t *testing.T) {
 	if f := rec.final(ids[1]); f.Status != StatusCancelled {
 		t.Errorf("cancelled queued run: %s", f.Status)
 	}
-	if got := positions(rec.get(ids[2])); fmt.Sprint(got) != "[2 1]" {
+	// The third run's new position comes through its own ordered writer,
+	// which may deliver it after the cancelled run's final status.
+	evs := rec.waitFor(ids[2], "a second position", func(evs []Event) bool { return len(positions(evs)) >= 2 })
+	if got := positions(evs); fmt.Sprint(got) != "[2 1]" {
 		t.Errorf("positions after cancel: %v", got)
 	}
 	if _, err := r.Submit("l3", "echo", nil); err != nil {
