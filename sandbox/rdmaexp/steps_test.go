@@ -20,6 +20,10 @@ type stepDriver struct {
 	cmds chan sandbox.Command
 	done <-chan error
 	seen int
+	// ended holds the run's end once wait has taken it from done (the
+	// last step's event and the end can arrive together).
+	ended  bool
+	endErr error
 }
 
 func startSteps(t *testing.T, ex executor) *stepDriver {
@@ -42,10 +46,15 @@ func (d *stepDriver) wait() sandbox.Event {
 			d.seen++
 			return evs[d.seen-1]
 		}
+		if d.ended {
+			d.rec.dump(d.t)
+			d.t.Fatalf("the run ended while a step was awaited: %v", d.endErr)
+		}
 		select {
 		case err := <-d.done:
-			d.rec.dump(d.t)
-			d.t.Fatalf("the run ended while a step was awaited: %v", err)
+			// Look once more before failing: the step may have come
+			// in just before the end.
+			d.ended, d.endErr = true, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -107,14 +116,17 @@ func field(ev sandbox.Event, name string) string {
 
 func (d *stepDriver) finish() {
 	d.t.Helper()
-	select {
-	case err := <-d.done:
-		if err != nil {
-			d.rec.dump(d.t)
-			d.t.Fatalf("verbs-steps: %v", err)
+	err := d.endErr
+	if !d.ended {
+		select {
+		case err = <-d.done:
+		case <-time.After(time.Minute):
+			d.t.Fatal("the run did not end after teardown")
 		}
-	case <-time.After(time.Minute):
-		d.t.Fatal("the run did not end after teardown")
+	}
+	if err != nil {
+		d.rec.dump(d.t)
+		d.t.Fatalf("verbs-steps: %v", err)
 	}
 }
 
