@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/creack/pty"
 )
 
 // perftest's curve for lesson 05's size sweep. `ib_write_bw -a` runs every
@@ -62,31 +60,6 @@ func curveIters(maxSize int) int {
 	return min(max(n, 5), 50)
 }
 
-// openPTY is a pseudo-terminal pair: the client writes to slave, we read
-// master.
-func openPTY() (master, slave *os.File, err error) {
-	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlock pty: %w", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("pty number: %w", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, err
-	}
-	return master, slave, nil
-}
-
 // perftestRows runs the server, then the client with its output on a
 // terminal, calls row for each result row as it is printed and stops both
 // ends after the row at maxSize (or the last size below it). It returns
@@ -115,7 +88,7 @@ func perftestRowsOnce(ctx context.Context, bin string, srvArgs, cliArgs []string
 		return nil, "", fmt.Errorf("start the server: %w", err)
 	}
 	defer func() { cancel(); _ = srv.Wait() }()
-	master, slave, err := openPTY()
+	master, slave, err := pty.Open() // master: ours; slave: the child's stdio
 	if err != nil {
 		return nil, "", fmt.Errorf("a terminal for ib_write_bw: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
@@ -49,30 +50,6 @@ func termShell() []string {
 	return []string{"/usr/bin/busybox", "sh", "-l", "-i"}
 }
 
-// openPTY returns a PTY's master and its slave, unlocked.
-func openPTY() (master, slave *os.File, err error) {
-	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlock pty: %w", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("pty number: %w", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, err
-	}
-	return master, slave, nil
-}
-
 func setWinsize(f *os.File, rows, cols uint16) {
 	if rows == 0 || cols == 0 {
 		return
@@ -93,7 +70,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		return
 	}
 	c.mu.Unlock()
-	master, slave, err := openPTY()
+	master, slave, err := pty.Open() // master: ours; slave: the child's stdio
 	if err != nil {
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndFailed, Error: "no terminal: " + err.Error()})
 		return
