@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,10 +106,20 @@ func TestLesson01Terminal(t *testing.T) {
 
 	// The write-bw task with the lesson's own commands: 64 KiB WRITEs from
 	// rxe0 to rxe1, the report kept, checked against rxe0's counter.
-	typeLine(one, "ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 &  sleep 2")
-	typeLine(one, "ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))")
-	waitTerm(one, "bw-9")
-	status, text = checkTask(one, "write-bw")
+	// perftest under TCG sometimes gives up mid-test (seen once: the server
+	// exited 1 after the address exchange and the report had no row); like
+	// the lab's own perftest runs, and a learner, try again — at most three
+	// times. The check script decides.
+	for attempt := 1; ; attempt++ {
+		typeLine(one, "ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 &  sleep 2")
+		typeLine(one, fmt.Sprintf("ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))-%d", attempt))
+		waitTerm(one, fmt.Sprintf("bw-9-%d", attempt))
+		status, text = checkTask(one, "write-bw")
+		if status == "passed" || attempt == 3 {
+			break
+		}
+		t.Logf("write-bw, attempt %d: %s %q; running perftest again", attempt, status, text)
+	}
 	if status != "passed" || !strings.Contains(text, "rxe0 sent 200 RDMA WRITEs of 64 KiB") || !strings.Contains(text, "not a hardware figure") {
 		t.Errorf("write-bw after ib_write_bw: %s %q", status, text)
 	}

@@ -42,8 +42,8 @@ bw=${row#* }
 unit=$(sed -n 's/.*BW average\[\([^]]*\)\].*/\1/p' "$f" | head -n 1)
 [ -n "$unit" ] || unit=MB/sec
 if [ -z "$row" ]; then
-	say "No result row for 65536-byte messages in $f: did you pass -s 65536, and did the run finish?" \
-		"$f 里没有 65536 字节消息的结果行：加了 -s 65536 吗？运行结束了吗？"
+	say "No result row for 65536-byte messages in $f: did you pass -s 65536, and did the run finish? (perftest in this emulated machine sometimes gives up after the address exchange: start both commands again.)" \
+		"$f 里没有 65536 字节消息的结果行：加了 -s 65536 吗？运行结束了吗？（在这台模拟的机器里，perftest 偶尔会在交换地址之后放弃：把两条命令重新运行一遍。）"
 	exit 1
 fi
 case "$dev" in
