@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,20 +31,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fset.Usage = func() { fmt.Fprint(stderr, importUsage) }
 	prefix := fset.String("prefix", "imported/q", "question id prefix")
 	lang := fset.String("lang", "en", "language of the texts")
-	rest := args[1:]
-	var files []string
-	for {
-		if err := fset.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fset.NArg() == 0 {
-			break
-		}
-		files = append(files, fset.Arg(0))
-		rest = fset.Args()[1:]
+	files, code, ok := parseInterleaved(fset, args[1:])
+	if !ok {
+		return code
 	}
 	if len(files) != 1 || (*lang != "zh" && *lang != "en") {
 		fmt.Fprint(stderr, importUsage)

@@ -46,19 +46,9 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	dbPath := fset.String("db", def, "database file")
 	// Flags may come before or after NAME.
-	var names []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fset.NArg() == 0 {
-			break
-		}
-		names = append(names, fset.Arg(0))
-		args = fset.Args()[1:]
+	names, code, ok := parseInterleaved(fset, args)
+	if !ok {
+		return code
 	}
 	wantNames := 1
 	switch verb {
@@ -205,4 +195,24 @@ func readLine(in io.Reader) (string, error) {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\r"), nil
+}
+
+// parseInterleaved parses args with fset, letting flags come before, between
+// or after the positional arguments, which it returns. When parsing stops
+// (-h, or a bad flag) ok is false and code is the exit status: 0 for help,
+// 2 for bad usage.
+func parseInterleaved(fset *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
+	for {
+		if err := fset.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		if fset.NArg() == 0 {
+			return positional, 0, true
+		}
+		positional = append(positional, fset.Arg(0))
+		args = fset.Args()[1:]
+	}
 }

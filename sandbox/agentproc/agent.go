@@ -125,16 +125,22 @@ func (a *Agent) startSpare(done chan struct{}) {
 	close(done)
 }
 
-// take returns the spare if it is still alive (waiting for one being
-// started), else a fresh child.
-func (a *Agent) take() (*Proc, error) {
-	a.mu.Lock()
+// waitStartingLocked waits, with a.mu held on entry and on return, until
+// no spare is being started.
+func (a *Agent) waitStartingLocked() {
 	for a.starting != nil {
 		wait := a.starting
 		a.mu.Unlock()
 		<-wait
 		a.mu.Lock()
 	}
+}
+
+// take returns the spare if it is still alive (waiting for one being
+// started), else a fresh child.
+func (a *Agent) take() (*Proc, error) {
+	a.mu.Lock()
+	a.waitStartingLocked()
 	p := a.spare
 	a.spare = nil
 	a.mu.Unlock()
@@ -150,12 +156,7 @@ func (a *Agent) take() (*Proc, error) {
 // Close kills the spare child.
 func (a *Agent) Close() {
 	a.mu.Lock()
-	for a.starting != nil { // a spare on its way: kill it too
-		wait := a.starting
-		a.mu.Unlock()
-		<-wait
-		a.mu.Lock()
-	}
+	a.waitStartingLocked() // a spare on its way: kill it too
 	p := a.spare
 	a.spare = nil
 	a.mu.Unlock()
