@@ -9,7 +9,7 @@ import (
 )
 
 // lesson04 is lesson 04 "see the wire".
-const lesson04 = "04-see-the-wire"
+const lesson04 = "05-see-the-wire"
 
 // guestTimeout bounds building the guest image, booting it under TCG and
 // one capture run: minutes on a shared machine, never a speed judgement.

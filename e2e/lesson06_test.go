@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-const lesson05 = "05-performance"
+const lesson05 = "06-performance"
 
 // perfExperiments are the widgets lesson 05 is built around, in page order.
 var perfExperiments = []string{"perf-sweep", "perf-inline", "perf-signal", "perf-depth", "perf-mtu", "perf-wait", "perf-mr-cost"}
