@@ -20,6 +20,7 @@ import (
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/rdmalab/rdmalab/quiz"
 )
@@ -31,9 +32,9 @@ import (
 var markdown = goldmark.New(
 	goldmark.WithExtensions(
 		extension.GFM, // tables, strikethrough, task lists, autolinks
-		// Chinese prose is wrapped across lines; without this every soft
-		// break between two CJK characters would render as a stray space.
-		extension.NewCJK(extension.WithEastAsianLineBreaks(extension.EastAsianLineBreaksCSS3Draft), extension.WithEscapedSpace()),
+		// "\ " between two Chinese characters is a break point that renders
+		// nothing. Soft line breaks and emphasis next to Chinese are cjk.go's.
+		extension.NewCJK(extension.WithEscapedSpace()),
 		highlighting.NewHighlighting(
 			// CSS classes (chroma's standard short names under .chroma), not
 			// inline styles, so the site's CSS can theme code for light and dark.
@@ -44,6 +45,8 @@ var markdown = goldmark.New(
 	goldmark.WithParserOptions(
 		parser.WithAutoHeadingID(),
 		parser.WithAttribute(), // "## Heading {#stable-id}" for anchors shared by both languages
+		parser.WithInlineParsers(util.Prioritized(cjkEmphasisParser{}, 499)),
+		parser.WithASTTransformers(util.Prioritized(cjkSoftBreaks{}, 100)),
 	),
 )
 

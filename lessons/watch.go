@@ -255,6 +255,9 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod {
 		return false // touch, indexers and backup tools; content unchanged
 	}
+	if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+		w.forget(ev.Name)
+	}
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
 			if err := w.addTree(ev.Name); err != nil {
@@ -263,6 +266,23 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		}
 	}
 	return true
+}
+
+// forget drops the watches on a folder that was moved away (or removed) and
+// on the folders below it. inotify watches the folder itself, not its path:
+// after `mv _drafts/X X` the watch fsnotify holds under the old path goes on
+// reporting X's events as _drafts/X, adding X again returns that same watch
+// unchanged, and fsnotify removes it when the kernel's "moved" notice for the
+// folder itself arrives, so saves in X would reload nothing. Dropping it here
+// (the parent's "moved from" comes before X's "moved to") lets the Create
+// that follows add X afresh under its new path.
+func (w *Watcher) forget(path string) {
+	for _, p := range w.fsw.WatchList() {
+		if p == path || strings.HasPrefix(p, path+string(filepath.Separator)) {
+			// Already gone when fsnotify saw the folder's own event first.
+			_ = w.fsw.Remove(p)
+		}
+	}
 }
 
 // Reload loads the folder now and publishes the result. It is called by Run

@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -349,4 +350,46 @@ func TestLiveClose(t *testing.T) {
 	live.Close()
 	live.Close() // idempotent
 	<-live.Done()
+}
+
+// TestWatchPublishDraftByMove (issue 29 finding 3): publishing a draft the
+// documented way, `mv _drafts/X X`, keeps live reload working for X and its
+// sub-folders (the move used to leave X unwatched: inotify reported the
+// watched folder as moved away and fsnotify dropped its watch).
+func TestWatchPublishDraftByMove(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "01-alpha", "index.en.md"), lessonMD("Alpha", "A."))
+	writeFile(t, filepath.Join(dir, "_drafts", "02-beta", "index.en.md"), lessonMD("Beta", "B draft."))
+	writeFile(t, filepath.Join(dir, "_drafts", "02-beta", "images", "x.svg"), `<svg xmlns="http://www.w3.org/2000/svg"/>`)
+	live, _ := startWatch(t, dir)
+
+	if err := os.Rename(filepath.Join(dir, "_drafts", "02-beta"), filepath.Join(dir, "02-beta")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, live, "the published lesson", func(s *Snapshot) bool { return s.Course.Lesson("02-beta") != nil })
+	for i, text := range []string{"B one.", "B two."} {
+		v := live.Snapshot().Version
+		writeFile(t, filepath.Join(dir, "02-beta", "index.en.md"), lessonMD("Beta", text))
+		waitFor(t, live, fmt.Sprintf("save %d in the published lesson", i+1), func(s *Snapshot) bool {
+			return s.Version > v && strings.Contains(bodyText(s.Course, "02-beta", "en"), text)
+		})
+	}
+	v := live.Snapshot().Version
+	writeFile(t, filepath.Join(dir, "02-beta", "images", "x.svg"), `<svg xmlns="http://www.w3.org/2000/svg"><g/></svg>`)
+	waitFor(t, live, "the image edit in the published lesson", func(s *Snapshot) bool { return s.Version > v })
+
+	// And back: unpublishing by moving it into _drafts, then out again.
+	if err := os.Rename(filepath.Join(dir, "02-beta"), filepath.Join(dir, "_drafts", "02-beta")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, live, "the unpublished lesson", func(s *Snapshot) bool { return s.Course.Lesson("02-beta") == nil })
+	if err := os.Rename(filepath.Join(dir, "_drafts", "02-beta"), filepath.Join(dir, "02-beta")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, live, "the lesson published again", func(s *Snapshot) bool { return s.Course.Lesson("02-beta") != nil })
+	v = live.Snapshot().Version
+	writeFile(t, filepath.Join(dir, "02-beta", "index.en.md"), lessonMD("Beta", "B three."))
+	waitFor(t, live, "a save after publishing again", func(s *Snapshot) bool {
+		return s.Version > v && strings.Contains(bodyText(s.Course, "02-beta", "en"), "B three.")
+	})
 }
