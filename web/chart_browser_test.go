@@ -92,3 +92,77 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
+
+// chartAxesJS reads each chart's axis titles, x tick labels, scale ranges,
+// shaded bands and legend labels.
+const chartAxesJS = `(function(){
+  var out = [];
+  document.querySelectorAll(".exp-chart").forEach(function(box){
+    var u = box._plot; if (!u) return;
+    out.push({unit: box.dataset.unit, y: u.axes[1].label || "", x: u.axes[0].label || "",
+      ticks: (u.axes[0]._values || []).join("|"), xMax: u.scales.x.max, yMax: u.scales.y.max, bands: (u.bands || []).length,
+      legend: Array.prototype.map.call(box.querySelectorAll(".u-legend .u-series .u-label"), function(l){ return l.textContent; }).join("|")});
+  });
+  return JSON.stringify(out); })()`
+
+// Charts say what they plot and on which scale (issue 30, items 4, 8 and
+// 11): perf-mr-cost's y axis is the time of a call on a linear scale (not
+// "round trip (µs, log)"), its sizes read 16 MiB (not "16,777,21"); the
+// loss sweep's first step — one x value — keeps a narrow loss axis and a
+// goodput axis near 100 %, shades each series' spread, and its Chinese
+// legend carries no English unit ("(% resent)").
+func TestChartsSayWhatTheyPlot(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "perf-mr-cost"}, lessons.Segment{Kind: lessons.SegExperiment, ID: "loss-sweep"})
+	page := newBrowserPage(t)
+	type chart struct {
+		Unit, Y, X, Ticks, Legend string
+		XMax, YMax              float64
+		Bands                   int
+	}
+	for _, lang := range []string{"en", "zh"} {
+		read := func(id string, n int) []chart {
+			w := `.experiment[data-experiment=` + id + `]`
+			page.do(
+				chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang="+lang),
+				chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
+				chromedp.Click(chromedp.CSS(w+` [data-action=run]`)),
+				chromedp.WaitVisible(chromedp.CSS(w+` .exp-status.status-done`)),
+				chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelectorAll("%s .exp-chart canvas").length === %d`, w, n)),
+			)
+			js, err := chromedp.Run(page.ctx, chromedp.Evaluate[string](strings.Replace(chartAxesJS, `document.querySelectorAll(".exp-chart")`, `document.querySelectorAll("`+w+` .exp-chart")`, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cs []chart
+			if err := jsonUnmarshal(js, &cs); err != nil || len(cs) != n {
+				t.Fatalf("%s %s: charts %s (%v)", lang, id, js, err)
+			}
+			return cs
+		}
+		mr := read("perf-mr-cost", 1)[0]
+		t.Logf("%s perf-mr-cost: y %q, x ticks %q", lang, mr.Y, mr.Ticks)
+		if strings.Contains(mr.Y, "round trip") || strings.Contains(mr.Y, "往返") || strings.Contains(mr.Y, "log") || strings.Contains(mr.Y, "对数") {
+			t.Errorf("%s: perf-mr-cost's linear chart of call times titled %q", lang, mr.Y)
+		}
+		if !strings.Contains(mr.Ticks, "MiB") || strings.Contains(mr.Ticks, "16,777") || strings.Contains(mr.Ticks, "16777") {
+			t.Errorf("%s: perf-mr-cost's size ticks %q, want readable units (… 16 MiB)", lang, mr.Ticks)
+		}
+		for _, c := range read("loss-sweep", 2) {
+			t.Logf("%s loss-sweep %s: x max %v, y max %v, bands %d, legend %q", lang, c.Unit, c.XMax, c.YMax, c.Bands, c.Legend)
+			if c.XMax > 5 {
+				t.Errorf("%s: one loss step at 0 %% drawn on a loss axis to %v %%", lang, c.XMax)
+			}
+			if c.Unit == "% of 0%" && c.YMax > 150 {
+				t.Errorf("%s: goodput of 100 %% (range 90–110) drawn on an axis to %v", lang, c.YMax)
+			}
+			if c.Bands != 2 {
+				t.Errorf("%s %s: %d shaded spreads, want 2 (RDMA and TCP, lowest to highest round)", lang, c.Unit, c.Bands)
+			}
+			series := c.Legend[strings.Index(c.Legend, "|")+1:] // the first label names the x axis
+			if strings.Contains(series, "(%") || strings.Contains(c.Legend, "% resent") || strings.Contains(c.Legend, "of 0%") {
+				t.Errorf("%s: legend carries the raw unit: %q", lang, series)
+			}
+		}
+	}
+}

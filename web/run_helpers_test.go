@@ -78,6 +78,38 @@ func runTestRegistry() *sandbox.Registry {
 			return nil
 		},
 	})
+	// the charts of two real experiments, as their runs emit them: the
+	// registration cost by size up to 16 MiB, and the first loss step of
+	// the loss sweep (one x value, medians with their lowest and highest
+	// rounds) — chart_browser_test.go reads their axes and legends
+	reg.Register(&sandbox.Experiment{
+		ID: "perf-mr-cost", Title: sandbox.Text{"en": "MR cost", "zh": "MR 开销"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
+		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+			for size := 4096; size <= 16<<20; size *= 4 {
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "reg", X: float64(size), Y: float64(size) / 4096, Unit: "µs", Messages: sandbox.Text{"en": "ibv_reg_mr", "zh": "ibv_reg_mr"}})
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "dereg", X: float64(size), Y: float64(size) / 8192, Unit: "µs", Messages: sandbox.Text{"en": "ibv_dereg_mr", "zh": "ibv_dereg_mr"}})
+			}
+			return nil
+		},
+	})
+	reg.Register(&sandbox.Experiment{
+		ID: "loss-sweep", Title: sandbox.Text{"en": "Loss", "zh": "丢包"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
+		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+			for _, m := range []struct {
+				series, unit string
+				y            float64
+			}{{"rdma_resent", "% resent", 0.4}, {"tcp_resent", "% resent", 0.1}, {"rdma_rel", "% of 0%", 100}, {"tcp_rel", "% of 0%", 100}} {
+				label := sandbox.Text{"en": "RDMA WRITE (go-back-N)", "zh": "RDMA WRITE（go-back-N）"}
+				if m.series[0] == 't' {
+					label = sandbox.Text{"en": "TCP (SACK)", "zh": "TCP（SACK）"}
+				}
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series, X: 0, Y: m.y, Unit: m.unit, Messages: label})
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series + "_lo", X: 0, Y: m.y * 0.9, Unit: m.unit, Messages: sandbox.Text{"en": label["en"] + ", lowest round", "zh": label["zh"] + "，最低一轮"}})
+				emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series + "_hi", X: 0, Y: m.y * 1.1, Unit: m.unit, Messages: sandbox.Text{"en": label["en"] + ", highest round", "zh": label["zh"] + "，最高一轮"}})
+			}
+			return nil
+		},
+	})
 	// hold emits `before` logs, waits for its gate (or ctx), emits `after` logs.
 	reg.Register(&sandbox.Experiment{
 		ID: "hold", Needs: sandbox.NeedHost, Timeout: 30 * time.Second,

@@ -30,6 +30,7 @@ func testRetryBudget(t *testing.T, ex executor) {
 	r := rec.result(t)
 	f := r.Figures
 	t.Logf("retry-budget: %v", f)
+	checkVerdictFigures(t, rec)
 	if verbs.WCStatus(f["wc_status"]) != verbs.WCRetryExcErr || verbs.QPState(f["client_qp_state"]) != verbs.StateError {
 		rec.dump(t)
 		t.Fatalf("want RETRY_EXC_ERR and the client QP in ERROR: %v", f)
@@ -209,4 +210,14 @@ func testRetrySeven(t *testing.T, ex executor) {
 	if r.OK == nil || !*r.OK {
 		t.Errorf("verdict not ok: %s", r.Message)
 	}
+	// no completion came: the table must not offer a time "to the
+	// completion" beside "still retrying" (issue 30)
+	for _, e := range rec.of(sandbox.EvTable) {
+		for _, row := range e.Table.Rows {
+			if strings.Contains(row[0], "to the completion") || strings.Contains(row[0], "expected time to give up") {
+				t.Errorf("retry_cnt 7 table row %q beside no completion", row[0])
+			}
+		}
+	}
+	checkVerdictFigures(t, rec)
 }

@@ -66,6 +66,7 @@ func testPerfSweep(t *testing.T, ex executor) {
 	}
 	t.Logf("last event at +%v", rec.at[len(rec.at)-1].Sub(start).Round(time.Millisecond))
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, "12.5")
 	// bandwidth grows with the size (the per-message cost amortised): the
 	// best size moves several times what 64 B WRITEs do; latency grows too
 	if best := f[fmt.Sprintf("mbps_%.0f", f["best_size"])]; best < 4*f["mbps_64"] || f["best_size"] < 1024 {
@@ -160,6 +161,7 @@ func testPerfSignal(t *testing.T, ex executor) {
 func testPerfWait(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-wait", map[string]any{"iterations": 200, "size": 64})
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, f1(f["event_over_poll_rtt"]))
 	if f["cpu_share_event"] >= f["cpu_share_poll"] {
 		t.Errorf("events used as much CPU per round trip as polling: %.2f vs %.2f of the round trip", f["cpu_share_event"], f["cpu_share_poll"])
 	}
@@ -205,6 +207,10 @@ func testPerfDepth(t *testing.T, ex executor) {
 func testPerfMTU(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-mtu", map[string]any{"size": 64 << 10, "seconds": 1})
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, fmt.Sprintf("%.2f", f["gain"]))
+	if v := rec.result(t).Messages["en"]; !strings.Contains(v, "= 64 packets at path MTU 1024") {
+		t.Errorf("general rule not the arithmetic 64 packets: %s", v)
+	}
 	// 64 KiB is 64 packets at 1024 and 16 at 4096 (a retransmission adds a few)
 	if f["pkts_per_msg_1024"] < 63.5 || f["pkts_per_msg_1024"] > 70 || f["pkts_per_msg_4096"] < 15.8 || f["pkts_per_msg_4096"] > 18 {
 		t.Errorf("packets per 64 KiB WRITE: %.1f at 1024, %.1f at 4096; want 64 and 16", f["pkts_per_msg_1024"], f["pkts_per_msg_4096"])

@@ -190,8 +190,13 @@ func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error
 	gain := ratio(hi.St.MBps(), lo.St.MBps())
 	figs["gain"] = gain
 	plo, phi := figs[fmt.Sprintf("pkts_per_msg_%d", lo.PathMTU)], figs[fmt.Sprintf("pkts_per_msg_%d", hi.PathMTU)]
-	gen := say(fmt.Sprintf("In general: a message is cut into packets of the path MTU, each with its own headers (and, on RoCE, its own ICRC) — %s is %.0f packets at %d and %.0f at %d. Hardware does per-packet work in silicon, so a bigger MTU mostly saves header bytes (a few %%); every switch and NIC on the path must accept the larger frames.", human(int64(size)), plo, lo.PathMTU, phi, hi.PathMTU),
-		fmt.Sprintf("一般规律：消息按路径 MTU 切成报文，每个报文都有自己的报头（在 RoCE 上还有自己的 ICRC）——%s 在 %d 时是 %.0f 个报文，在 %d 时是 %.0f 个。硬件用芯片做逐包处理，所以更大的 MTU 主要省下报头字节（百分之几）；路径上每台交换机和网卡都必须接受更大的帧。", human(int64(size)), lo.PathMTU, plo, hi.PathMTU, phi))
+	// the general rule is arithmetic, not a measurement: a measured
+	// average (retransmissions, a counter read mid-packet) printed 65 in
+	// one run and 64 in another (issue 30)
+	nlo, nhi := (size+lo.PathMTU-1)/lo.PathMTU, (size+hi.PathMTU-1)/hi.PathMTU
+	figs["rule_pkts_"+fmt.Sprint(lo.PathMTU)], figs["rule_pkts_"+fmt.Sprint(hi.PathMTU)] = float64(nlo), float64(nhi)
+	gen := say(fmt.Sprintf("In general: a message is cut into packets of the path MTU, each with its own headers (and, on RoCE, its own ICRC) — %d B is ⌈%d ÷ %d⌉ = %d packets at path MTU %d and ⌈%d ÷ %d⌉ = %d at %d. Hardware does per-packet work in silicon, so a bigger MTU mostly saves header bytes (a few %%); every switch and NIC on the path must accept the larger frames.", size, size, lo.PathMTU, nlo, lo.PathMTU, size, hi.PathMTU, nhi, hi.PathMTU),
+		fmt.Sprintf("一般规律：消息按路径 MTU 切成报文，每个报文都有自己的报头（在 RoCE 上还有自己的 ICRC）——%d B 在路径 MTU %d 时是 ⌈%d ÷ %d⌉ = %d 个报文，在 %d 时是 ⌈%d ÷ %d⌉ = %d 个。硬件用芯片做逐包处理，所以更大的 MTU 主要省下报头字节（百分之几）；路径上每台交换机和网卡都必须接受更大的帧。", size, lo.PathMTU, size, lo.PathMTU, nlo, hi.PathMTU, size, hi.PathMTU, nhi))
 	rxe := say("Specific to rxe: every packet is an skb the kernel allocates, fills, checksums and hands through the veth pair, and the receiver parses and ACKs — per-packet work on the CPU, so fewer, larger packets pay off far more than on hardware.",
 		"rxe 特有：每个报文都是内核分配、填充、计算校验并经 veth 对递交的一个 skb，接收方还要解析并回 ACK——这是 CPU 上的逐包开销，所以更少、更大的报文在这里的收益远大于硬件。")
 	var v sandbox.Text

@@ -48,7 +48,7 @@ const sweepDepth = 16 // WRs in flight in the bandwidth stream (and ib_write_bw 
 
 type sweepRow struct {
 	Size int
-	Lat  time.Duration
+	Lat  spread // post → completion of one WRITE, over the samples
 	St   streamStats
 }
 
@@ -97,13 +97,13 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			if err != nil {
 				return err
 			}
-			r := sweepRow{Size: size, Lat: medianOf(lat), St: st}
+			r := sweepRow{Size: size, Lat: spreadOf(lat), St: st}
 			rows = append(rows, r)
 			x := float64(size)
 			metric(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), x, st.MBps(), "MB/s")
-			metric(emit, "lat_ours", say("post → completion, this program", "投递→完成，本程序"), x, us(r.Lat), "µs")
-			note(emit, "info", say(fmt.Sprintf("%s: post→completion %.1f µs, %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs),
-				fmt.Sprintf("%s：投递→完成 %.1f µs，%.1f MB/s（%d 个 WRITE）", human(int64(size)), us(r.Lat), st.MBps(), st.Msgs)))
+			metric(emit, "lat_ours", say("post → completion, this program (median)", "投递→完成，本程序（中位数）"), x, us(r.Lat.Med), "µs")
+			note(emit, "info", say(fmt.Sprintf("%s: post→completion median %.1f µs (middle half %s µs, %d samples), %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, st.MBps(), st.Msgs),
+				fmt.Sprintf("%s：投递→完成中位数 %.1f µs（中间一半 %s µs，%d 个样本），%.1f MB/s（%d 个 WRITE）", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, st.MBps(), st.Msgs)))
 		}
 		return nil
 	}()
@@ -173,30 +173,37 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, pt []ptRow, ran bool) er
 	for _, r := range pt {
 		ptAt[r.Size] = r.MBps
 	}
-	cols := []sandbox.Text{say("size", "大小"), say("post→completion µs", "投递→完成 µs"), sandbox.Same("MB/s"), say("k msg/s", "千条消息/秒"), say("MB/s ÷ smallest", "MB/s ÷ 最小消息")}
+	cols := []sandbox.Text{say("size", "大小"), say("post→completion µs (median)", "投递→完成 µs（中位数）"), say("middle half µs (p25–p75)", "中间一半 µs（p25–p75）"), say("µs ÷ smallest", "µs ÷ 最小消息"),
+		sandbox.Same("MB/s"), say("k msg/s", "千条消息/秒"), say("MB/s ÷ smallest", "MB/s ÷ 最小消息")}
 	if len(pt) > 0 {
-		cols = append(cols, say("ib_write_bw MB/s", "ib_write_bw MB/s"))
+		cols = append(cols, say("ib_write_bw MB/s", "ib_write_bw MB/s"), say("ours ÷ ib_write_bw", "本程序 ÷ ib_write_bw"))
 	}
 	t := sandbox.NewTable(say("message size sweep (RDMA WRITE)", "消息大小扫描（RDMA WRITE）"), cols...)
 	figs := map[string]float64{}
-	base := rows[0].St.MBps()
-	var ratios []float64
+	base, lat0 := rows[0].St.MBps(), us(rows[0].Lat.Med)
+	// the verdict quotes these as the table prints them
+	var ratios []string
 	for _, r := range rows {
-		cells := []string{human(int64(r.Size)), f1(us(r.Lat)), f1(r.St.MBps()), f1(r.St.MsgRate() / 1000), fmt.Sprintf("%.1f", ratio(r.St.MBps(), base))}
+		cells := []string{human(int64(r.Size)), f1(us(r.Lat.Med)), r.Lat.midText(), f1(ratio(us(r.Lat.Med), lat0)), f1(r.St.MBps()), f1(r.St.MsgRate() / 1000), f1(ratio(r.St.MBps(), base))}
 		if len(pt) > 0 {
 			v, ok := ptAt[r.Size]
 			switch {
-			case !ok:
-				cells = append(cells, "–")
+			case !ok || v <= 0:
+				cells = append(cells, "–", "–")
 			default:
 				cells = append(cells, f1(v))
-			}
-			if v > 0 && r.St.MBps() > 0 {
-				ratios = append(ratios, r.St.MBps()/v)
+				if r.St.MBps() > 0 {
+					q := fmt.Sprintf("%.2f", r.St.MBps()/v)
+					cells = append(cells, q)
+					ratios = append(ratios, q)
+				} else {
+					cells = append(cells, "–")
+				}
 			}
 		}
 		sameRow(t, cells...)
-		figs[fmt.Sprintf("lat_us_%d", r.Size)], figs[fmt.Sprintf("mbps_%d", r.Size)] = us(r.Lat), r.St.MBps()
+		figs[fmt.Sprintf("lat_us_%d", r.Size)], figs[fmt.Sprintf("mbps_%d", r.Size)] = us(r.Lat.Med), r.St.MBps()
+		figs[fmt.Sprintf("lat_p25_us_%d", r.Size)], figs[fmt.Sprintf("lat_p75_us_%d", r.Size)] = us(r.Lat.P25), us(r.Lat.P75)
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	small, big := rows[0], rows[len(rows)-1]
@@ -206,11 +213,11 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, pt []ptRow, ran bool) er
 			best = r
 		}
 	}
-	figs["bw_gain"], figs["lat_growth"], figs["best_size"] = ratio(big.St.MBps(), base), ratio(us(big.Lat), us(small.Lat)), float64(best.Size)
-	v := say(fmt.Sprintf("Small messages are limited by the cost per message, large ones by the cost per byte: %s WRITEs moved %.1f MB/s and took %.1f µs each, %s WRITEs moved %.1f MB/s (×%.0f) and took %.1f µs (×%.1f). Bandwidth peaked at %s. ",
-		human(int64(small.Size)), small.St.MBps(), us(small.Lat), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat), figs["lat_growth"], human(int64(best.Size))),
-		fmt.Sprintf("小消息受限于每条消息的开销，大消息受限于每字节的开销：%s 的 WRITE 带宽 %.1f MB/s，每个 %.1f µs；%s 的 WRITE 带宽 %.1f MB/s（×%.0f），每个 %.1f µs（×%.1f）。带宽在 %s 时最高。",
-			human(int64(small.Size)), small.St.MBps(), us(small.Lat), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat), figs["lat_growth"], human(int64(best.Size))))
+	figs["bw_gain"], figs["lat_growth"], figs["best_size"] = ratio(big.St.MBps(), base), ratio(us(big.Lat.Med), lat0), float64(best.Size)
+	v := say(fmt.Sprintf("Small messages are limited by the cost per message, large ones by the cost per byte: %s WRITEs moved %.1f MB/s and took %.1f µs each (median), %s WRITEs moved %.1f MB/s (×%.1f) and took %.1f µs (×%.1f). Bandwidth peaked at %s. ",
+		human(int64(small.Size)), small.St.MBps(), us(small.Lat.Med), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat.Med), figs["lat_growth"], human(int64(best.Size))),
+		fmt.Sprintf("小消息受限于每条消息的开销，大消息受限于每字节的开销：%s 的 WRITE 带宽 %.1f MB/s，每个 %.1f µs（中位数）；%s 的 WRITE 带宽 %.1f MB/s（×%.1f），每个 %.1f µs（×%.1f）。带宽在 %s 时最高。",
+			human(int64(small.Size)), small.St.MBps(), us(small.Lat.Med), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat.Med), figs["lat_growth"], human(int64(best.Size))))
 	if ran {
 		v = say(v["en"]+perftestVerdict(pt, ratios, figs, "en"), v["zh"]+perftestVerdict(pt, ratios, figs, "zh"))
 	}
@@ -222,8 +229,8 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, pt []ptRow, ran bool) er
 
 // perftestVerdict is what perftest's curve says beside ours, in lang; it
 // records its figures in figs. ratios are ours ÷ perftest at the sizes
-// both measured.
-func perftestVerdict(pt []ptRow, ratios []float64, figs map[string]float64, lang string) string {
+// both measured, as the table prints them.
+func perftestVerdict(pt []ptRow, ratios []string, figs map[string]float64, lang string) string {
 	zh := lang == "zh"
 	var good, spoilt int
 	var best ptRow
@@ -260,31 +267,41 @@ func perftestVerdict(pt []ptRow, ratios []float64, figs map[string]float64, lang
 		}
 	}
 	if len(ratios) > 0 {
-		sort.Float64s(ratios)
-		med := ratios[len(ratios)/2]
-		if len(ratios)%2 == 0 {
-			med = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+		// the ratios as the table's last column prints them; the median is
+		// the middle one of them (the upper middle for an even count), so
+		// every figure quoted is one the learner can find in that column
+		vals := make([]float64, len(ratios))
+		for i, q := range ratios {
+			vals[i], _ = strconv.ParseFloat(q, 64)
 		}
-		figs["ours_over_perftest"] = med
-		lo, hi := ratios[0], ratios[len(ratios)-1]
+		sort.Float64s(vals)
+		lo, med, hi := vals[0], vals[len(vals)/2], vals[len(vals)-1]
+		figs["ours_over_perftest"], figs["ours_over_perftest_min"], figs["ours_over_perftest_max"] = med, lo, hi
+		n := len(ratios)
 		switch {
-		case med >= 0.5 && med <= 2:
+		case lo >= 0.5 && hi <= 2:
 			if zh {
-				s += fmt.Sprintf("在两者都测了的 %d 个大小上，我们的带宽 ÷ perftest 的带宽在 %.2f 到 %.2f 之间（中位数 %.2f）：两条曲线相差不到 2 倍，说明我们的程序搬运的数据量与这套设备允许任何程序搬运的差不多。", len(ratios), lo, hi, med)
+				s += fmt.Sprintf("在两者都测了的 %d 个大小上，本程序 ÷ ib_write_bw 在 %.2f 到 %.2f 之间（中位数 %.2f，见表的最后一列）：每个大小上两条曲线都相差不到 2 倍，说明我们的程序搬运的数据量与这套设备允许任何程序搬运的差不多。", n, lo, hi, med)
 			} else {
-				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ perftest's bandwidth ran from %.2f to %.2f (median %.2f): the curves agree within ×2, so our program moves about what these devices let any program move. ", len(ratios), lo, hi, med)
+				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ ib_write_bw ran from %.2f to %.2f (median %.2f; the table's last column): at every size the curves agree within ×2, so our program moves about what these devices let any program move. ", n, lo, hi, med)
 			}
-		case med < 0.5:
+		case hi < 0.5:
 			if zh {
-				s += fmt.Sprintf("在两者都测了的 %d 个大小上，我们的带宽 ÷ perftest 的带宽在 %.2f 到 %.2f 之间（中位数 %.2f）：我们的程序明显低于这个工具——先怀疑程序（或机器太忙），而不是设备。", len(ratios), lo, hi, med)
+				s += fmt.Sprintf("在两者都测了的 %d 个大小上，本程序 ÷ ib_write_bw 在 %.2f 到 %.2f 之间（中位数 %.2f，见表的最后一列）：每个大小上我们的程序都不到这个工具的一半——先怀疑程序（或机器太忙），而不是设备。", n, lo, hi, med)
 			} else {
-				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ perftest's bandwidth ran from %.2f to %.2f (median %.2f): our program is well below the tool — suspect the program (or a busy machine) before the device. ", len(ratios), lo, hi, med)
+				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ ib_write_bw ran from %.2f to %.2f (median %.2f; the table's last column): at every size our program moved less than half of what the tool did — suspect the program (or a busy machine) before the device. ", n, lo, hi, med)
+			}
+		case lo > 2:
+			if zh {
+				s += fmt.Sprintf("在两者都测了的 %d 个大小上，本程序 ÷ ib_write_bw 在 %.2f 到 %.2f 之间（中位数 %.2f，见表的最后一列）：每个大小上我们的程序都超过这个工具的 2 倍——perftest 每个大小只跑 %d 次，并且在模拟的 CPU 上每行重新校准时钟，它的数字在这里很粗糙。", n, lo, hi, med, pt[0].Iters)
+			} else {
+				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ ib_write_bw ran from %.2f to %.2f (median %.2f; the table's last column): at every size our program moved more than twice what the tool did — perftest runs only %d WRITEs per size and recalibrates its clock for each row on an emulated CPU, so its figures are rough here. ", n, lo, hi, med, pt[0].Iters)
 			}
 		default:
 			if zh {
-				s += fmt.Sprintf("在两者都测了的 %d 个大小上，我们的带宽 ÷ perftest 的带宽在 %.2f 到 %.2f 之间（中位数 %.2f）：我们的程序远高于这个工具——perftest 每个大小只跑 %d 次，并且在模拟的 CPU 上每行重新校准时钟，它的数字在这里很粗糙。", len(ratios), lo, hi, med, pt[0].Iters)
+				s += fmt.Sprintf("在两者都测了的 %d 个大小上，本程序 ÷ ib_write_bw 在 %.2f 到 %.2f 之间（中位数 %.2f，见表的最后一列）：在一些大小上两条曲线相差不到 2 倍，在另一些大小上超过 2 倍，所以这次说不出我们的程序是否跟得上这个工具；看最后一列哪些大小偏离，再运行一次看它们是否还在那里。", n, lo, hi, med)
 			} else {
-				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ perftest's bandwidth ran from %.2f to %.2f (median %.2f): our program is far above the tool — perftest runs only %d WRITEs per size and recalibrates its clock for each row on an emulated CPU, so its figures are rough here. ", len(ratios), lo, hi, med, pt[0].Iters)
+				s += fmt.Sprintf("At the %d sizes both measured, ours ÷ ib_write_bw ran from %.2f to %.2f (median %.2f; the table's last column): within ×2 at some sizes and further apart at others, so this run cannot say whether our program keeps up with the tool; see in the last column which sizes part, and run again to see whether they still do. ", n, lo, hi, med)
 			}
 		}
 	}

@@ -17,7 +17,7 @@
   var T = {
     en: {
       time: "time (s)", roundtrip: "round trip (#)",
-      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "round trip (µs, log)",
+      "Gbps": "throughput (Gbps)", "%": "CPU (% of one core)", "µs": "time (µs)", "µs|log": "round trip (µs, log scale)",
       "ms": "CPU time (ms)", "switches": "context switches", "packets": "packets received",
       rtt: "round trip, %s messages", ref: "Shaded: hardware reference figures",
       size: "message size (bytes, log scale)", rtt_median_us: "median round trip", rtt_p90_us: "90th percentile",
@@ -26,10 +26,14 @@
       "% resent": "packets resent (% of what the data needed)",
       depth: "work requests in flight (queue depth, log scale)", round: "measurement round (#)",
       "k msg/s": "messages per second (thousands)",
+      // y titles by experiment: what is plotted, on a linear scale
+      "perf-sweep|µs": "post→completion (µs, median)", "perf-inline|µs": "post→completion (µs, median)",
+      "perf-wait|µs": "round trip (µs, medians)", "perf-mr-cost|µs": "time per call (µs)",
+      "perf-sweep|MB/s": "bandwidth (MB/s, measured here)", "perf-depth|MB/s": "bandwidth (MB/s, measured here)", "perf-mtu|MB/s": "bandwidth (MB/s, measured here)",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
-      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "往返时间（µs，对数）",
+      "Gbps": "吞吐（Gbps）", "%": "CPU（占一个核的百分比）", "µs": "时间（µs）", "µs|log": "往返时间（µs，对数刻度）",
       "ms": "CPU 时间（毫秒）", "switches": "上下文切换次数", "packets": "收到的包数",
       rtt: "往返，%s 消息", ref: "阴影：硬件参考数据",
       size: "消息大小（字节，对数刻度）", rtt_median_us: "往返中位数", rtt_p90_us: "第 90 百分位",
@@ -38,6 +42,9 @@
       "% resent": "重发的报文（占数据所需报文的 %）",
       depth: "在途工作请求数（队列深度，对数刻度）", round: "第几轮测量",
       "k msg/s": "每秒消息数（千）",
+      "perf-sweep|µs": "投递→完成（µs，中位数）", "perf-inline|µs": "投递→完成（µs，中位数）",
+      "perf-wait|µs": "往返时间（µs，中位数）", "perf-mr-cost|µs": "每次调用耗时（µs）",
+      "perf-sweep|MB/s": "带宽（MB/s，本实验室实测）", "perf-depth|MB/s": "带宽（MB/s，本实验室实测）", "perf-mtu|MB/s": "带宽（MB/s，本实验室实测）",
     },
   };
 
@@ -62,6 +69,14 @@
     // lesson 05: by message size, by queue depth, by round or round trip
     "perf-sweep": "size", "perf-inline": "size", "perf-mr-cost": "size",
     "perf-depth": "depth", "perf-signal": "round", "perf-wait": "roundtrip" };
+
+  // bytes is a size as the lessons write it: 64 B, 4 KiB, 16 MiB.
+  function bytes(v) {
+    if (v == null) return "";
+    var units = ["B", "KiB", "MiB", "GiB"], i = 0;
+    while (v >= 1024 && i < units.length - 1 && v % 1024 === 0) { v /= 1024; i++; }
+    return v + " " + units[i];
+  }
 
   function cssColor(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -141,7 +156,16 @@
       opts.scales = opts.scales || {};
       opts.scales.x = { time: false, distr: 3, log: 2 };
     }
-    axes[1] = Object.assign({}, axes[1], { label: t[info.unit] || info.unit });
+    if (xName === "size") {
+      // sizes in readable units (64 B, 4 KiB, 16 MiB): raw bytes were
+      // clipped ("16,777,21") under the axis
+      axes[0].values = function (u, vals) { return vals.map(bytes); };
+    }
+    var bands = BANDS[info.experiment + "|" + info.unit];
+    // the y title says what is plotted and on which scale: "log" only
+    // where the scale is logarithmic (the reference bands' charts)
+    var yTitle = t[info.experiment + "|" + info.unit] || (bands && t[info.unit + "|log"]) || t[info.unit] || info.unit;
+    axes[1] = Object.assign({}, axes[1], { label: yTitle });
     opts.axes = axes;
 
     // Readable legend labels for series named by the experiment's code.
@@ -153,7 +177,6 @@
       else if (t[name]) s.label = t[name];
     });
 
-    var bands = BANDS[info.experiment + "|" + info.unit];
     if (bands) {
       var lo = Math.min.apply(null, bands.map(function (b) { return b.lo; }));
       var hi = Math.max.apply(null, bands.map(function (b) { return b.hi; }));

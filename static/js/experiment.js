@@ -542,8 +542,26 @@
     if (!c.plot) {
       var width = Math.max(280, c.box.clientWidth || this.out.clientWidth || 600);
       var series = [{ label: "s" }];
-      c.series.forEach(function (s, i) {
-        series.push({ label: c.labels[s] + (c.unit ? " (" + c.unit + ")" : ""), stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true });
+      // A series name_lo / name_hi is the lowest / highest round around
+      // the median line "name": drawn thin and dashed in its colour, the
+      // space between them shaded (the spread the verdict weighs).
+      var base = [], colorOf = {};
+      c.series.forEach(function (s) {
+        var m = /^(.+)_(lo|hi)$/.exec(s);
+        if (!m || c.series.indexOf(m[1]) < 0) { colorOf[s] = COLORS[base.length % COLORS.length]; base.push(s); }
+      });
+      var bands = [];
+      c.series.forEach(function (s) {
+        var m = /^(.+)_(lo|hi)$/.exec(s);
+        // The legend names the series only: the y axis says what is
+        // plotted and in which unit, in the page's language (a raw unit
+        // such as "% resent" in a Chinese legend was English leaking).
+        if (m && colorOf[m[1]]) {
+          series.push({ label: c.labels[s], stroke: colorOf[m[1]], width: 1, dash: [4, 4], spanGaps: true });
+          if (m[2] === "hi" && c.series.indexOf(m[1] + "_lo") >= 0) bands.push({ hi: s, lo: m[1] + "_lo", color: colorOf[m[1]] });
+        } else {
+          series.push({ label: c.labels[s], stroke: colorOf[s], width: 2, spanGaps: true });
+        }
       });
       // Axis text and grid follow the theme (uPlot draws black by default,
       // unreadable on the dark background); a theme change redraws.
@@ -552,9 +570,12 @@
       var opts = {
         width: width,
         height: CHART_H,
-        scales: { x: { time: false } },
+        scales: { x: { time: false, range: padRange }, y: { range: fromZero } },
         axes: [axis({ label: "s" }), axis({ label: c.unit, size: 64, labelSize: 22 })],
-        series: series
+        series: series,
+        bands: bands.map(function (b) {
+          return { series: [c.series.indexOf(b.hi) + 1, c.series.indexOf(b.lo) + 1], fill: b.color + "22" };
+        })
       };
       // chart-bands.js, when loaded, names the axes and adds reference bands.
       if (typeof window.rdmalabChart === "function") {
@@ -562,10 +583,38 @@
       }
       c.plot = new window.uPlot(opts, data, c.box);
       c.box._plot = c.plot;
+      narrowX(c.plot, xs);
       return;
     }
     c.plot.setData(data);
+    narrowX(c.plot, xs);
   };
+
+  // narrowX gives a lone x value a narrow axis around it: uPlot skips the
+  // range function for one point and stretches it over 0–100 (a loss
+  // sweep's first step drawn on a 0–100 % loss axis). Log axes keep theirs.
+  function narrowX(u, xs) {
+    if (xs.length !== 1 || u.scales.x.distr === 3) return;
+    var r = padRange(u, xs[0], xs[0]);
+    u.setScale("x", { min: r[0], max: r[1] });
+  }
+
+  // padRange keeps a chart of one x value readable mid-run: uPlot would
+  // stretch a lone point over an arbitrary span (a 0–100 % loss axis).
+  function padRange(u, min, max) {
+    if (min == null || max == null) return [0, 1];
+    if (min === max) { var d = Math.abs(min) || 1; return [Math.max(0, min - d), max + d]; }
+    return [min, max];
+  }
+
+  // fromZero starts a linear y axis at 0 (every figure charted here is a
+  // non-negative amount) and leaves a little room above the highest point;
+  // a lone point no longer autoscales to twice its value.
+  function fromZero(u, min, max) {
+    if (min == null || max == null) return [0, 1];
+    var lo = Math.min(0, min), hi = max > 0 ? max * 1.1 : 1;
+    return window.uPlot.rangeNum ? window.uPlot.rangeNum(lo, hi, 0.05, true) : [lo, hi];
+  }
 
   function cssVar(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
