@@ -117,8 +117,8 @@ func TestChartsSayWhatTheyPlot(t *testing.T) {
 	page := newBrowserPage(t)
 	type chart struct {
 		Unit, Y, X, Ticks, Legend string
-		XMax, YMax              float64
-		Bands                   int
+		XMax, YMax                float64
+		Bands                     int
 	}
 	for _, lang := range []string{"en", "zh"} {
 		read := func(id string, n int) []chart {
