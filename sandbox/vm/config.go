@@ -29,6 +29,11 @@ type Config struct {
 	// learner keeps theirs, the experiment guests get the CPU first.
 	Nice int
 
+	// Learner: the guest is a learner's own (Terminals), where the learner
+	// is root: an agent that restarts there may not be ours, so the host
+	// discards the guest instead of talking on to it.
+	Learner bool
+
 	// NoSnapshot: boot every guest instead of restoring the snapshot of the
 	// first one (LAB_VM_SNAPSHOT=off).
 	NoSnapshot bool

@@ -14,8 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -107,11 +110,10 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	}
 	conn, err := g.dial(ctx, sock)
 	if err == nil && snap != nil {
-		g.client = newClient(conn, g.log, g.whyClosed)
-		g.client.stampTime = true
+		g.client = newClient(conn, g.log, g.whyClosed, clientOpts{restored: true, restartBreaks: cfg.Learner})
 		err = g.resume(ctx, snap)
 	} else if err == nil {
-		g.client = newClient(conn, g.log, g.whyClosed)
+		g.client = newClient(conn, g.log, g.whyClosed, clientOpts{restartBreaks: cfg.Learner})
 		select {
 		case h := <-g.client.hello:
 			g.Hello, g.Ready = h, time.Now()
@@ -328,9 +330,15 @@ type client struct {
 	hello chan vmproto.Hello
 	done  chan struct{} // closed when the connection is finished
 
-	// stampTime: events get the host's time on arrival. A restored guest's
-	// clock starts where the snapshot's stopped, so its own times are old.
-	stampTime bool
+	clientOpts
+	// greeted: the agent has said hello (or the guest was restored from a
+	// snapshot, whose agent said it before the snapshot): a hello now
+	// means the agent restarted and forgot every call in flight.
+	greeted atomic.Bool
+
+	port   *rate.Limiter // bytes of every line (bounds.PortRate)
+	bad    *rate.Limiter // malformed lines (bounds.BadLines)
+	badLog *limitedLog
 
 	wmu sync.Mutex
 
@@ -346,10 +354,39 @@ type pending struct {
 	lab   func(sandbox.Lab)
 	data  func([]byte) // a terminal's output (terminal.go)
 	end   chan error   // buffered 1: the call's outcome
+
+	// bounds.go: what this call has received, and its own bounds
+	dataMax    int           // total Data bytes (a check's output); 0: none
+	rate       *rate.Limiter // Data bytes per second (a terminal); nil: none
+	dataBytes  int
+	events     int
+	eventBytes int
 }
 
-func newClient(conn net.Conn, log *slog.Logger, why func(error) error) *client {
-	c := &client{conn: conn, log: log, why: why, hello: make(chan vmproto.Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{}}
+// clientOpts say how a client treats its guest.
+type clientOpts struct {
+	// restored: the guest was restored from a snapshot. Its agent said
+	// hello before the snapshot, so any hello means a restart; and its
+	// clock starts where the snapshot's stopped, so events get the host's
+	// time on arrival.
+	restored bool
+	// restartBreaks: an agent restart closes the channel and the guest is
+	// discarded (a learner's guest: whatever restarted there may not be
+	// our agent); otherwise the calls in flight fail and it goes on.
+	restartBreaks bool
+	bounds        guestBounds // zero: defaultBounds
+}
+
+// newClient starts reading conn.
+func newClient(conn net.Conn, log *slog.Logger, why func(error) error, o clientOpts) *client {
+	if o.bounds == (guestBounds{}) {
+		o.bounds = defaultBounds
+	}
+	b := o.bounds
+	c := &client{conn: conn, log: log, why: why, hello: make(chan vmproto.Hello, 1), done: make(chan struct{}), calls: map[uint64]*pending{},
+		clientOpts: o, port: rate.NewLimiter(b.PortRate, b.PortBurst), bad: rate.NewLimiter(b.BadLineRate, b.BadLines),
+		badLog: &limitedLog{log: log, every: b.LogEvery}}
+	c.greeted.Store(o.restored)
 	go c.read()
 	return c
 }
@@ -360,14 +397,25 @@ func (c *client) err() error {
 	return c.closed
 }
 
-// read routes lines until the connection ends.
+// read routes lines until the connection ends. A line never costs more
+// than bounds.MaxLine bytes of memory (lineio skips the rest of a longer
+// one), and the port's byte rate is bounded: past it the guest is cut off.
 func (c *client) read() {
+	defer c.badLog.flush("malformed lines from the guest")
 	br := bufio.NewReaderSize(c.conn, 64<<10)
 	for {
-		line, err := lineio.Read(br, sandbox.DefaultMaxLine)
+		line, err := lineio.Read(br, c.bounds.MaxLine)
 		if errors.Is(err, lineio.ErrLongLine) {
+			if !c.port.AllowN(time.Now(), min(c.bounds.MaxLine, c.bounds.PortBurst)) {
+				c.breach(fmt.Sprintf("more than %d bytes/s on its agent port", int(c.bounds.PortRate)))
+				return
+			}
 			c.malformed(err.Error())
 			continue
+		}
+		if err == nil && !c.port.AllowN(time.Now(), len(line)+1) {
+			c.breach(fmt.Sprintf("more than %d bytes/s on its agent port", int(c.bounds.PortRate)))
+			return
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -384,14 +432,33 @@ func (c *client) read() {
 			c.malformed(fmt.Sprintf("%q", lineio.ClipBytes(line, 120)))
 			continue
 		}
-		c.deliver(m)
+		if why := c.deliver(m, len(line)); why != "" {
+			c.breach(why)
+			return
+		}
+		if isDone(c.done) {
+			return
+		}
 	}
+}
+
+// breach closes the channel of a guest that broke a bound: every call in
+// flight fails, and the backend's supervisor discards the guest.
+func (c *client) breach(what string) {
+	c.log.Warn("the guest broke a bound of its agent port; discarding it", "bound", what)
+	c.close(breachError(what))
 }
 
 // malformed fails the run in flight: a line we cannot parse may have been
 // one of its events, so its outcome is unknown. Other calls are unaffected.
+// Past bounds.BadLines in a row (refilled at BadLineRate) the guest is cut
+// off; the log gets one line per bounds.LogEvery.
 func (c *client) malformed(what string) {
-	c.log.Warn("malformed line from the guest", "line", what)
+	if !c.bad.Allow() {
+		c.breach(fmt.Sprintf("more than %d malformed lines", c.bounds.BadLines))
+		return
+	}
+	c.badLog.warn("malformed line from the guest", "line", what)
 	c.mu.Lock()
 	id := c.running
 	p := c.calls[id]
@@ -406,15 +473,24 @@ func (c *client) malformed(what string) {
 	}
 }
 
-func (c *client) deliver(m vmproto.GuestMsg) {
+// deliver routes one line of n bytes to its call; it returns the bound
+// the line broke, or "".
+func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 	if m.Hello != nil {
-		select {
-		case c.hello <- *m.Hello:
-		default:
-			// A second hello: the agent restarted and forgot what it was doing.
-			c.failAll(errors.New("the guest agent restarted"))
+		if !c.greeted.Swap(true) {
+			select {
+			case c.hello <- *m.Hello:
+			default:
+			}
+			return ""
 		}
-		return
+		// A hello after the first (or after a restore): the agent
+		// restarted and forgot what it was doing.
+		if c.restartBreaks {
+			return "its agent restarted"
+		}
+		c.failAll(errors.New("the guest agent restarted"))
+		return ""
 	}
 	c.mu.Lock()
 	p := c.calls[m.ID]
@@ -424,15 +500,29 @@ func (c *client) deliver(m vmproto.GuestMsg) {
 			c.running = 0
 		}
 	}
+	var why string
+	if p != nil && !m.End {
+		switch {
+		case m.Data != nil:
+			why = c.bounds.checkData(p, len(m.Data))
+		case m.Event != nil:
+			why = c.bounds.checkEvent(p, n)
+		}
+	}
 	c.mu.Unlock()
+	if why != "" {
+		return why
+	}
 	if p == nil {
-		return // a late line of a cancelled or failed call
+		// A late line of a cancelled or failed call, or the answer to
+		// a cancel or command (bounded by the port's rate like any line).
+		return ""
 	}
 	switch {
 	case m.End:
 		p.end <- vmproto.EndError(m)
 	case m.Event != nil && p.event != nil:
-		if c.stampTime {
+		if c.restored {
 			m.Event.Time = time.Now()
 		}
 		p.event(*m.Event)
@@ -441,6 +531,7 @@ func (c *client) deliver(m vmproto.GuestMsg) {
 	case m.Data != nil && p.data != nil:
 		p.data(m.Data)
 	}
+	return ""
 }
 
 // call sends one request and waits for its end line, ctx, or the end of

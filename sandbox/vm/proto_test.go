@@ -34,7 +34,7 @@ func pair(t *testing.T, run func(ctx context.Context, req sandbox.Request, emit 
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, guestEnd) }()
-	c := newClient(hostEnd, newTestLogger(t), nil)
+	c := newClient(hostEnd, newTestLogger(t), nil, clientOpts{})
 	select {
 	case h := <-c.hello:
 		if h.Kernel != "test" {
@@ -129,7 +129,7 @@ type fakeGuest struct {
 
 func newFakeGuest(t *testing.T) (*client, *fakeGuest) {
 	hostEnd, guestEnd := net.Pipe()
-	c := newClient(hostEnd, newTestLogger(t), nil)
+	c := newClient(hostEnd, newTestLogger(t), nil, clientOpts{})
 	t.Cleanup(func() { c.close(errors.New("test over")); guestEnd.Close() })
 	return c, &fakeGuest{conn: guestEnd, in: bufio.NewReader(guestEnd)}
 }

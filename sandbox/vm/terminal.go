@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
@@ -31,7 +33,9 @@ type Terminal struct {
 // output (called from the connection's reader: it must not block long).
 func (g *Guest) OpenTerminal(rows, cols uint16, out func([]byte)) (*Terminal, error) {
 	c := g.client
-	p := &pending{data: out, end: make(chan error, 1)}
+	// The guest holds a shell's output at its own rate; the host holds
+	// it at a rate of its own (bounds.go), whatever the guest says.
+	p := &pending{data: out, end: make(chan error, 1), rate: rate.NewLimiter(c.bounds.TermRate, c.bounds.TermBurst)}
 	c.mu.Lock()
 	if c.closed != nil {
 		err := c.closed
@@ -265,6 +269,7 @@ func (t *Terminals) newSession(learner string) *termSession {
 // startGuest starts a learner guest for owner ("" for a spare). t.mu held.
 func (t *Terminals) startGuest(owner string) *termSession {
 	cfg := t.Cfg
+	cfg.Learner = true
 	if cfg.Nice == 0 {
 		cfg.Nice = 10
 	}
@@ -618,7 +623,7 @@ func (g *Guest) Verify(ctx context.Context, script []byte, lang string) (VerifyR
 		mu.Lock()
 		res.Output = append(res.Output, b...)
 		mu.Unlock()
-	}, end: make(chan error, 1)}
+	}, end: make(chan error, 1), dataMax: verifyCap} // the guest's cap, enforced here too
 	c.mu.Lock()
 	if c.closed != nil {
 		err := c.closed
