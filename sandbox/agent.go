@@ -29,11 +29,12 @@ import (
 //   - the backend writes one Request as a single JSON line;
 //   - the agent validates it again, runs the experiment and writes each
 //     Event as one JSON line (no Seq: the runner numbers events);
-//   - the agent ends the run with a status Event whose Status is done or
-//     failed (with the reason in Message); a failure is preceded by an
-//     error Event (the experiment's own when it returned a Reported error,
-//     else a generic one built from the error). That final line is
-//     protocol, not forwarded: the runner emits the run's own final status.
+//   - the agent ends the run with an end line, `{"end":{}}` when done or
+//     `{"end":{"kind":"failed","error":REASON}}` (End, the one encoding of
+//     a run's end on every hop); a failure is preceded by an error Event
+//     (the experiment's own when it returned a Reported error, else a
+//     generic one built from the error). That final line is protocol, not
+//     forwarded: the runner emits the run's own final status.
 //
 // ServeAgent handles exactly one request and never reads past its newline
 // (an interactive run's commands follow it on the same stream); every run
@@ -155,17 +156,22 @@ func (w *agentWriter) write(ev Event) {
 	_, w.err = w.out.Write(b)
 }
 
-// finish writes the run's terminal status line (and the error event for a
-// failure) and returns what ServeAgent returns.
+// finish writes the run's end line (after the error event for a failure)
+// and returns what ServeAgent returns.
 func (w *agentWriter) finish(runErr error) error {
-	if runErr == nil {
-		w.write(Event{Type: EvStatus, Status: StatusDone})
-	} else {
+	end := End{}
+	if runErr != nil {
 		if !IsReported(runErr) {
 			w.write(ErrorEvent("", runErr))
 		}
-		w.write(Event{Type: EvStatus, Status: StatusFailed, Message: runErr.Error()})
+		end = End{Kind: EndFailed, Error: runErr.Error()}
 	}
+	b, _ := json.Marshal(Frame{End: &end})
+	w.mu.Lock()
+	if w.err == nil {
+		_, w.err = w.out.Write(append(b, '\n'))
+	}
+	w.mu.Unlock()
 	w.mu.Lock()
 	werr := w.err
 	w.mu.Unlock()
@@ -285,8 +291,8 @@ func NewAgentReader(r io.Reader, maxLine int) *AgentReader {
 	return &AgentReader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
 }
 
-// ReadRun forwards every event of one run to emit until the agent's final
-// status. It returns nil when the run is done, an *AgentFailure when the
+// ReadRun forwards every event of one run to emit until the agent's end
+// line. It returns nil when the run is done, an *AgentFailure when the
 // agent reported failure, a *ProtocolError for output that is not the
 // protocol (including a stream that ends first), or the read error.
 func (a *AgentReader) ReadRun(emit func(Event)) error {
@@ -302,17 +308,21 @@ func (a *AgentReader) ReadRun(emit func(Event)) error {
 			continue
 		}
 		var ev Event
-		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
+		err = json.Unmarshal(line, &ev)
+		if err == nil && ev.Type == "" {
+			var f Frame
+			if json.Unmarshal(line, &f) == nil && f.End != nil {
+				if k := f.End.Kind; k != EndDone && k != EndFailed {
+					return &ProtocolError{Reason: fmt.Sprintf("the agent ended the run with kind %q", lineio.Clip(string(k), 40))}
+				}
+				return f.End.Err()
+			}
+		}
+		if err != nil || ev.Type == "" {
 			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", lineio.ClipBytes(line, 120))}
 		}
 		if ev.Type == EvStatus {
-			switch ev.Status {
-			case StatusDone:
-				return nil
-			case StatusFailed:
-				return &AgentFailure{Message: ev.Message}
-			}
-			continue // the runner owns every other status
+			continue // the runner owns the lifecycle
 		}
 		ev.Seq = 0
 		if ev.Time.IsZero() {

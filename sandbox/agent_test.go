@@ -14,18 +14,32 @@ import (
 	"time"
 )
 
-func agentEvents(t *testing.T, out string) []Event {
+// agentEvents splits an agent's output into its events and its end line,
+// which must be the last.
+func agentEvents(t *testing.T, out string) ([]Event, End) {
 	t.Helper()
 	var evs []Event
+	var end *End
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
+		if end != nil {
+			t.Fatalf("line %q after the end line", sc.Text())
+		}
+		var f Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err == nil && f.End != nil {
+			end = f.End
+			continue
+		}
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
 		evs = append(evs, e)
 	}
-	return evs
+	if end == nil {
+		t.Fatalf("no end line in %q", out)
+	}
+	return evs, *end
 }
 
 func TestServeAgentValidatesAgain(t *testing.T) {
@@ -36,10 +50,10 @@ func TestServeAgentValidatesAgain(t *testing.T) {
 	if !errors.As(err, &af) {
 		t.Fatalf("err %v, want AgentFailure", err)
 	}
-	evs := agentEvents(t, out.String())
-	if len(evs) != 2 || evs[0].Type != EvError || !strings.Contains(evs[0].Message, `param "n": must be between 1 and 100`) ||
-		evs[1].Status != StatusFailed {
-		t.Errorf("events %+v", evs)
+	evs, end := agentEvents(t, out.String())
+	if len(evs) != 1 || evs[0].Type != EvError || !strings.Contains(evs[0].Message, `param "n": must be between 1 and 100`) ||
+		end.Kind != EndFailed {
+		t.Errorf("events %+v, end %+v", evs, end)
 	}
 }
 
@@ -54,9 +68,9 @@ func TestServeAgentReadsOneRequestPerCall(t *testing.T) {
 		if err := ServeAgent(context.Background(), testRegistry(), r, &out); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		evs := agentEvents(t, out.String())
-		if len(evs) != n+2 || evs[len(evs)-1].Status != StatusDone {
-			t.Errorf("request %d: %+v", i, evs)
+		evs, end := agentEvents(t, out.String())
+		if len(evs) != n+1 || end != (End{}) {
+			t.Errorf("request %d: %+v, end %+v", i, evs, end)
 		}
 	}
 	if err := ServeAgent(context.Background(), testRegistry(), r, io.Discard); !errors.Is(err, io.EOF) {
@@ -70,6 +84,7 @@ func TestAgentReaderProtocolErrors(t *testing.T) {
 		"early end": "{\"type\":\"log\",\"message\":\"ok\"}\n",
 		"long line": `{"type":"log","message":"` + strings.Repeat("x", 2000) + "\"}\n",
 		"no type":   "{\"message\":\"x\"}\n",
+		"bad end":   "{\"end\":{\"kind\":\"busy\"}}\n",
 	}
 	for name, stream := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -113,7 +128,7 @@ func TestServeAgentSkipsGenericErrorWhenReported(t *testing.T) {
 			t.Fatalf("%s: err %v, want AgentFailure", id, err)
 		}
 		var got []string
-		evs := agentEvents(t, out.String())
+		evs, end := agentEvents(t, out.String())
 		for _, e := range evs {
 			if e.Type == EvError {
 				got = append(got, e.Message)
@@ -122,8 +137,8 @@ func TestServeAgentSkipsGenericErrorWhenReported(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: error events %q, want %q", id, got, want)
 		}
-		if last := evs[len(evs)-1]; last.Status != StatusFailed || !strings.Contains(last.Message, "cannot allocate memory") {
-			t.Errorf("%s: final %+v, want failed with the error's message", id, last)
+		if end.Kind != EndFailed || !strings.Contains(end.Error, "cannot allocate memory") {
+			t.Errorf("%s: end %+v, want failed with the error's message", id, end)
 		}
 	}
 	if Reported(nil) != nil {

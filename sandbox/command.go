@@ -20,9 +20,11 @@ import (
 //	web  POST /api/runs/{id}/commands {"cmd":"next"}
 //	 → Runner.Command (checked against Experiment.Commands; stored as an
 //	   EvCommand event before it is delivered)
-//	 → the backend: the host backend writes it as one more JSON line on the
-//	   agent's stdin; the vm backend wraps it in a "command" envelope to the
-//	   guest, whose server does the same with its agent child
+//	 → the backend, through Session.Commands: the host backend writes it as
+//	   one more JSON line on the agent's stdin; the vm backend wraps it in a
+//	   "command" envelope to the guest, whose server does the same with its
+//	   agent child; the fleet server publishes it to the worker that claimed
+//	   the run (lab.cmd.<run>), whose backend does one of the above
 //	 → ServeAgent reads it, checks it against the experiment again and
 //	   hands it to Run through CommandsFrom(ctx).
 //
@@ -113,8 +115,8 @@ func DecodeCommand(b []byte) (Command, error) {
 type commandsKey struct{}
 
 // WithCommands returns ctx carrying the command stream of an interactive
-// run. The runner puts it there for the backend; the agent for the
-// experiment's Run.
+// run, for the experiment's Run inside the agent (ServeAgent puts it
+// there). Backends never look for it: their stream is Session.Commands.
 func WithCommands(ctx context.Context, cmds <-chan Command) context.Context {
 	return context.WithValue(ctx, commandsKey{}, cmds)
 }
@@ -127,17 +129,17 @@ func CommandsFrom(ctx context.Context) <-chan Command {
 }
 
 // FeedCommands writes first (the request line) to w, then each command of
-// ctx's stream as one JSON line, and closes w when the stream closes or
-// ctx ends — the agent then reads EOF. stop ends it early and closes w. A
-// backend calls it with the write end of the agent's stdin pipe.
-func FeedCommands(ctx context.Context, w io.WriteCloser, first []byte) (stop func()) {
+// cmds as one JSON line, and closes w when cmds closes (at once when cmds
+// is nil: a run that takes no commands) or ctx ends — the agent then reads
+// EOF. stop ends it early and closes w. A backend calls it with the write
+// end of the agent's stdin pipe.
+func FeedCommands(ctx context.Context, w io.WriteCloser, first []byte, cmds <-chan Command) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
-	cmds := CommandsFrom(ctx)
 	go func() {
 		defer close(done)
 		defer w.Close()
-		if _, err := w.Write(first); err != nil {
+		if _, err := w.Write(first); err != nil || cmds == nil {
 			return
 		}
 		for {

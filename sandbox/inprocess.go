@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 )
 
@@ -21,22 +20,19 @@ func (b InProcess) Name() string { return "host" }
 func (b InProcess) Lab(context.Context) Lab { return Lab{Backend: "host", State: LabReady} }
 
 // Exec implements Backend.
-func (b InProcess) Exec(ctx context.Context, req Request, emit func(Event)) error {
+func (b InProcess) Exec(ctx context.Context, s *Session) error {
+	line, err := s.Line()
+	if err != nil {
+		return err
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
 		outW.CloseWithError(ServeAgent(ctx, b.Registry, inR, outW))
 	}()
-	body, _ := json.Marshal(req)
-	if CommandsFrom(ctx) != nil { // an interactive run: commands follow on stdin
-		defer FeedCommands(ctx, inW, append(body, '\n'))()
-	} else {
-		go func() {
-			inW.Write(append(body, '\n'))
-			inW.Close()
-		}()
-	}
-	err := NewAgentReader(outR, 0).ReadRun(emit)
+	// an interactive run's commands follow the request on stdin
+	defer FeedCommands(ctx, inW, line, s.Commands)()
+	err = NewAgentReader(outR, 0).ReadRun(s.Emit)
 	outR.Close()
 	if ctx.Err() != nil {
 		return ctx.Err()

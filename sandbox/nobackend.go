@@ -20,7 +20,7 @@ func (n NoBackend) Lab(context.Context) Lab {
 }
 
 // Exec implements Backend.
-func (n NoBackend) Exec(context.Context, Request, func(Event)) error {
+func (n NoBackend) Exec(context.Context, *Session) error {
 	return errors.New(n.Reason)
 }
 

@@ -305,7 +305,7 @@ func (r *Runner) start(ru *run, be Backend) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	ru.cancel = cancel
 	if ru.exp.Interactive() {
-		ctx = r.startCommands(ctx, ru)
+		r.startCommands(ctx, ru)
 	}
 	ru.info.Status = StatusRunning
 	ru.info.Position = 0
@@ -337,8 +337,12 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		return StatusFailed, reason
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
+	var cmds <-chan Command
+	if ru.cmds != nil {
+		cmds = ru.cmds
+	}
 	req := Request{RunID: ru.info.ID, Experiment: ru.exp.ID, Params: ru.info.Params}
-	err := be.Exec(ctx, req, func(ev Event) {
+	err := be.Exec(ctx, NewSession(req, cmds, func(ev Event) {
 		if ev.Type == EvStatus {
 			// The runner alone decides the lifecycle; a backend may only
 			// say where the run really runs (a worker: "vm@lab-2").
@@ -351,7 +355,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 			return
 		}
 		ru.w.addPaced(ev)
-	})
+	}))
 	r.mu.Lock()
 	stop, stopMsg := ru.stop, ru.stopMsg
 	r.mu.Unlock()

@@ -9,13 +9,13 @@ import (
 // commandQueue is how many accepted commands may wait for the experiment.
 const commandQueue = 4
 
-// startCommands gives an interactive run its command stream and starts its
-// idle watch. Called with r.mu held, from start.
-func (r *Runner) startCommands(ctx context.Context, ru *run) context.Context {
+// startCommands gives an interactive run its command stream (the
+// session's Commands) and starts its idle watch. Called with r.mu held,
+// from start.
+func (r *Runner) startCommands(ctx context.Context, ru *run) {
 	ru.cmds = make(chan Command, commandQueue)
 	ru.lastCmd = time.Now()
 	go r.watchIdle(ctx, ru)
-	return WithCommands(ctx, ru.cmds)
 }
 
 // Command delivers a learner's command to their interactive run. The run

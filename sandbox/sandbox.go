@@ -162,7 +162,8 @@ func (e *Experiment) Class() Sharing {
 	return Timing
 }
 
-// Request is what a backend hands to `labserver agent`: one run of one experiment.
+// Request is what `labserver agent` reads: one run of one experiment. The
+// runner encodes it once (NewSession); the hops in between forward the bytes.
 type Request struct {
 	RunID      string `json:"run_id"`
 	Experiment string `json:"experiment"`
@@ -176,9 +177,11 @@ type Backend interface {
 	Name() string
 	// Lab describes the backend's current state for GET /api/lab.
 	Lab(ctx context.Context) Lab
-	// Exec runs one request to completion, passing every event to emit.
-	// Cancelling ctx must stop the run and kill everything it started.
-	Exec(ctx context.Context, req Request, emit func(Event)) error
+	// Exec runs one session to completion, passing every event to
+	// s.Emit and an interactive run's commands (s.Commands) to the agent.
+	// It returns End.Err of how the run ended. Cancelling ctx must stop the
+	// run and kill everything it started.
+	Exec(ctx context.Context, s *Session) error
 }
 
 // Unavailable is the capability of a backend that can run nothing on this

@@ -98,14 +98,14 @@ func Serve(ctx context.Context, port string, stderr io.Writer) int {
 // (lesson 02's netem loss, its GSO limit) is undone when it ends — also
 // when it failed, timed out or was cancelled and its agent was killed
 // before its own deferred reset could run.
-func resetAfter(run func(context.Context, sandbox.Request, func(sandbox.Event)) error) func(context.Context, sandbox.Request, func(sandbox.Event)) error {
-	return func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func resetAfter(run func(context.Context, *sandbox.Session) error) func(context.Context, *sandbox.Session) error {
+	return func(ctx context.Context, s *sandbox.Session) error {
 		defer func() {
 			if err := netshape.Reset(netshape.GuestLinks...); err != nil {
-				slog.Warn("reset the links after a run", "run", req.RunID, "err", err)
+				slog.Warn("reset the links after a run", "err", err)
 			}
 		}()
-		return run(ctx, req, emit)
+		return run(ctx, s)
 	}
 }
 

@@ -2,7 +2,6 @@ package agentproc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,23 +166,24 @@ func (a *Agent) Close() {
 
 // Exec implements sandbox.Backend: it hands req to an agent child and
 // turns its stdout lines into events and its stderr lines into log events.
-func (a *Agent) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func (a *Agent) Exec(ctx context.Context, s *sandbox.Session) error {
+	line, err := s.Line()
+	if err != nil {
+		return err
+	}
+	emit := s.Emit
 	p, err := a.take()
 	if err != nil {
 		return fmt.Errorf("start agent: %w", err)
 	}
 	defer p.Close()
 	defer a.prepareAsync()
-	if sandbox.CommandsFrom(ctx) != nil {
+	if s.Interactive() {
 		// An interactive run: its commands follow the request on stdin,
 		// which stays open until the command stream ends.
-		body, err := json.Marshal(req)
-		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-		defer sandbox.FeedCommands(ctx, p.stdin, append(body, '\n'))()
+		defer sandbox.FeedCommands(ctx, p.stdin, line, s.Commands)()
 	} else {
-		err = p.Send(req)
+		_, err = p.stdin.Write(line)
 		p.CloseInput()
 	}
 	if err != nil {

@@ -422,8 +422,7 @@ func TestSpareNeverDoubles(t *testing.T) {
 	const runs = 12
 	for i := range runs {
 		var final sandbox.Event
-		err := be.Exec(context.Background(), sandbox.Request{RunID: fmt.Sprint("r", i), Experiment: "echo", Params: sandbox.Params{"n": int64(1)}},
-			func(ev sandbox.Event) { final = ev })
+		err := be.Exec(context.Background(), sandbox.NewSession(sandbox.Request{RunID: fmt.Sprint("r", i), Experiment: "echo", Params: sandbox.Params{"n": int64(1)}}, nil, func(ev sandbox.Event) { final = ev }))
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}

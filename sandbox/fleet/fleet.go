@@ -9,7 +9,9 @@
 //
 //	lab.runs.<need>     JetStream stream LAB_RUNS (work queue): one Job per run
 //	lab.claim.<run>     worker → server request: "I start this run" (answered once)
-//	lab.ev.<run>        worker → server: the run's events in order, then an end
+//	lab.ev.<run>        worker → server: the run's events in order, then its end (sandbox.Frame)
+//	lab.cmd.<run>       server → the worker that claimed it: an interactive run's commands
+//	                    (sandbox.Command), then an empty message: no more will come
 //	lab.cancel.<run>    server → workers: stop this run
 //	lab.workers.hb      worker → server, every second: who it is, what it runs, its load
 //
@@ -20,6 +22,7 @@
 package fleet
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -32,6 +35,7 @@ const (
 	subjClaim     = "lab.claim."
 	subjEvents    = "lab.ev."
 	subjCancel    = "lab.cancel."
+	subjCommands  = "lab.cmd."
 	subjHeartbeat = "lab.workers.hb"
 )
 
@@ -45,23 +49,21 @@ var (
 
 // Job is one run in the work queue.
 type Job struct {
-	Req   sandbox.Request `json:"req"`
-	Need  sandbox.Need    `json:"need"`
-	Epoch string          `json:"epoch"` // the server instance that queued it
+	RunID      string `json:"run_id"`
+	Experiment string `json:"experiment"`
+	// Req is the run's request as the runner encoded it (Session.Request):
+	// neither the server nor the worker decodes it, the agent does.
+	Req json.RawMessage `json:"req"`
+	// Interactive: commands follow on lab.cmd.<run> once the run is claimed.
+	Interactive bool         `json:"interactive,omitempty"`
+	Need        sandbox.Need `json:"need"`
+	Epoch       string       `json:"epoch"` // the server instance that queued it
 }
 
 // Claim is a worker's request to start a job's run.
 type Claim struct {
 	Worker string `json:"worker"`
 	Epoch  string `json:"epoch"`
-}
-
-// Msg is one line of a run's stream from its worker.
-type Msg struct {
-	Event *sandbox.Event `json:"event,omitempty"`
-	End   bool           `json:"end,omitempty"`
-	Kind  string         `json:"kind,omitempty"` // "", failed (agent failure, already reported), error
-	Error string         `json:"error,omitempty"`
 }
 
 // Worker is what a worker says about itself in its heartbeats; /lab lists them.

@@ -259,9 +259,8 @@ func TestUnstartedRunGoesToAnotherWorker(t *testing.T) {
 	var events []sandbox.Event
 	var mu sync.Mutex
 	go func() {
-		done <- s.Exec(t.Context(), sandbox.NeedHost, sandbox.Request{RunID: "r-unstarted", Experiment: "memlock",
-			Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}},
-			func(ev sandbox.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() })
+		done <- s.Exec(t.Context(), sandbox.NeedHost, sandbox.NewSession(sandbox.Request{RunID: "r-unstarted", Experiment: "memlock",
+			Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}}, nil, func(ev sandbox.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }))
 	}()
 	// The dying worker: takes the job, then its connection is gone.
 	nc, err := Connect(WorkerConfig{URL: "nats://" + s.Addr(), Token: token, Name: "dying"})
@@ -341,7 +340,17 @@ func TestServerRestartWithWorkers(t *testing.T) {
 // TestBurstOverGuestAndHostWorkers: three workers — one with its own
 // Soft-RoCE guest, two on the host backend only — share a burst of RDMA
 // and host runs; the RDMA ones can only run in the guest worker's guest.
+//
+// Then lesson 03's interactive verbs-steps runs on guesty (the only place
+// its RDMA can run) and is driven to its end from here, a deliberate
+// mistake included: the learner's commands travel runner → fleet server →
+// NATS → `labserver worker` → its guest → the agent, and the device's
+// answer comes back the same way (the worker path once dropped the command
+// stream: "it needs a command stream").
 func TestBurstOverGuestAndHostWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a Soft-RoCE guest (-short skips it)")
+	}
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skipf("no QEMU (make deps-test installs it): %v", err)
 	}
@@ -402,4 +411,73 @@ func TestBurstOverGuestAndHostWorkers(t *testing.T) {
 		t.Fatalf("runs per place %v: want the 3 RDMA runs in guesty's guest", where)
 	}
 	t.Logf("runs per place: %v", where)
+
+	driveVerbsSteps(t, r, sk)
+}
+
+// driveVerbsSteps walks verbs-steps on a worker as the lesson page does,
+// with the post-before-RTS mistake on the way, and checks each step's
+// answer and the run's end.
+func driveVerbsSteps(t *testing.T, r *sandbox.Runner, sk *sink) {
+	info, err := r.Submit("stepper", "verbs-steps", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func() []sandbox.Event {
+		var out []sandbox.Event
+		for _, ev := range sk.get(info.ID) {
+			if ev.Type == sandbox.EvStep {
+				out = append(out, ev)
+			}
+			if ev.Type == sandbox.EvStatus && ev.Status.Final() && ev.Status != sandbox.StatusDone {
+				t.Fatalf("verbs-steps on the worker ended %s: %s; events %+v", ev.Status, ev.Message, sk.get(info.ID))
+			}
+		}
+		return out
+	}
+	waitStep := func(n int) sandbox.Event {
+		t.Helper()
+		for i := 0; ; i++ {
+			if s := steps(); len(s) >= n {
+				return s[n-1]
+			}
+			if i > 3000 {
+				t.Fatalf("step %d never came; events %+v", n, sk.get(info.ID))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if ev := waitStep(1); ev.Name != "start" {
+		t.Fatalf("first step %q, want start", ev.Name)
+	}
+	walk := []struct{ cmd, step, status string }{
+		{"next", "open", ""}, {"next", "pd", ""}, {"next", "mr", ""}, {"next", "cq", ""}, {"next", "qp", ""},
+		{"next", "init", ""}, {"next", "exchange", ""}, {"next", "rtr", ""},
+		{"post-early", "rts", "EINVAL"}, // the mistake: the device refuses a SEND before RTS
+		{"next", "rts", ""}, {"next", "write", ""}, {"next", "poll-write", ""},
+		{"next", "send", ""}, {"next", "poll-send", ""}, {"next", "teardown", ""},
+	}
+	for i, w := range walk {
+		if err := r.Command(info.ID, "stepper", sandbox.Command{Cmd: w.cmd}); err != nil {
+			t.Fatalf("command %s: %v", w.cmd, err)
+		}
+		ev := waitStep(i + 2)
+		if ev.Name != w.step || ev.ErrnoName != w.status || ev.OK == nil || *ev.OK != (w.status == "") {
+			t.Fatalf("%s → step %s status %q ok %v, want step %s status %q", w.cmd, ev.Name, ev.ErrnoName, ev.OK, w.step, w.status)
+		}
+		t.Logf("%-10s → %-10s %s", w.cmd, ev.Name, ev.ErrnoName)
+	}
+	for i := 0; ; i++ {
+		evs := sk.get(info.ID)
+		if f := last(evs); f.Type == sandbox.EvStatus && f.Status.Final() {
+			if f.Status != sandbox.StatusDone || f.Backend != "vm@guesty" {
+				t.Fatalf("verbs-steps ended %s on %q: %s", f.Status, f.Backend, f.Message)
+			}
+			return
+		}
+		if i > 600 {
+			t.Fatalf("verbs-steps did not end after teardown; events %+v", evs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

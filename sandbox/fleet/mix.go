@@ -65,7 +65,7 @@ func deviceNames(ds []sandbox.Device) []string {
 }
 
 // Exec implements sandbox.Backend.
-func (m *Mix) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func (m *Mix) Exec(ctx context.Context, s *sandbox.Session) error {
 	m.mu.Lock()
 	local := m.localOK() && m.busy < m.Slots0
 	if local {
@@ -78,7 +78,7 @@ func (m *Mix) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.E
 			m.busy--
 			m.mu.Unlock()
 		}()
-		return m.Local.Exec(ctx, req, emit)
+		return m.Local.Exec(ctx, s)
 	}
-	return m.Fleet.Exec(ctx, m.Need, req, emit)
+	return m.Fleet.Exec(ctx, m.Need, s)
 }

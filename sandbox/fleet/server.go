@@ -54,7 +54,7 @@ type remoteRun struct {
 	need    sandbox.Need
 	worker  string // who claimed it ("" = not started)
 	claimed chan string
-	end     chan Msg
+	end     chan sandbox.End
 	mu      sync.Mutex // orders emit calls
 }
 
@@ -168,7 +168,7 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, r := range runs {
 		select {
-		case r.end <- Msg{End: true, Kind: "error", Error: "the lab server is shutting down"}:
+		case r.end <- sandbox.End{Kind: sandbox.EndError, Error: "the lab server is shutting down"}:
 		default:
 		}
 	}
@@ -221,7 +221,7 @@ func (s *Server) onClaim(m *nats.Msg) {
 
 func (s *Server) onEvent(m *nats.Msg) {
 	id := m.Subject[len(subjEvents):]
-	var msg Msg
+	var msg sandbox.Frame
 	if json.Unmarshal(m.Data, &msg) != nil {
 		return
 	}
@@ -231,9 +231,9 @@ func (s *Server) onEvent(m *nats.Msg) {
 	if r == nil {
 		return // a run that already ended here (failed, cancelled)
 	}
-	if msg.End {
+	if msg.End != nil {
 		select {
-		case r.end <- msg:
+		case r.end <- *msg.End:
 		default:
 		}
 		return
@@ -278,21 +278,23 @@ func (s *Server) Slots(need sandbox.Need) int {
 	return n
 }
 
-// Exec queues req for a worker and relays its events until it ends. A
-// worker that stops sending heartbeats mid-run fails the run with that
+// Exec queues the session's run for a worker and relays its events until
+// it ends; an interactive run's commands go to the worker that claimed it.
+// A worker that stops sending heartbeats mid-run fails the run with that
 // reason; cancelling ctx asks the worker to stop it.
-func (s *Server) Exec(ctx context.Context, need sandbox.Need, req sandbox.Request, emit func(sandbox.Event)) error {
-	r := &remoteRun{emit: emit, need: need, claimed: make(chan string, 1), end: make(chan Msg, 1)}
+func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Session) error {
+	id := ses.RunID
+	r := &remoteRun{emit: ses.Emit, need: need, claimed: make(chan string, 1), end: make(chan sandbox.End, 1)}
 	s.mu.Lock()
-	s.runs[req.RunID] = r
+	s.runs[id] = r
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.runs, req.RunID)
+		delete(s.runs, id)
 		s.mu.Unlock()
 	}()
-	b, _ := json.Marshal(Job{Req: req, Need: need, Epoch: s.epoch})
-	if _, err := s.js.Publish(ctx, subjRuns+string(need), b, jetstream.WithMsgID(req.RunID)); err != nil {
+	b, _ := json.Marshal(Job{RunID: id, Experiment: ses.Experiment, Req: ses.Request, Interactive: ses.Interactive(), Need: need, Epoch: s.epoch})
+	if _, err := s.js.Publish(ctx, subjRuns+string(need), b, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("queue the run for a worker: %w", err)
 	}
 	worker := ""
@@ -302,25 +304,23 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, req sandbox.Reques
 		select {
 		case w := <-r.claimed:
 			worker = w
-		case m := <-r.end:
+			if ses.Interactive() {
+				// The worker subscribed to the run's commands before it
+				// claimed the run: none is lost.
+				defer s.forwardCommands(ctx, id, ses.Commands)()
+			}
+		case end := <-r.end:
 			// Events before the end were emitted in order by onEvent; wait
 			// for any still being handed over.
 			r.mu.Lock()
 			r.mu.Unlock()
-			switch m.Kind {
-			case "":
-				return nil
-			case "failed":
-				return &sandbox.AgentFailure{Message: m.Error}
-			default:
-				where := ""
-				if worker != "" {
-					where = " (worker " + worker + ")"
-				}
-				return errors.New(m.Error + where)
+			err := end.Err()
+			if err != nil && end.Kind != sandbox.EndFailed && worker != "" {
+				err = fmt.Errorf("%w (worker %s)", err, worker)
 			}
+			return err
 		case <-ctx.Done():
-			_ = s.nc.Publish(subjCancel+req.RunID, nil)
+			_ = s.nc.Publish(subjCancel+id, nil)
 			return ctx.Err()
 		case <-tick.C:
 			if worker != "" && !s.alive(worker) {
@@ -328,6 +328,34 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, req sandbox.Reques
 			}
 		}
 	}
+}
+
+// forwardCommands publishes each command of cmds to the worker running
+// run id, and an empty message when cmds closes (no more commands: the
+// experiment cleans up). stop ends it.
+func (s *Server) forwardCommands(ctx context.Context, id string, cmds <-chan sandbox.Command) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case c, ok := <-cmds:
+				var b []byte
+				if ok {
+					b, _ = json.Marshal(c)
+				}
+				if err := s.nc.Publish(subjCommands+id, b); err != nil || !ok {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // backendOf names where a worker runs runs of need, e.g. "vm@lab-2".

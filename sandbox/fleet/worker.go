@@ -186,11 +186,27 @@ func (w *worker) serve(ctx context.Context, need sandbox.Need) {
 // claim (the run ended already, or belongs to an earlier server) drops it.
 func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg) {
 	var job Job
-	if err := json.Unmarshal(m.Data(), &job); err != nil || job.Req.RunID == "" {
+	if err := json.Unmarshal(m.Data(), &job); err != nil || job.RunID == "" {
 		_ = m.Term()
 		return
 	}
-	id := job.Req.RunID
+	id := job.RunID
+	subj := subjEvents + id
+	ses := &sandbox.Session{RunID: id, Experiment: job.Experiment, Request: job.Req, Emit: func(ev sandbox.Event) {
+		b, _ := json.Marshal(sandbox.Frame{Event: &ev})
+		_ = w.nc.Publish(subj, b)
+	}}
+	if job.Interactive {
+		// Listen for the run's commands before claiming it: the server
+		// sends them once the claim is granted.
+		cmds, stop, err := w.commands(id)
+		if err != nil {
+			_ = m.Nak()
+			return
+		}
+		defer stop()
+		ses.Commands = cmds
+	}
 	cb, _ := json.Marshal(Claim{Worker: w.cfg.Name, Epoch: job.Epoch})
 	reply, err := w.nc.Request(subjClaim+id, cb, 5*time.Second)
 	if err != nil {
@@ -214,30 +230,63 @@ func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg)
 		w.running--
 		w.mu.Unlock()
 	}()
-	w.log.Info("run", "run", id, "experiment", job.Req.Experiment)
-	subj := subjEvents + id
-	be := w.cfg.Backends[need]
-	var end Msg
-	if be == nil {
-		end = Msg{End: true, Kind: "error", Error: "worker " + w.cfg.Name + " has no backend for " + string(need)}
+	w.log.Info("run", "run", id, "experiment", job.Experiment, "interactive", job.Interactive)
+	var end sandbox.End
+	if be := w.cfg.Backends[need]; be == nil {
+		end = sandbox.End{Kind: sandbox.EndError, Error: "worker " + w.cfg.Name + " has no backend for " + string(need)}
 	} else {
-		err := be.Exec(runCtx, job.Req, func(ev sandbox.Event) {
-			b, _ := json.Marshal(Msg{Event: &ev})
-			_ = w.nc.Publish(subj, b)
-		})
-		end = Msg{End: true}
-		var af *sandbox.AgentFailure
-		switch {
-		case err == nil:
-		case errors.As(err, &af):
-			end.Kind, end.Error = "failed", af.Message
-		default:
-			end.Kind, end.Error = "error", err.Error()
-		}
+		err := be.Exec(runCtx, ses)
+		end = sandbox.EndOf(err, runCtx.Err() != nil)
 	}
-	b, _ := json.Marshal(end)
+	b, _ := json.Marshal(sandbox.Frame{End: &end})
 	_ = w.nc.Publish(subj, b)
 	_ = w.nc.Flush()
+}
+
+// commands subscribes to run id's commands from the server: each message
+// is one sandbox.Command, an empty one ends the stream. The stream closes
+// then or when stop is called.
+func (w *worker) commands(id string) (<-chan sandbox.Command, func(), error) {
+	ch := make(chan sandbox.Command, 16)
+	var mu sync.Mutex
+	closed := false
+	closeOnce := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !closed {
+			closed = true
+			close(ch)
+		}
+	}
+	sub, err := w.nc.Subscribe(subjCommands+id, func(m *nats.Msg) {
+		if len(m.Data) == 0 {
+			closeOnce()
+			return
+		}
+		c, err := sandbox.DecodeCommand(m.Data)
+		if err != nil {
+			w.log.Warn("a command from the server that is not one", "run", id, "err", err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case ch <- c:
+		default: // the server's runner queues 4 at most; more is a broken server
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The subscription must reach the server before the claim does.
+	if err := w.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, nil, err
+	}
+	return ch, func() { _ = sub.Unsubscribe(); closeOnce() }, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

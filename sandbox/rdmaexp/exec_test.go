@@ -69,7 +69,7 @@ func (g guestExec) interact(ctx context.Context, t testing.TB, id string, cmds <
 		ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 		defer cancel()
 		req := sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: e.Defaults()}
-		done <- g.b.Exec(sandbox.WithCommands(ctx, cmds), req, rec.Emit)
+		done <- g.b.Exec(ctx, sandbox.NewSession(req, cmds, rec.Emit))
 	}()
 	return rec, done
 }
@@ -91,7 +91,7 @@ func (g guestExec) run(t testing.TB, id string, raw map[string]any) *recorder {
 	rec := &recorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout+time.Minute)
 	defer cancel()
-	if err := g.b.Exec(ctx, sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, rec.Emit); err != nil {
+	if err := g.b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, nil, rec.Emit)); err != nil {
 		rec.dump(t)
 		t.Fatalf("%s in the guest: %v", id, err)
 	}

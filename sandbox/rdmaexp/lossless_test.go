@@ -120,14 +120,14 @@ func testCancelMidLoss(t *testing.T, ex executor) {
 	defer cancel()
 	var sawLoss bool
 	rec := &recorder{}
-	err = g.b.Exec(ctx, sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: "loss-sweep", Params: p}, func(ev sandbox.Event) {
+	err = g.b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: "loss-sweep", Params: p}, nil, func(ev sandbox.Event) {
 		rec.Emit(ev)
 		// the tc command of the 1 % step has run: cancel while it is on
 		if ev.Type == sandbox.EvLog && ev.Message == "$ tc qdisc replace dev veth1 root netem loss 1%" && !sawLoss {
 			sawLoss = true
 			time.AfterFunc(300*time.Millisecond, cancel)
 		}
-	})
+	}))
 	if !sawLoss {
 		rec.dump(t)
 		t.Fatalf("the run ended (%v) before the 1 %% loss was applied", err)
@@ -142,7 +142,7 @@ func testCancelMidLoss(t *testing.T, ex executor) {
 	var next *recorder
 	for try := 0; ; try++ {
 		next = &recorder{}
-		err := g.b.Exec(context.Background(), sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: "loss-sweep", Params: np}, next.Emit)
+		err := g.b.Exec(context.Background(), sandbox.NewSession(sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: "loss-sweep", Params: np}, nil, next.Emit))
 		if err == nil {
 			break
 		}

@@ -246,12 +246,12 @@ func runUntil(t *testing.T, ex executor, id string, raw map[string]any, phase st
 	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout+time.Minute)
 	defer cancel()
 	seen := false
-	_ = g.b.Exec(ctx, sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, func(ev sandbox.Event) {
+	_ = g.b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, nil, func(ev sandbox.Event) {
 		if ev.Type == sandbox.EvPhase && ev.Name == phase && !seen {
 			seen = true
 			cancel()
 		}
-	})
+	}))
 	return seen
 }
 

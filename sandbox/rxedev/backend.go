@@ -21,11 +21,11 @@ type Backend struct {
 func (b *Backend) Name() string { return "host" }
 
 // Exec implements sandbox.Backend.
-func (b *Backend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func (b *Backend) Exec(ctx context.Context, s *sandbox.Session) error {
 	// Lesson 02's experiments shape the lab's own veth links; a run that
 	// was killed could not undo it itself.
 	defer netshape.Reset(netshape.HostLinks...)
-	return b.Host.Exec(ctx, req, emit)
+	return b.Host.Exec(ctx, s)
 }
 
 // Lab implements sandbox.Backend.

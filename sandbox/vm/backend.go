@@ -181,14 +181,14 @@ func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
 // Exec implements sandbox.Backend: it runs req in the warm guest. If the
 // guest dies or hangs during the run, the run fails with that reason and
 // the supervisor boots a fresh guest for the next one.
-func (b *Backend) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func (b *Backend) Exec(ctx context.Context, s *sandbox.Session) error {
 	b.runMu.Lock()
 	defer b.runMu.Unlock()
 	g, err := b.WaitReady(ctx)
 	if err != nil {
 		return err
 	}
-	return g.Run(ctx, req, emit)
+	return g.Run(ctx, s)
 }
 
 // Lab implements sandbox.Backend: state, kernel, accelerator and, when the

@@ -101,14 +101,14 @@ func BenchmarkWarmFirstEvent(b *testing.B) {
 
 // firstEvent runs req to completion and returns the seconds until its
 // first event.
-func firstEvent(b *testing.B, ctx context.Context, exec func(context.Context, sandbox.Request, func(sandbox.Event)) error, req sandbox.Request) float64 {
+func firstEvent(b *testing.B, ctx context.Context, exec func(context.Context, *sandbox.Session) error, req sandbox.Request) float64 {
 	start := time.Now()
 	var first time.Duration
-	err := exec(ctx, req, func(sandbox.Event) {
+	err := exec(ctx, sandbox.NewSession(req, nil, func(sandbox.Event) {
 		if first == 0 {
 			first = time.Since(start)
 		}
-	})
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -304,9 +304,10 @@ func (g *Guest) Fail(reason error) {
 	}
 }
 
-// Run performs one run in the guest.
-func (g *Guest) Run(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-	return g.client.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &req, Commands: sandbox.CommandsFrom(ctx) != nil}, emit, nil)
+// Run performs one run in the guest: the request's bytes go in the run
+// envelope as they are, the commands follow as command envelopes.
+func (g *Guest) Run(ctx context.Context, s *sandbox.Session) error {
+	return g.client.callRun(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: s.Request, Commands: s.Interactive()}, s.Emit, s.Commands)
 }
 
 // Lab asks the agent for the guest's devices now.
@@ -494,7 +495,7 @@ func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 	}
 	c.mu.Lock()
 	p := c.calls[m.ID]
-	if p != nil && m.End {
+	if p != nil && m.End != nil {
 		delete(c.calls, m.ID)
 		if c.running == m.ID {
 			c.running = 0
@@ -519,8 +520,8 @@ func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 		return ""
 	}
 	switch {
-	case m.End:
-		p.end <- vmproto.EndError(m)
+	case m.End != nil:
+		p.end <- m.End.Err()
 	case m.Event != nil && p.event != nil:
 		if c.restored {
 			m.Event.Time = time.Now()
@@ -537,6 +538,15 @@ func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 // call sends one request and waits for its end line, ctx, or the end of
 // the connection.
 func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox.Event), lab func(sandbox.Lab)) error {
+	return c.exchange(ctx, m, event, lab, nil)
+}
+
+// callRun is call for a run whose commands (nil: none) follow it.
+func (c *client) callRun(ctx context.Context, m vmproto.HostMsg, event func(sandbox.Event), cmds <-chan sandbox.Command) error {
+	return c.exchange(ctx, m, event, nil, cmds)
+}
+
+func (c *client) exchange(ctx context.Context, m vmproto.HostMsg, event func(sandbox.Event), lab func(sandbox.Lab), cmds <-chan sandbox.Command) error {
 	p := &pending{event: event, lab: lab, end: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed != nil {
@@ -555,8 +565,8 @@ func (c *client) call(ctx context.Context, m vmproto.HostMsg, event func(sandbox
 		c.forget(m.ID)
 		return err
 	}
-	if m.Op == vmproto.OpRun && m.Commands {
-		stop := c.forwardCommands(ctx, m.ID)
+	if m.Op == vmproto.OpRun && cmds != nil {
+		stop := c.forwardCommands(ctx, m.ID, cmds)
 		defer stop()
 	}
 	select {
@@ -593,10 +603,9 @@ func (c *client) forget(id uint64) {
 	c.mu.Unlock()
 }
 
-// forwardCommands sends each command of ctx's stream to the guest for run
-// id, and an empty command when the stream closes. stop ends it.
-func (c *client) forwardCommands(ctx context.Context, id uint64) (stop func()) {
-	cmds := sandbox.CommandsFrom(ctx)
+// forwardCommands sends each command of cmds to the guest for run id, and
+// an empty command when the stream closes. stop ends it.
+func (c *client) forwardCommands(ctx context.Context, id uint64, cmds <-chan sandbox.Command) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

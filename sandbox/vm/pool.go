@@ -137,13 +137,13 @@ func (p *Pool) WaitReady(ctx context.Context) (*Guest, error) {
 
 // Exec implements sandbox.Backend: it runs req in an idle guest, a ready
 // one if there is any, waiting for one to be released otherwise.
-func (p *Pool) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
+func (p *Pool) Exec(ctx context.Context, s *sandbox.Session) error {
 	m, err := p.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer p.release(m)
-	if p.Timing != nil && p.Timing(req.Experiment) {
+	if p.Timing != nil && p.Timing(s.Experiment) {
 		for _, o := range p.members {
 			if o != m {
 				o.pause(ctx)
@@ -151,7 +151,7 @@ func (p *Pool) Exec(ctx context.Context, req sandbox.Request, emit func(sandbox.
 			}
 		}
 	}
-	return m.Exec(ctx, req, emit)
+	return m.Exec(ctx, s)
 }
 
 func (p *Pool) acquire(ctx context.Context) (*Backend, error) {

@@ -45,7 +45,7 @@ func TestPoolRunsSideBySide(t *testing.T) {
 			var once sync.Once
 			req := sandbox.Request{RunID: "r", Experiment: "memlock",
 				Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}}
-			errs <- p.Exec(ctx, req, func(sandbox.Event) {
+			errs <- p.Exec(ctx, sandbox.NewSession(req, nil, func(sandbox.Event) {
 				once.Do(func() {
 					both.Done()
 					select {
@@ -54,7 +54,7 @@ func TestPoolRunsSideBySide(t *testing.T) {
 						t.Error("the two runs never ran at the same time")
 					}
 				})
-			})
+			}))
 		}()
 	}
 	for range 2 {
@@ -84,7 +84,7 @@ func TestPoolRunsSideBySide(t *testing.T) {
 	req := sandbox.Request{RunID: "t", Experiment: "memlock",
 		Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}}
 	var once sync.Once
-	if err := p.Exec(ctx, req, func(sandbox.Event) {
+	if err := p.Exec(ctx, sandbox.NewSession(req, nil, func(sandbox.Event) {
 		once.Do(func() {
 			for _, m := range p.Members() {
 				if m.paused.Load() {
@@ -98,7 +98,7 @@ func TestPoolRunsSideBySide(t *testing.T) {
 				}
 			}
 		})
-	}); err != nil {
+	})); err != nil {
 		t.Fatal(err)
 	}
 	if len(during) != 1 || during[0] != "paused" {

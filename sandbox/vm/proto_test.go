@@ -21,7 +21,7 @@ import (
 // in-memory pipe: the real protocol code on both ends, without QEMU.
 
 // pair connects a client to a GuestServer with the given run function.
-func pair(t *testing.T, run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error) (*client, func()) {
+func pair(t *testing.T, run func(ctx context.Context, s *sandbox.Session) error) (*client, func()) {
 	t.Helper()
 	hostEnd, guestEnd := net.Pipe()
 	srv := &vmguest.GuestServer{
@@ -52,8 +52,12 @@ func pair(t *testing.T, run func(ctx context.Context, req sandbox.Request, emit 
 }
 
 func TestProtocolRunLabPing(t *testing.T) {
-	c, done := pair(t, func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-		emit(sandbox.Event{Type: sandbox.EvLog, Message: "hello " + req.Experiment})
+	c, done := pair(t, func(ctx context.Context, s *sandbox.Session) error {
+		var req sandbox.Request
+		if err := json.Unmarshal(s.Request, &req); err != nil {
+			return err
+		}
+		s.Emit(sandbox.Event{Type: sandbox.EvLog, Message: "hello " + req.Experiment})
 		if req.Experiment == "bad" {
 			return &sandbox.AgentFailure{Message: "it failed"}
 		}
@@ -62,11 +66,11 @@ func TestProtocolRunLabPing(t *testing.T) {
 	defer done()
 	ctx := context.Background()
 	var got []string
-	err := c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(ev sandbox.Event) { got = append(got, ev.Message) }, nil)
+	err := c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{Experiment: "x"})}, func(ev sandbox.Event) { got = append(got, ev.Message) }, nil)
 	if err != nil || len(got) != 1 || got[0] != "hello x" {
 		t.Fatalf("run: err=%v events=%v", err, got)
 	}
-	err = c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "bad"}}, func(sandbox.Event) {}, nil)
+	err = c.call(ctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{Experiment: "bad"})}, func(sandbox.Event) {}, nil)
 	var af *sandbox.AgentFailure
 	if !errors.As(err, &af) || af.Message != "it failed" {
 		t.Fatalf("failed run: %v", err)
@@ -80,13 +84,52 @@ func TestProtocolRunLabPing(t *testing.T) {
 	}
 }
 
+func reqJSON(req sandbox.Request) json.RawMessage { return sandbox.NewSession(req, nil, nil).Request }
+
+// The run's request crosses the host client and the guest server as the
+// runner encoded it: a params value no float64 holds (2^62+1) reaches the
+// guest's agent child unchanged (the guest server once decoded params into
+// float64s and encoded them again), and the commands of an interactive run
+// follow it.
+func TestProtocolRequestBytesUnchanged(t *testing.T) {
+	got := make(chan []byte, 1)
+	var cmds []string
+	c, done := pair(t, func(ctx context.Context, s *sandbox.Session) error {
+		got <- append([]byte(nil), s.Request...)
+		for cmd := range s.Commands {
+			cmds = append(cmds, cmd.Cmd)
+		}
+		return nil
+	})
+	defer done()
+	ch := make(chan sandbox.Command, 2)
+	ch <- sandbox.Command{Cmd: "next"}
+	ch <- sandbox.Command{Cmd: "finish"}
+	close(ch)
+	ses := sandbox.NewSession(sandbox.Request{RunID: "r1", Experiment: "x", Params: sandbox.Params{"size": int64(1<<62 + 1), "mode": "a"}}, ch, nil)
+	g := &Guest{client: c}
+	if err := g.Run(context.Background(), ses); err != nil {
+		t.Fatal(err)
+	}
+	b := <-got
+	if string(b) != string(ses.Request) {
+		t.Fatalf("the guest's agent got %s, the runner sent %s", b, ses.Request)
+	}
+	if !strings.Contains(string(b), "4611686018427387905") {
+		t.Fatalf("request %s lost the int64", b)
+	}
+	if strings.Join(cmds, ",") != "next,finish" {
+		t.Fatalf("commands in the guest %v, want next,finish", cmds)
+	}
+}
+
 // A ping is answered while a run is in flight, and cancelling the run
 // stops it in the guest.
 func TestProtocolPingDuringRunAndCancel(t *testing.T) {
 	started := make(chan struct{})
 	stopped := make(chan error, 1)
-	c, done := pair(t, func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error {
-		emit(sandbox.Event{Type: sandbox.EvPhase, Name: "start"})
+	c, done := pair(t, func(ctx context.Context, s *sandbox.Session) error {
+		s.Emit(sandbox.Event{Type: sandbox.EvPhase, Name: "start"})
 		close(started)
 		<-ctx.Done()
 		stopped <- ctx.Err()
@@ -96,14 +139,14 @@ func TestProtocolPingDuringRunAndCancel(t *testing.T) {
 	rctx, rcancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(rctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "long"}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(rctx, vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{Experiment: "long"})}, func(sandbox.Event) {}, nil)
 	}()
 	<-started
 	if err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil); err != nil {
 		t.Fatalf("ping during a run: %v", err)
 	}
 	// A second run while one is in flight is refused, not queued.
-	err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
+	err := c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{Experiment: "x"})}, func(sandbox.Event) {}, nil)
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("second run: %v", err)
 	}
@@ -160,7 +203,7 @@ func TestProtocolMalformedLineFailsRun(t *testing.T) {
 	c, g := newFakeGuest(t)
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{Experiment: "x"}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{Experiment: "x"})}, func(sandbox.Event) {}, nil)
 	}()
 	req := g.request(t)
 	g.say(t, `{"id":`+jsonID(req.ID)+`,"event":{"type":"log","message":"ok"}}`)
@@ -175,8 +218,8 @@ func TestProtocolMalformedLineFailsRun(t *testing.T) {
 	pingErr := make(chan error, 1)
 	go func() { pingErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpPing}, nil, nil) }()
 	ping := g.request(t)
-	g.say(t, `{"id":`+jsonID(req.ID)+`,"end":true}`) // late end of the failed run: ignored
-	g.say(t, `{"id":`+jsonID(ping.ID)+`,"end":true}`)
+	g.say(t, `{"id":`+jsonID(req.ID)+`,"end":{}}`) // late end of the failed run: ignored
+	g.say(t, `{"id":`+jsonID(ping.ID)+`,"end":{}}`)
 	if err := <-pingErr; err != nil {
 		t.Fatalf("ping after a malformed line: %v", err)
 	}
@@ -188,7 +231,7 @@ func TestProtocolConnectionLost(t *testing.T) {
 	c.why = func(error) error { return errors.New("the Soft-RoCE guest died: test") }
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{}}, func(sandbox.Event) {}, nil)
+		runErr <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{})}, func(sandbox.Event) {}, nil)
 	}()
 	g.request(t)
 	g.conn.Close()

@@ -66,9 +66,9 @@ func TestRestoreFromSnapshot(t *testing.T) {
 	for _, g := range []*Guest{first, second} {
 		go func() {
 			var events []sandbox.Event
-			err := g.Run(ctx, sandbox.Request{RunID: "r", Experiment: "memlock",
+			err := g.Run(ctx, sandbox.NewSession(sandbox.Request{RunID: "r", Experiment: "memlock",
 				Params: sandbox.Params{"limit": "8388608", "size": int64(1 << 20), "ipc_lock": "drop"}},
-				func(ev sandbox.Event) { events = append(events, ev) })
+				nil, func(ev sandbox.Event) { events = append(events, ev) }))
 			if err == nil && len(events) == 0 {
 				err = errNoEvents
 			}

@@ -72,12 +72,11 @@ func TestWarmGuest(t *testing.T) {
 		// the veth wire) moves the counters the lab page shows.
 		before := counters(ctx, t, b)
 		var last string
-		err := b.Exec(ctx, sandbox.Request{RunID: "tp", Experiment: "perftest", Params: sandbox.Params{}},
-			func(ev sandbox.Event) {
-				if ev.Message != "" {
-					last = ev.Message
-				}
-			})
+		err := b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: "tp", Experiment: "perftest", Params: sandbox.Params{}}, nil, func(ev sandbox.Event) {
+			if ev.Message != "" {
+				last = ev.Message
+			}
+		}))
 		if err != nil {
 			t.Fatalf("perftest in the guest: %v (last: %s)", err, last)
 		}
@@ -92,9 +91,8 @@ func TestWarmGuest(t *testing.T) {
 
 	t.Run("memlock", func(t *testing.T) {
 		var events []sandbox.Event
-		err := b.Exec(ctx, sandbox.Request{RunID: "t1", Experiment: "memlock",
-			Params: sandbox.Params{"limit": "65536", "size": 1 << 20, "ipc_lock": "drop"}},
-			func(ev sandbox.Event) { events = append(events, ev) })
+		err := b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: "t1", Experiment: "memlock",
+			Params: sandbox.Params{"limit": "65536", "size": 1 << 20, "ipc_lock": "drop"}}, nil, func(ev sandbox.Event) { events = append(events, ev) }))
 		if err != nil {
 			t.Fatalf("memlock in the guest: %v (events %+v)", err, events)
 		}
@@ -138,9 +136,8 @@ func TestWarmGuest(t *testing.T) {
 			t.Fatalf("after restart: %+v", lab)
 		}
 		// And it runs experiments again.
-		if err := b.Exec(ctx, sandbox.Request{RunID: "t3", Experiment: "memlock",
-			Params: sandbox.Params{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}},
-			func(sandbox.Event) {}); err != nil {
+		if err := b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: "t3", Experiment: "memlock",
+			Params: sandbox.Params{"limit": "8388608", "size": 1 << 20, "ipc_lock": "drop"}}, nil, func(sandbox.Event) {})); err != nil {
 			t.Fatalf("run after restart: %v", err)
 		}
 	})
@@ -197,9 +194,8 @@ func startLongRun(ctx context.Context, t *testing.T, b *Backend) <-chan error {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Exec(ctx, sandbox.Request{RunID: "long", Experiment: "tcp-cost",
-			Params: sandbox.Params{"seconds": 10, "msg_size": 65536}},
-			func(sandbox.Event) { once.Do(func() { close(first) }) })
+		done <- b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: "long", Experiment: "tcp-cost",
+			Params: sandbox.Params{"seconds": 10, "msg_size": 65536}}, nil, func(sandbox.Event) { once.Do(func() { close(first) }) }))
 	}()
 	select {
 	case <-first:
@@ -234,7 +230,7 @@ func TestBootFailure(t *testing.T) {
 		t.Fatalf("WaitReady: %v, want the failed lab's reason with the console tail", err)
 	}
 	t.Logf("reason: %v", err)
-	err = b.Exec(ctx, sandbox.Request{RunID: "x", Experiment: "memlock"}, func(sandbox.Event) {})
+	err = b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: "x", Experiment: "memlock"}, nil, func(sandbox.Event) {}))
 	if err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Fatalf("run on a failed lab: %v", err)
 	}

@@ -23,8 +23,9 @@ import (
 // inside the guest as `labagent --serve PORT`.
 type GuestServer struct {
 	// Run performs one run; in the guest, agentproc.Agent.Exec with a spare:
-	// a fresh `labagent` child per run, in its own process group.
-	Run func(ctx context.Context, req sandbox.Request, emit func(sandbox.Event)) error
+	// a fresh `labagent` child per run, in its own process group. The
+	// session's request is the run envelope's bytes as they came.
+	Run func(ctx context.Context, s *sandbox.Session) error
 	// Lab describes the guest's devices now.
 	Lab func(ctx context.Context) sandbox.Lab
 	// Hello is sent first.
@@ -76,7 +77,7 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 			}
 		}
 		if errors.Is(err, lineio.ErrLongLine) {
-			_ = c.send(vmproto.GuestMsg{End: true, Kind: vmproto.EndBadOp, Error: err.Error()})
+			_ = c.send(vmproto.GuestMsg{End: &sandbox.End{Kind: vmproto.EndBadOp, Error: err.Error()}})
 			continue
 		}
 		if err != nil {
@@ -88,7 +89,7 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 		var m vmproto.HostMsg
 		if err := json.Unmarshal(line, &m); err != nil {
 			// Nothing to answer to without an id; say so on the stream.
-			_ = c.send(vmproto.GuestMsg{End: true, Kind: vmproto.EndBadOp, Error: fmt.Sprintf("not a request: %q", lineio.ClipBytes(line, 80))})
+			_ = c.send(vmproto.GuestMsg{End: &sandbox.End{Kind: vmproto.EndBadOp, Error: fmt.Sprintf("not a request: %q", lineio.ClipBytes(line, 80))}})
 			continue
 		}
 		c.dispatch(ctx, m)
@@ -101,14 +102,14 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 	switch m.Op {
 	case vmproto.OpPing:
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 	case vmproto.OpLab:
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			lab := c.s.Lab(ctx)
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, Lab: &lab})
-			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 		}()
 	case vmproto.OpCancel:
 		c.mu.Lock()
@@ -117,7 +118,7 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		}
 		c.mu.Unlock()
 		c.closeTerm(m.Target)
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 	case vmproto.OpCommand:
 		c.mu.Lock()
 		if c.running == m.Target && c.cmds != nil {
@@ -132,7 +133,7 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 			}
 		}
 		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 	case vmproto.OpTerm:
 		c.startTerm(ctx, m)
 	case vmproto.OpTermIn:
@@ -140,48 +141,42 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 	case vmproto.OpVerify:
 		c.verify(ctx, m)
 	case vmproto.OpRun:
-		if m.Req == nil {
-			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "run without a request"})
+		if len(m.Req) == 0 {
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "run without a request"}})
 			return
 		}
 		c.mu.Lock()
 		if c.running != 0 {
 			busy := c.running
 			c.mu.Unlock()
-			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBusy, Error: fmt.Sprintf("the guest is busy with request %d", busy)})
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: fmt.Sprintf("the guest is busy with request %d", busy)}})
 			return
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		c.running, c.cancel, c.cmds = m.ID, cancel, nil
+		// The request's bytes go to the agent child as they came: only
+		// the agent decodes (and validates) them.
+		s := &sandbox.Session{Request: m.Req, Emit: func(ev sandbox.Event) {
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, Event: &ev})
+		}}
 		if m.Commands {
 			c.cmds = make(chan sandbox.Command, 16)
-			rctx = sandbox.WithCommands(rctx, c.cmds)
+			s.Commands = c.cmds
 		}
 		c.mu.Unlock()
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			defer cancel()
-			err := c.s.Run(rctx, *m.Req, func(ev sandbox.Event) {
-				_ = c.send(vmproto.GuestMsg{ID: m.ID, Event: &ev})
-			})
-			end := vmproto.GuestMsg{ID: m.ID, End: true}
-			if err != nil {
-				end.Error = err.Error()
-				end.Kind = vmproto.EndBroken
-				if _, ok := errors.AsType[*sandbox.AgentFailure](err); ok {
-					end.Kind = vmproto.EndFailed
-				} else if rctx.Err() != nil {
-					end.Kind = vmproto.EndCancelled
-				}
-			}
+			err := c.s.Run(rctx, s)
+			end := sandbox.EndOf(err, rctx.Err() != nil)
 			c.mu.Lock()
 			c.running, c.cancel, c.cmds = 0, nil, nil
 			c.mu.Unlock()
-			_ = c.send(end)
+			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &end})
 		}()
 	default:
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)}})
 	}
 }
 

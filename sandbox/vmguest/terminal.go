@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -66,13 +67,13 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	}
 	if len(c.terms) >= maxTerms {
 		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBusy, Error: fmt.Sprintf("this guest already runs %d terminals", maxTerms)})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: fmt.Sprintf("this guest already runs %d terminals", maxTerms)}})
 		return
 	}
 	c.mu.Unlock()
 	master, slave, err := pty.Open() // master: ours; slave: the child's stdio
 	if err != nil {
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndFailed, Error: "no terminal: " + err.Error()})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no terminal: " + err.Error()}})
 		return
 	}
 	setWinsize(master, m.Rows, m.Cols)
@@ -98,7 +99,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		}
 		slave.Close()
 		master.Close()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndFailed, Error: "no shell: " + err.Error()})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no shell: " + err.Error()}})
 		return
 	}
 	slave.Close()
@@ -151,10 +152,10 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		delete(c.terms, m.ID)
 		close(t.in)
 		c.mu.Unlock()
-		end := vmproto.GuestMsg{ID: m.ID, End: true}
+		end := vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}}
 		var ee *exec.ExitError
 		if werr != nil && !errors.As(werr, &ee) {
-			end.Kind, end.Error = vmproto.EndFailed, werr.Error()
+			end.End.Kind, end.End.Error = vmproto.EndFailed, werr.Error()
 		}
 		_ = c.send(end)
 	}()

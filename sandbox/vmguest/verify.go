@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -23,13 +24,13 @@ import (
 // group when the time is up.
 func (c *guestConn) verify(ctx context.Context, m vmproto.HostMsg) {
 	if len(m.Data) == 0 {
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBadOp, Error: "verify without a script"})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "verify without a script"}})
 		return
 	}
 	c.mu.Lock()
 	if c.verifying {
 		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: true, Kind: vmproto.EndBusy, Error: "another check is running"})
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: "another check is running"}})
 		return
 	}
 	c.verifying = true
@@ -45,9 +46,9 @@ func (c *guestConn) verify(ctx context.Context, m vmproto.HostMsg) {
 		c.verifying = false
 		c.mu.Unlock()
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, Data: out})
-		end := vmproto.GuestMsg{ID: m.ID, End: true}
+		end := vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}}
 		if err != nil {
-			end.Kind, end.Error = vmproto.EndFailed, err.Error()
+			end.End.Kind, end.End.Error = vmproto.EndFailed, err.Error()
 		}
 		_ = c.send(end)
 	}()

@@ -5,7 +5,7 @@
 package vmproto
 
 import (
-	"errors"
+	"encoding/json"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 )
@@ -17,14 +17,15 @@ import (
 // pings and cancellation while a run is in flight, and so that late lines of
 // a cancelled run are never mistaken for the next run's.
 //
-//	host → guest  {"id":7,"op":"run","req":{…sandbox.Request…}}
+//	host → guest  {"id":7,"op":"run","req":{…sandbox.Request…}}  req: the runner's bytes, passed on undecoded
+//	              {"id":11,"op":"command","target":7,"cmd":{"cmd":"next"}}
 //	              {"id":8,"op":"lab"}   {"id":9,"op":"ping"}
 //	              {"id":10,"op":"cancel","target":7}
 //	guest → host  {"hello":{…}}                       once, when the agent opens the port
 //	              {"id":7,"event":{…sandbox.Event…}}  zero or more per run
 //	              {"id":8,"lab":{…sandbox.Lab…}}
-//	              {"id":7,"end":true}                 exactly one per request, last
-//	              {"id":7,"end":true,"kind":"failed","error":"…"}
+//	              {"id":7,"end":{}}                   exactly one per request, last
+//	              {"id":7,"end":{"kind":"failed","error":"…"}}  (sandbox.End, as the agent and a worker end a run)
 //
 // Only one run is in flight at a time (the guest answers "busy" otherwise);
 // lab and ping are answered at any time.
@@ -62,21 +63,23 @@ const (
 	VerifyTimeoutS  = 30
 )
 
-// End kinds: why a request ended without success.
+// End kinds: why a request ended without success (sandbox.End, the one
+// encoding of an end on every hop).
 const (
-	EndFailed    = "failed"    // the experiment failed; the reason was emitted as an error event
-	EndBroken    = "broken"    // the agent did not follow the protocol or died
-	EndBusy      = "busy"      // another run is in flight
-	EndCancelled = "cancelled" // the host cancelled it
-	EndBadOp     = "bad-op"    // unknown operation or missing request
+	EndFailed    = sandbox.EndFailed    // the experiment failed; the reason was emitted as an error event
+	EndBroken    = sandbox.EndBroken    // the agent did not follow the protocol or died
+	EndBusy      = sandbox.EndBusy      // another run is in flight
+	EndCancelled = sandbox.EndCancelled // the host cancelled it
+	EndBadOp     = sandbox.EndBadOp     // unknown operation or missing request
 )
 
 // HostMsg is a line from the host to the guest.
 type HostMsg struct {
-	ID     uint64           `json:"id"`
-	Op     string           `json:"op"`
-	Req    *sandbox.Request `json:"req,omitempty"`
-	Target uint64           `json:"target,omitempty"` // cancel, command: the run meant
+	ID uint64 `json:"id"`
+	Op string `json:"op"`
+	// run: the sandbox.Request as the runner encoded it, forwarded as bytes
+	Req    json.RawMessage `json:"req,omitempty"`
+	Target uint64          `json:"target,omitempty"` // cancel, command: the run meant
 	// run: the run is interactive, commands will follow (op command)
 	Commands bool             `json:"commands,omitempty"`
 	Cmd      *sandbox.Command `json:"cmd,omitempty"` // command
@@ -94,9 +97,7 @@ type GuestMsg struct {
 	Hello *Hello         `json:"hello,omitempty"`
 	Event *sandbox.Event `json:"event,omitempty"`
 	Lab   *sandbox.Lab   `json:"lab,omitempty"`
-	End   bool           `json:"end,omitempty"`
-	Kind  string         `json:"kind,omitempty"`
-	Error string         `json:"error,omitempty"`
+	End   *sandbox.End   `json:"end,omitempty"`  // the request's last line: how it ended
 	Data  []byte         `json:"data,omitempty"` // a terminal's output
 }
 
@@ -106,18 +107,4 @@ type Hello struct {
 	Kernel   string  `json:"kernel"`                // guest kernel release
 	Uptime   float64 `json:"uptime"`                // guest seconds since boot
 	SetupErr string  `json:"setup_error,omitempty"` // Soft-RoCE setup failed: runs would fail
-}
-
-// EndError turns an end line into the error Exec returns.
-func EndError(m GuestMsg) error {
-	switch m.Kind {
-	case "":
-		return nil
-	case EndFailed:
-		return &sandbox.AgentFailure{Message: m.Error}
-	case EndBroken:
-		return &sandbox.ProtocolError{Reason: m.Error}
-	default:
-		return errors.New(m.Error)
-	}
 }
