@@ -129,7 +129,7 @@ func TestHostileGuestCheckOutput(t *testing.T) {
 		t.Fatalf("the host sent %s", req)
 	}
 	took := g.flood(dataLine(1, 750_000), 200) // 200 lines of 1 MB
-	g.flood(`{"id":1,"end":true}`, 1)
+	g.flood(`{"id":1,"end":{}}`, 1)
 	r := <-done
 	t.Logf("host took %d of 200 1 MB lines; verify: %d bytes, err %v", took, len(r.res.Output), r.err)
 	if took > 2 {
@@ -156,7 +156,7 @@ func TestHostileGuestCheckOutput(t *testing.T) {
 	}()
 	<-reqs
 	took = g.flood(dataLine(1, 1000), 10_000)
-	g.flood(`{"id":1,"end":true}`, 1)
+	g.flood(`{"id":1,"end":{}}`, 1)
 	r = <-done
 	if took > 6 || len(r.res.Output) > vmproto.VerifyOutputMax || r.err == nil {
 		t.Errorf("small lines: the host took %d lines, kept %d bytes, err %v", took, len(r.res.Output), r.err)
@@ -207,7 +207,7 @@ func TestHostileGuestTerminalFlood(t *testing.T) {
 			}
 			<-reqs
 			took := g.flood(dataLine(term.id, tc.size), 2000)
-			g.flood(fmt.Sprintf(`{"id":%d,"end":true}`, term.id), 1)
+			g.flood(fmt.Sprintf(`{"id":%d,"end":{}}`, term.id), 1)
 			select {
 			case <-term.Done():
 			case <-time.After(30 * time.Second):
@@ -260,7 +260,7 @@ func TestHostileGuestRunEvents(t *testing.T) {
 	n := 0
 	done := make(chan error, 1)
 	go func() {
-		done <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: &sandbox.Request{}}, func(sandbox.Event) { n++ }, nil)
+		done <- c.call(context.Background(), vmproto.HostMsg{Op: vmproto.OpRun, Req: reqJSON(sandbox.Request{})}, func(sandbox.Event) { n++ }, nil)
 	}()
 	<-reqs
 	took := g.flood(`{"id":1,"event":{"type":"log","message":"x"}}`, 5000)

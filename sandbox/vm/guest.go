@@ -502,7 +502,7 @@ func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 		}
 	}
 	var why string
-	if p != nil && !m.End {
+	if p != nil && m.End == nil {
 		switch {
 		case m.Data != nil:
 			why = c.bounds.checkData(p, len(m.Data))
