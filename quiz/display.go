@@ -36,14 +36,42 @@ func (q *Question) OptionsFor(learner string) []Option {
 	if q.Type == Order || learner == "" || len(q.Options) < 2 {
 		return q.DisplayOptions()
 	}
-	opts := slices.Clone(q.Options)
+	order := q.choiceOrder(learner)
+	opts := make([]Option, len(order))
+	for i, k := range order {
+		opts[i] = q.Options[k]
+	}
+	return opts
+}
+
+// OptionOrder is OptionsFor as indexes into q.Options, without copying
+// options: a lesson page puts pre-rendered option items in this order.
+func (q *Question) OptionOrder(learner string) []int {
+	if q.Type == Order || learner == "" || len(q.Options) < 2 {
+		display := q.DisplayOptions()
+		order := make([]int, len(display))
+		for i, o := range display {
+			order[i] = slices.IndexFunc(q.Options, func(p Option) bool { return p.ID == o.ID })
+		}
+		return order
+	}
+	return q.choiceOrder(learner)
+}
+
+// choiceOrder shuffles the indexes of q.Options by a seed of the learner
+// and the question.
+func (q *Question) choiceOrder(learner string) []int {
+	order := make([]int, len(q.Options))
+	for i := range order {
+		order[i] = i
+	}
 	h := fnv.New64a()
 	h.Write([]byte(learner))
 	h.Write([]byte{0})
 	h.Write([]byte(q.ID))
 	rng := rand.New(rand.NewPCG(h.Sum64(), 0xc401ce))
-	rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
-	return opts
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return order
 }
 
 // Option returns the option with id, or nil.

@@ -53,3 +53,26 @@ func TestOptionsForIsStablePerLearnerAndVaries(t *testing.T) {
 		t.Errorf("options lost: %v", got)
 	}
 }
+
+// TestOptionOrderIsOptionsFor: the lesson page orders pre-rendered items
+// by OptionOrder; it must be the order OptionsFor shows, for every type.
+func TestOptionOrderIsOptionsFor(t *testing.T) {
+	for _, typ := range []Type{Single, Multi, Order} {
+		q := &Question{ID: "why-rdma/" + string(typ), Type: typ}
+		for _, id := range []string{"a", "b", "c", "d", "e"} {
+			q.Options = append(q.Options, Option{ID: id})
+		}
+		for _, l := range []string{"", "learner-1", "learner-2", "learner-3"} {
+			var want, got []string
+			for _, o := range q.OptionsFor(l) {
+				want = append(want, o.ID)
+			}
+			for _, k := range q.OptionOrder(l) {
+				got = append(got, q.Options[k].ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, learner %q: OptionOrder %v, OptionsFor %v", typ, l, got, want)
+			}
+		}
+	}
+}

@@ -45,6 +45,13 @@ func (c *learnerCache[V]) load(learner string, fn func() (V, error)) (V, error) 
 	return v, nil
 }
 
+// generation is the invalidation count, for a put of a value read now.
+func (c *learnerCache[V]) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 func (c *learnerCache[V]) put(learner string, v V, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -49,11 +49,18 @@ func (db *DB) EnsureLearner(ctx context.Context, id string) error {
 
 // LearnerKnown reports whether the learner has a row, i.e. has written
 // something before. The web layer bounds how many new learners one client
-// address may create.
+// address may create. It is asked on every write and lesson view, so a
+// learner once seen known is remembered (rows are never deleted).
 func (db *DB) LearnerKnown(ctx context.Context, id string) (bool, error) {
+	if _, ok := db.known.get(id); ok {
+		return true, nil
+	}
 	var n int
 	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM learners WHERE id = ?`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: learner known: %w", err)
+	}
+	if n > 0 {
+		db.known.put(id, struct{}{}, db.known.generation())
 	}
 	return n > 0, nil
 }

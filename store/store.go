@@ -31,6 +31,10 @@ type DB struct {
 	progress *learnerCache[map[string]Progress]
 	quiz     *learnerCache[map[string]QuestionSummary]
 	results  *learnerCache[map[string]Run]
+	tasks    *learnerCache[map[string]map[string]TaskProgress] // lesson → task → record
+	// known remembers learners seen to have a row (LearnerKnown): rows are
+	// never deleted, so only the positive answer is kept.
+	known *learnerCache[struct{}]
 }
 
 // dsn builds the connection string. busy_timeout comes first so that the
@@ -84,7 +88,9 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 	db := &DB{Path: path, w: w, r: r, progress: newLearnerCache[map[string]Progress](learnerCacheMax),
 		quiz: newLearnerCache[map[string]QuestionSummary](learnerCacheMax),
 		// Runs carry their result event: fewer learners' worth.
-		results: newLearnerCache[map[string]Run](learnerCacheMax / 4)}
+		results: newLearnerCache[map[string]Run](learnerCacheMax / 4),
+		tasks:   newLearnerCache[map[string]map[string]TaskProgress](learnerCacheMax / 4),
+		known:   newLearnerCache[struct{}](learnerCacheMax)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := db.check(ctx); err != nil {

@@ -23,6 +23,7 @@ func (db *DB) RecordTaskCheck(ctx context.Context, learner, lesson, task string,
 	if !ValidLearnerID(learner) {
 		return fmt.Errorf("store: invalid learner id %q", learner)
 	}
+	defer db.tasks.invalidate(learner)
 	ts := now()
 	var done any
 	if passed {
@@ -50,19 +51,36 @@ func (db *DB) RecordTaskCheck(ctx context.Context, learner, lesson, task string,
 }
 
 // LessonTasks returns learner's records on lesson's tasks, by task id.
+// Every view of a lesson with a task reads them: they come from the
+// per-learner cache (learner_cache.go), which RecordTaskCheck invalidates.
+// The map is shared with the cache: callers must not modify it.
 func (db *DB) LessonTasks(ctx context.Context, learner, lesson string) (map[string]TaskProgress, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT lesson, task, checks, done_at FROM task_progress WHERE learner = ? AND lesson = ?`, learner, lesson)
+	all, err := db.tasks.load(learner, func() (map[string]map[string]TaskProgress, error) {
+		rows, err := db.r.QueryContext(ctx,
+			`SELECT lesson, task, checks, done_at FROM task_progress WHERE learner = ?`, learner)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]map[string]TaskProgress{}
+		err = scanTasks(rows, func(_ string, p TaskProgress) {
+			if out[p.Lesson] == nil {
+				out[p.Lesson] = map[string]TaskProgress{}
+			}
+			out[p.Lesson][p.Task] = p
+		})
+		return out, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson tasks: %w", err)
 	}
-	out := map[string]TaskProgress{}
-	err = scanTasks(rows, func(_ string, p TaskProgress) { out[p.Task] = p })
-	if err != nil {
-		return nil, fmt.Errorf("store: lesson tasks: %w", err)
+	if recs := all[lesson]; recs != nil {
+		return recs, nil
 	}
-	return out, nil
+	return noTasks, nil
 }
+
+// noTasks is LessonTasks' answer for a lesson without records (shared).
+var noTasks = map[string]TaskProgress{}
 
 // TaskRow is one learner's record on one task (gradebook, export).
 type TaskRow struct {

@@ -31,6 +31,10 @@ type skeletonHole struct {
 	plain   string   // holeCPUBudget: the widget as a learner without a measured figure sees it
 	dom     string   // holeQuizOptions: the question's DOM id on the page
 	ids     []string // holeQuizScore: the questions the checkpoint asks
+	// holeQuizOptions: each option's list item as a first visit shows it
+	// (nothing checked, no result), by option id; a request only orders them.
+	items map[string]string
+	memo  *renderMemo // holeTask, holeTerminal: renderings by the values they depend on
 }
 
 // holeKind is what a hole holds. A page skeleton either leaves every
@@ -46,6 +50,8 @@ const (
 	holeQuizScore                   // the checkpoint's count of questions answered right
 	holeCPUBudget                   // the CPU budget calculator, prefilled from the learner's tcp-cost run if any
 	holeQuizOptions                 // a choice question's options in the learner's own order
+	holeTask                        // a :::task with the learner's done mark and check count
+	holeTerminal                    // the ::terminal widget with the machines' use line
 )
 
 // holeMarker opens the marker written where hole N goes while the skeleton

@@ -3,14 +3,19 @@ package web
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/a-h/templ"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -46,7 +51,8 @@ func (s *Server) staticSegments(c *lessons.Course, l *lessons.Lesson, lang strin
 		}
 		seg := page.Body[i]
 		if seg.Kind == lessons.SegTask {
-			return mark(skeletonHole{kind: holeSegment, segment: i}) // the learner's done mark
+			// The learner's done mark and check count.
+			return mark(skeletonHole{kind: holeTask, segment: i, memo: &renderMemo{}})
 		}
 		if seg.Kind == lessons.SegDiagram && seg.ID == "cpu-budget" {
 			var plain bytes.Buffer
@@ -57,7 +63,7 @@ func (s *Server) staticSegments(c *lessons.Course, l *lessons.Lesson, lang strin
 		}
 		if seg.Kind == lessons.SegTerminal {
 			// Its "n of max in use" line changes all the time.
-			return mark(skeletonHole{kind: holeSegment, segment: i})
+			return mark(skeletonHole{kind: holeTerminal, segment: i, memo: &renderMemo{}})
 		}
 		// Built now, in page order: quiz DOM ids follow the order of
 		// placements.
@@ -114,8 +120,26 @@ func (s *Server) fillHole(lr *lessonRequest, h skeletonHole, completed bool) tem
 		if q == nil {
 			return templ.NopComponent
 		}
-		v := questionView(lr.Lang, q, h.dom, lr.Lesson.Slug, 0, views.QuizStatus{}, nil, quizCtx{Learner: lr.Learner})
-		return views.QuizOptionItems(v)
+		return orderedOptions(q, q.OptionOrder(lr.Learner), h.items)
+	case holeTask:
+		// The widget depends on the learner only through the record,
+		// which takes few values: rendered once per value.
+		seg := lr.Page.Body[h.segment]
+		recs, err := s.learnerTasks(lr)
+		if err != nil {
+			return failing(err)
+		}
+		rec := recs[seg.ID]
+		if rec.Checks > maxMemoAttempts {
+			return s.segment(lr, seg)
+		}
+		return h.memo.get(strconv.FormatBool(rec.Done())+"/"+strconv.Itoa(rec.Checks), func() templ.Component { return s.segment(lr, seg) })
+	case holeTerminal:
+		key := ""
+		if s.cfg.Terminals != nil {
+			key = s.terminalsInUse(lr.Lang)
+		}
+		return h.memo.get(key, func() templ.Component { return s.segment(lr, lr.Page.Body[h.segment]) })
 	case holeCPUBudget:
 		if _, ok, err := s.latestTCPCost(lr.r.Context(), lr.Learner); err == nil && !ok {
 			return templ.Raw(h.plain) // trusted: rendered by our own templates when the skeleton was built
@@ -125,6 +149,77 @@ func (s *Server) fillHole(lr *lessonRequest, h skeletonHole, completed bool) tem
 		return s.segment(lr, lr.Page.Body[h.segment])
 	}
 	return s.segment(lr, lr.Page.Body[h.segment])
+}
+
+// optionsHole is the hole for a choice question's options in the static
+// skeleton: v is the question as a first visit shows it, whose option
+// items are rendered now, once per content load; the request only puts
+// them in the learner's own order (quiz.Question.OptionsFor).
+func optionsHole(q *quiz.Question, dom string, v views.QuizQuestion) skeletonHole {
+	h := skeletonHole{kind: holeQuizOptions, id: q.ID, dom: dom, items: make(map[string]string, len(v.Options))}
+	one := v
+	for _, o := range v.Options {
+		one.Options = []views.QuizOption{o}
+		var b strings.Builder
+		if err := views.QuizOptionItems(one).Render(context.Background(), &b); err != nil {
+			// Our own template over our own data: cannot fail but on a
+			// bug, which the request then shows as a 500.
+			h.items = nil
+			return h
+		}
+		h.items[o.ID] = b.String()
+	}
+	return h
+}
+
+// orderedOptions writes the pre-rendered option items in order (indexes
+// into q.Options); an item
+// missing (a failed pre-render) fails the page with a clean 500.
+func orderedOptions(q *quiz.Question, order []int, items map[string]string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for _, k := range order {
+			id := q.Options[k].ID
+			item, ok := items[id]
+			if !ok {
+				return fmt.Errorf("lesson skeleton: option %q of question %s has no pre-rendered item", id, q.ID)
+			}
+			if _, err := io.WriteString(w, item); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// renderMemo keeps a hole's renderings by the few values it depends on
+// (a task's record, the terminals' use line). It lives in a skeleton, so
+// a content reload starts it afresh; past renderMemoMax values it renders
+// without keeping.
+type renderMemo struct {
+	m sync.Map // key → templ.Component (templ.Raw of the rendering)
+	n atomic.Int32
+}
+
+const renderMemoMax = 256
+
+// get is the kept rendering for key, rendering it with render on a miss.
+func (m *renderMemo) get(key string, render func() templ.Component) templ.Component {
+	if v, ok := m.m.Load(key); ok {
+		return v.(templ.Component)
+	}
+	c := render()
+	if m.n.Load() >= renderMemoMax {
+		return c
+	}
+	var b bytes.Buffer
+	if err := c.Render(context.Background(), &b); err != nil {
+		return failing(err)
+	}
+	v, loaded := m.m.LoadOrStore(key, templ.Raw(b.String())) // trusted: our own templates' output
+	if !loaded {
+		m.n.Add(1)
+	}
+	return v.(templ.Component)
 }
 
 // statusLines memoizes status lines by language and record: a page shows

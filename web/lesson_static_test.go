@@ -215,7 +215,8 @@ func around(s string, i int) string {
 // TestLessonPageFollowsLearnerWrites: the records a plain view fills in
 // come from per-learner caches; each write shows on the next view: a quiz
 // answer (status line and checkpoint score), a finished tcp-cost run (the
-// calculator's measured figure) and completing the lesson.
+// calculator's measured figure), a passed task check and completing the
+// lesson.
 func TestLessonPageFollowsLearnerWrites(t *testing.T) {
 	env, _ := lessonPageCases(t)
 	ctx := context.Background()
@@ -258,7 +259,17 @@ func TestLessonPageFollowsLearnerWrites(t *testing.T) {
 	if err := env.DB.MarkCompleted(ctx, learner, benchSlug); err != nil {
 		t.Fatal(err)
 	}
+	task := env.Course.Load().Lesson(benchSlug).Tasks[0].ID
+	if strings.Contains(before, `class="task task-done" id="task-`+task+`"`) {
+		t.Fatalf("new learner's page already has task %s done", task)
+	}
+	if err := env.DB.RecordTaskCheck(ctx, learner, benchSlug, task, true); err != nil {
+		t.Fatal(err)
+	}
 	after := view()
+	if !strings.Contains(after, `class="task task-done" id="task-`+task+`"`) {
+		t.Errorf("the passed check of task %s does not show", task)
+	}
 	if n := strings.Count(after, `data-attempts="1" data-best="true"`); n < 1 {
 		t.Errorf("the answer does not show in the status lines (%d)", n)
 	}

@@ -172,7 +172,7 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if qp.hole != nil {
 		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 		if choiceQuestion(q) {
-			v.OptionsSlot = qp.hole(skeletonHole{kind: holeQuizOptions, id: q.ID, dom: dom})
+			v.OptionsSlot = qp.hole(optionsHole(q, dom, v))
 		}
 	}
 	return views.QuizQuestionView(v)
@@ -211,7 +211,7 @@ func (s *Server) checkpointSegment(lr *lessonRequest, seg lessons.Segment) templ
 		if qp.hole != nil {
 			qv.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 			if choiceQuestion(q) {
-				qv.OptionsSlot = qp.hole(skeletonHole{kind: holeQuizOptions, id: q.ID, dom: dom})
+				qv.OptionsSlot = qp.hole(optionsHole(q, dom, qv))
 			}
 		}
 		v.Questions = append(v.Questions, qv)
