@@ -260,7 +260,7 @@ func TestChartBands(t *testing.T) {
 	if len(got.Legend) != 2 || got.Legend[1] != "median round trip" {
 		t.Errorf("legend %q", got.Legend)
 	}
-	for _, want := range []string{"2–6 µs", "1–3 µs one way", "40–100 µs", "20–50 µs one way"} {
+	for _, want := range []string{"2–6 µs", "1–3 µs one way", "20–50 µs round trip", "10–25 µs one way"} {
 		if !strings.Contains(got.Caption, want) {
 			t.Errorf("chart caption %q lacks %q", got.Caption, want)
 		}

@@ -221,15 +221,16 @@ func pauseStorm(lang string) template.HTML {
 
 // dcqcnPoints simulates a simplified DCQCN reaction point against one
 // bottleneck: rate in % of line rate over time in µs. Parameters after Zhu
-// et al. (SIGCOMM 2015): g = 1/16, at most one CNP per 50 µs, a rate
-// increase every 55 µs: five fast-recovery steps (halfway back to the
-// target), then additive increase.
+// et al. (SIGCOMM 2015, section 3 and its parameter list): g = 1/256, at
+// most one CNP per flow every 50 µs, α and the rate updated every 55 µs
+// without a CNP: five fast-recovery steps (halfway back to the target),
+// then additive increase.
 func dcqcnPoints() (t, rate, queue []float64, cnps []float64) {
 	const (
 		dt       = 1.0  // µs
 		capacity = 50.0 // % of line rate the bottleneck leaves this flow
 		kmin     = 10.0 // queue (KB) where the switch starts marking
-		g        = 1.0 / 16
+		g        = 1.0 / 256 // Zhu et al. 2015; DCTCP's 1/16 is a different algorithm
 		cnpGap   = 50.0
 		incEvery = 55.0
 		rai      = 4.0 // additive increase, % of line rate
@@ -314,5 +315,5 @@ func dcqcnRate(lang string) template.HTML {
 	}
 	return animFigure(lang, "dcqcn-rate", id, "0 0 640 245", b.String(),
 		[2]string{"DCQCN：CE 标记 → CNP → 降速 → 恢复", "DCQCN: CE mark → CNP → rate cut → recovery"},
-		[2]string{"简化模型，参数依据 Zhu 等，《Congestion Control for Large-Scale RDMA Deployments》，SIGCOMM 2015；Soft-RoCE 没有实现 DCQCN。", "A simplified model with parameters after Zhu et al., \"Congestion Control for Large-Scale RDMA Deployments\", SIGCOMM 2015; Soft-RoCE does not implement DCQCN."}, steps)
+		[2]string{"简化模型，参数依据 Zhu 等，《Congestion Control for Large-Scale RDMA Deployments》，SIGCOMM 2015（g = 1/256，每条流至多每 50 µs 一个 CNP，无 CNP 时每 55 µs 更新一次）；Soft-RoCE 没有实现 DCQCN。", "A simplified model with parameters after Zhu et al., \"Congestion Control for Large-Scale RDMA Deployments\", SIGCOMM 2015 (g = 1/256, at most one CNP per flow every 50 µs, an update every 55 µs without one); Soft-RoCE does not implement DCQCN."}, steps)
 }

@@ -37,7 +37,7 @@ type DiagramStep struct {
 
 // stepCosts says what each step RDMA removes costs, in the lesson's terms
 // (zh, en). Figures are the lesson's own: 12.5 GB/s at 100 Gbps, ~1 GHz of
-// CPU per Gbps, 20–50 µs kernel TCP latency against 1–3 µs for RDMA.
+// CPU per Gbps, 10–25 µs one-way kernel TCP latency against 1–3 µs for RDMA.
 var stepCosts = map[string][2]string{
 	"tcp-copy": {
 		"代价（硬件参考，按课文的数算）：100 Gbps 时每一端每秒要拷贝 12.5 GB，还要占用同样多的内存带宽，光这一项就能占满至少一个核。",
@@ -56,8 +56,8 @@ var stepCosts = map[string][2]string{
 		"Cost (hardware reference): the receiver takes the interrupts and runs the whole stack again in softirq — the CPU bill is paid on both sides.",
 	},
 	"tcp-wakeup": {
-		"代价（硬件参考）：每条消息一次唤醒加上下文切换，要花几微秒（调度、缓存和 TLB 重新预热），接着 CPU 还要再拷贝一次数据；这是内核 TCP 单程延迟 20–50 µs（课程资料）的重要来源，而 RDMA 只要 1–3 µs（课程资料）。",
-		"Cost (hardware reference): a wakeup and context switch per message costs microseconds (scheduling, cache and TLB refill), and then the CPU copies the data once more — a big part of kernel TCP's 20–50 µs one-way latency, against 1–3 µs for RDMA (both figures from the course material).",
+		"代价（硬件参考）：每条消息一次唤醒加上下文切换，要花几微秒（调度、缓存和 TLB 重新预热），接着 CPU 还要再拷贝一次数据；这是内核 TCP 单程延迟约 10–25 µs（往返 20–50 µs）的重要来源，而 RDMA 只要 1–3 µs（课程资料）。",
+		"Cost (hardware reference): a wakeup and context switch per message costs microseconds (scheduling, cache and TLB refill), and then the CPU copies the data once more — a big part of kernel TCP's one-way latency of about 10–25 µs (20–50 µs round trip), against 1–3 µs for RDMA (course material).",
 	},
 }
 

@@ -284,11 +284,11 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 	if mark > 0 {
 		if ecn != 0 {
-			en = append(en, fmt.Sprintf("The congested link CE-marked %d data packets. Soft-RoCE received them and did nothing about it: %d CNPs went back and the sender kept its pace. rxe implements no DCQCN — a hardware RNIC would answer CE with a CNP and the sender would cut its rate (see the animation).", in.ecn[3], in.cnp+out.cnp))
-			zh = append(zh, fmt.Sprintf("拥塞链路给 %d 个数据包打上了 CE。Soft-RoCE 收下了它们却毫无反应：回传的 CNP 为 %d 个，发送方也没有降速。rxe 没有实现 DCQCN——硬件 RDMA 网卡会用 CNP 回应 CE，发送方随即降速（见动画）。", in.ecn[3], in.cnp+out.cnp))
+			en = append(en, fmt.Sprintf("The congested link CE-marked %d data packets. Soft-RoCE received them and did nothing about it: %d CNPs went back. (This run does not measure the sender's rate; rxe has no CNP opcode and no rate limiter, so nothing could slow it.) rxe implements no DCQCN — a hardware RNIC would answer CE with a CNP and the sender would cut its rate (see the animation).", in.ecn[3], in.cnp+out.cnp))
+			zh = append(zh, fmt.Sprintf("拥塞链路给 %d 个数据包打上了 CE。Soft-RoCE 收下了它们却毫无反应：回传的 CNP 为 %d 个。（本次运行不测发送方的速率；rxe 没有 CNP 操作码，也没有限速器，所以没有什么能让它降速。）rxe 没有实现 DCQCN——硬件 RDMA 网卡会用 CNP 回应 CE，发送方随即降速（见动画）。", in.ecn[3], in.cnp+out.cnp))
 		} else {
-			en = append(en, fmt.Sprintf("These packets were Not-ECT, so the congested link could not mark them and dropped them instead: the receiver counted %d out-of-sequence packets and the sender retransmitted (go-back-N). ECN only helps traffic that says it is ECN-capable.", d["out_of_seq_request"]))
-			zh = append(zh, fmt.Sprintf("这些报文是 Not-ECT，拥塞链路无法给它们打标记，只好丢弃：接收端记录了 %d 个乱序报文，发送方进行了重传（go-back-N）。ECN 只帮得上声明自己支持 ECN 的流量。", d["out_of_seq_request"]))
+			en = append(en, fmt.Sprintf("These packets were Not-ECT, so the congested link could not mark them and dropped them instead: the receiver counted %d sequence gaps (out_of_seq_request counts the first packet after each gap, the one that triggers the NAK; the rest of the gap is dropped uncounted) and the sender retransmitted (go-back-N). ECN only helps traffic that says it is ECN-capable.", d["out_of_seq_request"]))
+			zh = append(zh, fmt.Sprintf("这些报文是 Not-ECT，拥塞链路无法给它们打标记，只好丢弃：接收端记录了 %d 个序号缺口（out_of_seq_request 只记每个缺口后的第一个报文，即触发 NAK 的那个；同一缺口的其余报文被丢弃而不计数），发送方进行了重传（go-back-N）。ECN 只帮得上声明自己支持 ECN 的流量。", d["out_of_seq_request"]))
 		}
 	}
 	ok := bitsOK && in.cnp+out.cnp == 0

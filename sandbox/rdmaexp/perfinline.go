@@ -245,8 +245,8 @@ func reportInline(emit sandbox.Emitter, granted int, rows []inlineRow, refused b
 	reuse := say(" Overwriting the buffer right after ibv_post_send: with inline the peer received the bytes as they were at the post (the data was already copied into the work request — guaranteed on every device); ",
 		"投递后立刻改写缓冲区：内联时，对端收到的是投递那一刻的字节（数据已经拷进了工作请求——在任何设备上都有保证）；")
 	if snapPlain {
-		reuse = say(reuse["en"]+"without inline it also got the old bytes, because this kernel's rxe builds the packets inside the doorbell system call — on a hardware NIC, which reads the buffer later by DMA, the peer could get either, so a program must not touch a non-inline buffer before the completion.",
-			reuse["zh"]+"不内联时对端也收到了旧字节，因为这个内核的 rxe 在门铃系统调用里就构造好了报文——而硬件网卡稍后才用 DMA 读缓冲区，对端可能收到新旧任一种，所以程序在完成之前不能动非内联的缓冲区。")
+		reuse = say(reuse["en"]+"without inline it also got the old bytes, because rxe on the lab guest's Linux 6.1 builds the packets inside the doorbell system call (newer kernels defer it to a workqueue) — on a hardware NIC, which reads the buffer later by DMA, the peer could get either, so a program must not touch a non-inline buffer before the completion.",
+			reuse["zh"]+"不内联时对端也收到了旧字节，因为本实验室虚拟机的 Linux 6.1 上，rxe 在门铃系统调用里就构造好了报文（更新的内核把它推迟到工作队列）——而硬件网卡稍后才用 DMA 读缓冲区，对端可能收到新旧任一种，所以程序在完成之前不能动非内联的缓冲区。")
 	} else {
 		reuse = say(reuse["en"]+"without inline it got the new bytes: the device read the buffer after the post returned, as a hardware NIC's DMA does — a program must not touch a non-inline buffer before the completion.",
 			reuse["zh"]+"不内联时对端收到了新字节：设备在投递返回之后才读取缓冲区，正如硬件网卡的 DMA——程序在完成之前不能动非内联的缓冲区。")

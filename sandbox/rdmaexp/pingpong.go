@@ -326,8 +326,8 @@ func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topolo
 	if emu {
 		here = say("measured here (emulated TCG guest): ", "本次测得（TCG 模拟的虚拟机）：")
 	}
-	ref := sandbox.NewTable(say("hardware reference (course material) beside this run", "硬件参考（课程资料）与本次运行"), say("path", "路径"), say("one-way latency", "单程延迟"))
-	ref.AddRow(say("kernel TCP, data centre (reference)", "数据中心内核 TCP（参考）"), sandbox.Same("20–50 µs"))
+	ref := sandbox.NewTable(say("hardware reference beside this run", "硬件参考与本次运行"), say("path", "路径"), say("one-way latency", "单程延迟"))
+	ref.AddRow(say("kernel TCP, data centre (reference)", "数据中心内核 TCP（参考）"), sandbox.Same("10–25 µs"))
 	ref.AddRow(say("RDMA on an InfiniBand or RoCE NIC (reference)", "InfiniBand 或 RoCE 硬件网卡上的 RDMA（参考）"), sandbox.Same("1–3 µs"))
 	ref.AddRow(say(here["en"]+ppName(tr, mode)+", "+human(int64(first.Size)), here["zh"]+ppNameZh(tr, mode)+"，"+human(int64(first.Size))), sandbox.Same(f1(us(first.Median)/2)+" µs"))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: ref})
@@ -336,8 +336,8 @@ func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topolo
 	why := say("Soft-RoCE is a NIC written in software: every RDMA packet is built, copied and checksummed by this machine's kernel, so it cannot reach hardware latency; it shows who waits and who is woken, not how fast silicon is.",
 		"Soft-RoCE 是用软件写的网卡：每个 RDMA 报文都由本机内核构造、拷贝并计算校验，因此达不到硬件时延；它展示的是谁在等、谁被唤醒，而不是芯片能有多快。")
 	if emu {
-		why = say(why["en"]+" This guest's CPU is emulated (QEMU TCG), which slows everything — kernel TCP included: the TCP preset measures its one-way time in this guest, against 20–50 µs on real data-centre hardware (course material). A ratio between two transports measured here compares rxe's software with kernel TCP's software; it does not predict the ratio on hardware.",
-			why["zh"]+"这台虚拟机的 CPU 是模拟出来的（QEMU TCG），一切都被拖慢——内核 TCP 也一样：TCP 预设会测出它在这台虚拟机里的单程时间，而真实数据中心硬件上是 20–50 µs（课程资料）。这里测得的两种传输之间的比例，比较的是 rxe 的软件和内核 TCP 的软件，并不能预测硬件上的比例。")
+		why = say(why["en"]+" This guest's CPU is emulated (QEMU TCG), which slows everything — kernel TCP included: the TCP preset measures its one-way time in this guest, against about 10–25 µs on real data-centre hardware (half the 20–50 µs round trip of ping-pong benchmarks). A ratio between two transports measured here compares rxe's software with kernel TCP's software; it does not predict the ratio on hardware.",
+			why["zh"]+"这台虚拟机的 CPU 是模拟出来的（QEMU TCG），一切都被拖慢——内核 TCP 也一样：TCP 预设会测出它在这台虚拟机里的单程时间，而真实数据中心硬件上约为 10–25 µs（乒乓测试测得往返 20–50 µs 的一半）。这里测得的两种传输之间的比例，比较的是 rxe 的软件和内核 TCP 的软件，并不能预测硬件上的比例。")
 	}
 	note(emit, "info", why)
 	note(emit, "info", say(fmt.Sprintf("CPU per round trip is each side's thread CPU time (user + system, from the thread's CPU-time clock, clock_gettime(CLOCK_THREAD_CPUTIME_ID)), split into %d batches of round trips; the median batch is shown. A side that polls spins while it waits, so its CPU per round trip is close to the whole round trip; a side that sleeps is charged only for the work it does. Soft-RoCE's packet work is charged to the thread whose write() doorbell starts it, or runs in the kernel elsewhere and is not counted.", cpuBatches),

@@ -582,12 +582,12 @@ int rc = ibv_post_send(qp, &wr, &bad);`, s.mr.LKey())
 		if err := refused(perr, &out); err != nil {
 			return out, err
 		}
-		out.detail = say("The send queue of a QP in RTR does not run: ibv_post_send refused the request with EINVAL. Sending needs RTS, where the QP knows its PSN, timeout and retries. (This post went to a twin of our QP, also in RTR, destroyed at once: Soft-RoCE refuses such a post but keeps the request, which would run when the QP reached RTS.)",
-			"RTR 状态的 QP 发送队列不工作：ibv_post_send 以 EINVAL 拒绝了请求。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数。（这次投递用的是我们 QP 的一个同样处于 RTR 的替身，随即销毁：Soft-RoCE 拒绝这种投递，却把请求留在队列里，等 QP 到 RTS 时就会执行。）")
+		out.detail = say("The send queue of a QP in RTR does not run, and Soft-RoCE said so: ibv_post_send returned EINVAL. That check is rxe's kernel module, looking at the QP's state when the doorbell write() arrives — rdma-core's rxe provider had already put the WQE in the send queue before that write(), so the request stays queued and would run once the QP reached RTS (which is why this post went to a twin of our QP, also in RTR, destroyed at once). A hardware provider need not check at all: mlx5's ibv_post_send writes the WQE, rings the doorbell and returns 0. Sending needs RTS, where the QP knows its PSN, timeout and retries; do not rely on the post to tell you.",
+			"RTR 状态的 QP 发送队列不工作，Soft-RoCE 也这样告诉了你：ibv_post_send 返回 EINVAL。这个检查来自 rxe 内核模块，它在门铃 write() 到达时查看 QP 的状态——而 rdma-core 的 rxe provider 在这次 write() 之前已经把 WQE 放进了发送队列，所以请求留在队列里，等 QP 到 RTS 时就会执行（这就是这次投递用了一个同样处于 RTR、随即销毁的替身 QP 的原因）。硬件 provider 可以根本不检查：mlx5 的 ibv_post_send 写好 WQE、敲门铃，然后返回 0。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数；别指望投递来提醒你。")
 	} else {
 		out.rows = append(out.rows, []string{"returned", "0 (accepted)"})
-		out.detail = say("This device accepted a post on a QP in RTR; the IB spec says the send queue only runs in RTS, and most devices refuse it with EINVAL.",
-			"本设备接受了对 RTR 状态 QP 的投递；IB 规范规定发送队列只在 RTS 状态工作，多数设备会以 EINVAL 拒绝。")
+		out.detail = say("This device accepted a post on a QP in RTR, as mlx5 does (its post_send has no state check); the send queue only runs in RTS. Soft-RoCE's kernel module refuses such a post with EINVAL.",
+			"本设备接受了对 RTR 状态 QP 的投递，mlx5 也是这样（它的 post_send 不检查状态）；发送队列只在 RTS 状态工作。Soft-RoCE 的内核模块会以 EINVAL 拒绝这种投递。")
 	}
 	return out, nil
 }

@@ -355,8 +355,8 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	row(fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), swc.Status.String(), rwc.Status.String(), fmt.Sprint(rwc.ByteLen), yesNo(rwc.GRH), fmt.Sprint(udPkts))
 	note(emit, "info", say(fmt.Sprintf("receive buffer bytes 0–39 (GRH area): % x", grh), fmt.Sprintf("接收缓冲区第 0–39 字节（GRH 区域）：% x", grh)))
 	if ipOK {
-		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40 — a UD receiver that posts a buffer of exactly the message size loses its last 40 bytes.", rwc.ByteLen, small, rwc.SrcQP, src, dst),
-			fmt.Sprintf("接收完成显示 byte_len %d = 40（GRH）+ %d（数据），src_qp 0x%x。GRH 区域的第 20–39 字节是报文的 IPv4 头（RoCE v2 over IPv4）：从 %s 到 %s。数据从第 40 字节开始——UD 接收方如果只投递恰好等于消息大小的缓冲区，就会丢掉最后 40 字节。", rwc.ByteLen, small, rwc.SrcQP, src, dst)))
+		note(emit, "info", say(fmt.Sprintf("The receive completion says byte_len %d = 40 (GRH) + %d (data), src_qp 0x%x. Bytes 20–39 of the GRH area hold the packet's IPv4 header (RoCE v2 over IPv4): from %s to %s. The data starts at byte 40, so a UD receive buffer must be 40 bytes larger than the largest message (the last step shows what happens when it is not).", rwc.ByteLen, small, rwc.SrcQP, src, dst),
+			fmt.Sprintf("接收完成显示 byte_len %d = 40（GRH）+ %d（数据），src_qp 0x%x。GRH 区域的第 20–39 字节是报文的 IPv4 头（RoCE v2 over IPv4）：从 %s 到 %s。数据从第 40 字节开始，所以 UD 接收缓冲区必须比最大消息大 40 字节（最后一步展示不这样做会怎样）。", rwc.ByteLen, small, rwc.SrcQP, src, dst)))
 	}
 
 	// 3. UD: a datagram bigger than the MTU.

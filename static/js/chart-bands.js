@@ -6,8 +6,9 @@
 // same figures as text under the chart, for readers who cannot see it).
 //
 // Reference figures are the lesson's: one-way latency 1–3 µs for RDMA (IB
-// or RoCE on real NICs) and 20–50 µs for kernel TCP in a data centre; a
-// ping-pong measures round trips, so the bands are those figures doubled.
+// or RoCE on real NICs) and about 10–25 µs for kernel TCP in a data centre
+// (20–50 µs round trip, what ping-pong benchmarks such as netperf TCP_RR
+// report); a ping-pong measures round trips, so the bands are round trips.
 // Soft-RoCE is software: its round trips land far above the RDMA band,
 // which is exactly what the learner should see.
 (function () {
@@ -55,9 +56,9 @@
         en: "RDMA NIC (InfiniBand or RoCE): 2–6 µs round trip (1–3 µs one way)",
         zh: "RDMA 硬件网卡（InfiniBand 或 RoCE）：往返 2–6 µs（单程 1–3 µs）",
         short: { en: "RDMA NIC", zh: "RDMA 网卡" } },
-      { lo: 40, hi: 100, color: "--diagram-removed", fallback: "#d1343b",
-        en: "kernel TCP in a data centre: 40–100 µs round trip (20–50 µs one way)",
-        zh: "数据中心里的内核 TCP：往返 40–100 µs（单程 20–50 µs）",
+      { lo: 20, hi: 50, color: "--diagram-removed", fallback: "#d1343b",
+        en: "kernel TCP in a data centre: 20–50 µs round trip (about 10–25 µs one way)",
+        zh: "数据中心里的内核 TCP：往返 20–50 µs（单程约 10–25 µs）",
         short: { en: "kernel TCP", zh: "内核 TCP" } },
     ],
   };
