@@ -227,9 +227,9 @@ func pauseStorm(lang string) template.HTML {
 // then additive increase.
 func dcqcnPoints() (t, rate, queue []float64, cnps []float64) {
 	const (
-		dt       = 1.0  // µs
-		capacity = 50.0 // % of line rate the bottleneck leaves this flow
-		kmin     = 10.0 // queue (KB) where the switch starts marking
+		dt       = 1.0       // µs
+		capacity = 50.0      // % of line rate the bottleneck leaves this flow
+		kmin     = 10.0      // queue (KB) where the switch starts marking
 		g        = 1.0 / 256 // Zhu et al. 2015; DCTCP's 1/16 is a different algorithm
 		cnpGap   = 50.0
 		incEvery = 55.0
