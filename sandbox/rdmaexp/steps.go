@@ -583,7 +583,7 @@ int rc = ibv_post_send(qp, &wr, &bad);`, s.mr.LKey())
 			return out, err
 		}
 		out.detail = say("The send queue of a QP in RTR does not run, and Soft-RoCE said so: ibv_post_send returned EINVAL. That check is rxe's kernel module, looking at the QP's state when the doorbell write() arrives — rdma-core's rxe provider had already put the WQE in the send queue before that write(), so the request stays queued and would run once the QP reached RTS (which is why this post went to a twin of our QP, also in RTR, destroyed at once). A hardware provider need not check at all: mlx5's ibv_post_send writes the WQE, rings the doorbell and returns 0. Sending needs RTS, where the QP knows its PSN, timeout and retries; do not rely on the post to tell you.",
-			"RTR 状态的 QP 发送队列不工作，Soft-RoCE 也这样告诉了你：ibv_post_send 返回 EINVAL。这个检查来自 rxe 内核模块，它在门铃 write() 到达时查看 QP 的状态——而 rdma-core 的 rxe provider 在这次 write() 之前已经把 WQE 放进了发送队列，所以请求留在队列里，等 QP 到 RTS 时就会执行（这就是这次投递用了一个同样处于 RTR、随即销毁的替身 QP 的原因）。硬件 provider 可以根本不检查：mlx5 的 ibv_post_send 写好 WQE、敲门铃，然后返回 0。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数；别指望投递来提醒你。")
+			"RTR 状态的 QP 发送队列不工作，Soft-RoCE 也这样告诉了你：ibv_post_send 返回 EINVAL。这个检查来自 rxe 内核模块，它在门铃 write() 到达时查看 QP 的状态——而 rdma-core 里 rxe 的用户态驱动在这次 write() 之前已经把 WQE 放进了发送队列，所以请求留在队列里，等 QP 到 RTS 时就会执行（这就是这次投递用了一个同样处于 RTR、随即销毁的替身 QP 的原因）。硬件网卡的用户态驱动可以根本不检查：mlx5 的 ibv_post_send 写好 WQE、敲门铃，然后返回 0。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数；别指望投递来提醒你。")
 	} else {
 		out.rows = append(out.rows, []string{"returned", "0 (accepted)"})
 		out.detail = say("This device accepted a post on a QP in RTR, as mlx5 does (its post_send has no state check); the send queue only runs in RTS. Soft-RoCE's kernel module refuses such a post with EINVAL.",
