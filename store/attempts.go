@@ -168,24 +168,18 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 }
 
 // CorrectQuestions returns the ids of questions the learner answered
-// correctly at least once (the course home's checkpoint scores).
+// correctly at least once (the course home's checkpoint scores). Every
+// home page view asks: it is read from LearnerQuizSummary's cache.
 func (db *DB) CorrectQuestions(ctx context.Context, learner string) (map[string]bool, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT DISTINCT question_id FROM attempts WHERE learner = ? AND correct = 1`, learner)
+	sum, err := db.LearnerQuizSummary(ctx, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: correct questions: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: correct questions: %w", err)
+	out := make(map[string]bool, len(sum))
+	for id, s := range sum {
+		if s.EverCorrect {
+			out[id] = true
 		}
-		out[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: correct questions: %w", err)
 	}
 	return out, nil
 }

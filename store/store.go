@@ -81,7 +81,11 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	n := max(4, runtime.NumCPU())
+	// More readers than CPUs: a reader waits mostly on the Go scheduler,
+	// and with as many as CPUs a page's short read queued behind the
+	// event-stream backlogs of a class's watchers (the block profile
+	// under make load: most waiting was for a reader connection).
+	n := max(8, 4*runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 
