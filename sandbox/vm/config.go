@@ -44,6 +44,7 @@ type Config struct {
 	KVMProbe time.Duration
 
 	progressWithin time.Duration // set by the backend for the KVM probe
+	consoleMax     int64         // console.log's cap (consoleMax; tests set less)
 }
 
 // DefaultDir is where images go: $LAB_VM_DIR, else $XDG_CACHE_HOME/rdmalab,

@@ -37,6 +37,7 @@ type Guest struct {
 	cmd         *exec.Cmd
 	runDir      string
 	keepConsole string // the console log is copied here when the guest stops
+	console     *consoleSink
 	log         *slog.Logger
 	exited      chan struct{} // closed when QEMU has exited
 	waitErr     error
@@ -76,7 +77,13 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 		exited:      make(chan struct{}),
 	}
 	sock := filepath.Join(runDir, "agent.sock")
-	args := qemuArgs(cfg, im, accel, sock, g.Console, shell)
+	if !shell {
+		if g.console, err = newConsoleSink(consoleFIFO(runDir), g.Console, cfg.consoleMax, cfg.Logger); err != nil {
+			os.RemoveAll(runDir)
+			return nil, err
+		}
+	}
+	args := qemuArgs(cfg, im, accel, sock, consoleFIFO(runDir), shell)
 	if snap != nil {
 		args = append(args, "-incoming", "exec:cat "+shellQuote(snap.Path))
 	}
@@ -92,6 +99,9 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Started = time.Now()
 	if err := startNiced(g.cmd, cfg.Nice, g.exited); err != nil {
+		if g.console != nil {
+			g.console.stop()
+		}
 		os.RemoveAll(runDir)
 		return nil, fmt.Errorf("start %s: %w", qemu, err)
 	}
@@ -290,7 +300,11 @@ func (g *Guest) Stop() {
 	if g.client != nil {
 		g.client.close(errors.New("the guest was stopped"))
 	}
-	// Keep the last console for the admin (labserver vm status names it).
+	if g.console != nil {
+		g.console.stop()
+	}
+	// Keep the last console for the admin (labserver vm status names it):
+	// at most consoleMax bytes (console.go).
 	if g.keepConsole != "" {
 		_ = vmimage.CopyFile(g.Console, g.keepConsole)
 	}

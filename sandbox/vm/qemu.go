@@ -115,8 +115,9 @@ func chooseAccel(cfg Config, qemu string) (accel, why string, probe bool) {
 }
 
 // qemuArgs is the command line of one guest. The guest has no NIC at all;
-// the only ways in and out are the agent port and the console log.
-func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell bool) []string {
+// the only ways in and out are the agent port and the console, which QEMU
+// writes into the FIFO at consoleFIFO (the host keeps it capped: console.go).
+func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, consoleFIFO string, shell bool) []string {
 	var a []string
 	switch accel {
 	case AccelKVM:
@@ -139,7 +140,7 @@ func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, console string, shell 
 	if cfg.Append != "" {
 		kargs = append(kargs, cfg.Append)
 	}
-	serial := []string{"-chardev", "file,id=con,path=" + console, "-serial", "chardev:con"}
+	serial := []string{"-chardev", "pipe,id=con,path=" + consoleFIFO, "-serial", "chardev:con"}
 	if shell {
 		serial = []string{"-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con"}
 	}

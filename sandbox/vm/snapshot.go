@@ -35,7 +35,7 @@ type Snapshot struct {
 }
 
 const (
-	snapshotFormat = 1 // bump when the QEMU command line changes
+	snapshotFormat = 2 // bump when the QEMU command line changes
 	snapshotFile   = "snapshot.state"
 	snapshotMeta   = "snapshot.json"
 )

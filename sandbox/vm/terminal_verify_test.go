@@ -29,6 +29,7 @@ func TestTerminalVerify(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = ownCache(t)
 	cfg.Accel = AccelTCG
+	cfg.consoleMax = 64 << 10 // the console flood below fills it in a second
 	terms := &Terminals{Cfg: cfg, Max: 1}
 	defer terms.Close()
 	ctx := context.Background()
@@ -88,6 +89,24 @@ func TestTerminalVerify(t *testing.T) {
 	}
 	if res.Passed || res.Detail != "exit status 3" || len(res.Output) != vmproto.VerifyOutputMax {
 		t.Errorf("flooding script: passed %v, %q, %d bytes of output (want %d)", res.Passed, res.Detail, len(res.Output), vmproto.VerifyOutputMax)
+	}
+
+	// The serial console (root in the guest writes it as fast as it can):
+	// the host's console.log stays capped and rotated (issue 28 fall 2).
+	res, err = terms.Verify(ctx, "learner-v", []byte("head -c 300000 /dev/zero | tr '\\0' x > /dev/ttyS0; echo wrote\n"), "en")
+	if err != nil || !res.Passed {
+		t.Fatalf("console flood: %v %q %s", err, res.Detail, res.Output)
+	}
+	g, err := a.s.backend.WaitReady(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := os.Stat(g.Console)
+	old, _ := os.Stat(g.Console + ".1")
+	if cur == nil || cur.Size() > cfg.consoleMax || old == nil || old.Size() > cfg.consoleMax {
+		t.Errorf("after 300 kB on the serial console: console.log %v, console.log.1 %v; want each at most %d bytes", cur, old, cfg.consoleMax)
+	} else {
+		t.Logf("after 300 kB on the serial console: console.log %d bytes, console.log.1 %d bytes", cur.Size(), old.Size())
 	}
 
 	// A script that outlives its time is killed with what it started.
