@@ -60,7 +60,7 @@ func TestLesson01Terminal(t *testing.T) {
 	if vmDir == "" {
 		vmDir = filepath.Join(dir, "vm")
 	}
-	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir, "LAB_TERMINALS=2"})
+	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir, "LAB_TERMINALS=2", "LAB_TERMINALS_PER_ADDR=2"})
 	if err != nil {
 		t.Fatal(err)
 	}

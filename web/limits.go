@@ -40,6 +40,10 @@ type Limits struct {
 	// ConnsPerAddr bounds open connections per address (LimitListener);
 	// trusted proxies are exempt.
 	ConnsPerAddr int
+	// TerminalsPerAddr is how many learners of one address may hold a
+	// terminal (in use or waiting) at once; 0: half of the terminals, at
+	// least one (terminal_fair.go).
+	TerminalsPerAddr int
 }
 
 // DefaultLimits are generous for a class and tight for a script.

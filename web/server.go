@@ -64,8 +64,9 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 
-	skeletons skeletonCache // lesson pages, rendered once per content load
-	limits    *limiters     // per-address and per-learner limits (limits.go)
+	skeletons   skeletonCache // lesson pages, rendered once per content load
+	limits      *limiters     // per-address and per-learner limits (limits.go)
+	termClients termClients   // who holds terminals, per address (terminal_fair.go)
 }
 
 // New checks cfg and builds the router.

@@ -34,6 +34,8 @@ type Terminals interface {
 	Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error)
 	InUse() (n, max int)
 	Waiting() int // learners in the queue
+	// Holds reports whether learner has a guest or waits for one.
+	Holds(learner string) bool
 }
 
 // TermQueue is a waiting learner's place: Position 1 is next; InUse of Max
@@ -150,11 +152,25 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}
 	learner := learnerID(r)
 	rows, cols := dim(r.URL.Query().Get("rows"), 24), dim(r.URL.Query().Get("cols"), 80)
-	ws, err := websocket.Accept(w, r, nil) // nil options: the library refuses other origins too
+	leave, refusal := s.termAdmit(r, learner, lang) // terminal_fair.go
+	ws, err := websocket.Accept(w, r, nil)          // nil options: the library refuses other origins too
 	if err != nil {
+		if leave != nil {
+			leave()
+		}
 		return
 	}
 	defer ws.CloseNow()
+	if refusal != "" {
+		// Said in a frame: a browser cannot read a refused upgrade's body.
+		b, _ := json.Marshal(termMsg{T: "error", Msg: refusal})
+		wctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		_ = ws.Write(wctx, websocket.MessageText, b)
+		cancel()
+		ws.Close(websocket.StatusTryAgainLater, "limit")
+		return
+	}
+	defer leave()
 	ws.SetReadLimit(64 << 10)
 	// ctx ends when the browser goes (the reader below sees the close):
 	// a learner who leaves while waiting leaves the queue.
@@ -298,6 +314,8 @@ var terminalStrings = uiTable{
 		"term.inqueue":          "排队：%d 人。",
 		"term.queue":            "%d / %d 个终端在使用中，你排在第 %v 位。一有空位你的虚拟机就会启动，请保持本页打开。",
 		"term.queuefull":        "所有 %d 个终端都在使用中，排队也已满（%d 人在等）；请过几分钟再试。",
+		"term.addrfull":         "你这个网络地址占用的终端（在用或排队）已达一个地址的上限 %d 个；请先关掉其中一个再打开。如果整个班级共用一个地址，请管理员查看 docs/operations.md 中的“限制”一节。",
+		"term.tabs":             "你的终端已经在 %d 个标签页里打开了；请先关掉一个。",
 		"lab.terminals":         "学员终端（在用 / 上限）",
 		"lab.terminals.n":       "%d / %d",
 		"lab.terminals.waiting": "，排队 %d 人",
@@ -319,6 +337,8 @@ var terminalStrings = uiTable{
 		"term.inqueue":          " Waiting: %d.",
 		"term.queue":            "%d of %d terminals in use; you are %v in line. Your machine starts as soon as a place frees: keep this page open.",
 		"term.queuefull":        "All %d terminals are in use and the queue is full (%d waiting); try again in a few minutes.",
+		"term.addrfull":         "Your network address already holds as many terminals as one address may (%d, in use or waiting); close one first. If a whole class shares one address, the lab admin can raise the limit (docs/operations.md, \"Limits\").",
+		"term.tabs":             "Your terminal is already open in %d tabs; close one first.",
 		"lab.terminals":         "Learner terminals (in use / max)",
 		"lab.terminals.n":       "%d / %d",
 		"lab.terminals.waiting": ", %d waiting",

@@ -53,6 +53,12 @@ func (f *fakeTerms) discard(learner string) {
 	f.notify()
 }
 
+func (f *fakeTerms) Holds(learner string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[learner] != nil || slices.Contains(f.waiting, learner)
+}
+
 func (f *fakeTerms) Waiting() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -179,6 +185,7 @@ func TestTerminalWidget(t *testing.T) {
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegTerminal})
 	fake := &fakeTerms{max: 1, queueMax: 1, sessions: map[string]*fakeShell{}}
 	env.Server.cfg.Terminals = fake
+	env.Server.cfg.Limits.TerminalsPerAddr = 3 // the test's learners share loopback
 	var mu sync.Mutex
 	var csp []string
 	page := newBrowserPageListening(t, func(ev any) {

@@ -17,6 +17,7 @@ type limitsConfig struct {
 	RunsPerAddr  int    // LAB_RUNS_PER_ADDR
 	ConnsPerAddr int    // LAB_CONNS_PER_ADDR
 	NewLearners  int    // LAB_NEW_LEARNERS_PER_ADDR: burst of new learners per address
+	TermsPerAddr int    // LAB_TERMINALS_PER_ADDR: learners of one address holding a terminal
 }
 
 func limitFlags(fset *flag.FlagSet, c *limitsConfig, env func(key, def string) string) {
@@ -36,6 +37,8 @@ func limitFlags(fset *flag.FlagSet, c *limitsConfig, env func(key, def string) s
 		"open connections one client address may hold (0: default)")
 	fset.IntVar(&c.NewLearners, "new-learners-per-addr", atoi("LAB_NEW_LEARNERS_PER_ADDR"),
 		"new learners one client address may create at once (0: default)")
+	fset.IntVar(&c.TermsPerAddr, "terminals-per-addr", atoi("LAB_TERMINALS_PER_ADDR"),
+		"learners of one client address who may hold a terminal, in use or waiting (0: half of the terminals, at least one)")
 }
 
 // webLimits turns the flags into the web server's settings.
@@ -48,9 +51,9 @@ func (c limitsConfig) webLimits() (web.ClientAddrConfig, web.Limits, error) {
 		}
 		ca.Proxies = p
 	}
-	l := web.Limits{RunsPerAddr: c.RunsPerAddr, ConnsPerAddr: c.ConnsPerAddr, NewLearnerBurst: c.NewLearners}
+	l := web.Limits{RunsPerAddr: c.RunsPerAddr, ConnsPerAddr: c.ConnsPerAddr, NewLearnerBurst: c.NewLearners, TerminalsPerAddr: c.TermsPerAddr}
 	if c.Off {
-		l = web.Limits{RunsPerAddr: -1, AddrRunBurst: -1, WriteBurst: -1, NewLearnerBurst: -1, ConnsPerAddr: -1,
+		l = web.Limits{RunsPerAddr: -1, AddrRunBurst: -1, WriteBurst: -1, NewLearnerBurst: -1, ConnsPerAddr: -1, TerminalsPerAddr: -1,
 			BodyTimeout: web.DefaultLimits.BodyTimeout}
 	}
 	return ca, l, nil

@@ -65,6 +65,8 @@ func (w webTerminals) InUse() (int, int) { return w.t.InUse() }
 
 func (w webTerminals) Waiting() int { return w.t.Waiting() }
 
+func (w webTerminals) Holds(learner string) bool { return w.t.Holds(learner) }
+
 // VerifyTask runs a lesson task's verify script in learner's own guest.
 func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {
 	res, err := w.t.Verify(ctx, learner, script, lang)

@@ -201,6 +201,17 @@ func (t *Terminals) InUse() (n, max int) {
 	return len(t.sessions), t.Max
 }
 
+// Holds reports whether learner has a guest or waits for one.
+func (t *Terminals) Holds(learner string) bool {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sessions[learner] != nil {
+		return true
+	}
+	return slices.ContainsFunc(t.waiting, func(w *termWaiter) bool { return w.learner == learner })
+}
+
 // Waiting is how many learners wait for a terminal.
 func (t *Terminals) Waiting() int {
 	t.init()
