@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecodeCommandIsStrict(t *testing.T) {
@@ -146,4 +147,65 @@ func TestCommandToNonInteractiveRun(t *testing.T) {
 	}
 	_ = r.Cancel(info.ID)
 	rec.final(info.ID)
+}
+
+// TestInteractiveContended (issue 28 fall 6): learner ann starts an
+// interactive run and sends nothing; bob's run waits for its place. The
+// wait bob is told counts ann's run at what it may still take while others
+// wait (not the average of short runs), and ann's run ends after
+// ContendedIdle without a command, long before its own idle limit; then
+// bob's run starts and finishes.
+func TestInteractiveContended(t *testing.T) {
+	reg := testRegistry()
+	slow := *reg.Get("counter")
+	slow.ID, slow.Idle = "counter-slow", time.Hour
+	reg.Register(&slow)
+	r, rec := newTestRunner(t, RunnerConfig{Registry: reg, ContendedIdle: 200 * time.Millisecond, ContendedRun: 10 * time.Minute})
+	// A finished run teaches the runner that runs here are short.
+	quick, _ := r.Submit("cy", "counter", nil)
+	waitSteps(t, rec, quick.ID, 1)
+	_ = r.Command(quick.ID, "cy", Command{Cmd: "done"})
+	rec.final(quick.ID)
+
+	ann, err := r.Submit("ann", "counter-slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSteps(t, rec, ann.ID, 1)
+	// Nobody waits: the run is not ended for being idle a while.
+	time.Sleep(500 * time.Millisecond)
+	if err := r.Command(ann.ID, "ann", Command{Cmd: "add"}); err != nil {
+		t.Fatalf("an idle interactive run nobody waits for was ended: %v", err)
+	}
+	id, open := newGate()
+	bob, err := r.Submit("bob", "gate", map[string]any{"id": id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(bob.ID, "queued", func(evs []Event) bool {
+		for _, e := range evs {
+			if e.Status == StatusQueued {
+				return true
+			}
+		}
+		return false
+	})
+	var wait float64
+	for _, e := range evs {
+		if e.Status == StatusQueued {
+			wait = e.Wait
+		}
+	}
+	if wait < (9 * time.Minute).Seconds() {
+		t.Errorf("bob is told %.0f s of wait behind an interactive run that may hold the place 10 min", wait)
+	}
+	f := rec.final(ann.ID)
+	if f.Status != StatusTimedOut || !strings.Contains(f.Message, "while others waited") {
+		t.Errorf("ann's idle run: %s %q, want timed out for holding the place while others waited", f.Status, f.Message)
+	}
+	rec.waitFor(bob.ID, "running", isRunning)
+	open()
+	if f := rec.final(bob.ID); f.Status != StatusDone {
+		t.Errorf("bob's run: %s %q", f.Status, f.Message)
+	}
 }

@@ -40,6 +40,12 @@ type RunnerConfig struct {
 	Logger      *slog.Logger
 	// NewID makes run ids; default 16 random hex characters.
 	NewID func() string
+	// ContendedIdle and ContendedRun bound an interactive run while a
+	// waiting run needs its place (runner_command.go): no command for
+	// ContendedIdle, or ContendedRun since it started, and it ends.
+	// Defaults DefaultContendedIdle, DefaultContendedRun.
+	ContendedIdle time.Duration
+	ContendedRun  time.Duration
 }
 
 // RunRecorder is an optional interface of a Sink: the runner calls
@@ -92,6 +98,12 @@ type run struct {
 func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
+	}
+	if cfg.ContendedIdle <= 0 {
+		cfg.ContendedIdle = DefaultContendedIdle
+	}
+	if cfg.ContendedRun <= 0 {
+		cfg.ContendedRun = DefaultContendedRun
 	}
 	if cfg.QueueMax <= 0 {
 		cfg.QueueMax = 20
@@ -232,6 +244,11 @@ func (r *Runner) backendFor(n Need) Backend {
 // itemLocked is ru as the scheduling rules see it.
 func (r *Runner) itemLocked(ru *run, be Backend) schedItem {
 	it := schedItem{key: be, slots: 1, timing: ru.exp.Class() == Timing, expect: r.expectLocked(ru.exp.ID)}
+	if ru.exp.Interactive() {
+		// How long a learner drives it is theirs to say: while others
+		// wait, ContendedRun is what it may take (runner_command.go).
+		it.expect = r.cfg.ContendedRun
+	}
 	switch {
 	case be == nil || isUnavailable(be):
 		it.slots = 1 << 20 // fails at once

@@ -48,13 +48,52 @@ func (r *Runner) Command(runID, learner string, c Command) error {
 	return nil
 }
 
+// An interactive run holds its place (a guest, the machine) for as long as
+// its learner drives it, and its learner may simply stop (issue 28: an idle
+// verbs-steps held the only experiment guest for up to 3 min per command,
+// 20 min per run, while the page told the others "about 15 s"). While a
+// waiting run needs its place, it may go ContendedIdle without a command
+// and ContendedRun in all; the wait estimate counts it at ContendedRun.
+const (
+	DefaultContendedIdle = 45 * time.Second
+	DefaultContendedRun  = 5 * time.Minute
+	// contendedPoll is how often an interactive run's watch looks whether
+	// others wait now.
+	contendedPoll = time.Second
+)
+
+// contendedLocked reports whether a waiting run would start if ru ended:
+// ru holds a place someone wants (the scheduling rules of schedule.go,
+// played with and without it). r.mu held.
+func (r *Runner) contendedLocked(ru *run) bool {
+	var with, without []schedItem
+	for _, a := range r.active {
+		it := r.itemLocked(a, a.be)
+		with = append(with, it)
+		if a != ru {
+			without = append(without, it)
+		}
+	}
+	var queue []schedItem
+	for _, q := range r.queue {
+		if !q.recorded {
+			break
+		}
+		queue = append(queue, r.itemLocked(q, r.backendFor(q.exp.Needs)))
+	}
+	if len(queue) == 0 {
+		return false
+	}
+	return len(admit(without, queue, r.cfg.Concurrency)) > len(admit(with, queue, r.cfg.Concurrency))
+}
+
 // watchIdle ends an interactive run nobody drives: after IdleLimit without
-// a command it closes the command stream (the experiment cleans up and
-// returns; the run ends timed-out) and kills the run IdleGrace later if it
-// has not ended by then.
+// a command (ContendedIdle, or ContendedRun since its start, while others
+// wait for its place) it closes the command stream (the experiment cleans
+// up and returns; the run ends timed-out) and kills the run IdleGrace
+// later if it has not ended by then.
 func (r *Runner) watchIdle(ctx context.Context, ru *run) {
-	limit := ru.exp.IdleLimit()
-	t := time.NewTimer(limit)
+	t := time.NewTimer(min(ru.exp.IdleLimit(), contendedPoll))
 	defer t.Stop()
 	for {
 		select {
@@ -63,14 +102,26 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		if idle := time.Since(ru.lastCmd); idle < limit {
-			t.Reset(limit - idle)
+		limit, msg := ru.exp.IdleLimit(), ""
+		idle := time.Since(ru.lastCmd)
+		if r.contendedLocked(ru) {
+			limit = min(limit, r.cfg.ContendedIdle)
+			if idle >= limit {
+				msg = fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit)
+			} else if time.Since(ru.began) >= r.cfg.ContendedRun {
+				msg = fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun)
+			}
+		} else if idle >= limit {
+			msg = fmt.Sprintf("no command for %s: the run cleaned up and ended", limit)
+		}
+		if msg == "" {
+			t.Reset(min(limit-idle, contendedPoll)) // others may come to wait
 			r.mu.Unlock()
 			continue
 		}
 		if ru.stop == "" {
 			ru.stop = StatusTimedOut
-			ru.stopMsg = fmt.Sprintf("no command for %s: the run cleaned up and ended", limit)
+			ru.stopMsg = msg
 		}
 		if !ru.cmdsClosed {
 			ru.cmdsClosed = true
