@@ -103,9 +103,12 @@ type Segment struct {
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions
 	// (quiz.yaml order) it asks: those no ::quiz directive places on the
-	// page, or all of them with front matter `checkpoint: all` or when the
-	// text places every one.
+	// page, or all of them with front matter `checkpoint: all`.
 	Questions []string
+	// AllInBody, for SegCheckpoint: the text places every question, so
+	// the checkpoint asks none again and shows only the lesson's score
+	// (check warns: a checkpoint should ask what the text did not).
+	AllInBody bool
 	// AfterHeading, for SegCheckpoint: it sits in a section the author
 	// titled "Checkpoint" (heading id "checkpoint", or that text), so it
 	// renders no heading of its own; ID is then that heading's id.

@@ -269,3 +269,34 @@ func TestLoadConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointAllInBody (issue 30 item 9): when the text places every
+// question, the checkpoint asks none of them again (it used to re-ask all)
+// and check warns the author.
+func TestCheckpointAllInBody(t *testing.T) {
+	const q = "questions:\n  - id: a/one\n    type: numeric\n    prompt: {en: One?}\n    value: 1\n    tolerance: 0\n    explanation: {en: One.}\n"
+	fsys := fstest.MapFS{
+		"01-a/index.en.md": {Data: []byte("---\ntitle: A\nsummary: S\norder: 1\n---\n::quiz a/one\n\n## Checkpoint\n\n::checkpoint\n")},
+		"01-a/quiz.yaml":   {Data: []byte(q)},
+	}
+	c, err := Load(fsys, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp *Segment
+	for i, s := range c.Lesson("01-a").Page("en").Body {
+		if s.Kind == SegCheckpoint {
+			cp = &c.Lesson("01-a").Page("en").Body[i]
+		}
+	}
+	if cp == nil || len(cp.Questions) != 0 || !cp.AllInBody {
+		t.Fatalf("checkpoint = %+v", cp)
+	}
+	warned := false
+	for _, w := range c.Warnings {
+		warned = warned || strings.Contains(w.Message, "::checkpoint asks nothing the text did not")
+	}
+	if !warned {
+		t.Errorf("no warning: %v", c.Warnings)
+	}
+}

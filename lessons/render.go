@@ -342,7 +342,8 @@ func (r *pageRenderer) finish() {
 			// question placed with ::quiz (answered, credited) would open
 			// the checkpoint half done. `checkpoint: all` in the front
 			// matter asks every question again as a self-test. A lesson
-			// whose text asks them all still gets a checkpoint of all.
+			// whose text asks them all gets a checkpoint that asks none
+			// again (re-asking the text's questions checks nothing new).
 			placed := map[string]bool{}
 			for _, o := range r.body {
 				if o.Kind == SegQuiz {
@@ -354,10 +355,9 @@ func (r *pageRenderer) finish() {
 					s.Questions = append(s.Questions, q.ID)
 				}
 			}
-			if len(s.Questions) == 0 {
-				for _, q := range r.lesson.Quiz.Questions {
-					s.Questions = append(s.Questions, q.ID)
-				}
+			if len(s.Questions) == 0 && len(r.lesson.Quiz.Questions) > 0 {
+				s.AllInBody = true
+				r.warnAt(s.Line, "::checkpoint asks nothing the text did not: every question of quiz.yaml is placed with ::quiz, so the checkpoint shows only the score; add questions for the checkpoint to quiz.yaml, or write `checkpoint: all` in the front matter to ask them all again")
 			}
 			for _, id := range s.Questions {
 				add(id)

@@ -86,6 +86,17 @@ type Result struct {
 	Correct     bool           `json:"correct"`
 	Options     []OptionResult `json:"options"`
 	Explanation string         `json:"explanation"`
+	// Tally is set on a withheld wrong answer to a multi or order
+	// question (Withheld): how much of it is right, never which part.
+	Tally *Tally `json:"tally,omitempty"`
+}
+
+// Tally counts the right part of a wrong answer without naming it.
+//   - multi: Right of the Of options chosen belong to the answer;
+//   - order: Right of the Of steps are at their right position.
+type Tally struct {
+	Right int `json:"right"`
+	Of    int `json:"of"`
 }
 
 // Attempt is one stored submission, the input of statistics.
@@ -94,4 +105,5 @@ type Attempt struct {
 	QuestionID string
 	Answer     Answer
 	Correct    bool
+	Seen       bool // made with the answer shown (Policy.Seen): never a success
 }

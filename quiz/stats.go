@@ -41,7 +41,8 @@ type ValueCount struct {
 // questions) for each of questions, in the given order. Facility is the share
 // of learners who answered correctly on their first attempt, the classic
 // item-difficulty index (0 when nobody tried: check Learners). Correctness is
-// taken from the stored attempt, as graded when it was submitted. Attempts
+// taken from the stored attempt, as graded when it was submitted; a Seen
+// attempt (made with the answer shown) never counts as correct. Attempts
 // for questions not in the list are ignored.
 func ComputeStats(questions []*Question, attempts []Attempt) []QuestionStats {
 	type acc struct {
@@ -71,12 +72,12 @@ func ComputeStats(questions []*Question, attempts []Attempt) []QuestionStats {
 		if first {
 			a.seen[at.Learner] = true
 			st.Learners++
-			if at.Correct {
+			if at.Correct && !at.Seen {
 				st.FirstCorrect++
 			}
 		}
 		st.Attempts++
-		if at.Correct && !a.correct[at.Learner] {
+		if at.Correct && !at.Seen && !a.correct[at.Learner] {
 			a.correct[at.Learner] = true
 			st.EverCorrect++
 		}

@@ -76,3 +76,33 @@ func TestOptionOrderIsOptionsFor(t *testing.T) {
 		}
 	}
 }
+
+// TestWithheldTellsHowManyNotWhich (issue 30 item 9): a wrong multi or
+// order answer says how many picks (steps) are right, never which.
+func TestWithheldTellsHowManyNotWhich(t *testing.T) {
+	multi := &Question{ID: "x/m", Type: Multi, Options: []Option{
+		{ID: "a", Correct: true, Feedback: Text{"en": "A yes"}},
+		{ID: "b", Correct: true, Feedback: Text{"en": "B yes"}},
+		{ID: "c", Feedback: Text{"en": "C no"}},
+		{ID: "d", Feedback: Text{"en": "D no"}},
+	}, Explanation: Text{"en": "A and B"}}
+	// Over-selecting: every option chosen.
+	r := Grade(multi, Answer{Choices: []string{"a", "b", "c", "d"}}, "en").Withheld(multi.Type)
+	if len(r.Options) != 0 || r.Explanation != "" || r.Tally == nil || *r.Tally != (Tally{Right: 2, Of: 4}) {
+		t.Errorf("over-selected multi withheld as %+v (tally %+v)", r, r.Tally)
+	}
+	r = Grade(multi, Answer{Choices: []string{"a"}}, "en").Withheld(multi.Type)
+	if len(r.Options) != 0 || r.Tally == nil || *r.Tally != (Tally{Right: 1, Of: 1}) {
+		t.Errorf("under-selected multi withheld as %+v", r)
+	}
+
+	order := &Question{ID: "x/o", Type: Order, Options: []Option{{ID: "s1"}, {ID: "s2"}, {ID: "s3"}, {ID: "s4"}}}
+	// Two steps swapped: the learner learns that two are out of place, not which two.
+	r = Grade(order, Answer{Choices: []string{"s1", "s3", "s2", "s4"}}, "en").Withheld(order.Type)
+	if len(r.Options) != 0 || r.Tally == nil || *r.Tally != (Tally{Right: 2, Of: 4}) {
+		t.Errorf("swapped order withheld as %+v", r)
+	}
+	if right := Grade(order, Answer{Choices: []string{"s1", "s2", "s3", "s4"}}, "en").Withheld(order.Type); right.Tally != nil || len(right.Options) != 4 {
+		t.Errorf("a right order answer lost its marks: %+v", right)
+	}
+}

@@ -22,19 +22,28 @@ type Attempt struct {
 	QuestionID string
 	Answer     json.RawMessage
 	Correct    bool
-	CreatedAt  time.Time
+	// Seen: the answer was on the learner's screen when they sent this
+	// (quiz.Policy.Seen): never a clean success, whatever Correct says.
+	Seen      bool
+	CreatedAt time.Time
 }
+
+// Clean reports whether the attempt earns credit: right, and not made with
+// the answer shown.
+func (a Attempt) Clean() bool { return a.Correct && !a.Seen }
 
 // QuestionStatus is a learner's record on one question.
 type QuestionStatus struct {
 	Attempts int
 	Latest   Attempt  // the most recent attempt
-	Best     *Attempt // the most recent correct attempt; nil if none was correct
+	Best     *Attempt // the most recent clean correct attempt (Attempt.Clean); nil if none
+	Seen     int      // attempts made with the answer shown
 }
 
 // AddAttempt stores a graded submission (creating the learner row if this is
-// the learner's first write) and returns it with its id and time.
-func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct bool) (Attempt, error) {
+// the learner's first write) and returns it with its id and time. seen says
+// the answer was shown to the learner before (quiz.Policy.Seen).
+func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct, seen bool) (Attempt, error) {
 	if !ValidLearnerID(learner) {
 		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
 	}
@@ -42,7 +51,7 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
 	}
 	defer db.quiz.invalidate(learner)
-	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct}
+	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
 	ts := now()
 	err := func() error {
 		tx, err := db.w.BeginTx(ctx, nil)
@@ -55,8 +64,8 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 			return err
 		}
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO attempts (learner, question_id, answer, correct, created_at) VALUES (?, ?, ?, ?, ?)`,
-			learner, questionID, string(answer), correct, ts)
+			`INSERT INTO attempts (learner, question_id, answer, correct, seen, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			learner, questionID, string(answer), correct, seen, ts)
 		if err != nil {
 			return err
 		}
@@ -113,7 +122,10 @@ func (db *DB) LearnerQuestionStatus(ctx context.Context, learner string, questio
 		st := out[a.QuestionID]
 		st.Attempts++
 		st.Latest = a
-		if a.Correct {
+		if a.Seen {
+			st.Seen++
+		}
+		if a.Clean() {
 			best := a
 			st.Best = &best
 		}
@@ -129,8 +141,10 @@ func (db *DB) LearnerQuestionStatus(ctx context.Context, learner string, questio
 // shows it under the question's form.
 type QuestionSummary struct {
 	Attempts      int
-	EverCorrect   bool // at least one attempt was right
+	EverCorrect   bool // at least one attempt was right and clean (Attempt.Clean)
 	LatestCorrect bool // the most recent attempt was right
+	Revealed      bool // the learner chose "show answer" here
+	Seen          int  // attempts made with the answer shown
 }
 
 // LearnerQuizSummary returns the learner's record on every question they
@@ -141,10 +155,17 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 	return db.quiz.load(learner, func() (map[string]QuestionSummary, error) {
 		// The attempts_learner_question index answers both the groups and
 		// each group's latest attempt.
-		rows, err := db.r.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct),
+		// Reveals without any attempt are records too (the question
+		// shows its answer after a reload).
+		rows, err := db.r.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct AND NOT a.seen),
 			(SELECT l.correct FROM attempts l WHERE l.learner = a.learner AND l.question_id = a.question_id
-			 ORDER BY l.id DESC LIMIT 1)
-			FROM attempts a WHERE a.learner = ? GROUP BY a.question_id`, learner)
+			 ORDER BY l.id DESC LIMIT 1), SUM(a.seen),
+			EXISTS (SELECT 1 FROM quiz_events e WHERE e.learner = a.learner AND e.question_id = a.question_id AND e.kind = 'reveal')
+			FROM attempts a WHERE a.learner = ? GROUP BY a.question_id
+			UNION ALL
+			SELECT DISTINCT e.question_id, 0, 0, 0, 0, 1 FROM quiz_events e
+			WHERE e.learner = ? AND e.kind = 'reveal'
+			AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.learner = e.learner AND a.question_id = e.question_id)`, learner, learner)
 		if err != nil {
 			return nil, fmt.Errorf("store: quiz summary: %w", err)
 		}
@@ -155,7 +176,7 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 				id string
 				s  QuestionSummary
 			)
-			if err := rows.Scan(&id, &s.Attempts, &s.EverCorrect, &s.LatestCorrect); err != nil {
+			if err := rows.Scan(&id, &s.Attempts, &s.EverCorrect, &s.LatestCorrect, &s.Seen, &s.Revealed); err != nil {
 				return nil, fmt.Errorf("store: quiz summary: %w", err)
 			}
 			out[id] = s
@@ -168,7 +189,8 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 }
 
 // CorrectQuestions returns the ids of questions the learner answered
-// correctly at least once (the course home's checkpoint scores). Every
+// correctly at least once without the answer shown (the course home's
+// checkpoint scores). Every
 // home page view asks: it is read from LearnerQuizSummary's cache.
 func (db *DB) CorrectQuestions(ctx context.Context, learner string) (map[string]bool, error) {
 	sum, err := db.LearnerQuizSummary(ctx, learner)
@@ -214,7 +236,7 @@ func (db *DB) AllAttempts(ctx context.Context, questionIDs ...string) ([]Attempt
 	return out, nil
 }
 
-const attemptCols = `id, learner, question_id, answer, correct, created_at`
+const attemptCols = `id, learner, question_id, answer, correct, seen, created_at`
 
 func scanAttempt(s interface{ Scan(...any) error }) (Attempt, error) {
 	var (
@@ -222,7 +244,7 @@ func scanAttempt(s interface{ Scan(...any) error }) (Attempt, error) {
 		answer  string
 		created string
 	)
-	if err := s.Scan(&a.ID, &a.Learner, &a.QuestionID, &answer, &a.Correct, &created); err != nil {
+	if err := s.Scan(&a.ID, &a.Learner, &a.QuestionID, &answer, &a.Correct, &a.Seen, &created); err != nil {
 		return Attempt{}, err
 	}
 	a.Answer = json.RawMessage(answer)

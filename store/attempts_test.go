@@ -27,7 +27,7 @@ func TestAttempts(t *testing.T) {
 	ann, bob := NewLearnerID(), NewLearnerID()
 	add := func(learner, q, answer string, correct bool) Attempt {
 		t.Helper()
-		a, err := db.AddAttempt(ctx, learner, q, json.RawMessage(answer), correct)
+		a, err := db.AddAttempt(ctx, learner, q, json.RawMessage(answer), correct, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +92,10 @@ func TestAttempts(t *testing.T) {
 func TestAddAttemptRejects(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	if _, err := db.AddAttempt(ctx, "not-a-learner", "q", json.RawMessage(`"a"`), true); err == nil {
+	if _, err := db.AddAttempt(ctx, "not-a-learner", "q", json.RawMessage(`"a"`), true, false); err == nil {
 		t.Error("invalid learner id accepted")
 	}
-	if _, err := db.AddAttempt(ctx, NewLearnerID(), "q", json.RawMessage(`{nope`), true); err == nil {
+	if _, err := db.AddAttempt(ctx, NewLearnerID(), "q", json.RawMessage(`{nope`), true, false); err == nil {
 		t.Error("invalid JSON accepted")
 	}
 	if all, _ := db.AllAttempts(ctx); len(all) != 0 {
@@ -113,7 +113,7 @@ func TestAddAttemptConcurrent(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, err := db.AddAttempt(ctx, learner, "l/one", json.RawMessage(fmt.Sprint(i)), i%2 == 0)
+			_, err := db.AddAttempt(ctx, learner, "l/one", json.RawMessage(fmt.Sprint(i)), i%2 == 0, false)
 			errs <- err
 		})
 	}
@@ -135,7 +135,7 @@ func TestAttemptsFollowLearner(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	learner := NewLearnerID()
-	if _, err := db.AddAttempt(ctx, learner, "q", json.RawMessage(`"a"`), true); err != nil {
+	if _, err := db.AddAttempt(ctx, learner, "q", json.RawMessage(`"a"`), true, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM learners WHERE id = ?`, learner); err != nil {

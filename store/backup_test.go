@@ -35,7 +35,7 @@ func TestBackupWhileWriting(t *testing.T) {
 				return
 			default:
 			}
-			a, err := db.AddAttempt(ctx, learner, "q/backup", json.RawMessage(`"a"`), true)
+			a, err := db.AddAttempt(ctx, learner, "q/backup", json.RawMessage(`"a"`), true, false)
 			if err != nil {
 				writeErr.Store(&err)
 				return

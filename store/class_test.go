@@ -24,13 +24,13 @@ func TestClassQueries(t *testing.T) {
 	must(db.MarkCompleted(ctx, ann, "01-a"))
 	must(db.MarkOpened(ctx, ann, "02-b"))
 	must(db.MarkOpened(ctx, bob, "01-a"))
-	_, err := db.AddAttempt(ctx, bob, "a/q1", json.RawMessage(`"x"`), false)
+	_, err := db.AddAttempt(ctx, bob, "a/q1", json.RawMessage(`"x"`), false, false)
 	must(err)
-	_, err = db.AddAttempt(ctx, bob, "a/q1", json.RawMessage(`"y"`), true)
+	_, err = db.AddAttempt(ctx, bob, "a/q1", json.RawMessage(`"y"`), true, false)
 	must(err)
-	_, err = db.AddAttempt(ctx, bob, "a/q2", json.RawMessage(`12.5`), true)
+	_, err = db.AddAttempt(ctx, bob, "a/q2", json.RawMessage(`12.5`), true, false)
 	must(err)
-	_, err = db.AddAttempt(ctx, ann, "a/q1", json.RawMessage(`"y"`), true)
+	_, err = db.AddAttempt(ctx, ann, "a/q1", json.RawMessage(`"y"`), true, false)
 	must(err)
 
 	run := func(id, learner, exp string, final runrecord.Status) {

@@ -41,15 +41,15 @@ func TestCohortScopes(t *testing.T) {
 	must(err)
 	_, err = db.JoinCohort(ctx, ann, spring.Code) // twice is fine
 	must(err)
-	_, err = db.AddAttempt(ctx, ann, "q1", json.RawMessage(`"a"`), true)
+	_, err = db.AddAttempt(ctx, ann, "q1", json.RawMessage(`"a"`), true, false)
 	must(err)
 	_, err = db.JoinCohort(ctx, bob, autumn.Code)
 	must(err)
-	_, err = db.AddAttempt(ctx, cat, "q1", json.RawMessage(`"b"`), false)
+	_, err = db.AddAttempt(ctx, cat, "q1", json.RawMessage(`"b"`), false, false)
 	must(err)
 	must(db.MarkOpened(ctx, visitor, "01-a"))
 	must(db.MarkStaff(ctx, staff, 0))
-	_, err = db.AddAttempt(ctx, staff, "q1", json.RawMessage(`"b"`), false)
+	_, err = db.AddAttempt(ctx, staff, "q1", json.RawMessage(`"b"`), false, false)
 	must(err)
 	must(db.MarkCompleted(ctx, staff, "01-a"))
 	if _, err := db.JoinCohort(ctx, cat, "NOPE1234"); !errors.Is(err, ErrNoCohort) {

@@ -22,7 +22,7 @@ func TestLearnerQuizSummary(t *testing.T) {
 	me, other := NewLearnerID(), NewLearnerID()
 	add := func(learner, q string, correct bool) {
 		t.Helper()
-		if _, err := db.AddAttempt(ctx, learner, q, json.RawMessage(`"a"`), correct); err != nil {
+		if _, err := db.AddAttempt(ctx, learner, q, json.RawMessage(`"a"`), correct, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func TestLearnerQuizSummaryConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 10 {
-				if _, err := db.AddAttempt(ctx, me, fmt.Sprint("l/q", w), json.RawMessage(`1`), i%2 == 0); err != nil {
+				if _, err := db.AddAttempt(ctx, me, fmt.Sprint("l/q", w), json.RawMessage(`1`), i%2 == 0, false); err != nil {
 					t.Error(err)
 				}
 			}

@@ -23,6 +23,9 @@ func (db *DB) AddQuizEvent(ctx context.Context, learner, questionID, kind, detai
 	if r := []rune(detail); len(r) > maxQuizDetail {
 		detail = string(r[:maxQuizDetail])
 	}
+	if kind == QuizReveal {
+		defer db.quiz.invalidate(learner) // the summary tells reveals
+	}
 	ts := now()
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -78,6 +81,31 @@ func (db *DB) AllQuizEventCounts(ctx context.Context) (map[string]QuizEventCount
 			return nil, fmt.Errorf("store: quiz event counts: %w", err)
 		}
 		out[id] = c
+	}
+	return out, rows.Err()
+}
+
+// Reveal is one learner's "show answer" at one question.
+type Reveal struct {
+	Learner, QuestionID string
+}
+
+// ClassRevealsIn returns the questions each learner in scope chose "show
+// answer" at, once per learner and question (gradebook, exports).
+func (db *DB) ClassRevealsIn(ctx context.Context, sc Scope) ([]Reveal, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT learner, question_id FROM quiz_events
+		WHERE kind = 'reveal' AND `+sc.rowOf("quiz_events.learner", "1")+` ORDER BY learner, question_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class reveals: %w", err)
+	}
+	defer rows.Close()
+	var out []Reveal
+	for rows.Next() {
+		var r Reveal
+		if err := rows.Scan(&r.Learner, &r.QuestionID); err != nil {
+			return nil, fmt.Errorf("store: class reveals: %w", err)
+		}
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }

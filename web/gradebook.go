@@ -14,7 +14,11 @@ import (
 
 // The gradebook: learner × lesson. For each lesson of the course:
 //   - score: the lesson's questions (quiz.yaml) answered right at least
-//     once, out of how many the lesson has;
+//     once without the answer shown (store.Attempt.Clean), out of how
+//     many the lesson has;
+//   - answer_seen: the lesson's questions whose answer the learner saw
+//     ("show answer", or shown by itself after wrong tries) before
+//     answering right, if ever: they score nothing;
 //   - completed: the learner marked the lesson complete;
 //   - attempts: answers submitted to the lesson's questions;
 //   - runs: runs of the experiments the lesson's pages show (an experiment
@@ -31,6 +35,7 @@ type gradeCell struct {
 	CompletedAt      string // RFC 3339 or ""
 	Attempts, Runs   int
 	TasksDone, Tasks int // the lesson's :::task steps verified done, and how many it has
+	Seen             int // questions whose answer was seen before a clean right answer (none scored)
 }
 
 // gradeRow is one learner.
@@ -40,7 +45,7 @@ type gradeRow struct {
 }
 
 // gradebook computes the table for learners over the course.
-func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, runs []store.Run, tasks []store.TaskRow) []gradeRow {
+func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, reveals []store.Reveal, runs []store.Run, tasks []store.TaskRow) []gradeRow {
 	type key struct{ learner, lesson string }
 	lessonOf := map[string]string{}     // question → lesson
 	expLessons := map[string][]string{} // experiment → lessons showing it
@@ -69,22 +74,38 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 		return cells[k]
 	}
 	right := map[key]map[string]bool{}
+	seen := map[key]map[string]bool{} // answer seen while not yet right
+	mark := func(m map[key]map[string]bool, k key, q string) {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		m[k][q] = true
+	}
 	for _, a := range attempts {
 		slug, ok := lessonOf[a.QuestionID]
 		if !ok {
 			continue // a question no longer in the course
 		}
 		cell(a.Learner, slug).Attempts++
-		if a.Correct {
-			k := key{a.Learner, slug}
-			if right[k] == nil {
-				right[k] = map[string]bool{}
-			}
-			right[k][a.QuestionID] = true
+		k := key{a.Learner, slug}
+		if a.Clean() {
+			mark(right, k, a.QuestionID)
+		} else if a.Seen && !right[k][a.QuestionID] {
+			mark(seen, k, a.QuestionID)
+		}
+	}
+	for _, rv := range reveals {
+		// A reveal is only offered while the question is not answered
+		// right, so it always counts.
+		if slug, ok := lessonOf[rv.QuestionID]; ok {
+			mark(seen, key{rv.Learner, slug}, rv.QuestionID)
 		}
 	}
 	for k, qs := range right {
 		cell(k.learner, k.lesson).Score = len(qs)
+	}
+	for k, qs := range seen {
+		cell(k.learner, k.lesson).Seen = len(qs)
 	}
 	for _, p := range progress {
 		if !p.CompletedAt.IsZero() {
@@ -155,7 +176,11 @@ func (s *Server) gradebookData(w http.ResponseWriter, r *http.Request, limit, of
 	if fail() {
 		return nil, page, sc, cohort, false
 	}
-	return gradebook(s.course(), page.Learners, progress, attempts, runs, tasks), page, sc, cohort, true
+	reveals, err := db.ClassRevealsIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	return gradebook(s.course(), page.Learners, progress, attempts, reveals, runs, tasks), page, sc, cohort, true
 }
 
 // exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
@@ -167,12 +192,12 @@ func (s *Server) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.course()
 	lang := langOf(r)
-	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"}}
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
 			out = append(out, []string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
-				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.FormatBool(g.Completed), g.CompletedAt,
+				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.Itoa(g.Seen), strconv.FormatBool(g.Completed), g.CompletedAt,
 				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks)})
 		}
 	}
@@ -200,7 +225,7 @@ func (s *Server) gradebookShow(w http.ResponseWriter, r *http.Request) {
 		vr := views.GradeRow{Name: row.Name, Short: shortID(row.Learner)}
 		for _, g := range row.Cells {
 			vr.Cells = append(vr.Cells, views.GradeCell{Score: strconv.Itoa(g.Score) + "/" + strconv.Itoa(g.Questions),
-				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs})
+				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs, Seen: g.Seen})
 			if g.Tasks > 0 {
 				vr.Cells[len(vr.Cells)-1].Tasks = strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
 			}

@@ -11,6 +11,7 @@ var gradebookStrings = uiTable{
 		"grade.question":  "题目",
 		"grade.noanswers": "还没有人作答。",
 		"grade.tasks":     "终端任务",
+		"grade.seen":      "看过答案的题",
 		// Counts (views.Count): zh has no plural form.
 		"count.learners":     "名学员",
 		"count.learners.one": "名学员",
@@ -28,6 +29,7 @@ var gradebookStrings = uiTable{
 		"grade.question":     "Question",
 		"grade.noanswers":    "Nobody has answered yet.",
 		"grade.tasks":        "terminal tasks",
+		"grade.seen":         "answers seen",
 		"count.learners":     "learners",
 		"count.learners.one": "learner",
 		"count.attempts":     "attempts",

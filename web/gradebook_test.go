@@ -46,10 +46,13 @@ func TestGradebookScriptedClass(t *testing.T) {
 	e.answer(ann, "alpha/num", `{"answer":12.5}`)
 	res := e.do(ann, "POST", "/lessons/01-alpha/complete", url.Values{})
 	res.Body.Close()
-	// bob: single right, numeric wrong twice.
+	// bob: single right, numeric wrong twice; then "show answer" on the
+	// multi question and answering it right: right, no credit, flagged.
 	e.answer(bob, "alpha/single", `{"answer":"a"}`)
 	e.answer(bob, "alpha/num", `{"answer":12}`)
 	e.answer(bob, "alpha/num", `{"answer":13}`)
+	e.answer(bob, "alpha/multi", `{"reveal":true}`)
+	e.answer(bob, "alpha/multi", `{"answer":["x","y"]}`)
 	// cat joined and did nothing else. dan is in no class.
 	dan := e.browser()
 	e.answer(dan, "alpha/single", `{"answer":"c"}`)
@@ -61,13 +64,13 @@ func TestGradebookScriptedClass(t *testing.T) {
 	}
 	annDone := p["01-alpha"].CompletedAt.UTC().Format(time.RFC3339)
 	want := [][]string{
-		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"},
+		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"},
 	}
 	// Most recently active first: bob answered after ann, cat only joined.
 	want = append(want,
-		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "false", "", "3", "0", "0", "0"},
-		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "true", annDone, "4", "0", "0", "0"},
-		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "false", "", "0", "0", "0", "0"},
+		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "1", "false", "", "4", "0", "0", "0"},
+		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "0", "true", annDone, "4", "0", "0", "0"},
+		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "0", "false", "", "0", "0", "0", "0"},
 	)
 	if len(got) != len(want) {
 		t.Fatalf("gradebook has %d rows, want %d:\n%q", len(got), len(want), got)
@@ -80,16 +83,20 @@ func TestGradebookScriptedClass(t *testing.T) {
 
 	// The page: three rows, and the hardest question first (alpha/num:
 	// ann right, bob wrong first → 50%; alpha/single: ann wrong first,
-	// bob right → 50% too, ties by learners then id; alpha/multi 100%).
+	// bob right → 50% too; alpha/multi: ann right, bob right after "show
+	// answer", which is no success → 50%; ties by learners then id).
 	doc := e.page(e.do(ada, "GET", "/instructor/gradebook?lang=en&class="+itoa64(cl.ID), nil), http.StatusOK)
 	if n := doc.Find(`[data-testid=grade-row]`).Length(); n != 3 {
 		t.Errorf("%d gradebook rows, want 3", n)
+	}
+	if got := doc.Find(`[data-testid=grade-seen]`).Text(); strings.TrimSpace(got) != "answers seen 1" {
+		t.Errorf("the page flags seen answers as %q", got)
 	}
 	var order []string
 	doc.Find(`[data-testid=hard-question]`).Each(func(_ int, q *goquery.Selection) {
 		order = append(order, q.AttrOr("data-id", "")+" "+strings.TrimSpace(q.Find(`[data-testid=facility]`).Text()))
 	})
-	if strings.Join(order, ", ") != "alpha/num 50%, alpha/single 50%, alpha/multi 100%" {
+	if strings.Join(order, ", ") != "alpha/multi 50%, alpha/num 50%, alpha/single 50%" {
 		t.Errorf("hardest questions: %v", order)
 	}
 }
@@ -106,7 +113,7 @@ func TestGradebookRuns(t *testing.T) {
 		{Slug: "02-b", Pages: page("memlock")},
 		{Slug: "03-c", Pages: page("tcp-cost")},
 	}}
-	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}}, nil, nil,
+	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}}, nil, nil, nil,
 		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}}, nil)
 	if len(rows) != 1 || rows[0].Cells[0].Runs != 2 || rows[0].Cells[1].Runs != 2 || rows[0].Cells[2].Runs != 0 {
 		t.Errorf("rows = %+v", rows)
@@ -129,7 +136,7 @@ func TestGradebookTasks(t *testing.T) {
 		}
 		return r
 	}
-	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, nil, nil, []store.TaskRow{
+	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, nil, nil, nil, []store.TaskRow{
 		rec("L1", "01-a", "memlock", true), rec("L1", "01-a", "write-bw", false), rec("L1", "01-a", "gone", true),
 		rec("L2", "01-a", "memlock", true), rec("L2", "01-a", "write-bw", true),
 	})
@@ -139,5 +146,26 @@ func TestGradebookTasks(t *testing.T) {
 	}
 	if got(0, 0) != "1/2" || got(1, 0) != "2/2" || got(0, 1) != "0/0" {
 		t.Errorf("tasks: L1 %s, L2 %s, L1 on 02-b %s; want 1/2, 2/2, 0/0", got(0, 0), got(1, 0), got(0, 1))
+	}
+}
+
+// TestGradebookSeenAnswers (issue 29 item 5): a right answer made with the
+// answer shown scores nothing and is flagged; a reveal is flagged; a clean
+// right answer before is not undone.
+func TestGradebookSeenAnswers(t *testing.T) {
+	c := &lessons.Course{Lessons: []*lessons.Lesson{{Slug: "01-a", Quiz: &quiz.Set{Questions: []*quiz.Question{{ID: "a/q1"}, {ID: "a/q2"}, {ID: "a/q3"}}}}}}
+	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, []store.Attempt{
+		{Learner: "L1", QuestionID: "a/q1", Correct: false},
+		{Learner: "L1", QuestionID: "a/q1", Correct: true, Seen: true}, // after three wrong tries or "show answer"
+		{Learner: "L1", QuestionID: "a/q2", Correct: true},             // clean
+		{Learner: "L2", QuestionID: "a/q1", Correct: true},
+		{Learner: "L2", QuestionID: "a/q2", Correct: true, Seen: true},
+	}, []store.Reveal{{Learner: "L1", QuestionID: "a/q3"}}, nil, nil)
+	g1, g2 := rows[0].Cells[0], rows[1].Cells[0]
+	if g1.Score != 1 || g1.Seen != 2 || g1.Attempts != 3 {
+		t.Errorf("L1: score %d, seen %d, attempts %d; want 1, 2, 3", g1.Score, g1.Seen, g1.Attempts)
+	}
+	if g2.Score != 1 || g2.Seen != 1 {
+		t.Errorf("L2: score %d, seen %d; want 1, 1", g2.Score, g2.Seen)
 	}
 }

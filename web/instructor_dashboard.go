@@ -166,7 +166,7 @@ var runStatusOrder = []sandbox.Status{
 func quizAttempts(stored []store.Attempt) []quiz.Attempt {
 	out := make([]quiz.Attempt, len(stored))
 	for i, a := range stored {
-		out[i] = quiz.Attempt{Learner: a.Learner, QuestionID: a.QuestionID, Answer: quiz.StoredAnswer(a.Answer), Correct: a.Correct}
+		out[i] = quiz.Attempt{Learner: a.Learner, QuestionID: a.QuestionID, Answer: quiz.StoredAnswer(a.Answer), Correct: a.Correct, Seen: a.Seen}
 	}
 	return out
 }

@@ -109,14 +109,17 @@ func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out := [][]string{{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "created_at"}}
+	// answer_seen: the answer was on the learner's screen when they sent
+	// it ("show answer", or shown by itself after wrong tries): a right
+	// answer then earns nothing.
+	out := [][]string{{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "answer_seen", "created_at"}}
 	for _, a := range attempts {
 		typ := ""
 		if q := course.Questions[a.QuestionID]; q != nil {
 			typ = string(q.Type)
 		}
 		out = append(out, []string{strconv.FormatInt(a.ID, 10), a.Learner, csvText(names[a.Learner]), lessonOf[a.QuestionID],
-			a.QuestionID, typ, string(a.Answer), strconv.FormatBool(a.Correct), csvTime(a.CreatedAt)})
+			a.QuestionID, typ, string(a.Answer), strconv.FormatBool(a.Correct), strconv.FormatBool(a.Seen), csvTime(a.CreatedAt)})
 	}
 	s.writeCSV(w, r, "attempts.csv", out)
 }

@@ -495,7 +495,7 @@ func seedClass(t *testing.T, db *store.DB) {
 	must(db.MarkOpened(ctx, instrCat, "01-alpha"))
 	add := func(learner, q, answer string, correct bool) {
 		t.Helper()
-		_, err := db.AddAttempt(ctx, learner, q, json.RawMessage(answer), correct)
+		_, err := db.AddAttempt(ctx, learner, q, json.RawMessage(answer), correct, false)
 		must(err)
 	}
 	// alpha/single: instrAnn b✗ then a✓; instrBob a✓; instrCat "gone"✗ (an option the author
@@ -660,7 +660,7 @@ func TestCSVExports(t *testing.T) {
 	}
 
 	rows = e.fetchCSV(c, "/instructor/export/attempts.csv")
-	if !slices.Equal(rows[0], []string{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "created_at"}) {
+	if !slices.Equal(rows[0], []string{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "answer_seen", "created_at"}) {
 		t.Fatalf("attempts header = %q", rows[0])
 	}
 	if len(rows) != 11 {

@@ -60,7 +60,32 @@ type lessonRequest struct {
 // answering a widget's form renders every directive segment (quiz forms,
 // experiment widgets) and the learner's completion box.
 func (s *Server) serveLesson(w http.ResponseWriter, r *http.Request, st lessonState) {
-	s.serveLessonFrom(w, r, st, plainRequest(r, st))
+	s.serveLessonFrom(w, r, st, plainRequest(r, st) && !s.answeredHere(r, st.Slug))
+}
+
+// answeredHere reports whether the learner has answered (or asked the
+// answer of) a question on the lesson's page: the page then shows their
+// latest answers (shownAt), which the static skeleton cannot. From the
+// store's cached summary, so a first visit costs no query.
+func (s *Server) answeredHere(r *http.Request, slug string) bool {
+	l := s.course().Lesson(slug)
+	if l == nil {
+		return false
+	}
+	p := l.Page(langOf(r))
+	if p == nil {
+		return false
+	}
+	sum, err := s.cfg.Store.LearnerQuizSummary(r.Context(), learnerID(r))
+	if err != nil {
+		return true // the per-request path reports the error
+	}
+	for _, id := range p.QuestionIDs {
+		if st := sum[id]; st.Attempts > 0 || st.Revealed {
+			return true
+		}
+	}
+	return false
 }
 
 // serveLessonFrom is serveLesson from the static skeleton or the one with

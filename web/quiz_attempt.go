@@ -97,7 +97,7 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		s.writeError(w, r, answerError(lang, err))
 		return
 	}
-	att, err := s.saveAttempt(r, q, a, lang)
+	att, err := s.saveAttempt(r, q, a, lang, qc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -112,8 +112,8 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		s.writeError(w, r, err)
 		return
 	}
-	status := quizStatusOf(st[q.ID])
-	v := questionView(lang, q, anchor, slug, 0, status, &quizShown{QuestionID: q.ID, Answer: &a, Revealed: revealed}, qc)
+	status := quizStatusOf(st[q.ID], revealed)
+	v := questionView(lang, q, anchor, slug, 0, status, &quizShown{QuestionID: q.ID, Answer: &a, Revealed: revealed, Seen: att.Seen}, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
 		s.writeError(w, r, err)
@@ -145,7 +145,7 @@ func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.
 		s.writeError(w, r, err)
 		return
 	}
-	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID]), &quizShown{QuestionID: q.ID, Reveal: true, Revealed: true}, qc)
+	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID], true), &quizShown{QuestionID: q.ID, Reveal: true, Revealed: true}, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
 		s.writeError(w, r, err)
@@ -219,7 +219,7 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: rejected.Message}}})
 		return
 	}
-	att, err := s.saveAttempt(r, q, a, lang)
+	att, err := s.saveAttempt(r, q, a, lang, s.quizCtxFor(r, c, slug, lang))
 	if err != nil {
 		s.pageError(w, r, err) // a form: a page even on the /api/ path
 		return
@@ -231,10 +231,23 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	http.Redirect(w, r, lessonAnchorURL(slug, att.ID, anchor), http.StatusSeeOther)
 }
 
-// saveAttempt grades a and stores it for the request's learner.
-func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string) (store.Attempt, error) {
+// saveAttempt grades a and stores it for the request's learner, with
+// whether the answer was shown to them before (qc's quiz.Policy, applied
+// here once per attempt: every score reads the stored flag).
+func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string, qc quizCtx) (store.Attempt, error) {
+	learner := learnerID(r)
+	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), learner, []string{q.ID})
+	if err != nil {
+		return store.Attempt{}, err
+	}
+	revealed, err := s.cfg.Store.Revealed(r.Context(), learner, q.ID)
+	if err != nil {
+		return store.Attempt{}, err
+	}
+	before := st[q.ID]
+	seen := qc.policy().Seen(quiz.Record{Attempts: before.Attempts, Correct: before.Best != nil, Revealed: revealed})
 	res := quiz.Grade(q, a, lang)
-	return s.cfg.Store.AddAttempt(r.Context(), learnerID(r), q.ID, quiz.EncodeAnswer(q, a), res.Correct)
+	return s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
 }
 
 // lessonFor is the lesson a submission returns to: the page it came from

@@ -224,13 +224,12 @@ func TestQuizAttemptJSON(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	// A first wrong answer tells about what was chosen only: no missed
-	// option, no explanation (it states the answer).
-	want := quiz.Result{Correct: false, Options: []quiz.OptionResult{
-		{ID: "a", Chosen: true, Correct: true, Feedback: "A is right"},
-		{ID: "d", Chosen: true, Correct: false, Feedback: "D is wrong"},
-	}}
-	if fmt.Sprint(got.Result) != fmt.Sprint(want) {
+	// A first wrong answer to a multi question tells how many picks are
+	// right, not which (issue 30 item 9): no marks, no missed option, no
+	// explanation (it states the answer).
+	want := quiz.Result{Correct: false, Options: []quiz.OptionResult{}, Tally: &quiz.Tally{Right: 1, Of: 2}}
+	if fmt.Sprint(got.Options, got.Explanation, got.Correct) != fmt.Sprint(want.Options, want.Explanation, want.Correct) ||
+		got.Tally == nil || *got.Tally != *want.Tally {
 		t.Errorf("result = %+v\nwant     %+v", got.Result, want)
 	}
 	if got.AttemptID == 0 || got.Attempts != 1 || got.Best {
@@ -249,8 +248,11 @@ func TestQuizAttemptJSON(t *testing.T) {
 	sec.Find("li.quiz-option").Each(func(_ int, s *goquery.Selection) {
 		marks[s.AttrOr("data-option", "")] = s.AttrOr("data-mark", "")
 	})
-	if fmt.Sprint(marks) != "map[a:right b: c: d:wrong]" {
+	if fmt.Sprint(marks) != "map[a: b: c: d:]" {
 		t.Errorf("marks = %v", marks)
+	}
+	if tally := sec.Find("[data-testid=tally]").Text(); !strings.Contains(tally, "1 of the 2 options you chose") {
+		t.Errorf("tally = %q", tally)
 	}
 	if sec.Find("input[value=d]").AttrOr("checked", "no") == "no" || sec.Find("input[value=b]").Is("[checked]") {
 		t.Error("the form is not refilled with the answer")
@@ -277,14 +279,20 @@ func TestQuizAttemptJSON(t *testing.T) {
 		t.Errorf("status attempts = %q", st)
 	}
 
-	// A right answer; the language follows the learner (zh by default here).
+	// A right answer after the answer showed by itself; the language
+	// follows the learner (zh by default here). It is right, and it earns
+	// nothing (issue 29 item 5): the answer was on the screen.
 	res, body = postJSON(t, env, c, "demo/pick-many", `{"answer":["b","a"]}`)
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
 	json.Unmarshal(body, &got)
-	if !got.Correct || got.Explanation != "甲和乙。" || got.Attempts != 3 || !got.Best {
-		t.Errorf("second attempt = %+v", got)
+	if !got.Correct || got.Explanation != "甲和乙。" || got.Attempts != 3 || got.Best {
+		t.Errorf("third attempt = %+v", got)
+	}
+	d, _ = goquery.NewDocumentFromReader(strings.NewReader(got.HTML))
+	if d.Find("[data-testid=seen]").Length() != 1 || d.Find("[data-testid=quiz-status]").AttrOr("data-seen", "") != "true" {
+		t.Errorf("a right answer after the answer showed is not flagged: %s", got.HTML)
 	}
 	// Numeric and order answers.
 	for _, tc := range []struct {
@@ -383,8 +391,8 @@ func TestQuizAttemptForm(t *testing.T) {
 	var fb []string
 	cp.Find("[data-testid=feedback]").Each(func(_ int, s *goquery.Selection) { fb = append(fb, s.Text()) })
 	sort.Strings(fb)
-	if strings.Join(fb, "|") != "B is right|C is wrong" {
-		t.Errorf("feedback = %q (only the chosen options before the answer is revealed)", fb)
+	if len(fb) != 0 || !strings.Contains(cp.Find("[data-testid=tally]").Text(), "1 of the 2 options you chose") {
+		t.Errorf("feedback = %q, tally %q (a wrong multi answer says how many picks are right, not which)", fb, cp.Find("[data-testid=tally]").Text())
 	}
 	if cp.Find("[data-testid=explanation]").Length() != 0 {
 		t.Error("a first wrong answer shows the explanation")

@@ -36,6 +36,7 @@ type quizPage struct {
 	status   map[string]store.QuestionSummary // the learner's records, loaded once per page
 	loaded   bool
 	placedAt map[string]int // ::quiz placements so far, for unique DOM ids
+	latest   map[string]store.QuestionStatus // the page's questions' latest attempts, loaded by shownAt on first use
 
 	// hole, set while the static page skeleton is built (lesson_static.go),
 	// places a hole where a learner's record goes instead of rendering one.
@@ -54,6 +55,9 @@ type quizShown struct {
 	// Revealed: the learner asked for this answer before, so a graded
 	// answer shows everything.
 	Revealed bool
+	// Seen: the attempt shown was made with the answer shown: right or
+	// not, it earns no credit, and the verdict says so.
+	Seen bool
 }
 
 // quizCtx is what a question's rendering needs beyond the question.
@@ -68,6 +72,9 @@ type quizCtx struct {
 	// cannot be answered.
 	Preview bool
 }
+
+// policy is the quiz.Policy of the lesson the question is answered on.
+func (qc quizCtx) policy() quiz.Policy { return quiz.Policy{RevealAfter: qc.RevealAfter} }
 
 // attemptsPath is the endpoint a question's form posts to.
 func attemptsPath(questionID string) string {
@@ -101,7 +108,7 @@ func (s *Server) quizFromQuery(r *http.Request) *quizPage {
 		return nil
 	}
 	ans := quiz.StoredAnswer(a.Answer)
-	shown := &quizShown{QuestionID: a.QuestionID, Answer: &ans}
+	shown := &quizShown{QuestionID: a.QuestionID, Answer: &ans, Seen: a.Seen}
 	shown.Revealed, _ = s.cfg.Store.Revealed(r.Context(), learnerID(r), a.QuestionID)
 	if at := r.URL.Query().Get("at"); validAnchor(a.QuestionID, at) {
 		shown.Anchor = at
@@ -168,7 +175,7 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if n := qp.placedAt[q.ID]; n > 1 {
 		dom += "~" + strconv.Itoa(n)
 	}
-	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), qp.Shown, lr.quizCtx())
+	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), s.shownAt(lr, qp, q.ID), lr.quizCtx())
 	if qp.hole != nil {
 		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 		if choiceQuestion(q) {
@@ -194,20 +201,26 @@ func (s *Server) checkpointSegment(lr *lessonRequest, seg lessons.Segment) templ
 		v.LabelledBy = seg.ID
 	}
 	qs := checkpointQuestions(lr.Course, lr.Lesson, seg)
+	// The score counts every question of the lesson, asked here or in the
+	// text, as the course home and the gradebook do: one count everywhere.
+	all := lr.Lesson.Quiz.Questions
+	v.Total, v.AllInBody = len(all), seg.AllInBody
 	if qp.hole != nil {
-		ids := make([]string, len(qs))
-		for i, q := range qs {
+		ids := make([]string, len(all))
+		for i, q := range all {
 			ids[i] = q.ID
 		}
 		v.ScoreSlot = qp.hole(skeletonHole{kind: holeQuizScore, ids: ids})
 	}
-	for i, q := range qs {
-		st := views.QuizStatus(qp.status[q.ID])
-		if st.EverCorrect {
+	for _, q := range all {
+		if qp.status[q.ID].EverCorrect {
 			v.Correct++
 		}
+	}
+	for i, q := range qs {
+		st := views.QuizStatus(qp.status[q.ID])
 		dom := checkpointPrefix + q.ID
-		qv := questionView(lr.Lang, q, dom, lr.Lesson.Slug, i+1, st, qp.Shown, lr.quizCtx())
+		qv := questionView(lr.Lang, q, dom, lr.Lesson.Slug, i+1, st, s.shownAt(lr, qp, q.ID), lr.quizCtx())
 		if qp.hole != nil {
 			qv.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 			if choiceQuestion(q) {
@@ -217,6 +230,42 @@ func (s *Server) checkpointSegment(lr *lessonRequest, seg lessons.Segment) templ
 		v.Questions = append(v.Questions, qv)
 	}
 	return views.QuizCheckpoint(v)
+}
+
+// shownAt is what question id shows on a page view: the attempt or reveal
+// the query asks for, else the learner's own latest answer (with its
+// feedback and, where quiz.Policy shows it, the explanation) or the
+// answer they asked for, so a reload keeps what the learner saw. The
+// static skeleton (no learner) shows the empty form.
+func (s *Server) shownAt(lr *lessonRequest, qp *quizPage, id string) *quizShown {
+	if qp.Shown != nil && qp.Shown.QuestionID == id {
+		return qp.Shown
+	}
+	if qp.hole != nil || lr.Learner == "" || lr.Draft {
+		return nil
+	}
+	sum := qp.status[id]
+	if sum.Attempts == 0 && !sum.Revealed {
+		return nil
+	}
+	if qp.latest == nil {
+		ids := append([]string(nil), lr.Page.QuestionIDs...)
+		st, err := s.cfg.Store.LearnerQuestionStatus(lr.r.Context(), lr.Learner, ids)
+		if err != nil {
+			s.log.Warn("load the learner's latest answers", "err", err)
+			st = map[string]store.QuestionStatus{}
+		}
+		qp.latest = st
+	}
+	st, ok := qp.latest[id]
+	if !ok || st.Attempts == 0 {
+		if sum.Revealed {
+			return &quizShown{QuestionID: id, Reveal: true, Revealed: true}
+		}
+		return nil
+	}
+	ans := quiz.StoredAnswer(st.Latest.Answer)
+	return &quizShown{QuestionID: id, Answer: &ans, Revealed: sum.Revealed, Seen: st.Latest.Seen}
 }
 
 // failing is a component whose rendering fails with err: the page handler
@@ -229,6 +278,9 @@ func failing(err error) templ.Component {
 // order (Segment.Questions; every question of the lesson for a segment
 // built before the loader filled them).
 func checkpointQuestions(c *lessons.Course, l *lessons.Lesson, seg lessons.Segment) []*quiz.Question {
+	if seg.AllInBody {
+		return nil
+	}
 	if len(seg.Questions) == 0 {
 		return l.Quiz.Questions
 	}
@@ -306,11 +358,14 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	a := *shown.Answer
 	res := quiz.Grade(q, a, lang)
-	reveal := res.Correct || shown.Revealed || qc.RevealAfter > 0 && st.Attempts >= qc.RevealAfter
-	v.Result = &views.QuizResult{Correct: res.Correct}
+	reveal := res.Correct || qc.policy().Shown(quiz.Record{Attempts: st.Attempts, Correct: st.EverCorrect, Revealed: shown.Revealed})
+	v.Result = &views.QuizResult{Correct: res.Correct, Seen: shown.Seen}
 	if !reveal {
 		res = res.Withheld(q.Type)
 		v.Result.Withheld = true
+		if res.Tally != nil {
+			v.Result.Tally = tallyText(lang, q.Type, *res.Tally)
+		}
 		if qc.RevealAfter > 0 {
 			v.Result.RevealNote = trf(lang, "quiz.reveal.after", max(qc.RevealAfter-st.Attempts, 1))
 		} else {
@@ -368,8 +423,21 @@ func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[s
 }
 
 // quizStatusOf is a stored record as the status line shows it.
-func quizStatusOf(st store.QuestionStatus) views.QuizStatus {
-	return views.QuizStatus{Attempts: st.Attempts, EverCorrect: st.Best != nil, LatestCorrect: st.Attempts > 0 && st.Latest.Correct}
+func quizStatusOf(st store.QuestionStatus, revealed bool) views.QuizStatus {
+	return views.QuizStatus{Attempts: st.Attempts, EverCorrect: st.Best != nil, LatestCorrect: st.Attempts > 0 && st.Latest.Correct, Revealed: revealed, Seen: st.Seen}
+}
+
+// tallyText says how much of a withheld wrong answer is right (quiz.Tally),
+// never which part.
+func tallyText(lang string, typ quiz.Type, t quiz.Tally) string {
+	switch {
+	case typ == quiz.Order:
+		return trf(lang, "quiz.tally.order", t.Right, t.Of)
+	case t.Right == t.Of && t.Of > 0:
+		return tr(lang)("quiz.tally.multi.more")
+	default:
+		return trf(lang, "quiz.tally.multi", t.Right, t.Of)
+	}
 }
 
 // prefill puts an answer back into the form so "try again" starts from it.

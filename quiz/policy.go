@@ -1,0 +1,32 @@
+package quiz
+
+// Policy is when a question shows its answer to a learner and what an
+// attempt earns. It is applied once per attempt, when the attempt is graded
+// and stored (Seen), and again for each rendering of the question (Shown),
+// so the page, the JSON answer and every score agree.
+type Policy struct {
+	// RevealAfter is the number of wrong attempts after which the answer
+	// shows by itself (0: only a right answer or "show answer" shows it).
+	RevealAfter int
+}
+
+// Record is a learner's history on one question before an attempt.
+type Record struct {
+	Attempts int  // attempts so far
+	Correct  bool // one of them was right and clean (not Seen)
+	Revealed bool // the learner chose "show answer"
+}
+
+// Shown reports whether the answer and explanation are on the learner's
+// screen: after a clean right answer, a reveal, or RevealAfter attempts.
+func (p Policy) Shown(r Record) bool {
+	return r.Correct || r.Revealed || p.RevealAfter > 0 && r.Attempts >= p.RevealAfter
+}
+
+// Seen reports whether an attempt made now is made with the answer shown
+// for any reason but an earlier right answer: such an attempt is recorded,
+// graded for the learner's feedback, and never counts as a clean success
+// (trying every option after "show answer" proves nothing).
+func (p Policy) Seen(r Record) bool {
+	return !r.Correct && p.Shown(r)
+}
