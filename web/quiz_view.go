@@ -35,7 +35,7 @@ type quizPage struct {
 
 	status   map[string]store.QuestionSummary // the learner's records, loaded once per page
 	loaded   bool
-	placedAt map[string]int // ::quiz placements so far, for unique DOM ids
+	placedAt map[string]int                  // ::quiz placements so far, for unique DOM ids
 	latest   map[string]store.QuestionStatus // the page's questions' latest attempts, loaded by shownAt on first use
 
 	// hole, set while the static page skeleton is built (lesson_static.go),
