@@ -11,7 +11,7 @@ import (
 const lesson05 = "06-performance"
 
 // perfExperiments are the widgets lesson 05 is built around, in page order.
-var perfExperiments = []string{"perf-sweep", "perf-inline", "perf-signal", "perf-depth", "perf-mtu", "perf-wait", "perf-mr-cost"}
+var perfExperiments = []string{"perf-sweep", "perf-inline", "perf-signal", "perf-postlist", "perf-depth", "perf-mtu", "perf-wait", "perf-mr-cost"}
 
 // TestLesson05Walk: a learner reads lesson 05 in English and in Chinese —
 // objectives, a table of contents whose links land, every experiment widget

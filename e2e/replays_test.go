@@ -274,7 +274,7 @@ var cleanZh = map[string]bool{
 	"qp-states": true, "perftest": true, "rdma-resource": true, "syscalls": true,
 	"pingpong": true, "verbs-steps": true, "ud-vs-rc": true, "rdma-cm": true,
 	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true, "wire-capture": true, "diagnose": true,
-	"perf-sweep": true, "perf-inline": true, "perf-mtu": true, "perf-signal": true, "perf-wait": true,
+	"perf-sweep": true, "perf-inline": true, "perf-mtu": true, "perf-signal": true, "perf-postlist": true, "perf-wait": true,
 	"perf-mr-cost": true, "perf-depth": true,
 }
 

@@ -282,6 +282,19 @@ func testUDvsRC(t *testing.T, ex executor) {
 		rec.dump(t)
 		t.Fatalf("a 3000-byte UD message at MTU %v: arrived %v, packets %v", mtu, f["ud_big_arrived"], f["ud_big_packets"])
 	}
+	// A receive buffer of exactly the message size has no room for the
+	// GRH: the receive completes with an error, the data is not
+	// delivered and the QP goes to ERROR. The status is rxe's own on the
+	// guest's Linux 6.1: IBV_WC_LOC_QP_OP_ERR (rxe_resp.c files the failed
+	// copy as a malformed WQE), where the spec and mlx5 say LOC_LEN_ERR.
+	if f["ud_exact_error"] != 1 || f["ud_exact_data_delivered"] != 0 || f["ud_exact_qp_error"] != 1 {
+		rec.dump(t)
+		t.Fatalf("a 64-byte UD message into a 64-byte receive buffer: error %v (status %v), delivered %v, QP in ERROR %v", f["ud_exact_error"], f["ud_exact_recv_status"], f["ud_exact_data_delivered"], f["ud_exact_qp_error"])
+	}
+	if st := verbs.WCStatus(f["ud_exact_recv_status"]); st != verbs.WCLocQPOpErr && st != verbs.WCLocLenErr {
+		t.Errorf("exact-size UD receive completed with %v; rxe on 6.1 says LOC_QP_OP_ERR, the spec LOC_LEN_ERR", st)
+	}
+	t.Logf("exact-size UD receive: status %v, %v bytes of the buffer changed", verbs.WCStatus(f["ud_exact_recv_status"]), f["ud_exact_bytes_changed"])
 	// a size that fits arrives over UD as well, and the verdict says so
 	rec = ex.run(t, "ud-vs-rc", map[string]any{"size": 512})
 	if f := rec.result(t).Figures; f["ud_big_arrived"] != 1 {

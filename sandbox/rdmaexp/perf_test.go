@@ -24,6 +24,7 @@ func TestPerfOnDevices(t *testing.T) {
 		test func(*testing.T, executor)
 	}{
 		{"perf-sweep", testPerfSweep}, {"perf-inline", testPerfInline}, {"perf-signal", testPerfSignal},
+		{"perf-postlist", testPerfPostList},
 		{"perf-wait", testPerfWait}, {"perf-mr-cost", testPerfMRCost}, {"perf-depth", testPerfDepth}, {"perf-mtu", testPerfMTU},
 	} {
 		t.Run(c.id, func(t *testing.T) {
@@ -156,6 +157,24 @@ func testPerfSignal(t *testing.T, ex executor) {
 		t.Errorf("never signaling on rxe: full=%v after %v posts; want all %d accepted", f["never_full"], f["never_posted"], 4*signalDepth)
 	}
 	t.Logf("selective signaling speed-up: ×%.2f", f["speedup"])
+}
+
+// testPerfPostList: rxe's provider rings the doorbell — one write() on the
+// uverbs file — once per ibv_post_send call, however long the list.
+func testPerfPostList(t *testing.T, ex executor) {
+	rec := ex.run(t, "perf-postlist", map[string]any{"list": 16, "size": 64, "seconds": 1})
+	f := logResult(t, rec)
+	if r := rec.result(t); r.OK == nil || !*r.OK {
+		t.Errorf("verdict not ok: %s", r.Message)
+	}
+	if f["single_wrs"] != postListBatches*16 || f["single_calls"] != f["single_wrs"] || f["single_writes"] != f["single_calls"] {
+		t.Errorf("one WR per call: %v WRs, %v calls, %v write()s; want one write() per call", f["single_wrs"], f["single_calls"], f["single_writes"])
+	}
+	if f["list_wrs"] != postListBatches*16 || f["list_calls"] != postListBatches || f["list_writes"] != f["list_calls"] {
+		t.Errorf("lists of 16: %v WRs, %v calls, %v write()s; want one write() per post list", f["list_wrs"], f["list_calls"], f["list_writes"])
+	}
+	checkVerdictFigures(t, rec, f2(f["speedup"]), "6.1") // 6.1: the guest's kernel version
+	t.Logf("post list speed-up: ×%.2f (rounds %.0f–%.0f against %.0f–%.0f msg/s)", f["speedup"], f["rate_list_min"], f["rate_list_max"], f["rate_single_min"], f["rate_single_max"])
 }
 
 func testPerfWait(t *testing.T, ex executor) {

@@ -40,6 +40,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(PerfSweep())
 	reg.Register(PerfInline())
 	reg.Register(PerfSignal())
+	reg.Register(PerfPostList())
 	reg.Register(PerfWait())
 	reg.Register(PerfMRCost())
 	reg.Register(PerfDepth())

@@ -24,8 +24,8 @@ func UDvsRC() *sandbox.Experiment {
 		ID:    "ud-vs-rc",
 		Title: say("RC vs UD: connection or datagram", "RC 与 UD：连接还是数据报"),
 		Summary: say(
-			"Sends one message over an RC QP (connected to one peer, any size, split into MTU-sized packets and acknowledged), then over a UD QP with an address handle (any peer per message, a 40-byte GRH in front of the data in the receive buffer, at most one MTU per message), and finally a UD message bigger than the MTU.",
-			"先通过 RC QP 发送一条消息（只连一个对端、大小不限、按 MTU 切成多个包并被确认），再通过带地址句柄的 UD QP 发送（每条消息可发往任意对端、接收缓冲区里数据前面有 40 字节的 GRH、每条消息最多一个 MTU），最后发送一条大于 MTU 的 UD 消息。"),
+			"Sends one message over an RC QP (connected to one peer, any size, split into MTU-sized packets and acknowledged), then over a UD QP with an address handle (any peer per message, a 40-byte GRH in front of the data in the receive buffer, at most one MTU per message), then a UD message bigger than the MTU, and finally a UD receive buffer of exactly the message size (no room for the GRH).",
+			"先通过 RC QP 发送一条消息（只连一个对端、大小不限、按 MTU 切成多个包并被确认），再通过带地址句柄的 UD QP 发送（每条消息可发往任意对端、接收缓冲区里数据前面有 40 字节的 GRH、每条消息最多一个 MTU），再发送一条大于 MTU 的 UD 消息，最后投递一个恰好等于消息大小（没给 GRH 留位置）的 UD 接收缓冲区。"),
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Shareable, // it shows what arrives, not how fast
 		Params: []sandbox.Param{
@@ -398,6 +398,16 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	figs["ud_big_packets"] = float64(bigPkts)
 	figs["ud_big_send_ok"] = b2f(bigSend == verbs.WCSuccess.String())
 	row(fmt.Sprintf("%d B", size), "UD", fmt.Sprint(size), bigSend+" (post: "+bigPost+")", bigRecv, fmt.Sprint(bigLen), "-", fmt.Sprint(bigPkts))
+
+	// 4. UD: a receive buffer of exactly the message size, no room for the GRH.
+	exact, err := udExactBuffer(ctx, emit, top, uc, small)
+	if err != nil {
+		return err
+	}
+	for k, v := range exact.figs() {
+		figs[k] = v
+	}
+	row(fmt.Sprintf("%d B", small), "UD", fmt.Sprint(small), exact.send, exact.recv, fmt.Sprint(exact.byteLen), "-", fmt.Sprint(exact.pkts))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 
 	var v sandbox.Text
@@ -417,6 +427,14 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 		v = say(fmt.Sprintf("The big UD message: sender %s, receiver %s, %d packets — not what the MTU rule predicts; see the table.", bigSend, bigRecv, bigPkts),
 			fmt.Sprintf("大 UD 消息：发送方 %s，接收方 %s，%d 个包——与 MTU 规则的预测不符；见表格。", bigSend, bigRecv, bigPkts))
 		rcOK = false
+	}
+	if rcOK && udOK {
+		got := say("was not delivered", "没有送达")
+		if exact.dataOK {
+			got = say("was delivered", "却送达了")
+		}
+		v = say(v["en"]+fmt.Sprintf(" A receive buffer of exactly %d bytes, with no room for the GRH, completed with %s, the message %s and the receiving QP went to %s (the spec's status for this is a local length error, IBV_WC_LOC_LEN_ERR on mlx5).", small, exact.recv, got["en"], exact.state),
+			v["zh"]+fmt.Sprintf("恰好 %d 字节、没给 GRH 留位置的接收缓冲区以 %s 完成，消息%s，接收方 QP 进入 %s（规范对此的状态是本地长度错误，mlx5 上是 IBV_WC_LOC_LEN_ERR）。", small, exact.recv, got["zh"], exact.state))
 	}
 	result(emit, rcOK && udOK, v, figs)
 	return nil

@@ -69,7 +69,7 @@
   var XAXIS = { "pingpong": "size", "loss-sweep": "loss",
     // lesson 05: by message size, by queue depth, by round or round trip
     "perf-sweep": "size", "perf-inline": "size", "perf-mr-cost": "size",
-    "perf-depth": "depth", "perf-signal": "round", "perf-wait": "roundtrip" };
+    "perf-depth": "depth", "perf-signal": "round", "perf-postlist": "round", "perf-wait": "roundtrip" };
 
   // bytes is a size as the lessons write it: 64 B, 4 KiB, 16 MiB.
   function bytes(v) {
