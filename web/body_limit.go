@@ -56,13 +56,10 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			s.tooLarge(w, r)
 			return
 		}
-		// A client that trickles its body (a byte every few seconds) would
-		// otherwise hold the connection and its buffers for as long as it
-		// likes: the whole body must arrive within Limits.BodyTimeout.
+		// The whole body must arrive within Limits.BodyTimeout: the
+		// deadline requestDeadline set when the request came in; once the
+		// body is in, the handler may take its time.
 		rc := http.NewResponseController(w)
-		if s.cfg.Limits.BodyTimeout > 0 {
-			rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyTimeout)) // unsupported writers (tests' recorders): no deadline
-		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if s.cfg.Limits.BodyTimeout > 0 {
 			rc.SetReadDeadline(time.Time{})
@@ -88,6 +85,25 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestDeadline gives every request that carries a body one deadline
+// for reading all of it, Limits.BodyTimeout from its arrival, set before
+// anything else looks at the request. A client that trickles its body (a
+// byte every few seconds) would otherwise hold the connection and its
+// buffers for as long as it likes — also when the request is refused
+// before its body is read (a cross-origin 403): net/http then reads what is
+// left of the body before it reuses the connection, and that read had no
+// deadline (70 s and more with a byte every 2 s). limitBodies lifts the
+// deadline once the body is in.
+func (s *Server) requestDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Limits.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+			// unsupported writers (tests' recorders): no deadline
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyTimeout))
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/lessons"
 )
 
@@ -41,6 +42,13 @@ func csvText(s string) string {
 	}
 	return s
 }
+
+// maxWorkerText bounds a cell a worker may have written (runs.csv).
+const maxWorkerText = 1000
+
+// csvWorkerText is csvText for text a worker sent, cut to maxWorkerText
+// bytes (on a rune boundary).
+func csvWorkerText(s string) string { return csvText(lineio.Clip(s, maxWorkerText)) }
 
 // writeCSV sends rows as a download named name.
 func (s *Server) writeCSV(w http.ResponseWriter, r *http.Request, name string, rows [][]string) {
@@ -156,8 +164,10 @@ func (s *Server) exportRuns(w http.ResponseWriter, r *http.Request) {
 		if !run.StartedAt.IsZero() && !run.FinishedAt.IsZero() {
 			dur = strconv.FormatFloat(run.FinishedAt.Sub(run.StartedAt).Seconds(), 'f', 3, 64)
 		}
+		// backend, result and error may come from a worker (another
+		// machine, untrusted): bounded and guarded like a learner's text.
 		out = append(out, []string{run.ID, run.Learner, csvText(names[run.Learner]), run.Experiment, string(run.Params),
-			string(run.Status), run.Backend, ok, verdict, run.Error,
+			string(run.Status), csvWorkerText(run.Backend), ok, csvWorkerText(verdict), csvWorkerText(run.Error),
 			csvTime(run.CreatedAt), csvTime(run.StartedAt), csvTime(run.FinishedAt), dur})
 	}
 	s.writeCSV(w, r, "runs.csv", out)

@@ -24,6 +24,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -966,4 +967,45 @@ func TestMalformedFormRefused(t *testing.T) {
 	if name, _ := e.DB.DisplayName(context.Background(), id); name != "Ann" {
 		t.Fatalf("display name after a malformed post = %q", name)
 	}
+}
+
+// TestRunsCSVGuardsWorkerFields: a run's backend, result and error can be
+// a worker's words (another machine, possibly hostile): runs.csv cuts them
+// to maxWorkerText bytes and defuses a formula, as it does a learner's name.
+func TestRunsCSVGuardsWorkerFields(t *testing.T) {
+	e := newInstrEnv(t)
+	seedClass(t, e.DB)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("y", 5000)
+	must(e.DB.CreateRun(ctx, sandbox.RunInfo{ID: "run-w", Learner: instrAnn, Experiment: "memlock", Params: sandbox.Params{}, Status: sandbox.StatusQueued}))
+	must(e.DB.AppendRunEvent(ctx, "run-w", sandbox.Event{Seq: 1, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: `=HYPERLINK("http://evil")`}))
+	ok := true
+	must(e.DB.AppendRunEvent(ctx, "run-w", sandbox.Event{Seq: 2, Time: time.Now(), Type: sandbox.EvResult, OK: &ok, Message: "@SUM(1)" + long}))
+	must(e.DB.AppendRunEvent(ctx, "run-w", sandbox.Event{Seq: 3, Time: time.Now(), Type: sandbox.EvStatus, Status: sandbox.StatusFailed, Message: `+cmd|' /C calc'!A0`}))
+	c := e.instructor("ada", "correct horse battery")
+	rows := e.fetchCSV(c, "/instructor/export/runs.csv")
+	h := rows[0]
+	col := func(r []string, name string) string { return r[slices.Index(h, name)] }
+	for _, r := range rows[1:] {
+		if r[0] != "run-w" {
+			continue
+		}
+		if b := col(r, "backend"); b != `'=HYPERLINK("http://evil")` {
+			t.Errorf("backend %q", b)
+		}
+		if v := col(r, "result"); !strings.HasPrefix(v, "'@SUM(1)") || len(v) > maxWorkerText+10 {
+			t.Errorf("result %q… (%d bytes)", lineio.Clip(v, 40), len(v))
+		}
+		if v := col(r, "error"); v != `'+cmd|' /C calc'!A0` {
+			t.Errorf("error %q", v)
+		}
+		return
+	}
+	t.Fatalf("run-w not in runs.csv: %q", rows)
 }

@@ -211,3 +211,45 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 		t.Errorf("%d slow posters answered 408, want ≈ %d", timedOut, perAddr)
 	}
 }
+
+// TestRefusedTrickledBodyClosed is issue 28, fall 8: a cross-origin POST
+// is refused (403) before its body is read; its client trickles the body a
+// byte every 200 ms. net/http reads what is left of a body before it
+// reuses a connection, and that read had no deadline: the connection stayed
+// open for as long as the trickle went on (70 s and more). Now the request's
+// one deadline (BodyTimeout, 1 s here) covers it: the connection is closed
+// well before the trickle of 1000 bytes (200 s) could end.
+func TestRefusedTrickledBodyClosed(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	srv := httptest.NewUnstartedServer(env.Server.Handler())
+	env.Server.cfg.Limits.BodyTimeout = time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/runs HTTP/1.1\r\nHost: %s\r\nOrigin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", srv.Listener.Addr())
+	// trickle until the server closes the connection (a write fails)
+	var sent atomic.Int64
+	go func() {
+		for {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open 20 s after a refused request (%d bytes trickled; answer so far %q)", sent.Load(), got)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 403 ") {
+		t.Fatalf("answer %q, want 403", got)
+	}
+	t.Logf("refused and closed by the server after %d trickled bytes", sent.Load())
+}

@@ -13,6 +13,7 @@ import (
 // per file.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.requestDeadline) // a request's body has one deadline, refused or not (body_limit.go)
 	r.Use(middleware.RequestID)
 	r.Use(securityHeaders)  // CSP, no framing, nosniff, referrer policy (security_headers.go)
 	r.Use(s.withClientAddr) // the real client address, behind a trusted proxy too (client_addr.go)

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentcmd"
@@ -50,7 +52,7 @@ type sandboxConfig struct {
 	// More machines (sandbox/fleet): workers join the embedded NATS server.
 	WorkersListen string // --workers-listen [LAB_WORKERS_LISTEN]: e.g. 0.0.0.0:4222 ("" = no workers)
 	NatsToken     string // --nats-token [LAB_NATS_TOKEN]
-	NatsNkeys     string // --nats-nkeys [LAB_NATS_NKEYS]: workers' public nkeys, comma-separated
+	NatsNkeys     string // --nats-nkeys [LAB_NATS_NKEYS]: NAME=UPUBKEY per worker, comma-separated
 	NatsTLSCert   string // --nats-tls-cert [LAB_NATS_TLS_CERT]
 	NatsTLSKey    string // --nats-tls-key [LAB_NATS_TLS_KEY]
 }
@@ -69,23 +71,13 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows) [LAB_GUESTS]")
 	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream) [LAB_WORKERS_LISTEN]")
 	fset.StringVar(&c.NatsToken, "nats-token", env("LAB_NATS_TOKEN", ""), "the token workers join with [LAB_NATS_TOKEN]")
-	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "workers' public nkeys (comma-separated), instead of a token [LAB_NATS_NKEYS]")
+	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "a public nkey per worker, NAME=U… comma-separated (the worker joins with --name NAME) [LAB_NATS_NKEYS]")
 	fset.StringVar(&c.NatsTLSCert, "nats-tls-cert", env("LAB_NATS_TLS_CERT", ""), "TLS certificate for workers' connections [LAB_NATS_TLS_CERT]")
 	fset.StringVar(&c.NatsTLSKey, "nats-tls-key", env("LAB_NATS_TLS_KEY", ""), "TLS key for workers' connections [LAB_NATS_TLS_KEY]")
 	fset.BoolVar(&c.SetupSoftRoCE, "setup-softroce", false, "create Soft-RoCE devices on this host if its kernel has rdma_rxe")
 	c.VMAccel = env("LAB_VM_ACCEL", "auto")
 	c.VMMemory = vmMemory(env)
 	c.VMSnapshot = env("LAB_VM_SNAPSHOT", "") != "off"
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // labSandbox is serve's sandbox: the experiments, the hub that stores and
@@ -119,7 +111,12 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if c.WorkersListen != "" {
 		// More machines: workers join over NATS; each need's runs go to
 		// this machine while it has a free slot, else to a worker.
-		fl, err = fleet.Start(fleet.ServerConfig{Listen: c.WorkersListen, Token: c.NatsToken, NkeyPubs: splitList(c.NatsNkeys),
+		keys, err := workerKeys(c.NatsNkeys)
+		if err != nil {
+			closeRDMA()
+			return nil, fmt.Errorf("--nats-nkeys: %w", err)
+		}
+		fl, err = fleet.Start(fleet.ServerConfig{Listen: c.WorkersListen, Token: c.NatsToken, Workers: keys,
 			TLSCert: c.NatsTLSCert, TLSKey: c.NatsTLSKey, Logger: log})
 		if err != nil {
 			closeRDMA()
@@ -133,6 +130,9 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		rdma = &fleet.Mix{Need: sandbox.NeedRDMA, Local: rdma, Slots0: rdmaSlots, Fleet: fl}
 		inner := closeRDMA
 		closeRDMA = func() error { fl.Close(); return inner() }
+		if strings.HasPrefix(c.NatsNkeys, "@") {
+			go reloadWorkerKeys(ctx, fl, c.NatsNkeys, log)
+		}
 	}
 	// Host experiments take a CPU each; the RDMA backend says what it takes
 	// (a pool: a guest each; this host's devices: one at a time).
@@ -180,4 +180,48 @@ func (l *labSandbox) Close() error {
 	}
 	l.Runner.Close()
 	return l.closeRDMA()
+}
+
+// workerKeys reads --nats-nkeys: NAME=KEY pairs, or @FILE with one pair
+// per line (# starts a comment), which SIGHUP reads again.
+func workerKeys(v string) ([]fleet.WorkerKey, error) {
+	file, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return fleet.ParseWorkerKeys(v)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		lines = append(lines, l)
+	}
+	return fleet.ParseWorkerKeys(strings.Join(lines, "\n"))
+}
+
+// reloadWorkerKeys reads the workers' key file again on every SIGHUP: a
+// worker whose line is gone is disconnected and cannot join again
+// (docs/operations.md, "Revoke a worker").
+func reloadWorkerKeys(ctx context.Context, fl *fleet.Server, v string, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		keys, err := workerKeys(v)
+		if err == nil {
+			err = fl.SetWorkers(keys)
+		}
+		if err != nil {
+			log.Error("workers' keys not reloaded (the old ones stay)", "file", v[1:], "err", err)
+			continue
+		}
+		log.Info("workers' keys reloaded", "file", v[1:], "workers", len(keys))
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 // newMain is a Main with a fake environment and captured output (written
@@ -236,4 +238,22 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWorkerKeysFile: --nats-nkeys @FILE reads NAME=KEY lines with
+// comments, as SIGHUP reads them again.
+func TestWorkerKeysFile(t *testing.T) {
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	file := filepath.Join(t.TempDir(), "workers")
+	if err := os.WriteFile(file, []byte("# the lab's workers\nrnic-1="+pub+"   # the ConnectX\n\npool-2="+pub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := workerKeys("@" + file)
+	if err != nil || len(keys) != 2 || keys[0].Name != "rnic-1" || keys[1].Name != "pool-2" || keys[1].Pub != pub {
+		t.Fatalf("keys %+v, err %v", keys, err)
+	}
+	if _, err := workerKeys("@" + file + ".missing"); err == nil {
+		t.Fatal("a missing keys file was read")
+	}
 }

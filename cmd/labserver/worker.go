@@ -25,9 +25,10 @@ Soft-RoCE guests) and streams the events back. See docs/operations.md,
 flags (environment fallbacks in brackets):
   --join URL        the lab's NATS address [LAB_JOIN] (tls://HOST:4222 with TLS)
   --token T         the lab's worker token [LAB_NATS_TOKEN]
-  --nkey-seed FILE  this worker's nkey seed, instead of a token [LAB_NATS_NKEY_SEED]
+  --nkey-seed FILE  this worker's nkey seed (the lab lists NAME=its public key) [LAB_NATS_NKEY_SEED]
   --ca FILE         TLS: the CA of the lab's certificate [LAB_NATS_CA]
-  --name NAME       how /lab lists this worker (default: host name)
+  --name NAME       this worker's name: its key's NAME on the lab, how /lab lists it
+                    (default: host name)
   --backend B       auto|host|vm|none: where RDMA runs go here [LAB_BACKEND]
   --guests N        Soft-RoCE guests (vm backend) [LAB_GUESTS] (0: one per CPU)
   --host-slots N    host experiments at once (default: one per CPU; 0 takes none)

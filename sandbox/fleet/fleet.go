@@ -1,19 +1,25 @@
 // Package fleet spreads runs over more machines through NATS with
 // JetStream. The lab server embeds nats-server (a single machine needs
 // nothing extra); a worker (`labserver worker --join nats://HOST:4222`)
-// connects with a token or an nkey, takes runs from a work queue, runs each
-// on its own backend and streams the events back; the server's runner
-// stores every event before fanning it out, as for a local run.
+// connects with its own nkey (or a shared token), takes runs from a work
+// queue, runs each on its own backend and streams the events back; the
+// server's runner stores every event before fanning it out, as for a local
+// run. A worker is trusted with nothing but the runs the server granted it
+// (auth.go: subject permissions per worker; bounds.go: what the server
+// accepts from one).
 //
-// Subjects:
+// Subjects (<w> is the worker's name, which its credential allows):
 //
-//	lab.runs.<need>     JetStream stream LAB_RUNS (work queue): one Job per run
-//	lab.claim.<run>     worker → server request: "I start this run" (answered once)
-//	lab.ev.<run>        worker → server: the run's events in order, then its end (sandbox.Frame)
-//	lab.cmd.<run>       server → the worker that claimed it: an interactive run's commands
-//	                    (sandbox.Command), then an empty message: no more will come
-//	lab.cancel.<run>    server → workers: stop this run
-//	lab.workers.hb      worker → server, every second: who it is, what it runs, its load
+//	lab.runs.<need>       JetStream stream LAB_RUNS (work queue): one Job per run,
+//	                      taken through the consumer work-<need> the server creates
+//	lab.claim.<w>.<run>   worker → server request: "I start this run" (granted once)
+//	lab.ev.<w>.<run>      worker → server: the run's events in order, then its end
+//	                      (frame: a sandbox.Frame numbered from 1); counted only from
+//	                      the worker whose claim was granted
+//	lab.cmd.<w>.<run>     server → that worker: an interactive run's commands
+//	                      (sandbox.Command), then an empty message: no more will come
+//	lab.cancel.<w>.<run>  server → that worker: stop this run
+//	lab.hb.<w>            worker → server, every second: what it runs, its load
 //
 // A job not yet started by a worker that dies is redelivered to another
 // (JetStream's ack wait); a run whose worker stops sending heartbeats ends
@@ -36,7 +42,7 @@ const (
 	subjEvents    = "lab.ev."
 	subjCancel    = "lab.cancel."
 	subjCommands  = "lab.cmd."
-	subjHeartbeat = "lab.workers.hb"
+	subjHeartbeat = "lab.hb."
 )
 
 // Heartbeat timing: a worker says it is alive every beatEvery; one silent
@@ -60,11 +66,22 @@ type Job struct {
 	Epoch       string       `json:"epoch"` // the server instance that queued it
 }
 
-// Claim is a worker's request to start a job's run.
+// Claim is a worker's request to start a job's run (the worker is the
+// one its subject names).
 type Claim struct {
-	Worker string `json:"worker"`
-	Epoch  string `json:"epoch"`
+	Epoch string `json:"epoch"`
 }
+
+// frame is one message on lab.ev.<w>.<run>: an event or the end, numbered
+// from 1 so that the server sees a message it dropped (a slow consumer)
+// and fails the run instead of storing it with a hole.
+type frame struct {
+	N int64 `json:"n"`
+	sandbox.Frame
+}
+
+// consumerName is the durable work consumer of need's jobs.
+func consumerName(need sandbox.Need) string { return "work-" + string(need) }
 
 // Worker is what a worker says about itself in its heartbeats; /lab lists them.
 type Worker struct {

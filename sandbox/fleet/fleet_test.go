@@ -85,6 +85,12 @@ func startWorker(t *testing.T, addr, name, tok string, extra ...string) *workerP
 func startWorkerEnv(t *testing.T, env []string, addr, name, tok string, extra ...string) *workerProc {
 	t.Helper()
 	args := append([]string{"worker", "--join", "nats://" + addr, "--token", tok, "--name", name, "--backend", "none", "--host-slots", "1"}, extra...)
+	return startWorkerArgs(t, env, name, args...)
+}
+
+// startWorkerArgs starts `labserver ARGS…` as worker name.
+func startWorkerArgs(t *testing.T, env []string, name string, args ...string) *workerProc {
+	t.Helper()
 	cmd := exec.Command(labserverBin, args...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -268,8 +274,7 @@ func TestUnstartedRunGoesToAnotherWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), stream, jetstream.ConsumerConfig{
-		Durable: "work-host", FilterSubject: subjRuns + "host", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: 5, MaxAckPending: 10000})
+	cons, err := js.Consumer(t.Context(), stream, consumerName(sandbox.NeedHost))
 	if err != nil {
 		t.Fatal(err)
 	}

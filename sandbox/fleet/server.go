@@ -11,21 +11,29 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"golang.org/x/time/rate"
+
+	"github.com/rdmalab/rdmalab/internal/lineio"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
 // ServerConfig says how the lab server listens for workers.
 type ServerConfig struct {
-	Listen   string // host:port for workers, e.g. 0.0.0.0:4222
-	Token    string // workers authenticate with this token, or
-	NkeyPubs []string
+	Listen string // host:port for workers, e.g. 0.0.0.0:4222
+	// Workers are the workers' names and public nkeys (a credential per
+	// worker), and/or
+	Workers []WorkerKey
+	// Token is one credential shared by token workers (see auth.go).
+	Token string
 	// TLS: see docs/operations.md ("More machines"): put the cert and key
 	// in TLSCert/TLSKey and workers join with tls://.
 	TLSCert, TLSKey string
@@ -39,9 +47,12 @@ type Server struct {
 	cfg   ServerConfig
 	log   *slog.Logger
 	ns    *server.Server
+	opts  *server.Options
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	epoch string
+	// abuse logs what a worker did wrong, at most once per 10 s.
+	abuse rate.Sometimes
 
 	mu      sync.Mutex
 	workers map[string]*Worker
@@ -52,10 +63,15 @@ type Server struct {
 type remoteRun struct {
 	emit    func(sandbox.Event)
 	need    sandbox.Need
-	worker  string // who claimed it ("" = not started)
+	worker  string // whose claim was granted ("" = not started); under Server.mu
 	claimed chan string
 	end     chan sandbox.End
-	mu      sync.Mutex // orders emit calls
+
+	mu     sync.Mutex // orders emit calls; guards what follows
+	n      int64      // the last frame's number
+	events int        // events taken
+	bytes  int        // their bytes
+	broken bool       // a bound was broken: nothing more is taken
 }
 
 // Start runs the embedded NATS server and subscribes the lab's side.
@@ -71,16 +87,16 @@ func Start(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workers listen port %q: %w", port, err)
 	}
-	if cfg.Token == "" && len(cfg.NkeyPubs) == 0 {
-		return nil, errors.New("workers need credentials: set a token (--nats-token) or nkeys (--nats-nkey)")
+	if cfg.Token == "" && len(cfg.Workers) == 0 {
+		return nil, errors.New("workers need credentials: an nkey per worker (--nats-nkeys NAME=U…) or a shared token (--nats-token)")
+	}
+	for _, k := range cfg.Workers {
+		if !ValidName(k.Name) || !nkeys.IsValidPublicUserKey(k.Pub) {
+			return nil, fmt.Errorf("worker key %s=%s: not a worker name and a public user nkey", clip(k.Name), clip(k.Pub))
+		}
 	}
 	opts := &server.Options{Host: host, Port: p, NoSigs: true, JetStream: true, StoreDir: cfg.StoreDir,
-		JetStreamMaxMemory: 64 << 20, MaxPayload: 1 << 20}
-	if cfg.Token != "" && len(cfg.NkeyPubs) > 0 {
-		return nil, errors.New("workers authenticate with a token or with nkeys, not both")
-	}
-	// The lab's own in-process connection authenticates like a worker.
-	opts.Authorization = cfg.Token
+		JetStreamMaxMemory: 64 << 20, MaxPayload: maxMessage}
 	if cfg.TLSCert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
 		if err != nil {
@@ -88,48 +104,40 @@ func Start(cfg ServerConfig) (*Server, error) {
 		}
 		opts.TLSConfig = tc
 	}
-	var inProcToken string
-	if cfg.Token == "" {
-		// nkeys: the in-process connection gets a password of its own.
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		inProcToken = hex.EncodeToString(b)
-		opts.Users = []*server.User{{Username: "lab", Password: inProcToken}}
-		for _, k := range cfg.NkeyPubs {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
-		}
-	}
+	// The lab's own in-process connection has a password of its own and
+	// every permission; workers have theirs (auth.go).
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	labPass := hex.EncodeToString(b)
+	authOptions(opts, labPass, cfg.Token, cfg.Workers)
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
-	ns.SetLoggerV2(natsLogger{cfg.Logger}, false, false, false)
+	ns.SetLoggerV2(newNatsLogger(cfg.Logger), false, false, false)
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded NATS server did not start on %s", cfg.Listen)
 	}
-	copts := []nats.Option{nats.InProcessServer(ns), nats.Name("labserver"), nats.MaxReconnects(-1)}
-	if cfg.Token != "" {
-		copts = append(copts, nats.Token(cfg.Token))
-	} else {
-		copts = append(copts, nats.UserInfo("lab", inProcToken))
-	}
-	nc, err := nats.Connect("", copts...)
+	epoch := make([]byte, 8)
+	_, _ = rand.Read(epoch)
+	s := &Server{cfg: cfg, log: cfg.Logger, ns: ns, opts: opts, epoch: hex.EncodeToString(epoch),
+		workers: map[string]*Worker{}, runs: map[string]*remoteRun{}, abuse: rate.Sometimes{Interval: 10 * time.Second}}
+	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("labserver"), nats.MaxReconnects(-1),
+		nats.UserInfo("lab", labPass), nats.ErrorHandler(s.natsError))
 	if err != nil {
 		ns.Shutdown()
 		return nil, fmt.Errorf("connect to the embedded NATS server: %w", err)
 	}
+	s.nc = nc
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		ns.Shutdown()
 		return nil, err
 	}
-	epoch := make([]byte, 8)
-	_, _ = rand.Read(epoch)
-	s := &Server{cfg: cfg, log: cfg.Logger, ns: ns, nc: nc, js: js, epoch: hex.EncodeToString(epoch),
-		workers: map[string]*Worker{}, runs: map[string]*remoteRun{}}
+	s.js = js
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Memory storage: a queued job does not outlive the server (the next
@@ -140,21 +148,69 @@ func Start(cfg ServerConfig) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("work queue: %w", err)
 	}
+	// The work consumers are the server's: workers may only fetch from
+	// them and acknowledge what they fetched.
+	for _, need := range []sandbox.Need{sandbox.NeedHost, sandbox.NeedRDMA} {
+		_, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+			Durable: consumerName(need), FilterSubject: subjRuns + string(need),
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: 5, MaxAckPending: 10000,
+		})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("work queue consumer: %w", err)
+		}
+	}
 	for subj, h := range map[string]nats.MsgHandler{
-		subjHeartbeat:    s.onHeartbeat,
-		subjClaim + "*":  s.onClaim,
-		subjEvents + "*": s.onEvent,
+		subjHeartbeat + "*": s.onHeartbeat,
+		subjClaim + "*.*":   s.onClaim,
+		subjEvents + "*.*":  s.onEvent,
 	} {
 		sub, err := nc.Subscribe(subj, h)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		_ = sub.SetPendingLimits(-1, -1)
+		// What waits for the handler is bounded: a flood is dropped by
+		// the client, not kept (1 MB messages once took it to 1.8 GB).
+		_ = sub.SetPendingLimits(pendingMsgs, pendingBytes)
 		s.subs = append(s.subs, sub)
 	}
-	s.log.Info("listening for workers", "addr", cfg.Listen, "tls", cfg.TLSCert != "")
+	s.log.Info("listening for workers", "addr", cfg.Listen, "tls", cfg.TLSCert != "", "nkey_workers", len(cfg.Workers), "token", cfg.Token != "")
 	return s, nil
+}
+
+// SetWorkers replaces the nkey workers (and keeps the token, if any): a
+// worker whose key is gone is disconnected at once and cannot join again;
+// a run it had fails when its heartbeats stop.
+func (s *Server) SetWorkers(keys []WorkerKey) error {
+	for _, k := range keys {
+		if !ValidName(k.Name) || !nkeys.IsValidPublicUserKey(k.Pub) {
+			return fmt.Errorf("worker key %s=%s: not a worker name and a public user nkey", clip(k.Name), clip(k.Pub))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opts.Clone()
+	labPass := s.opts.Users[0].Password
+	authOptions(o, labPass, s.cfg.Token, keys)
+	if err := s.ns.ReloadOptions(o); err != nil {
+		return fmt.Errorf("reload the workers' keys: %w", err)
+	}
+	s.opts = o
+	s.cfg.Workers = keys
+	return nil
+}
+
+// natsError reports the lab connection's asynchronous errors (a slow
+// consumer: a flood was dropped), at most once per 10 s.
+func (s *Server) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	s.abuse.Do(func() {
+		subj := ""
+		if sub != nil {
+			subj = sub.Subject
+		}
+		s.log.Warn("workers: messages dropped or refused", "subject", subj, "err", err)
+	})
 }
 
 // Addr is where workers join (useful with port 0).
@@ -180,69 +236,137 @@ func (s *Server) Close() {
 }
 
 func (s *Server) onHeartbeat(m *nats.Msg) {
-	var w Worker
-	if json.Unmarshal(m.Data, &w) != nil || w.Name == "" {
+	name := m.Subject[len(subjHeartbeat):]
+	if !ValidName(name) {
 		return
 	}
-	w.Seen = time.Now()
+	now := time.Now()
 	s.mu.Lock()
-	if _, known := s.workers[w.Name]; !known {
-		s.log.Info("worker joined", "worker", w.Name, "backend", w.Backend, "slots", w.Backends)
+	old, known := s.workers[name]
+	if known && now.Sub(old.Seen) < heartbeatMin {
+		s.mu.Unlock()
+		return // faster than any worker beats: dropped unread
 	}
-	s.workers[w.Name] = &w
+	if !known && len(s.workers) >= maxWorkers {
+		s.mu.Unlock()
+		s.warn("workers: heartbeat of one worker too many ignored", "worker", name, "max", maxWorkers)
+		return
+	}
 	s.mu.Unlock()
+	hb, ok := decodeHeartbeat(m.Data)
+	if !ok {
+		s.warn("workers: heartbeat that is not one", "worker", name, "bytes", len(m.Data))
+		return
+	}
+	hb.Name = name // who it is is its subject's, which its credential allows
+	w := sanitize(hb)
+	w.Seen = now
+	s.mu.Lock()
+	if _, known := s.workers[name]; !known {
+		s.log.Info("worker joined", "worker", name, "backend", w.Backend, "slots", w.Backends)
+	}
+	if len(s.workers) < maxWorkers || s.workers[name] != nil {
+		s.workers[name] = &w
+	}
+	s.mu.Unlock()
+}
+
+// warn logs a worker's misdeed, at most once per 10 s.
+func (s *Server) warn(msg string, args ...any) { s.abuse.Do(func() { s.log.Warn(msg, args...) }) }
+
+// subjectOf splits lab.X.<worker>.<run> after prefix.
+func subjectOf(subj, prefix string) (worker, run string, ok bool) {
+	worker, run, ok = strings.Cut(subj[len(prefix):], ".")
+	return worker, run, ok && ValidName(worker) && run != ""
 }
 
 // onClaim answers a worker that wants to start a run: yes once, to the
 // first, while the run still waits here; no otherwise (a redelivered job
-// of a run already failed, or of an earlier server).
+// of a run already failed, or of an earlier server). The worker is the one
+// the subject names (its credential allows only its own).
 func (s *Server) onClaim(m *nats.Msg) {
-	id := m.Subject[len(subjClaim):]
+	worker, id, ok := subjectOf(m.Subject, subjClaim)
+	if !ok {
+		return
+	}
 	var c Claim
 	_ = json.Unmarshal(m.Data, &c)
 	s.mu.Lock()
 	r := s.runs[id]
-	ok := r != nil && r.worker == "" && c.Epoch == s.epoch
+	ok = r != nil && r.worker == "" && c.Epoch == s.epoch
 	if ok {
-		r.worker = c.Worker
+		r.worker = worker
 	}
 	s.mu.Unlock()
 	if ok {
 		// Where it runs, before the worker can send its first event.
 		r.mu.Lock()
-		r.emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: s.backendOf(c.Worker, r.need)})
+		r.emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: s.backendOf(worker, r.need)})
 		r.mu.Unlock()
-		r.claimed <- c.Worker
+		r.claimed <- worker
 		_ = m.Respond([]byte("ok"))
 		return
 	}
 	_ = m.Respond([]byte("no"))
 }
 
+// onEvent takes one frame of a run from the worker whose claim was
+// granted, within the run's bounds; anything else is dropped.
 func (s *Server) onEvent(m *nats.Msg) {
-	id := m.Subject[len(subjEvents):]
-	var msg sandbox.Frame
-	if json.Unmarshal(m.Data, &msg) != nil {
+	worker, id, ok := subjectOf(m.Subject, subjEvents)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
 	r := s.runs[id]
+	mine := r != nil && r.worker == worker
 	s.mu.Unlock()
 	if r == nil {
 		return // a run that already ended here (failed, cancelled)
 	}
-	if msg.End != nil {
+	if !mine {
+		s.warn("workers: events for a run another worker (or none) was granted", "worker", worker, "run", id)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken {
+		return
+	}
+	r.events++
+	r.bytes += len(m.Data)
+	var f frame
+	why := ""
+	switch {
+	case r.events > runEvents:
+		why = fmt.Sprintf("more than %d events in one run", runEvents)
+	case r.bytes > runBytes:
+		why = fmt.Sprintf("more than %d bytes of events in one run", runBytes)
+	case json.Unmarshal(m.Data, &f) != nil || (f.Event == nil) == (f.End == nil):
+		why = "a message that is not an event or an end"
+	case f.N != r.n+1:
+		why = fmt.Sprintf("message %d after %d: messages were lost (a flood was dropped) or forged", f.N, r.n)
+	}
+	if why != "" {
+		r.broken = true
+		s.warn("workers: a worker broke a bound; its run fails", "worker", worker, "run", id, "bound", why)
+		_ = s.nc.Publish(subjCancel+worker+"."+id, nil)
 		select {
-		case r.end <- *msg.End:
+		case r.end <- sandbox.End{Kind: sandbox.EndBroken, Error: "the worker broke a bound: " + why}:
 		default:
 		}
 		return
 	}
-	if msg.Event != nil {
-		r.mu.Lock()
-		r.emit(*msg.Event)
-		r.mu.Unlock()
+	r.n = f.N
+	if f.End != nil {
+		end := sandbox.End{Kind: f.End.Kind, Error: lineio.Clip(f.End.Error, maxText)}
+		select {
+		case r.end <- end:
+		default:
+		}
+		return
 	}
+	r.emit(*f.Event)
 }
 
 // Workers are the workers heard from recently, by name.
@@ -307,7 +431,7 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Sessi
 			if ses.Interactive() {
 				// The worker subscribed to the run's commands before it
 				// claimed the run: none is lost.
-				defer s.forwardCommands(ctx, id, ses.Commands)()
+				defer s.forwardCommands(ctx, w, id, ses.Commands)()
 			}
 		case end := <-r.end:
 			// Events before the end were emitted in order by onEvent; wait
@@ -320,7 +444,9 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Sessi
 			}
 			return err
 		case <-ctx.Done():
-			_ = s.nc.Publish(subjCancel+id, nil)
+			if worker != "" {
+				_ = s.nc.Publish(subjCancel+worker+"."+id, nil)
+			}
 			return ctx.Err()
 		case <-tick.C:
 			if worker != "" && !s.alive(worker) {
@@ -330,10 +456,10 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Sessi
 	}
 }
 
-// forwardCommands publishes each command of cmds to the worker running
+// forwardCommands publishes each command of cmds to worker, running
 // run id, and an empty message when cmds closes (no more commands: the
 // experiment cleans up). stop ends it.
-func (s *Server) forwardCommands(ctx context.Context, id string, cmds <-chan sandbox.Command) (stop func()) {
+func (s *Server) forwardCommands(ctx context.Context, worker, id string, cmds <-chan sandbox.Command) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -349,7 +475,7 @@ func (s *Server) forwardCommands(ctx context.Context, id string, cmds <-chan san
 				if ok {
 					b, _ = json.Marshal(c)
 				}
-				if err := s.nc.Publish(subjCommands+id, b); err != nil || !ok {
+				if err := s.nc.Publish(subjCommands+worker+"."+id, b); err != nil || !ok {
 					return
 				}
 			}
@@ -371,12 +497,25 @@ func (s *Server) backendOf(worker string, need sandbox.Need) string {
 	return "worker@" + worker
 }
 
-// natsLogger sends the embedded server's notices to slog (warnings and up).
-type natsLogger struct{ l *slog.Logger }
+// natsLogger sends the embedded server's notices to slog (warnings and
+// up), each kind at most once per 10 s: a worker's every refused publish
+// (a permissions violation) is one of them.
+type natsLogger struct {
+	l          *slog.Logger
+	warn, errs *rate.Sometimes
+}
+
+func newNatsLogger(l *slog.Logger) natsLogger {
+	return natsLogger{l: l, warn: &rate.Sometimes{Interval: 10 * time.Second}, errs: &rate.Sometimes{Interval: 10 * time.Second}}
+}
 
 func (n natsLogger) Noticef(format string, v ...any) {}
-func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn("nats: " + fmt.Sprintf(format, v...)) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error("nats: " + fmt.Sprintf(format, v...)) }
-func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error("nats: " + fmt.Sprintf(format, v...)) }
-func (n natsLogger) Debugf(format string, v ...any)  {}
-func (n natsLogger) Tracef(format string, v ...any)  {}
+func (n natsLogger) Warnf(format string, v ...any) {
+	n.warn.Do(func() { n.l.Warn("nats: " + fmt.Sprintf(format, v...)) })
+}
+func (n natsLogger) Fatalf(format string, v ...any) { n.l.Error("nats: " + fmt.Sprintf(format, v...)) }
+func (n natsLogger) Errorf(format string, v ...any) {
+	n.errs.Do(func() { n.l.Error("nats: " + fmt.Sprintf(format, v...)) })
+}
+func (n natsLogger) Debugf(format string, v ...any) {}
+func (n natsLogger) Tracef(format string, v ...any) {}

@@ -32,10 +32,16 @@ type WorkerConfig struct {
 	Logger   *slog.Logger
 }
 
-// Connect joins the lab's NATS server; wrong credentials fail here.
+// Connect joins the lab's NATS server as worker cfg.Name; wrong
+// credentials fail here. Its replies come to an inbox of its own name
+// (the only one its credential lets it hear).
 func Connect(cfg WorkerConfig) (*nats.Conn, error) {
+	if !ValidName(cfg.Name) {
+		return nil, fmt.Errorf("worker name %q: 1–32 letters, digits, - or _, starting with a letter or digit (--name)", clip(cfg.Name))
+	}
 	opts := []nats.Option{nats.Name("labserver worker " + cfg.Name), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(false)}
+		nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(false),
+		nats.CustomInboxPrefix(inboxPrefix(cfg.Name))}
 	switch {
 	case cfg.NkeySeed != "":
 		o, err := nats.NkeyOptionFromSeed(cfg.NkeySeed)
@@ -44,7 +50,7 @@ func Connect(cfg WorkerConfig) (*nats.Conn, error) {
 		}
 		opts = append(opts, o)
 	case cfg.Token != "":
-		opts = append(opts, nats.Token(cfg.Token))
+		opts = append(opts, nats.UserInfo(tokenUser, cfg.Token))
 	}
 	if cfg.CAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.CAFile))
@@ -64,6 +70,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	}
 	if cfg.Name == "" {
 		cfg.Name, _ = os.Hostname()
+		cfg.Name, _, _ = strings.Cut(cfg.Name, ".")
 	}
 	nc, err := Connect(cfg)
 	if err != nil {
@@ -76,7 +83,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		return err
 	}
 	w.js = js
-	sub, err := nc.Subscribe(subjCancel+"*", w.onCancel)
+	sub, err := nc.Subscribe(subjCancel+cfg.Name+".*", w.onCancel)
 	if err != nil {
 		return err
 	}
@@ -105,7 +112,7 @@ type worker struct {
 }
 
 func (w *worker) onCancel(m *nats.Msg) {
-	id := m.Subject[len(subjCancel):]
+	id := m.Subject[len(subjCancel)+len(w.cfg.Name)+1:]
 	w.mu.Lock()
 	if c := w.cancels[id]; c != nil {
 		c()
@@ -146,7 +153,7 @@ func (w *worker) heartbeat(ctx context.Context) {
 		w.mu.Unlock()
 		hb.Load1 = load1()
 		b, _ := json.Marshal(hb)
-		_ = w.nc.Publish(subjHeartbeat, b)
+		_ = w.nc.Publish(subjHeartbeat+w.cfg.Name, b)
 		_ = sleep(ctx, beatEvery)
 	}
 }
@@ -157,10 +164,8 @@ func (w *worker) serve(ctx context.Context, need sandbox.Need) {
 	var cons jetstream.Consumer
 	for ctx.Err() == nil {
 		if cons == nil {
-			c, err := w.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
-				Durable: "work-" + string(need), FilterSubject: subjRuns + string(need),
-				AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: 5, MaxAckPending: 10000,
-			})
+			// The server made the consumer; a worker may only use it.
+			c, err := w.js.Consumer(ctx, stream, consumerName(need))
 			if err != nil {
 				_ = sleep(ctx, 500*time.Millisecond)
 				continue
@@ -191,10 +196,19 @@ func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg)
 		return
 	}
 	id := job.RunID
-	subj := subjEvents + id
-	ses := &sandbox.Session{RunID: id, Experiment: job.Experiment, Request: job.Req, Emit: func(ev sandbox.Event) {
-		b, _ := json.Marshal(sandbox.Frame{Event: &ev})
+	subj := subjEvents + w.cfg.Name + "." + id
+	// Frames are numbered: the server fails a run with a hole.
+	var n int64
+	var nmu sync.Mutex
+	send := func(f sandbox.Frame) {
+		nmu.Lock()
+		defer nmu.Unlock()
+		n++
+		b, _ := json.Marshal(frame{N: n, Frame: f})
 		_ = w.nc.Publish(subj, b)
+	}
+	ses := &sandbox.Session{RunID: id, Experiment: job.Experiment, Request: job.Req, Emit: func(ev sandbox.Event) {
+		send(sandbox.Frame{Event: &ev})
 	}}
 	if job.Interactive {
 		// Listen for the run's commands before claiming it: the server
@@ -207,8 +221,8 @@ func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg)
 		defer stop()
 		ses.Commands = cmds
 	}
-	cb, _ := json.Marshal(Claim{Worker: w.cfg.Name, Epoch: job.Epoch})
-	reply, err := w.nc.Request(subjClaim+id, cb, 5*time.Second)
+	cb, _ := json.Marshal(Claim{Epoch: job.Epoch})
+	reply, err := w.nc.Request(subjClaim+w.cfg.Name+"."+id, cb, 5*time.Second)
 	if err != nil {
 		_ = m.Nak() // the server did not answer: let it come back
 		return
@@ -238,8 +252,7 @@ func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg)
 		err := be.Exec(runCtx, ses)
 		end = sandbox.EndOf(err, runCtx.Err() != nil)
 	}
-	b, _ := json.Marshal(sandbox.Frame{End: &end})
-	_ = w.nc.Publish(subj, b)
+	send(sandbox.Frame{End: &end})
 	_ = w.nc.Flush()
 }
 
@@ -258,7 +271,7 @@ func (w *worker) commands(id string) (<-chan sandbox.Command, func(), error) {
 			close(ch)
 		}
 	}
-	sub, err := w.nc.Subscribe(subjCommands+id, func(m *nats.Msg) {
+	sub, err := w.nc.Subscribe(subjCommands+w.cfg.Name+"."+id, func(m *nats.Msg) {
 		if len(m.Data) == 0 {
 			closeOnce()
 			return
