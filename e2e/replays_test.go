@@ -276,6 +276,9 @@ var cleanZh = map[string]bool{
 	"loss-sweep": true, "retry-budget": true, "dscp-ecn": true, "wire-capture": true, "diagnose": true,
 	"perf-sweep": true, "perf-inline": true, "perf-mtu": true, "perf-signal": true, "perf-postlist": true, "perf-wait": true,
 	"perf-mr-cost": true, "perf-depth": true,
+	// lesson 07
+	"atomics": true, "write-imm": true, "srq": true, "mem-window": true, "async-events": true,
+	"multicast": true, "rxe-limits": true,
 }
 
 // reporter is what checkChinese needs of a *testing.T.

@@ -45,6 +45,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(PerfMRCost())
 	reg.Register(PerfDepth())
 	reg.Register(PerfMTU())
+	registerBeyond(reg)
 	reg.RegisterHelper(helperMTUGuard, mtuGuardHelper)
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)

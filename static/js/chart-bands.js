@@ -31,6 +31,8 @@
       "perf-sweep|µs": "post→completion (µs, median)", "perf-inline|µs": "post→completion (µs, median)",
       "perf-wait|µs": "round trip (µs, medians)", "perf-mr-cost|µs": "time per call (µs)",
       "perf-sweep|MB/s": "bandwidth (MB/s, measured here)", "perf-depth|MB/s": "bandwidth (MB/s, measured here)", "perf-mtu|MB/s": "bandwidth (MB/s, measured here)",
+      incr: "increments done by both QPs (#)", lost: "lost updates (#)",
+      msgs: "messages received (#)", recv: "receives left in the SRQ", members: "group members that received it",
     },
     zh: {
       time: "时间（秒）", roundtrip: "第几次往返",
@@ -46,6 +48,8 @@
       "perf-sweep|µs": "投递→完成（µs，中位数）", "perf-inline|µs": "投递→完成（µs，中位数）",
       "perf-wait|µs": "往返时间（µs，中位数）", "perf-mr-cost|µs": "每次调用耗时（µs）",
       "perf-sweep|MB/s": "带宽（MB/s，本实验室实测）", "perf-depth|MB/s": "带宽（MB/s，本实验室实测）", "perf-mtu|MB/s": "带宽（MB/s，本实验室实测）",
+      incr: "两个 QP 合计完成的加一次数", lost: "丢失的更新（次）",
+      msgs: "已收到的消息数", recv: "SRQ 中剩余的接收缓冲", members: "收到数据报的组成员数",
     },
   };
 
@@ -69,7 +73,9 @@
   var XAXIS = { "pingpong": "size", "loss-sweep": "loss",
     // lesson 05: by message size, by queue depth, by round or round trip
     "perf-sweep": "size", "perf-inline": "size", "perf-mr-cost": "size",
-    "perf-depth": "depth", "perf-signal": "round", "perf-postlist": "round", "perf-wait": "roundtrip" };
+    "perf-depth": "depth", "perf-signal": "round", "perf-postlist": "round", "perf-wait": "roundtrip",
+    // lesson 07: by increments done, by messages received, by send round
+    "atomics": "incr", "srq": "msgs", "multicast": "round" };
 
   // bytes is a size as the lessons write it: 64 B, 4 KiB, 16 MiB.
   function bytes(v) {
