@@ -20,6 +20,7 @@ type frontMatter struct {
 	Summary       string
 	Order         int
 	HasOrder      bool
+	OrderLine     int // file line of `order:`
 	Duration      string
 	Objectives    []string
 	Prerequisites []string
@@ -160,7 +161,7 @@ func parseFrontMatter(file string, yamlSrc []byte, base int, diags *[]Diagnostic
 				errAt(vline, "front matter: order must not be negative")
 				continue
 			}
-			fm.Order, fm.HasOrder = i, true
+			fm.Order, fm.HasOrder, fm.OrderLine = i, true, vline
 		case "duration":
 			switch d := v.(type) {
 			case *yamlast.IntegerNode:

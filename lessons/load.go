@@ -22,6 +22,10 @@ type Options struct {
 	// params against the sandbox registry; nil skips the check (tests, or a
 	// build without the sandbox wired in).
 	CheckExperiment func(id string, params map[string]string) error
+	// CheckScript reads a :::task verify script for syntax without running
+	// it (labserver: `sh -n`); it returns the line of the first error (0 if
+	// unknown) and the shell's message. nil skips the check.
+	CheckScript func(script []byte) (line int, msg string, err error)
 }
 
 // LoadError is returned by Load when the content has errors. Its message is
@@ -336,6 +340,12 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	l.Order = first.Order
+	if fm := ld.prereqs[first.File]; fm.HasOrder && ld.outer == nil { // drafts are renumbered when published
+		// "06-…" with order: 2 shows a second "02" on the home page.
+		if n, ok := folderNumber(l.Slug); ok && n != fm.Order {
+			ld.warnAt(first.File, fm.OrderLine, "order %d but the folder is numbered %02d: the course shows the lesson as number %02d, sorted by order; make them agree (rename the folder or change order)", fm.Order, n, fm.Order)
+		}
+	}
 	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
 	for _, lang := range Langs {
 		p := l.Pages[lang]
@@ -579,4 +589,24 @@ func (ld *loader) quizHTML(file string, q *quiz.Question) {
 	}
 	check("explanation", q.Explanation)
 	check("hint", q.Hint)
+}
+
+// folderNumber is the number a lesson folder's name starts with ("06-perf"
+// → 6), if it starts with digits and a dash.
+func folderNumber(slug string) (int, bool) {
+	digits, _, ok := strings.Cut(slug, "-")
+	if !ok || digits == "" || len(digits) > 4 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && allDigitsASCII(digits)
+}
+
+func allDigitsASCII(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -300,3 +300,25 @@ func TestCheckpointAllInBody(t *testing.T) {
 		t.Errorf("no warning: %v", c.Warnings)
 	}
 }
+
+// TestFolderNumberVsOrder (issue 29 item 8): a folder "06-…" with order: 2
+// showed a second "02" silently; check warns at the order line.
+func TestFolderNumberVsOrder(t *testing.T) {
+	page := func(order string) []byte {
+		return []byte("---\ntitle: T\nsummary: S\norder: " + order + "\n---\nText.\n")
+	}
+	fsys := fstest.MapFS{
+		"02-b/index.en.md":  {Data: page("2")},
+		"06-f/index.en.md":  {Data: page("2")},
+		"intro/index.en.md": {Data: page("7")},
+	}
+	var found []string
+	for _, d := range Check(fsys, Options{}) {
+		if strings.Contains(d.Message, "the folder is numbered") {
+			found = append(found, d.String())
+		}
+	}
+	if len(found) != 1 || !strings.HasPrefix(found[0], "06-f/index.en.md:4: warning: order 2 but the folder is numbered 06") {
+		t.Errorf("findings %q", found)
+	}
+}

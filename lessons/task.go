@@ -216,5 +216,13 @@ func (ld *loader) lessonTasks(l *Lesson) {
 	for _, s := range firstTasks {
 		data, _ := ld.taskScript(l.Slug, s.Script)
 		l.Tasks = append(l.Tasks, &Task{ID: s.ID, Path: s.Script, Script: data, Line: s.Line})
+		if data != nil && ld.opt.CheckScript != nil {
+			// A syntax error would reach the learner as the hint
+			// ("Syntax error: …") instead of failing here.
+			line, msg, err := ld.opt.CheckScript(data)
+			if err != nil {
+				ld.errAt(l.Slug+"/"+s.Script, max(line, 1), "verify script: %s (checked with sh -n; the guest runs it with /bin/sh)", msg)
+			}
+		}
 	}
 }

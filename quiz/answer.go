@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 )
 
@@ -38,10 +36,18 @@ func DecodeAnswer(q *Question, raw json.RawMessage) (Answer, error) {
 		return checkList(q, ids)
 	case Numeric:
 		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return Answer{}, answerErr(q, AnswerNotANumber, "", "a numeric answer is a JSON number")
+		if err := json.Unmarshal(raw, &f); err == nil {
+			return Answer{Number: f}, nil
 		}
-		return Answer{Number: f}, nil
+		// quiz.js sends what the learner typed as text when JavaScript's
+		// Number() cannot read it (12,5 or ６４): read it as the form does.
+		var text string
+		if err := json.Unmarshal(raw, &text); err == nil {
+			if f, ok := ParseNumber(text); ok {
+				return Answer{Number: f}, nil
+			}
+		}
+		return Answer{}, answerErr(q, AnswerNotANumber, "", "a numeric answer is a JSON number")
 	}
 	return Answer{}, answerErr(q, AnswerWrongType, "", fmt.Sprintf("question type %q takes no answers", q.Type))
 }
@@ -76,8 +82,8 @@ func FormAnswer(q *Question, values []string) (Answer, error) {
 		if len(values) > 1 {
 			return Answer{}, answerErr(q, AnswerWrongType, "", "a numeric question takes exactly one number")
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(values[0]), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		f, ok := ParseNumber(values[0])
+		if !ok {
 			return Answer{}, answerErr(q, AnswerNotANumber, "", fmt.Sprintf("%q is not a number", truncate(values[0], 40)))
 		}
 		return Answer{Number: f}, nil

@@ -173,7 +173,7 @@ func TestDecodeAnswer(t *testing.T) {
 		{"number", `12.5`, Answer{Number: 12.5}, ""},
 		{"number", `-3e2`, Answer{Number: -300}, ""},
 		{"number", `0`, Answer{Number: 0}, ""},
-		{"number", `"12.5"`, Answer{}, AnswerNotANumber},
+		{"number", `"twelve"`, Answer{}, AnswerNotANumber}, // a number as text is read as the form reads it (TestParseNumber)
 		{"number", `1e400`, Answer{}, AnswerNotANumber},
 		{"number", `[12.5]`, Answer{}, AnswerNotANumber},
 		{"steps", `["first","second","third"]`, Answer{Choices: []string{"first", "second", "third"}}, ""},
@@ -292,5 +292,33 @@ func TestDisplayOptions(t *testing.T) {
 		if ids(got) != "2,1" {
 			t.Errorf("%s: two steps shown as %s", id, ids(got))
 		}
+	}
+}
+
+// TestParseNumber (issue 29 item 10): a Chinese input method's full-width
+// digits and a decimal comma are numbers; an ambiguous comma is not.
+func TestParseNumber(t *testing.T) {
+	for in, want := range map[string]float64{
+		"12.5": 12.5, " 64 ": 64, "６４": 64, "１２．５": 12.5, "－３": -3, "\u22123": -3,
+		"12,5": 12.5, "１２，５": 12.5, "0,25": 0.25, "1e3": 1000, "\u3000６４\u3000": 64,
+	} {
+		if got, ok := ParseNumber(in); !ok || got != want {
+			t.Errorf("ParseNumber(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "twelve", "1,000", "1,2,3", "1.2,5", "NaN", "Inf", "12 5"} {
+		if got, ok := ParseNumber(in); ok {
+			t.Errorf("ParseNumber(%q) = %v, want refused", in, got)
+		}
+	}
+	q := &Question{ID: "x/n", Type: Numeric, Value: 12.5, Tolerance: 0.1}
+	for _, raw := range []string{`"12,5"`, `"１２．５"`, `12.5`} {
+		a, err := DecodeAnswer(q, json.RawMessage(raw))
+		if err != nil || !Grade(q, a, "en").Correct {
+			t.Errorf("DecodeAnswer(%s) = %+v, %v", raw, a, err)
+		}
+	}
+	if a, err := FormAnswer(q, []string{"１２，５"}); err != nil || a.Number != 12.5 {
+		t.Errorf("FormAnswer(１２，５) = %+v, %v", a, err)
 	}
 }

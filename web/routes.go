@@ -19,6 +19,7 @@ func (s *Server) routes() http.Handler {
 	r.Use(s.withClientAddr) // the real client address, behind a trusted proxy too (client_addr.go)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
+	r.Use(redirectTrailingSlash)   // /lessons/x/ → /lessons/x (trailing_slash.go)
 	r.Use(middleware.GetHead)      // HEAD is answered by the GET route (monitors, link checkers)
 	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
 	r.Use(s.limitBodies)           // every body read up front, at most maxBody (body_limit.go)

@@ -137,3 +137,42 @@ func TestCheckDrafts(t *testing.T) {
 		t.Errorf("the clean draft: exit %d\n%s", code, out)
 	}
 }
+
+// TestCheckTaskScriptSyntax (issue 29 item 8): a shell syntax error in a
+// :::task verify script fails check at its line (learners used to see
+// "Syntax error" as their hint).
+func TestCheckTaskScriptSyntax(t *testing.T) {
+	dir := t.TempDir()
+	page := func(title string) []byte {
+		return []byte("---\ntitle: " + title + "\nsummary: S.\norder: 1\n---\n\n::terminal\n\n:::task done tasks/check.sh\nDo it.\n:::\n")
+	}
+	files := map[string]string{
+		"01-a/index.en.md":      string(page("A")),
+		"01-a/index.zh.md":      string(page("甲")),
+		"01-a/tasks/check.sh":   "#!/bin/sh\nif [ -e /tmp/x ]; then\n  echo ok\n",
+		"01-a/tasks/unused.txt": "",
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := checkWith(func(string) string { return "" }, []string{dir}, &out, &errb)
+	want := filepath.Join(dir, "01-a/tasks/check.sh") + ":4: verify script: Syntax error: end of file unexpected"
+	if code != 1 || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d, want 1 and %q:\n%s", code, want, out.String())
+	}
+	// Fixed, it passes.
+	if err := os.WriteFile(filepath.Join(dir, "01-a/tasks/check.sh"), []byte("#!/bin/sh\nif [ -e /tmp/x ]; then\n  echo ok\nfi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := checkWith(func(string) string { return "" }, []string{dir}, &out, &errb); code != 0 {
+		t.Errorf("the fixed script: exit %d\n%s", code, out.String())
+	}
+}

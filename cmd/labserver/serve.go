@@ -105,7 +105,7 @@ func courseFS(dir string) (fs.FS, string) {
 // lessonOptions wires the lesson loader to the rest of the lab (the
 // sandbox registry checks experiment directives once it exists).
 func lessonOptions() lessons.Options {
-	return lessons.Options{CheckExperiment: experimentRegistry().CheckParams}
+	return lessons.Options{CheckExperiment: experimentRegistry().CheckParams, CheckScript: shellSyntax}
 }
 
 // Run loads the course, opens the database and starts serving. It returns
