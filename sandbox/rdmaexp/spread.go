@@ -39,3 +39,23 @@ func (s spread) midText() string { return fmt.Sprintf("%s–%s", f1(us(s.P25)), 
 // in µs), so a verdict never calls apart two ranges the table shows
 // touching.
 func (a spread) below(b spread) bool { return f1(us(a.P75)) != f1(us(b.P25)) && a.P75 < b.P25 }
+
+// floatSpread is the spread of plain figures (goodput percentages, MB/s).
+type floatSpread struct {
+	N             int
+	Min, Med, Max float64
+}
+
+// floatSpreadOf is v's spread (zero when v is empty).
+func floatSpreadOf(v []float64) floatSpread {
+	if len(v) == 0 {
+		return floatSpread{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return floatSpread{N: len(s), Min: s[0], Med: med, Max: s[len(s)-1]}
+}
