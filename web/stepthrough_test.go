@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -60,7 +61,7 @@ func fakeSteps() *sandbox.Experiment {
 			}
 			i++
 			emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: name, Message: "step " + name, Messages: sandbox.Text{"en": "step " + name, "zh": "步骤 " + name},
-				Call: "ibv_" + name, Code: "ibv_" + name + "(…);", Table: &sandbox.Table{Columns: []string{"field", "value"}, Rows: [][]string{{"qp->qp_num", "0x11"}}},
+				Call: "ibv_" + name, Code: "ibv_" + name + "(…);", Table: &sandbox.Table{Columns: []string{"field", "value"}, Rows: stepRows},
 				Detail: sandbox.Text{"en": "what " + name + " means", "zh": name + " 的含义"}, OK: &good, ErrnoName: status, Offers: offers()})
 			if name == "teardown" {
 				return nil
@@ -69,6 +70,61 @@ func fakeSteps() *sandbox.Experiment {
 		return nil
 	}
 	return e
+}
+
+// stepRows are what the device answers at rtr, as the real step shows
+// them: long field names beside long values.
+var stepRows = [][]string{{"qp->qp_num", "0x11"}, {"path_mtu", "IBV_MTU_1024 (3)"}, {"dest_qp_num", "0x10014"}, {"rq_psn", "0x5b3c21"},
+	{"ah_attr.grh.dgid", "fe80:0000:0000:0000:5c8f:ffffff:fe2e:7a0b"}}
+
+// The step-through's result box shows its value column at 1280 and 375
+// px (issue 30, item 1: only the field names showed, in tall empty rows;
+// the values were pushed out of the card).
+func TestStepThroughResultShowsValues(t *testing.T) {
+	env := stepsEnv(t)
+	page := newBrowserPage(t)
+	w := `.stepthrough[data-experiment=verbs-steps]`
+	for _, vp := range []struct{ w, h int64 }{{1280, 900}, {375, 812}} {
+		page.do(
+			chromedp.EmulateViewport(vp.w, vp.h),
+			chromedp.Navigate(env.HTTP.URL+"/lessons/03-verbs-lifecycle?lang=zh"),
+		)
+		if vp.w == 1280 { // the first pass starts the session; the second finds it live after the reload
+			page.do(
+				chromedp.WaitEnabled(chromedp.CSS(w+` [data-action=start]`)),
+				chromedp.Evaluate[chromedp.Void](`document.querySelector('`+w+` [data-action=start]').click()`),
+				chromedp.Poll[chromedp.Void](`document.querySelector('`+w+` [data-cmd=next]:not([hidden])')`, chromedp.WithPollingTimeout(30*time.Second)),
+			)
+			page.eval(`document.querySelector('` + w + ` [data-cmd=next]:not([hidden])').click(), 1`)
+		}
+		page.do(chromedp.Poll[chromedp.Void](`document.querySelector('`+w+` .st-result td')`, chromedp.WithPollingTimeout(30*time.Second)))
+		js, err := chromedp.Run(page.ctx, chromedp.Evaluate[string](`(function(){
+  var out = [];
+  document.querySelectorAll("`+w+` .st-result").forEach(function(tb){
+    var card = tb.closest(".st-step").getBoundingClientRect();
+    tb.querySelectorAll("tr").forEach(function(tr){
+      var th = tr.querySelector("th").getBoundingClientRect(), td = tr.querySelector("td").getBoundingClientRect();
+      out.push({field: tr.querySelector("th").textContent, tdW: Math.round(td.width), tdIn: td.left >= card.left - 1 && td.right <= card.right + 1, h: Math.round(Math.max(th.height, td.height))});
+    });
+  });
+  return JSON.stringify(out); })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []struct {
+			Field  string
+			TdW, H float64
+			TdIn   bool
+		}
+		if err := json.Unmarshal([]byte(js), &rows); err != nil || len(rows) != len(stepRows) {
+			t.Fatalf("%d px: result rows %s (%v)", vp.w, js, err)
+		}
+		for _, r := range rows {
+			if r.TdW < 60 || !r.TdIn || r.H > 80 {
+				t.Errorf("%d px: %s's value cell %v px wide, inside the card %v, row %v px high", vp.w, r.Field, r.TdW, r.TdIn, r.H)
+			}
+		}
+	}
 }
 
 func stepsEnv(t *testing.T) *runEnv {
