@@ -29,12 +29,14 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ps, err := capture.Decode(c.Pcap, c.Hosts)
+	// hosts are named in the page's language ("rxe1（请求方）" in zh)
+	hosts := c.HostsIn(langOf(r))
+	ps, err := capture.Decode(c.Pcap, hosts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runCaptureJSON{Iface: c.Iface, Count: len(ps), Dropped: c.Dropped, Hosts: c.Hosts,
+	writeJSON(w, http.StatusOK, runCaptureJSON{Iface: c.Iface, Count: len(ps), Dropped: c.Dropped, Hosts: hosts,
 		Pcap: "/api/runs/" + run + "/capture.pcap", Packets: ps})
 }
 

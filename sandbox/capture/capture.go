@@ -42,6 +42,11 @@ type Limits struct {
 	Packets int // packets kept (default 200)
 	Bytes   int // captured bytes kept, all packets together (default 256 KiB)
 	Snap    int // bytes kept of each packet (default 2048: a 1024-byte-MTU RoCEv2 packet whole)
+	// Head, when set, keeps a frame's first Head bytes (its headers) where
+	// the whole frame would no longer leave room in Bytes for every later
+	// packet's Head: frames are kept whole while the bound allows, then
+	// cut, instead of dropped. 0 keeps every frame whole or not at all.
+	Head int
 }
 
 // Defaults for Limits: a capture event stays well under the agent
@@ -141,7 +146,14 @@ func (c *Capture) add(data []byte, t time.Time, wireLen int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen++
-	if len(c.frames) >= c.lim.Packets || c.bytes+len(data) > c.lim.Bytes {
+	if len(c.frames) >= c.lim.Packets {
+		c.dropped++
+		return
+	}
+	if h := c.lim.Head; h > 0 && len(data) > h && c.bytes+len(data)+h*(c.lim.Packets-len(c.frames)-1) > c.lim.Bytes {
+		data = data[:h]
+	}
+	if c.bytes+len(data) > c.lim.Bytes {
 		c.dropped++
 		return
 	}
@@ -283,8 +295,9 @@ type bytesBuffer struct{ b []byte }
 func (b *bytesBuffer) Write(p []byte) (int, error) { b.b = append(b.b, p...); return len(p), nil }
 
 // Event is the run event that stores this capture with the run: the pcap
-// bytes and who is who (IP address → a name like "rxe1 (requester)").
-func (r Result) Event(hosts map[string]string) (sandbox.Event, error) {
+// bytes and who is who (IP address → a name like "rxe1 (requester)" and
+// "rxe1（请求方）", written in both languages where the roles are known).
+func (r Result) Event(hosts map[string]sandbox.Text) (sandbox.Event, error) {
 	data, err := r.Pcap()
 	if err != nil {
 		return sandbox.Event{}, err
@@ -295,6 +308,12 @@ func (r Result) Event(hosts map[string]string) (sandbox.Event, error) {
 		en += fmt.Sprintf(" (%d more not kept: the capture is bounded)", r.Dropped)
 		zh += fmt.Sprintf("（另有 %d 个超出抓包上限，未保存）", r.Dropped)
 	}
-	return sandbox.Event{Type: sandbox.EvCapture, Message: en, Messages: sandbox.Text{"en": en, "zh": zh},
-		Capture: &sandbox.Capture{Iface: r.Iface, Packets: len(r.Frames), Dropped: r.Dropped, Hosts: hosts, Pcap: data}}, nil
+	c := &sandbox.Capture{Iface: r.Iface, Packets: len(r.Frames), Dropped: r.Dropped, Pcap: data}
+	if len(hosts) > 0 {
+		c.Hosts, c.HostsI18n = map[string]string{}, map[string]map[string]string{"zh": {}}
+		for ip, t := range hosts {
+			c.Hosts[ip], c.HostsI18n["zh"][ip] = t["en"], t.Get("zh")
+		}
+	}
+	return sandbox.Event{Type: sandbox.EvCapture, Message: en, Messages: sandbox.Text{"en": en, "zh": zh}, Capture: c}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/ibt"
 )
 
@@ -137,9 +138,12 @@ func TestPcapRoundTrip(t *testing.T) {
 			t.Errorf("frame %d changed in the round trip", i)
 		}
 	}
-	ev, err := res.Event(map[string]string{"10.0.0.2": "rxe1"})
+	ev, err := res.Event(map[string]sandbox.Text{"10.0.0.2": {"en": "rxe1 (requester)", "zh": "rxe1（请求方）"}})
 	if err != nil || ev.Capture == nil || ev.Capture.Packets != len(frames) || !bytes.Equal(ev.Capture.Pcap, data) {
 		t.Fatalf("event %+v, %v", ev, err)
+	}
+	if en, zh := ev.Capture.HostsIn("en")["10.0.0.2"], ev.Capture.HostsIn("zh")["10.0.0.2"]; en != "rxe1 (requester)" || zh != "rxe1（请求方）" {
+		t.Errorf("host names en %q, zh %q", en, zh)
 	}
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
@@ -219,3 +223,75 @@ func FuzzDecodeFrame(f *testing.F) {
 }
 
 func parseIP(s string) net.IP { return net.ParseIP(s) }
+
+// TestTruncatedFrame: a frame cut by the snap length is marked truncated
+// with its length on the wire, its payload length comes from the UDP
+// header, and no ICRC is shown or judged (issue 30: a 128-byte snap of a
+// 1098-byte WRITE read "payload 54" and "ICRC wrong").
+func TestTruncatedFrame(t *testing.T) {
+	frames, err := ReadPcap(readGolden(t, "write"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := frames[0].Data // RDMA WRITE First, a whole MTU of payload
+	whole := DecodeFrame(full, nil)
+	if whole.ICRCOK == nil || whole.PayloadLen < 512 {
+		t.Fatalf("the golden WRITE First: payload %d, ICRC ok %v", whole.PayloadLen, whole.ICRCOK)
+	}
+	cut := full[:128]
+	var r Result
+	r.Frames = []Frame{{Time: frames[0].Time, Data: cut, Len: len(full)}}
+	r.Snap = 128
+	pcap, err := r.Pcap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Decode(pcap, nil)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("decode: %v, %d packets", err, len(ps))
+	}
+	p := ps[0]
+	if !p.Truncated || p.CapLen != 128 || p.Len != len(full) {
+		t.Errorf("truncated %v, caplen %d, len %d; want true, 128, %d", p.Truncated, p.CapLen, p.Len, len(full))
+	}
+	if p.PayloadLen != whole.PayloadLen {
+		t.Errorf("payload %d, want %d (from the UDP length, not the bytes captured)", p.PayloadLen, whole.PayloadLen)
+	}
+	if p.ICRCOK != nil || p.ICRCWant != "" {
+		t.Errorf("ICRC judged on a cut frame: ok %v, expected %q", p.ICRCOK, p.ICRCWant)
+	}
+	for _, f := range p.Fields {
+		if f.Header == "ICRC" || f.Off+f.Len > 128 {
+			t.Errorf("field %s.%s at %d+%d beyond the 128 bytes captured", f.Header, f.Name, f.Off, f.Len)
+		}
+		if f.Header == "Payload" && !strings.Contains(f.Text, "captured") {
+			t.Errorf("cut payload field reads %q", f.Text)
+		}
+	}
+}
+
+// TestHeadKeepsFramesCut: with Head set, frames are kept whole while the
+// byte bound leaves room for every later packet's headers, then cut to
+// Head — none dropped, the bound held.
+func TestHeadKeepsFramesCut(t *testing.T) {
+	c := &Capture{lim: Limits{Packets: 10, Bytes: 4000, Snap: 2048, Head: 100}.norm()}
+	frame := bytes.Repeat([]byte{1}, 1000)
+	for range 10 {
+		c.add(frame, time.Now(), len(frame))
+	}
+	whole, cut := 0, 0
+	for _, f := range c.frames {
+		switch len(f.Data) {
+		case 1000:
+			whole++
+		case 100:
+			cut++
+		}
+		if f.Len != 1000 {
+			t.Errorf("wire length %d, want 1000", f.Len)
+		}
+	}
+	if c.dropped != 0 || whole+cut != 10 || whole < 2 || c.bytes > 4000 {
+		t.Errorf("%d whole, %d cut, %d dropped, %d bytes; want all 10 kept, the first whole, ≤ 4000 bytes", whole, cut, c.dropped, c.bytes)
+	}
+}

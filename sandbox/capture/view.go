@@ -26,6 +26,7 @@ type Packet struct {
 	DstName    string      `json:"dst_name,omitempty"`
 	Len        int         `json:"len"` // on the wire
 	CapLen     int         `json:"caplen"`
+	Truncated  bool        `json:"truncated,omitempty"` // CapLen < Len: payload cut, ICRC not captured
 	DestQP     uint32      `json:"dest_qp"`
 	Opcode     uint8       `json:"opcode"`
 	OpName     string      `json:"op"` // e.g. "RDMA WRITE First"
@@ -33,10 +34,11 @@ type Packet struct {
 	PSN        uint32      `json:"psn"`
 	AckReq     bool        `json:"ackreq"`
 	PayloadLen int         `json:"payload_len"`
-	Syndrome   string      `json:"syndrome,omitempty"`    // AETH, read out
-	SyndromeZh string      `json:"syndrome_zh,omitempty"` // the same in Chinese
-	NAK        bool        `json:"nak,omitempty"`         // an RNR NAK or a NAK
-	ICRCOK     *bool       `json:"icrc_ok,omitempty"`     // nil: not checked (truncated, IPv6)
+	Syndrome   string      `json:"syndrome,omitempty"`      // AETH, read out
+	SyndromeZh string      `json:"syndrome_zh,omitempty"`   // the same in Chinese
+	NAK        bool        `json:"nak,omitempty"`           // an RNR NAK or a NAK
+	ICRCOK     *bool       `json:"icrc_ok,omitempty"`       // nil: not checked (truncated, IPv6)
+	ICRCWant   string      `json:"icrc_expected,omitempty"` // the ICRC computed here, when the packet's differs
 	Summary    string      `json:"summary"`
 	Error      string      `json:"error,omitempty"`
 	Fields     []ibt.Field `json:"fields"`
@@ -73,9 +75,8 @@ func Decode(data []byte, hosts map[string]string) ([]Packet, error) {
 	}
 	out := make([]Packet, 0, len(frames))
 	for i, f := range frames {
-		p := DecodeFrame(f.Data, hosts)
+		p := decodeFrame(f.Data, f.Len, hosts)
 		p.No = i + 1
-		p.Len = f.Len
 		if i > 0 {
 			p.Time = f.Time.Sub(frames[0].Time).Seconds()
 		}
@@ -87,7 +88,19 @@ func Decode(data []byte, hosts map[string]string) ([]Packet, error) {
 // DecodeFrame decodes one Ethernet frame: Ethernet, IPv4 or IPv6 and UDP
 // with gopacket, the transport headers with ibt.
 func DecodeFrame(frame []byte, hosts map[string]string) Packet {
-	p := Packet{CapLen: len(frame), Len: len(frame), Hex: hex.EncodeToString(frame)}
+	return decodeFrame(frame, len(frame), hosts)
+}
+
+// decodeFrame decodes a frame of which the first len(frame) of wireLen
+// bytes were captured. A cut frame (a snap length below the packet) is
+// decoded from its headers; its payload length comes from the UDP length,
+// and its ICRC, not captured, is neither shown nor checked (issue 30 saw
+// a 128-byte snap of a 1098-byte packet called "ICRC wrong", payload 54).
+func decodeFrame(frame []byte, wireLen int, hosts map[string]string) Packet {
+	if wireLen < len(frame) {
+		wireLen = len(frame)
+	}
+	p := Packet{CapLen: len(frame), Len: wireLen, Truncated: wireLen > len(frame), Hex: hex.EncodeToString(frame)}
 	add := func(header, name string, off, n int, bits uint32, v uint64, text string) {
 		if off < 0 || off+n > len(frame) {
 			return // a truncated frame: gopacket may still name the field
@@ -163,10 +176,15 @@ func DecodeFrame(frame []byte, hosts map[string]string) Packet {
 	if ul := off + int(udp.Length); udp.Length >= 8 && ul <= end {
 		end = ul // Ethernet padding is not part of the datagram
 	}
-	if p.Len > p.CapLen {
-		p.Error = "truncated capture"
+	datagram := frame[off+8 : end]
+	if p.Truncated && udp.Length >= 8 && off+int(udp.Length) > len(frame) && off+int(udp.Length) <= wireLen {
+		// the headers are here, the rest of the datagram is not: decode
+		// it at its length on the wire (the bytes not captured read as
+		// zero) and show only the fields the capture holds
+		datagram = make([]byte, int(udp.Length)-8)
+		copy(datagram, frame[off+8:])
 	}
-	ib, err := ibt.Decode(frame[off+8:end], off+8)
+	ib, err := ibt.Decode(datagram, off+8)
 	if ib == nil {
 		p.Error = err.Error()
 		p.Summary = p.Error
@@ -184,21 +202,40 @@ func DecodeFrame(frame []byte, hosts map[string]string) Packet {
 		p.NAK = ib.AETH.Syndrome.IsNAK()
 	}
 	fields := ib.Fields
-	if ipHdr != nil && p.Len == p.CapLen {
+	if p.Truncated {
+		fields = capturedFields(fields, len(frame))
+	}
+	if ipHdr != nil && !p.Truncated {
 		if want, err := ibt.ICRCv4(ipHdr, frame[off:end]); err == nil {
+			// the verdict is icrc_ok (and the expected value), worded by
+			// the page in its language, not appended here in English
 			ok := want == ib.ICRC
 			p.ICRCOK = &ok
-			last := &fields[len(fields)-1]
-			if ok {
-				last.Text += " (correct)"
-			} else {
-				last.Text += fmt.Sprintf(" (wrong: expected 0x%08x)", want)
+			if !ok {
+				p.ICRCWant = fmt.Sprintf("0x%08x", want)
 			}
 		}
 	}
 	p.Fields = append(p.Fields, fields...)
 	p.Summary = ib.Summary()
 	return p
+}
+
+// capturedFields keeps the fields within the first n bytes; a payload cut
+// by the snap length says how much of it was captured.
+func capturedFields(fs []ibt.Field, n int) []ibt.Field {
+	var out []ibt.Field
+	for _, f := range fs {
+		switch {
+		case f.Off+f.Len <= n:
+			out = append(out, f)
+		case f.Header == "Payload" && f.Name == "Data" && f.Off < n:
+			f.Text = fmt.Sprintf("%d bytes (first %d captured)", f.Len, n-f.Off)
+			f.Len = n - f.Off
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func ecnName(v uint8) string {

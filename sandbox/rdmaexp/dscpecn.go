@@ -169,11 +169,15 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 
 	phase(emit, "capture", say(fmt.Sprintf("capture on %s while the client WRITEs %d × 4 KiB", sdev, n), fmt.Sprintf("在 %s 上抓包，同时客户端 WRITE %d × 4 KiB", sdev, n)))
-	// Snap 128 B keeps every header (Ethernet, IP, UDP, BTH, RETH/AETH):
-	// the payload is not the point here, and ~500 frames stay small.
+	// Frames are kept whole (a 1024-MTU packet is 1098 B) while the byte
+	// bound leaves room for every later packet's first 128 B — every
+	// header (Ethernet, IP, UDP, BTH, RETH/AETH), what the DSCP/ECN
+	// counts need — then cut to those 128 B, marked as cut in the view.
+	// 512 KiB stays well under the agent protocol's line after base64.
+	// Up to 4 data packets, their ACKs and some retransmissions a WRITE.
 	var capt *wirecap.Capture
 	if err := rmemForCapture(func() (err error) {
-		capt, err = wirecap.Start(sdev, wirecap.Limits{Packets: 3000, Bytes: 3000 * 128, Snap: 128}, nil)
+		capt, err = wirecap.Start(sdev, wirecap.Limits{Packets: min(3000, 12*n+64), Bytes: 512 << 10, Snap: wirecap.DefaultSnap, Head: 128}, nil)
 		return err
 	}); err != nil {
 		return err
@@ -204,7 +208,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 	// The whole capture goes with the run: the page lists the packets,
 	// shows each one's DSCP and ECN bits in the header, and offers the .pcap.
-	hosts := map[string]string{top.Client.IP(): top.Client.Dev + " (client)", top.Server.IP(): top.Server.Dev + " (server)"}
+	hosts := map[string]sandbox.Text{top.Client.IP(): say(top.Client.Dev+" (client)", top.Client.Dev+"（客户端）"), top.Server.IP(): say(top.Server.Dev+" (server)", top.Server.Dev+"（服务端）")}
 	if ev, err := res.Event(hosts); err == nil {
 		emit.Emit(ev)
 	} else {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -308,7 +307,7 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return explained(emit, say("capture: "+res.Err.Error(), "抓包失败："+res.Err.Error()))
 	}
 	hosts := map[string]string{top.Client.IP(): top.Client.Dev + " (requester)", top.Server.IP(): top.Server.Dev + " (responder)"}
-	ev, err := res.Event(hosts)
+	ev, err := res.Event(map[string]sandbox.Text{top.Client.IP(): say(hosts[top.Client.IP()], top.Client.Dev+"（请求方）"), top.Server.IP(): say(hosts[top.Server.IP()], top.Server.Dev+"（响应方）")})
 	if err != nil {
 		return err
 	}
@@ -328,45 +327,13 @@ func runWireCapture(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		}
 	}
 	emit.Emit(ev)
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: packetTable(packets)})
+	// the packets themselves are the capture event's list in the page
+	// (capture.js): a second, static table of them only repeated it
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: countersTable(counterDelta(before, after), before, after, wireRoles(top), nil)})
 	ok, verdict, figs := wireVerdict(op, pair.mtu, packets, wcs)
 	figs["packets"] = float64(len(packets))
 	result(emit, ok, verdict, figs)
 	return nil
-}
-
-func packetTable(ps []wirecap.Packet) *sandbox.Table {
-	t := sandbox.NewTable(say("captured packets", "抓到的报文"), sandbox.Same("#"), say("time (ms)", "时间 (ms)"), say("from → to", "源 → 目的"),
-		say("dest QP", "目的 QP"), say("opcode", "操作码"), sandbox.Same("PSN"), sandbox.Same("AckReq"), say("payload", "载荷"), sandbox.Same("AETH"))
-	for _, p := range ps {
-		from, to := p.SrcName, p.DstName
-		if from == "" {
-			from = p.Src
-		}
-		if to == "" {
-			to = p.Dst
-		}
-		ack := ""
-		if p.AckReq {
-			ack = "1"
-		}
-		t.AddRow(sandbox.Same(strconv.Itoa(p.No)), sandbox.Same(fmt.Sprintf("%.3f", p.Time*1000)), say(from+" → "+to, roleZh.Replace(from+" → "+to)),
-			sandbox.Same(fmt.Sprintf("0x%06x", p.DestQP)), sandbox.Same(p.OpName), sandbox.Same(strconv.Itoa(int(p.PSN))), sandbox.Same(ack),
-			sandbox.Same(strconv.Itoa(p.PayloadLen)), aethText(p))
-	}
-	return t
-}
-
-// roleZh puts the hosts' role names (see runWireCapture) into Chinese.
-var roleZh = strings.NewReplacer(" (requester)", "（请求方）", " (responder)", "（响应方）")
-
-// aethText is a packet's AETH syndrome in both languages (empty without one).
-func aethText(p wirecap.Packet) sandbox.Text {
-	if p.IB == nil || p.IB.AETH == nil {
-		return sandbox.Same(p.Syndrome)
-	}
-	return say(p.Syndrome, p.IB.AETH.Syndrome.StringZh())
 }
 
 // wireWhy explains a failed completion of an operation.

@@ -132,13 +132,23 @@ type Event struct {
 
 // Capture is a bounded packet capture made during a run (sandbox/capture
 // makes and decodes it). Pcap is a classic pcap file; Hosts names the IP
-// addresses in it ("10.0.0.2" → "rxe1 (requester)").
+// addresses in it ("10.0.0.2" → "rxe1 (requester)"), in English; HostsI18n
+// names them in other languages ("zh" → "10.0.0.2" → "rxe1（请求方）").
 type Capture struct {
-	Iface   string            `json:"iface"`
-	Packets int               `json:"packets"`
-	Dropped int               `json:"dropped,omitempty"` // seen but over the limits, not kept
-	Hosts   map[string]string `json:"hosts,omitempty"`
-	Pcap    []byte            `json:"pcap"`
+	Iface     string                       `json:"iface"`
+	Packets   int                          `json:"packets"`
+	Dropped   int                          `json:"dropped,omitempty"` // seen but over the limits, not kept
+	Hosts     map[string]string            `json:"hosts,omitempty"`
+	HostsI18n map[string]map[string]string `json:"hosts_i18n,omitempty"`
+	Pcap      []byte                       `json:"pcap"`
+}
+
+// HostsIn is Hosts in lang (English where lang has no names).
+func (c *Capture) HostsIn(lang string) map[string]string {
+	if h, ok := c.HostsI18n[lang]; ok && len(h) > 0 {
+		return h
+	}
+	return c.Hosts
 }
 
 // Table is a small result table. Title, Columns and Rows are English (or

@@ -18,6 +18,8 @@
       len: "Payload", info: "AETH / info", fields: "Header fields", hex: "Bytes (hex)",
       pick: "Select a packet to see its headers.", fieldHint: "Select a field to highlight its bytes.",
       icrcOK: "ICRC correct", icrcBad: "ICRC wrong",
+      icrcRight: " (correct)", icrcWrong: " (wrong: expected %s)",
+      truncated: "truncated: %c of %l B", truncatedWhy: "only the first %c of the packet's %l bytes were captured (the capture's snap length): the payload is cut and the ICRC was not captured, so it is not checked",
       list: "Packet list: arrow keys move, Enter selects",
       why: "Soft-RoCE (rxe) is software: its RoCEv2 packets are UDP datagrams (port 4791) that pass through the guest's kernel, where the lab captured them. On a hardware RNIC the host kernel never sees them: use the NIC's sniffer, ibdump, or a mirror port."
     },
@@ -28,6 +30,8 @@
       len: "载荷", info: "AETH / 说明", fields: "报头字段", hex: "字节（十六进制）",
       pick: "选择一个报文查看其报头。", fieldHint: "选择一个字段以高亮它的字节。",
       icrcOK: "ICRC 正确", icrcBad: "ICRC 错误",
+      icrcRight: "（正确）", icrcWrong: "（错误：应为 %s）",
+      truncated: "截断：抓到 %l B 中的 %c B", truncatedWhy: "这个报文共 %l 字节，只抓到了前 %c 字节（抓包的截取长度）：载荷不完整，ICRC 没有抓到，因此不做校验",
       list: "报文列表：方向键移动，回车选择",
       why: "Soft-RoCE（rxe）是软件：它的 RoCEv2 报文是经过虚拟机内核的 UDP 数据报（端口 4791），所以实验室能抓到。在硬件 RNIC 上，主机内核根本看不到这些报文：需要网卡自带的抓包功能、ibdump 或交换机镜像端口。"
     }
@@ -39,6 +43,9 @@
     if (text != null) e.textContent = text;
     return e;
   }
+
+  // cut fills "%c of %l": the bytes captured and the packet's length.
+  function cut(s, p) { return s.replace("%c", String(p.caplen)).replace("%l", String(p.len)); }
 
   function View(box, run, lang) {
     this.box = box;
@@ -52,7 +59,7 @@
     var v = this;
     this.box.textContent = "";
     this.box.appendChild(h("p", { "class": "cap-loading" }, this.t.loading));
-    fetch("/api/runs/" + encodeURIComponent(this.run) + "/capture", { credentials: "same-origin" })
+    fetch("/api/runs/" + encodeURIComponent(this.run) + "/capture?lang=" + (this.zh ? "zh" : "en"), { credentials: "same-origin" })
       .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, b: b }; }); })
       .then(function (res) {
         if (!res.ok) throw new Error(res.b.error ? res.b.error.message : "HTTP error");
@@ -89,10 +96,11 @@
         "class": (p.nak ? "cap-nak " : "") + (p.error ? "cap-bad" : "") });
       var dir = (p.src_name || p.src) + " → " + (p.dst_name || p.dst);
       var info = (v.zh && p.syndrome_zh) || p.syndrome || "";
-      if (p.error) info = (info ? info + "; " : "") + p.error;
+      if (p.error) info = (info ? info + (v.zh ? "；" : "; ") : "") + p.error;
+      if (p.truncated) info = (info ? info + (v.zh ? "；" : "; ") : "") + cut(t.truncated, p);
       [String(p.no), (p.time * 1000).toFixed(3), dir, "0x" + ("000000" + p.dest_qp.toString(16)).slice(-6),
         p.op || "?", String(p.psn), p.ackreq ? "1" : "", String(p.payload_len), info]
-        .forEach(function (x, j) { row.appendChild(h("td", j === 4 ? { "class": "cap-op" } : null, x)); });
+        .forEach(function (x, j) { row.appendChild(h("td", { "class": ["", "", "cap-dir", "", "cap-op", "", "", "", "cap-info"][j] || null }, x)); });
       row.addEventListener("click", function () { v.select(i, true); });
       row.addEventListener("keydown", function (e) { v.rowKey(e, i); });
       tbody.appendChild(row);
@@ -149,9 +157,11 @@
     // fields grouped by header, each a button
     this.fieldsBox.textContent = "";
     var title = p.summary;
-    if (p.icrc_ok === true) title += " · " + t.icrcOK;
-    if (p.icrc_ok === false) title += " · " + t.icrcBad;
+    if (p.truncated) title += " · " + cut(t.truncated, p);
+    else if (p.icrc_ok === true) title += " · " + t.icrcOK;
+    else if (p.icrc_ok === false) title += " · " + t.icrcBad;
     this.fieldsBox.appendChild(h("p", { "class": "cap-summary", "data-testid": "capture-summary" }, "#" + p.no + " " + title));
+    if (p.truncated) this.fieldsBox.appendChild(h("p", { "class": "cap-hint", "data-testid": "capture-truncated" }, cut(t.truncatedWhy, p)));
     this.fieldsBox.appendChild(h("p", { "class": "cap-hint" }, t.fieldHint));
     var groups = [], byName = {};
     (p.fields || []).forEach(function (f) {
@@ -166,12 +176,16 @@
       var ul = h("ul");
       byName[g].forEach(function (f) {
         var li = h("li");
-        var label = f.name + ": " + f.text;
+        var text = f.text;
+        // the ICRC's verdict in the page's language (the server sends icrc_ok)
+        if (f.header === "ICRC" && p.icrc_ok === true) text += t.icrcRight;
+        if (f.header === "ICRC" && p.icrc_ok === false) text += t.icrcWrong.replace("%s", p.icrc_expected || "?");
+        var label = f.name + ": " + text;
         var b = h("button", { type: "button", "class": "cap-field", "data-field": g + "." + f.name,
           "aria-label": label + " (" + f.len + " B @ " + f.off + ")" });
         b.appendChild(h("span", { "class": "cap-fname" }, f.name));
         b.appendChild(document.createTextNode(": "));
-        b.appendChild(h("span", { "class": "cap-fval" }, f.text));
+        b.appendChild(h("span", { "class": "cap-fval" }, text));
         var mark = function () { v.mark(f, b); };
         b.addEventListener("click", mark);
         b.addEventListener("focus", mark);
