@@ -141,6 +141,11 @@ func TestChartsSayWhatTheyPlot(t *testing.T) {
 			return cs
 		}
 		mr := read("perf-mr-cost", 1)[0]
+		// the status line beside the charts: one language, its punctuation
+		// ("运行位置: vm." read as English in zh)
+		if b := page.text(`.experiment[data-experiment=perf-mr-cost] [data-testid=run-backend] strong`); lang == "zh" && (strings.Contains(b, ": ") || strings.HasSuffix(strings.TrimSpace(b), ".")) {
+			t.Errorf("zh backend line %q: want zh punctuation", b)
+		}
 		t.Logf("%s perf-mr-cost: y %q, x ticks %q", lang, mr.Y, mr.Ticks)
 		if strings.Contains(mr.Y, "round trip") || strings.Contains(mr.Y, "往返") || strings.Contains(mr.Y, "log") || strings.Contains(mr.Y, "对数") {
 			t.Errorf("%s: perf-mr-cost's linear chart of call times titled %q", lang, mr.Y)

@@ -428,7 +428,8 @@ func (s *stepper) local() verbs.Endpoint {
 }
 
 func (s *stepper) exchange(string) (stepOut, error) {
-	out := stepOut{call: "(out of band)", ok: true}
+	// the calls its code makes: "(out of band)" was English in the zh page
+	out := stepOut{call: "write() / read()", ok: true}
 	var err error
 	if s.peer, err = openRC(rcOpts{Side: s.top.Server, BufSize: stepMRSize, Access: stepAccess, SendWR: 16, RecvWR: 16, RNRRetry: 7}); err != nil {
 		return out, err

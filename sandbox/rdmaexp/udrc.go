@@ -235,7 +235,11 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 				ts[i] = say("none", "无")
 			default:
 				if a, b, ok := strings.Cut(c, " (post: "); ok { // a send status and the post's errno
-					ts[i] = say(c, a+"（投递："+strings.TrimSuffix(b, ")")+"）")
+					post := strings.TrimSuffix(b, ")")
+					if post == "ok" {
+						post = "成功"
+					}
+					ts[i] = say(c, a+"（投递："+post+"）")
 					continue
 				}
 				ts[i] = sandbox.Same(c)

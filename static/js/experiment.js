@@ -424,7 +424,9 @@
       this.backend.hidden = false;
       this.backend.dataset.backend = ev.backend;
       this.backend.textContent = "";
-      this.backend.appendChild(h("strong", null, this.t("run.backend") + ": " + ev.backend + ". "));
+      // zh punctuation in zh ("运行位置: vm." read as English)
+      var zh = this.lang === "zh";
+      this.backend.appendChild(h("strong", null, this.t("run.backend") + (zh ? "：" : ": ") + (this.s["run.backend.name." + ev.backend] || ev.backend) + (zh ? "。" : ". ")));
       var note = this.s["run.backend." + ev.backend];
       if (note) this.backend.appendChild(document.createTextNode(note));
     }
