@@ -28,8 +28,8 @@ func LossSweep() *sandbox.Experiment {
 		ID:    "loss-sweep",
 		Title: say("The price of a drop: RDMA vs TCP under packet loss", "丢包的代价：丢包下的 RDMA 与 TCP"),
 		Summary: say(
-			"tc netem drops a share of the packets leaving the client's link (0 % up to 2 %). At each step RDMA WRITEs and a TCP stream run for the same time over the same link; the charts show how many packets each resent (as a share of what its data needed) and its goodput as a share of its own loss-free goodput, the table the rxe counters that moved. Soft-RoCE retransmits go-back-N like most RNICs; TCP recovers with SACK.",
-			"用 tc netem 在客户端网卡的出方向丢掉一部分报文（0 % 到 2 %）。每一档都让 RDMA WRITE 和一条 TCP 流在同一条链路上各跑相同的时间；图表画出各自重发了多少报文（占数据所需报文的比例）以及有效吞吐占自己无丢包时的比例，表格列出变化了的 rxe 计数器。Soft-RoCE 和大多数 RDMA 网卡一样用 go-back-N 重传；TCP 用 SACK 恢复。"),
+			"tc netem drops a share of the packets leaving the client's link (0 % up to 2 %). At each step RDMA WRITEs and a TCP stream run for the same time over the same link; the charts show how many packets each resent (as a share of what its data needed) and its goodput as a share of its own loss-free goodput, the table the rxe counters that moved. Every step is measured three times: charts and table show the median with the lowest and highest round, and the verdict is firm only where the rounds do not overlap. Soft-RoCE retransmits go-back-N like most RNICs; TCP recovers with SACK.",
+			"用 tc netem 在客户端网卡的出方向丢掉一部分报文（0 % 到 2 %）。每一档都让 RDMA WRITE 和一条 TCP 流在同一条链路上各跑相同的时间；图表画出各自重发了多少报文（占数据所需报文的比例）以及有效吞吐占自己无丢包时的比例，表格列出变化了的 rxe 计数器。每一档测三轮：图表和表格给出中位数以及最低、最高的一轮，只有各轮互不重叠时结论才是确定的。Soft-RoCE 和大多数 RDMA 网卡一样用 go-back-N 重传；TCP 用 SACK 恢复。"),
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Timing, // goodput under loss needs the machine alone; it also changes the link
 		Params: []sandbox.Param{
