@@ -128,13 +128,10 @@ func runPerfPostList(ctx context.Context, p sandbox.Params, emit sandbox.Emitter
 	if err != nil {
 		return fmt.Errorf("perf-postlist: strace is not installed where the experiment runs (apt-get install strace): %w", err)
 	}
-	phase(emit, "setup", say("Connecting two queue pairs", "连接两个队列对"))
-	top, err := pickTopology()
+	top, err := perfSetup(emit)
 	if err != nil {
 		return err
 	}
-	note(emit, "info", top.describe())
-	tcgNote(emit)
 	pr, err := openPair(top, rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite, SendWR: 2 * n, RecvWR: 1},
 		rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 1, RecvWR: 1})
 	if err != nil {
