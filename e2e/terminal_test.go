@@ -77,14 +77,14 @@ func TestLesson01Terminal(t *testing.T) {
 		t.Fatalf("%d tasks on lesson 01, want 2", n)
 	}
 	one.click(`[data-testid=terminal-open]`)
-	waitTerm(one, "root@rdmalab-guest")
+	waitTerm(one, "learner@rdmalab-guest")
 	typeLine(one, "ibv_devices")
 	waitTerm(one, "rxe1")
 	out := eval[string](one, termText)
 	if !strings.Contains(out, "rxe0") {
 		t.Errorf("ibv_devices lists no rxe0:\n%s", out)
 	}
-	typeLine(one, "echo learner-one > /root/mine; echo wrote-$((40+2))")
+	typeLine(one, "echo learner-one > ~/mine; echo wrote-$((40+2))")
 	waitTerm(one, "wrote-42")
 
 	// The memlock task: not yet (the guest boots with 8 MiB) …
@@ -112,7 +112,7 @@ func TestLesson01Terminal(t *testing.T) {
 	// times. The check script decides.
 	for attempt := 1; ; attempt++ {
 		typeLine(one, "ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 &  sleep 2")
-		typeLine(one, fmt.Sprintf("ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))-%d", attempt))
+		typeLine(one, fmt.Sprintf("ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee ~/bw.txt; wait; echo bw-$((3*3))-%d", attempt))
 		waitTerm(one, fmt.Sprintf("bw-9-%d", attempt))
 		status, text = checkTask(one, "write-bw")
 		if status == "passed" || attempt == 3 {
@@ -134,7 +134,7 @@ func TestLesson01Terminal(t *testing.T) {
 		one.text(`[data-task=memlock] [data-testid=task-state]`) != "Done ✓" {
 		t.Errorf("after a reload memlock is not marked done: %q", one.text(`[data-task=memlock] [data-testid=task-state]`))
 	}
-	typeLine(one, "cat /root/mine; echo same-$((5+5))")
+	typeLine(one, "cat ~/mine; echo same-$((5+5))")
 	waitTerm(one, "same-10")
 
 	// Learner two, in Chinese: no terminal yet, then their own machine.
@@ -145,8 +145,8 @@ func TestLesson01Terminal(t *testing.T) {
 		t.Errorf("learner two before opening a terminal: %s %q", status, text)
 	}
 	two.click(`[data-testid=terminal-open]`)
-	waitTerm(two, "root@rdmalab-guest")
-	typeLine(two, "cat /root/mine 2>/dev/null || echo absent-$((1+1))")
+	waitTerm(two, "learner@rdmalab-guest")
+	typeLine(two, "cat ~/mine 2>/dev/null || echo absent-$((1+1))")
 	waitTerm(two, "absent-2")
 	if strings.Contains(eval[string](two, termText), "learner-one") {
 		t.Errorf("learner two's machine has learner one's file")

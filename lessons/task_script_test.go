@@ -11,7 +11,7 @@ import (
 
 // TestWriteBWScript runs lesson 01's write-bw verify script with the
 // guest's /bin/sh (dash) against perftest reports and a stand-in for the
-// devices' counters (BW_REPORT and SYSFS point it away from /root and
+// devices' counters (BW_REPORT and SYSFS point it away from /home/learner and
 // /sys): the unit it quotes is the report's (MB/sec, or Gb/sec with
 // --report_gbits), a size sweep (-a) passes on its 64 KiB row, the
 // client may run on rxe1, and a report the counter cannot back fails.
@@ -39,6 +39,8 @@ func TestWriteBWScript(t *testing.T) {
 		{"empty report zh", "empty.txt", "rxe0", 13016, "zh", false, "服务端在运行吗"},
 		{"no report", "absent.txt", "rxe0", 13016, "en", false, "No report in"},
 		{"counter too low", "report-mb.txt", "rxe0", 12799, "en", false, "sent_pkts counter is only 12799"},
+		{"no WRITEs (a forged report needs no packets)", "report-zero.txt", "rxe0", 0, "en", false, "The report says 0 WRITEs; the task asks for a run of 200"},
+		{"no WRITEs zh", "report-zero.txt", "rxe0", 0, "zh", false, "报告里只有 0 个 WRITE"},
 		{"counter of the other device", "report-sweep-rxe1.txt", "rxe0", 20000, "en", false, "sent_pkts counter is only 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -299,7 +299,7 @@ func dim(s string, def uint16) uint16 {
 var terminalStrings = uiTable{
 	"zh": {
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
-		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你是其中的 root，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
+		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
 		"term.open":             "打开终端",
 		"term.input":            "终端输入：你的 Soft-RoCE 虚拟机里的 shell",
 		"term.keys":             "键盘：终端里的 Tab 交给 shell（命令补全）；要离开终端，先按 Esc 再按 Tab（或 Shift+Tab）。",
@@ -322,7 +322,7 @@ var terminalStrings = uiTable{
 	},
 	"en": {
 		"term.title":            "Terminal: your own Soft-RoCE machine",
-		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are root in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
+		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
 		"term.open":             "Open the terminal",
 		"term.input":            "Terminal input: the shell of your Soft-RoCE machine",
 		"term.keys":             "Keyboard: in the terminal, Tab goes to the shell (completion); to leave the terminal, press Esc, then Tab (or Shift+Tab).",

@@ -30,7 +30,7 @@ func BenchmarkTerminal(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		readUntil(b, a, "root@rdmalab-guest")
+		readUntil(b, a, "learner@rdmalab-guest")
 		if err := a.Write([]byte("echo ok-$((2+2))\n")); err != nil {
 			b.Fatal(err)
 		}

@@ -70,11 +70,11 @@ func TestTerminals(t *testing.T) {
 		t.Errorf("learner a's QEMU runs at nice %d, want 10", n)
 	}
 	// b's machine is another one: a's file is not there.
-	if err := a.Write([]byte("echo secret-a > /root/mine; echo wrote-$((3+4))\n")); err != nil {
+	if err := a.Write([]byte("echo secret-a > ~/mine; echo wrote-$((3+4))\n")); err != nil {
 		t.Fatal(err)
 	}
 	readUntil(t, a, "wrote-7")
-	if err := b.Write([]byte("cat /root/mine 2>/dev/null || echo not-$((1+1))-here\n")); err != nil {
+	if err := b.Write([]byte("cat ~/mine 2>/dev/null || echo not-$((1+1))-here\n")); err != nil {
 		t.Fatal(err)
 	}
 	readUntil(t, b, "not-2-here")
@@ -95,16 +95,53 @@ func TestTerminals(t *testing.T) {
 	t.Logf("tools:\n%s", out)
 
 	// The shell runs in its own cgroup under the learner's, whose limits
-	// bound processes, CPU and memory (sandbox/vmguest/termlimits.go), and
-	// without CAP_SYS_RAWIO.
-	if err := b.Write([]byte("cat /proc/self/cgroup /sys/fs/cgroup/learner/pids.max /sys/fs/cgroup/learner/cpu.max /sys/fs/cgroup/learner/memory.max; grep CapBnd /proc/self/status; echo limits-$((9*9))\n")); err != nil {
+	// bound processes, CPU and memory (sandbox/vmguest/termlimits.go), as
+	// the ordinary user learner with CAP_NET_RAW alone.
+	if err := b.Write([]byte("cat /proc/self/cgroup /sys/fs/cgroup/learner/pids.max /sys/fs/cgroup/learner/cpu.max /sys/fs/cgroup/learner/memory.max; grep -E 'CapEff|Uid' /proc/self/status; echo limits-$((9*9))\n")); err != nil {
 		t.Fatal(err)
 	}
 	out = readUntil(t, b, "limits-81")
-	for _, want := range []string{"0::/learner/term-", "\r\n256\r\n", "150000 100000", "CapBnd:\t000001fffffdffff"} {
+	for _, want := range []string{"0::/learner/term-", "\r\n256\r\n", "150000 100000", "CapEff:\t0000000000002000", "Uid:\t1000\t1000\t1000\t1000"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the learner's shell lacks %q:\n%s", want, out)
 		}
+	}
+
+	// Issue 28 falls 1-4: what a root shell did to take the guest over,
+	// each refused now. Every line prints its name and "ok" (it worked) or
+	// "no" (refused). The memlock limit binds as for any user.
+	escapes := map[string]string{
+		"cgroup-escape": "echo $$ > /sys/fs/cgroup/cgroup.procs",
+		"pids-max":      "echo max > /sys/fs/cgroup/learner/pids.max",
+		"core-pattern":  "echo '|/tmp/x' > /proc/sys/kernel/core_pattern",
+		"bind-agent":    "mount --bind /bin/true /usr/bin/labagent",
+		"kill-agent":    "kill -9 $(for p in /proc/[0-9]*; do case $(cat $p/cmdline 2>/dev/null | tr '\\0' ' ') in *labagent*--serve*) echo ${p#/proc/};; esac; done) 2>/dev/null",
+		"replace-sh":    "cp /bin/true /bin/sh",
+		"serial":        "echo x > /dev/ttyS0",
+		"dev-mem":       "head -c 1 /dev/mem >/dev/null",
+		"dev-port":      "head -c 1 /dev/port >/dev/null",
+		"kill-init":     "kill -9 1",
+		"make-root-dir": "mkdir /evil",
+		"agent-port":    "echo x > $(readlink -f /dev/virtio-ports/org.rdmalab.agent)",
+		"memlock-root":  "ulimit -l unlimited",
+	}
+	var cmd strings.Builder
+	for name, c := range escapes {
+		fmt.Fprintf(&cmd, "(%s) 2>/dev/null && echo %s=ok || echo %s=no; ", c, name, name)
+	}
+	cmd.WriteString("(ulimit -l 65536 && ulimit -l) ; echo escapes-$((4*4))\n")
+	if err := b.Write([]byte(cmd.String())); err != nil {
+		t.Fatal(err)
+	}
+	out = readUntil(t, b, "escapes-16")
+	t.Logf("a learner's attempts on the guest:\n%s", out)
+	for name := range escapes {
+		if !strings.Contains(out, name+"=no") {
+			t.Errorf("the learner's shell could %s (%s):\n%s", name, escapes[name], out)
+		}
+	}
+	if !strings.Contains(out, "\r\n65536\r\n") {
+		t.Errorf("the learner cannot raise their memlock limit to 64 MiB:\n%s", out)
 	}
 
 	if n, max := terms.InUse(); n != 2 || max != 2 {
@@ -160,7 +197,7 @@ func TestTerminals(t *testing.T) {
 	if !bytes.Contains(a2.Scrollback, []byte("marker-42")) {
 		t.Errorf("the re-attach's scrollback lacks the earlier output:\n%s", a2.Scrollback)
 	}
-	if err := a2.Write([]byte("cat /root/mine\n")); err != nil {
+	if err := a2.Write([]byte("cat ~/mine\n")); err != nil {
 		t.Fatal(err)
 	}
 	readUntil(t, a2, "secret-a\r\n")
@@ -178,7 +215,7 @@ func TestTerminals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a3.Write([]byte("cat /root/mine; echo resumed-$((5*5))\n")); err != nil {
+	if err := a3.Write([]byte("cat ~/mine; echo resumed-$((5*5))\n")); err != nil {
 		t.Fatal(err)
 	}
 	readUntil(t, a3, "resumed-25")

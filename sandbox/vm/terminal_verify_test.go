@@ -71,12 +71,16 @@ func TestTerminalVerify(t *testing.T) {
 	readUntil(t, a, "lim-65536")
 	check(memlock, "en", true, "65536 KiB")
 
-	check(bw, "en", false, "No report in /root/bw.txt")
+	check(bw, "en", false, "No report in /home/learner/bw.txt")
 	// A report written by hand, without the WRITEs behind it.
-	_ = a.Write([]byte("printf ' RDMA_Write BW Test\\n Device : rxe0\\n Mtu : 1024[B]\\n 65536 5000 1.0 99.0 0.1\\n' > /root/bw.txt; echo fake-$((2+2))\n"))
+	_ = a.Write([]byte("printf ' RDMA_Write BW Test\\n Device : rxe0\\n Mtu : 1024[B]\\n 65536 5000 1.0 99.0 0.1\\n' > ~/bw.txt; echo fake-$((2+2))\n"))
 	readUntil(t, a, "fake-4")
 	check(bw, "en", false, "but rxe0's sent_pkts counter is only")
-	_ = a.Write([]byte("rm /root/bw.txt; ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 & sleep 2; ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee /root/bw.txt; wait; echo bw-$((3*3))\n"))
+	// A report of no WRITEs at all needs no packets: refused too.
+	_ = a.Write([]byte("printf ' RDMA_Write BW Test\\n Device : rxe0\\n Mtu : 1024[B]\\n 65536 0 1.0 99.0 0.1\\n' > ~/bw.txt; echo zero-$((2+3))\n"))
+	readUntil(t, a, "zero-5")
+	check(bw, "en", false, "The report says 0 WRITEs")
+	_ = a.Write([]byte("rm ~/bw.txt; ib_write_bw -d rxe1 -x 1 -s 65536 -n 200 >/dev/null 2>&1 & sleep 2; ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.2 | tee ~/bw.txt; wait; echo bw-$((3*3))\n"))
 	out := readUntil(t, a, "bw-9")
 	t.Logf("ib_write_bw in the terminal:\n%s", out)
 	check(bw, "en", true, "rxe0 sent 200 RDMA WRITEs of 64 KiB")

@@ -18,10 +18,32 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
-// A learner's terminal: a root shell on a PTY inside this guest, its
-// output relayed to the host as Data lines of the OpTerm request. The guest
-// is the learner's own (the host gives each learner one), so the shell is
-// root of a machine that has no NIC and nothing of anyone else's.
+// A learner's terminal: a shell on a PTY inside this guest, its output
+// relayed to the host as Data lines of the OpTerm request. The guest is the
+// learner's own (the host gives each learner one), a machine that has no
+// NIC and nothing of anyone else's; still the shell is not root's. A root
+// shell could take the guest's agent over (bind-mount a script over
+// labagent, kill it: PID 1 restarts the script, which then owns the link
+// to the host), leave its cgroup, lift pids.max, install a core_pattern
+// helper that runs with every capability, and fake any task check. So the
+// shell runs as the ordinary user learnerUID with what the lessons need
+// granted narrowly:
+//
+//   - the RDMA devices: /dev/infiniband/uverbs* and rdma_cm are 0666 by
+//     the kernel's own rule, and the counters in sysfs are readable;
+//   - RLIMIT_MEMLOCK: soft 8 MiB as for any user, hard learnerMemlockMax,
+//     so `ulimit -l 65536` works and the limit binds (no CAP_IPC_LOCK);
+//   - CAP_NET_RAW as an ambient capability, for tcpdump on the veths.
+//
+// Everything else is root's: the agent and its port (/dev/vport*, 0600),
+// the cgroups (the learner's limits), /proc/sys, the serial console, the
+// check scripts (run by the agent as root, written 0600).
+const (
+	learnerUID        = 1000
+	learnerHome       = "/home/learner"
+	learnerMemlockMax = 128 << 20
+	capNetRaw         = 13
+)
 
 const (
 	// maxTerms bounds the shells one guest runs at once.
@@ -51,6 +73,22 @@ func termShell() []string {
 	return []string{"/usr/bin/busybox", "sh", "-l", "-i"}
 }
 
+// learnerHomeDir makes the learner's home, theirs. The root directory is
+// the initramfs's tmpfs, whose mode is 1777 unless set: the learner must
+// not create entries beside /usr and /home.
+func learnerHomeDir() error {
+	if err := os.Chmod("/", 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir("/home", 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.Mkdir(learnerHome, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Lchown(learnerHome, learnerUID, learnerUID)
+}
+
 func setWinsize(f *os.File, rows, cols uint16) {
 	if rows == 0 || cols == 0 {
 		return
@@ -78,13 +116,20 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	}
 	setWinsize(master, m.Rows, m.Cols)
 	shell := termShell()
-	argv := withoutRawIO(shell)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = "/root"
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=xterm-256color",
-		"LANG=C.UTF-8", "USER=root", "SHELL=" + shell[0], `PS1=root@rdmalab-guest:\w# `}
+	if err := learnerHomeDir(); err != nil {
+		slave.Close()
+		master.Close()
+		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no home: " + err.Error()}})
+		return
+	}
+	cmd := exec.Command(shell[0], shell[1:]...)
+	cmd.Dir = learnerHome
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + learnerHome, "TERM=xterm-256color",
+		"LANG=C.UTF-8", "USER=learner", "LOGNAME=learner", "SHELL=" + shell[0], `PS1=learner@rdmalab-guest:\w$ `}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0,
+		Credential:  &syscall.Credential{Uid: learnerUID, Gid: learnerUID, Groups: []uint32{}},
+		AmbientCaps: []uintptr{capNetRaw}}
 	grp, gerr := newTermGroup(m.ID)
 	if gerr != nil {
 		fmt.Fprintf(os.Stderr, "rdmalab-guest: terminal %d without its cgroup limits: %v\n", m.ID, gerr)
@@ -92,7 +137,6 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	} else {
 		grp.place(cmd.SysProcAttr)
 	}
-	_ = os.MkdirAll("/root", 0o700)
 	if err := cmd.Start(); err != nil {
 		if grp != nil {
 			grp.remove()
@@ -103,6 +147,8 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		return
 	}
 	slave.Close()
+	// Soft as for any user, hard above what the lessons ask for.
+	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 8 << 20, Max: learnerMemlockMax}, nil)
 	t := &guestTerm{master: master, cmd: cmd, in: make(chan []byte, 64), grp: grp}
 	go func() {
 		// A shell that does not read its input must not block the port's

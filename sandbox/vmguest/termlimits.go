@@ -29,8 +29,8 @@ import (
 //   - pids.max: termPids processes and threads (a fork bomb stops there);
 //   - cpu.max: termCPUShare of the guest's vCPUs (the agent gets the rest).
 //
-// The shell also runs without CAP_SYS_RAWIO (no /dev/mem, /dev/port or
-// ioperm). Output is bounded by termRate (terminal.go). On the host, the
+// The shell runs as an ordinary user (terminal.go), so it cannot leave
+// its cgroup or change these limits (root's files). Output is bounded by termRate (terminal.go). On the host, the
 // guest's RAM is QEMU's -m and its CPU is niced (sandbox/vm Config.Nice).
 const (
 	cgroupRoot   = "/sys/fs/cgroup"
@@ -151,15 +151,4 @@ func memAvailable() int64 {
 		}
 	}
 	return 0
-}
-
-// withoutRawIO wraps argv so it runs without CAP_SYS_RAWIO when the
-// image has setpriv.
-func withoutRawIO(argv []string) []string {
-	for _, p := range []string{"/usr/bin/setpriv", "/bin/setpriv"} {
-		if _, err := os.Stat(p); err == nil {
-			return append([]string{p, "--bounding-set=-sys_rawio", "--"}, argv...)
-		}
-	}
-	return argv
 }

@@ -30,7 +30,7 @@ import (
 
 // imageFormat changes whenever the layout of the image changes, so a new
 // labserver rebuilds images made by an older one.
-const imageFormat = "rdmalab-vm-image/2" // 2: labagent instead of labserver
+const imageFormat = "rdmalab-vm-image/3" // 2: labagent instead of labserver; 3: the learner user
 
 // guestPrograms must be in the guest: the experiments and the lab's own
 // tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
@@ -633,8 +633,8 @@ func decompressXZ(ctx context.Context, src, dst string) error {
 // addEtc writes the few configuration files the guest needs.
 func (p *plan) addEtc() {
 	t := p.files
-	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\ntcpdump:x:104:104::/nonexistent:/bin/false\n"), 0o644) // Debian's tcpdump drops root for its own user
-	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\ntcpdump:x:104:\n"), 0o644)
+	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\ntcpdump:x:104:104::/nonexistent:/bin/false\nlearner:x:1000:1000:learner:/home/learner:/usr/bin/bash\n"), 0o644) // Debian's tcpdump drops root for its own user; learner: the terminal's user (vmguest/terminal.go)
+	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\ntcpdump:x:104:\nlearner:x:1000:\n"), 0o644)
 	t.bytes("etc/nsswitch.conf", []byte("passwd: files\ngroup: files\nhosts: files\n"), 0o644)
 	t.bytes("etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
 	list := func(mods []string) []byte {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Task "write-bw" of lesson 01: the learner ran ib_write_bw from one
 # Soft-RoCE device to the other with 64 KiB messages and saved the client's
-# report in /root/bw.txt.
+# report in ~/bw.txt (the terminal's user is learner, home /home/learner).
 #
 # Two things must agree: the report (perftest's table: device, MTU, a
 # result row for 65536 bytes with its iteration count and a bandwidth) and
@@ -10,7 +10,7 @@
 # if those WRITEs really went out. The counter counts since the guest
 # booted, so earlier runs only add to it. Messages follow LAB_LANG.
 
-f=${BW_REPORT:-/root/bw.txt}    # BW_REPORT, SYSFS: for lessons' script test
+f=${BW_REPORT:-/home/learner/bw.txt}    # BW_REPORT, SYSFS: for lessons' script test
 sys=${SYSFS:-/sys}
 say() { if [ "$LAB_LANG" = zh ]; then printf '%s\n' "$2"; else printf '%s\n' "$1"; fi; }
 
@@ -53,6 +53,12 @@ rxe0 | rxe1) ;;
 	exit 1
 	;;
 esac
+if [ "$iters" -lt 100 ]; then
+	# A report with 0 iterations needs 0 packets: it would prove nothing.
+	say "The report says $iters WRITEs; the task asks for a run of 200 (-n 200)." \
+		"报告里只有 $iters 个 WRITE；任务要求运行 200 个（-n 200）。"
+	exit 1
+fi
 [ -n "$mtu" ] && [ "$mtu" -gt 0 ] || mtu=4096
 per=$(((65536 + mtu - 1) / mtu))
 need=$((iters * per))
