@@ -68,7 +68,7 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones) [LAB_CONCURRENCY]")
 	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none [LAB_BACKEND]")
-	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per CPU, as memory allows) [LAB_GUESTS]")
+	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per two CPUs, as half the free memory allows) [LAB_GUESTS]")
 	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream) [LAB_WORKERS_LISTEN]")
 	fset.StringVar(&c.NatsToken, "nats-token", env("LAB_NATS_TOKEN", ""), "the token workers join with [LAB_NATS_TOKEN]")
 	fset.StringVar(&c.NatsNkeys, "nats-nkeys", env("LAB_NATS_NKEYS", ""), "a public nkey per worker, NAME=U… comma-separated (the worker joins with --name NAME) [LAB_NATS_NKEYS]")

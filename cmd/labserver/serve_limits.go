@@ -26,19 +26,19 @@ func limitFlags(fset *flag.FlagSet, c *limitsConfig, env func(key, def string) s
 		return n
 	}
 	fset.StringVar(&c.ProxyHeader, "trusted-proxy-header", env("LAB_TRUSTED_PROXY_HEADER", ""),
-		"header carrying the client address from a trusted reverse proxy (e.g. X-Real-IP)")
+		"header carrying the client address from a trusted reverse proxy (e.g. X-Real-IP) [LAB_TRUSTED_PROXY_HEADER]")
 	fset.StringVar(&c.Proxies, "trusted-proxies", env("LAB_TRUSTED_PROXIES", ""),
-		"comma-separated proxy addresses/CIDRs whose header is believed (default loopback)")
+		"comma-separated proxy addresses/CIDRs whose header is believed (default loopback) [LAB_TRUSTED_PROXIES]")
 	fset.BoolVar(&c.Off, "no-addr-limits", env("LAB_ADDR_LIMITS", "") == "off",
-		"turn off the per-address limits (load tests, single-user labs)")
+		"turn off the per-address limits (load tests, single-user labs) [LAB_ADDR_LIMITS=off]")
 	fset.IntVar(&c.RunsPerAddr, "runs-per-addr", atoi("LAB_RUNS_PER_ADDR"),
-		"queued or running runs one client address may hold (0: default)")
+		"queued or running runs one client address may hold (0: default, 4; raise it for a class behind one NAT address) [LAB_RUNS_PER_ADDR]")
 	fset.IntVar(&c.ConnsPerAddr, "conns-per-addr", atoi("LAB_CONNS_PER_ADDR"),
-		"open connections one client address may hold (0: default)")
+		"open connections one client address may hold (0: default, 256) [LAB_CONNS_PER_ADDR]")
 	fset.IntVar(&c.NewLearners, "new-learners-per-addr", atoi("LAB_NEW_LEARNERS_PER_ADDR"),
-		"new learners one client address may create at once (0: default)")
+		"new learners one client address may create at once (0: default, 60) [LAB_NEW_LEARNERS_PER_ADDR]")
 	fset.IntVar(&c.TermsPerAddr, "terminals-per-addr", atoi("LAB_TERMINALS_PER_ADDR"),
-		"learners of one client address who may hold a terminal, in use or waiting (0: half of the terminals, at least one)")
+		"learners of one client address who may hold a terminal, in use or waiting (0: half of the terminals, at least one) [LAB_TERMINALS_PER_ADDR]")
 }
 
 // webLimits turns the flags into the web server's settings.
