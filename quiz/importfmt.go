@@ -38,13 +38,28 @@ type importedOption struct {
 	correct        bool
 }
 
+// The importers read text as UTF-8 (a zh course's options stay what they
+// were), in time linear in the input: they slice the source and never
+// build a string a byte at a time. The command bounds the input's size
+// (MaxImport).
+
+// MaxImport is the largest file `labserver import` converts: a course's
+// question bank is a few hundred KiB; beyond this it is not one.
+const MaxImport = 8 << 20
+
+var (
+	aikenOption = regexp.MustCompile(`^([A-Za-z])[.)]\s+(.*)$`)
+	giftWeight  = regexp.MustCompile(`^%(-?[0-9.]+)%`)
+)
+
 // ImportAiken converts Aiken text; prefix starts every question id
 // ("lesson/q1", "lesson/q2"…), lang is the language of the texts.
 func ImportAiken(src, prefix, lang string) (yaml string, findings []Finding) {
 	var qs []imported
 	var cur *imported
+	var prompt []string // the current question's prompt lines
 	start := 0
-	optRE := regexp.MustCompile(`^([A-Za-z])[.)]\s+(.*)$`)
+	optRE := aikenOption
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
 	for i, raw := range lines {
 		line := strings.TrimSpace(raw)
@@ -53,7 +68,8 @@ func ImportAiken(src, prefix, lang string) (yaml string, findings []Finding) {
 		case line == "":
 			continue
 		case cur == nil:
-			cur = &imported{typ: "single", prompt: line}
+			cur = &imported{typ: "single"}
+			prompt = append(prompt[:0], line)
 			start = n
 		case strings.HasPrefix(strings.ToUpper(line), "ANSWER:"):
 			ans := strings.ToUpper(strings.TrimSpace(line[len("ANSWER:"):]))
@@ -69,6 +85,7 @@ func ImportAiken(src, prefix, lang string) (yaml string, findings []Finding) {
 			case len(cur.options) < 2:
 				findings = append(findings, Finding{start, "a question needs at least two options: skipped"})
 			default:
+				cur.prompt = strings.Join(prompt, "\n")
 				qs = append(qs, *cur)
 			}
 			cur = nil
@@ -76,7 +93,7 @@ func ImportAiken(src, prefix, lang string) (yaml string, findings []Finding) {
 			if m := optRE.FindStringSubmatch(line); m != nil && int(strings.ToUpper(m[1])[0]-'A') == len(cur.options) {
 				cur.options = append(cur.options, importedOption{text: m[2]})
 			} else if len(cur.options) == 0 {
-				cur.prompt += "\n" + line // a prompt over several lines
+				prompt = append(prompt, line) // a prompt over several lines
 			} else {
 				findings = append(findings, Finding{n, fmt.Sprintf("not an option (%q) of the question at line %d", line, start)})
 			}
@@ -160,22 +177,28 @@ func giftQuestion(b string) (imported, string) {
 	if strings.Contains(body, "->") {
 		return imported{}, "matching questions do not convert"
 	}
-	// Options start at '=' or '~' (not escaped with '\').
+	// Options start at '=' or '~' (not escaped with '\'); each is a slice
+	// of body from its marker to the next ('=', '~' and '\' are ASCII, so
+	// byte offsets never split a UTF-8 character).
 	var opts []string
-	cur := -1
+	from := -1
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		if (c == '=' || c == '~') && (i == 0 || body[i-1] != '\\') {
-			opts = append(opts, string(c))
-			cur = len(opts) - 1
+			if from >= 0 {
+				opts = append(opts, body[from:i])
+			}
+			from = i
 			continue
 		}
-		if cur < 0 {
+		if from < 0 {
 			return imported{}, "answers must start with = or ~"
 		}
-		opts[cur] += string(c)
 	}
-	weights := regexp.MustCompile(`^%(-?[0-9.]+)%`)
+	if from >= 0 {
+		opts = append(opts, body[from:])
+	}
+	weights := giftWeight
 	multi := false
 	for _, o := range opts {
 		kind, text := o[0], strings.TrimSpace(o[1:])
@@ -209,9 +232,9 @@ func giftQuestion(b string) (imported, string) {
 	return q, ""
 }
 
-func unescapeGIFT(s string) string {
-	return strings.NewReplacer(`\=`, "=", `\~`, "~", `\#`, "#", `\{`, "{", `\}`, "}", `\:`, ":").Replace(s)
-}
+var giftUnescape = strings.NewReplacer(`\=`, "=", `\~`, "~", `\#`, "#", `\{`, "{", `\}`, "}", `\:`, ":")
+
+func unescapeGIFT(s string) string { return giftUnescape.Replace(s) }
 
 // writeImported prints quiz.yaml. Strings are double-quoted (JSON-style
 // escapes are valid YAML), so commas, colons and braces need no care.
@@ -227,7 +250,7 @@ func writeImported(qs []imported, prefix, lang string) string {
 		} else {
 			b.WriteString("    options:\n")
 			for j, o := range iq.options {
-				fmt.Fprintf(&b, "      - id: %c\n", 'a'+j)
+				fmt.Fprintf(&b, "      - id: %s\n", optionID(j))
 				if o.correct {
 					b.WriteString("        correct: true\n")
 				}
@@ -242,4 +265,14 @@ func writeImported(qs []imported, prefix, lang string) string {
 		}
 	}
 	return b.String()
+}
+
+// optionID is the id of the j-th option (from 0): a … z, then aa, ab, …
+// (letters only, as quiz.yaml's option ids allow).
+func optionID(j int) string {
+	var b []byte
+	for j++; j > 0; j = (j - 1) / 26 {
+		b = append([]byte{byte('a' + (j-1)%26)}, b...)
+	}
+	return string(b)
 }

@@ -2,6 +2,7 @@ package quiz
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,74 @@ func TestImportGIFT(t *testing.T) {
 	}
 	if q3.Type != Numeric || q3.Value != 12.5 || q3.Tolerance != 0.1 || q3.Explanation["zh"] != "Divide by 8." {
 		t.Errorf("q3 = %+v", q3)
+	}
+}
+
+// TestImportGIFTChinese is issue 28, fall 9: every non-ASCII option came
+// out garbled (the options were built a byte at a time, each byte taken for
+// a character). A zh question bank round-trips exactly: prompt, options,
+// feedback and explanation.
+func TestImportGIFTChinese(t *testing.T) {
+	src := "::q1:: 哪种传输需要无损网络？ {\n=RoCEv2（基于 UDP/IP）#需要配置 PFC 或 ECN。\n~iWARP #它跑在 TCP 之上。\n~InfiniBand「原生」\n####RoCE 运行在 UDP/IP 之上。\n}\n"
+	out, findings := ImportGIFT(src, "l01/zh-", "zh")
+	if len(findings) != 0 {
+		t.Fatalf("findings %+v", findings)
+	}
+	set, _ := Parse("quiz.yaml", []byte(out))
+	if set == nil || len(set.Questions) != 1 {
+		t.Fatalf("output does not parse:\n%s", out)
+	}
+	q := set.Questions[0]
+	want := []string{"RoCEv2（基于 UDP/IP）", "iWARP", "InfiniBand「原生」"}
+	for i, w := range want {
+		if got := q.Options[i].Text["zh"]; got != w {
+			t.Errorf("option %d = %q, want %q", i, got, w)
+		}
+	}
+	if q.Prompt["zh"] != "哪种传输需要无损网络？" || q.Options[0].Feedback["zh"] != "需要配置 PFC 或 ECN。" ||
+		q.Options[1].Feedback["zh"] != "它跑在 TCP 之上。" || q.Explanation["zh"] != "RoCE 运行在 UDP/IP 之上。" {
+		t.Errorf("texts %q / %q / %q / %q", q.Prompt["zh"], q.Options[0].Feedback["zh"], q.Options[1].Feedback["zh"], q.Explanation["zh"])
+	}
+}
+
+// TestImportGIFTManyOptions: options past the 26th get ids quiz.yaml
+// accepts (aa, ab, …; they were '{', '|', … and broke the YAML).
+func TestImportGIFTManyOptions(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("::q:: Pick the first. {=option 0")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&b, " ~option %d", i)
+	}
+	b.WriteString("####The first.}\n")
+	out, findings := ImportGIFT(b.String(), "l01/many-", "en")
+	set, err := Parse("quiz.yaml", []byte(out))
+	if len(findings) != 0 || set == nil || len(set.Questions) != 1 || len(set.Questions[0].Options) != 30 {
+		t.Fatalf("findings %+v, parse %v\n%s", findings, err, out)
+	}
+	opts := set.Questions[0].Options
+	if opts[0].ID != "a" || opts[25].ID != "z" || opts[26].ID != "aa" || opts[29].ID != "ad" || opts[29].Text["en"] != "option 29" {
+		t.Errorf("ids %s %s %s %s", opts[0].ID, opts[25].ID, opts[26].ID, opts[29].ID)
+	}
+	if got := optionID(26*27 + 1); got != "aab" {
+		t.Errorf("optionID(%d) = %q", 26*27+1, got)
+	}
+}
+
+// TestImportGIFTLinear: converting an option 4× as long costs about 4× the
+// memory, not 16× (it grew quadratically: 50/100/200 KB took 0.3/1.5/7.4 s).
+// Bytes allocated, not time, so the test does not depend on the machine.
+func TestImportGIFTLinear(t *testing.T) {
+	alloc := func(n int) uint64 {
+		src := "::q:: Long. {=" + strings.Repeat("长x", n/4) + " ~short}\n"
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		ImportGIFT(src, "q", "zh")
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, big := alloc(50<<10), alloc(200<<10)
+	t.Logf("allocated %d KiB for a 50 KB option, %d KiB for 200 KB", small>>10, big>>10)
+	if big > 8*small {
+		t.Fatalf("a 4× longer option allocated %.1f× as much", float64(big)/float64(small))
 	}
 }
