@@ -165,7 +165,7 @@ func (db *DB) InviteValid(ctx context.Context, token string) (bool, error) {
 // RedeemInvite creates an account with the invitation and uses it up, in
 // one transaction (a taken username leaves the invitation usable).
 func (db *DB) RedeemInvite(ctx context.Context, token, username, password string) (Instructor, error) {
-	if err := CheckUsername(strings.TrimSpace(username)); err != nil {
+	if err := CheckNewUsername(strings.TrimSpace(username)); err != nil {
 		return Instructor{}, err
 	}
 	if err := CheckPassword(password); err != nil {

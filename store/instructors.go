@@ -124,11 +124,12 @@ func (db *DB) CreateInstructor(ctx context.Context, username, password string) (
 type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 func createInstructor(ctx context.Context, q execQuerier, username, password string) (Instructor, error) {
 	username = strings.TrimSpace(username)
-	if err := CheckUsername(username); err != nil {
+	if err := newUsername(ctx, q, username); err != nil {
 		return Instructor{}, err
 	}
 	if err := CheckPassword(password); err != nil {
@@ -374,7 +375,7 @@ func (db *DB) SetupTokenValid(ctx context.Context, token string) (bool, error) {
 // uses the token up, in one transaction: two browsers racing with the same
 // link get one account.
 func (db *DB) RedeemSetupToken(ctx context.Context, token, username, password string) (Instructor, error) {
-	if err := CheckUsername(strings.TrimSpace(username)); err != nil {
+	if err := CheckNewUsername(strings.TrimSpace(username)); err != nil {
 		return Instructor{}, err
 	}
 	if err := CheckPassword(password); err != nil {

@@ -117,6 +117,10 @@ func (s *Server) inviteAccept(w http.ResponseWriter, r *http.Request) {
 		s.renderInvite(w, r, http.StatusConflict, views.InstructorSetup{Token: token, Username: user,
 			Error: tr(lang)("acct.join.taken")})
 		return
+	case errors.Is(err, store.ErrUsernameLookalike):
+		s.renderInvite(w, r, http.StatusConflict, views.InstructorSetup{Token: token, Username: user,
+			Error: tr(lang)("acct.join.lookalike")})
+		return
 	case errors.Is(err, store.ErrBadInvite):
 		s.renderInvite(w, r, http.StatusNotFound, views.InstructorSetup{Invalid: true})
 		return

@@ -320,7 +320,8 @@ func (s *Server) instructorSetup(w http.ResponseWriter, r *http.Request) {
 	var ve *store.ValidationError
 	switch {
 	case errors.As(err, &ve):
-		s.renderSetup(w, r, http.StatusUnprocessableEntity, views.InstructorSetup{Token: token, Username: user, Error: ve.Message})
+		s.renderSetup(w, r, http.StatusUnprocessableEntity, views.InstructorSetup{Token: token, Username: user,
+			Error: trf(langOf(r), "acct.join.rules", store.MaxUsernameLen, store.MinPasswordLen, store.MaxPasswordLen)})
 		return
 	case errors.Is(err, store.ErrBadSetupToken):
 		s.renderSetup(w, r, http.StatusNotFound, views.InstructorSetup{Invalid: true})

@@ -77,7 +77,11 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var name string
 	if wantNames == 1 {
 		name = strings.TrimSpace(names[0])
-		if err := store.CheckUsername(name); err != nil {
+		check := store.CheckUsername // an existing account keeps its name
+		if verb == "add" {
+			check = store.CheckNewUsername
+		}
+		if err := check(name); err != nil {
 			fmt.Fprintln(stderr, "labserver user:", err)
 			return 2
 		}
@@ -89,6 +93,8 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "labserver user:", ve.Message)
 		case errors.Is(err, store.ErrInstructorTaken):
 			fmt.Fprintf(stderr, "labserver user: %q exists already (use `labserver user passwd %s` to set its password)\n", name, name)
+		case errors.Is(err, store.ErrUsernameLookalike):
+			fmt.Fprintf(stderr, "labserver user: %q looks like an existing account's name (see `labserver user list`); choose another\n", name)
 		case errors.Is(err, store.ErrNoInstructor):
 			fmt.Fprintf(stderr, "labserver user: no instructor %q (see `labserver user list`)\n", name)
 		case errors.Is(err, store.ErrLastInstructor):
