@@ -160,3 +160,27 @@ func TestRunWidgetKeepsTheLiveRun(t *testing.T) {
 	p2.do(chromedp.Poll[chromedp.Void](`document.querySelector('` + ticks + ` [data-action=run]').getAttribute('aria-disabled') === null`))
 	_ = runs
 }
+
+// Cancel by keyboard keeps the focus in the widget (issue 30, item 10: it
+// fell to <body>): on Cancel while the run stops, then on Run.
+func TestCancelKeepsFocus(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "hold", Params: map[string]string{"key": "991"}})
+	page := newBrowserPage(t)
+	w := `.experiment[data-experiment=hold]`
+	page.do(
+		chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang=en"),
+		chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
+		chromedp.Click(chromedp.CSS(w+` [data-action=run]`)),
+		chromedp.WaitVisible(chromedp.CSS(w+` [data-action=cancel]`)),
+		chromedp.Focus(chromedp.CSS(w+` [data-action=cancel]`)),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	if n := page.eval(`document.activeElement && document.activeElement.dataset.action === "cancel" ? 1 : 0`); n != 1 {
+		t.Errorf("right after Enter on Cancel the focus left it (on body: %d)", page.eval(`document.activeElement === document.body ? 1 : 0`))
+	}
+	page.do(chromedp.WaitVisible(chromedp.CSS(w + ` .exp-status.status-cancelled`)))
+	if n := page.eval(`document.activeElement && document.activeElement.dataset.action === "run" ? 1 : 0`); n != 1 {
+		t.Errorf("after the cancelled run ended the focus is not on Run (on body: %d)", page.eval(`document.activeElement === document.body ? 1 : 0`))
+	}
+}

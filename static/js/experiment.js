@@ -311,9 +311,12 @@
     });
   };
 
+  // cancel asks once. The button stays enabled (aria-disabled): disabling
+  // the focused button dropped the keyboard focus to <body> (issue 30),
+  // and finished() then had no focus to hand on to Run.
   Widget.prototype.cancel = function () {
-    if (!this.runID) return;
-    this.cancelBtn.disabled = true;
+    if (!this.runID || this.cancelBtn.getAttribute("aria-disabled") === "true") return;
+    this.cancelBtn.setAttribute("aria-disabled", "true");
     fetch("/api/runs/" + encodeURIComponent(this.runID) + "/cancel", { method: "POST", credentials: "same-origin" });
   };
 
@@ -359,6 +362,7 @@
       this.sync();
       this.cancelBtn.hidden = false;
       this.cancelBtn.disabled = false;
+      this.cancelBtn.removeAttribute("aria-disabled");
       this.replay.hidden = false;
       this.replay.href = "/runs/" + encodeURIComponent(id);
     }

@@ -124,6 +124,7 @@
     this.startBtn.hidden = true;
     this.cancelBtn.hidden = false;
     this.cancelBtn.disabled = false;
+    this.cancelBtn.removeAttribute("aria-disabled");
     this.replay.hidden = false;
     this.replay.href = "/runs/" + encodeURIComponent(id);
     this.offer([]);
@@ -258,9 +259,11 @@
     });
   };
 
+  // cancel asks once; the button keeps the focus (aria-disabled, not
+  // disabled) until finished() hands it to Start
   ST.prototype.cancel = function () {
-    if (!this.runID) return;
-    this.cancelBtn.disabled = true;
+    if (!this.runID || this.cancelBtn.getAttribute("aria-disabled") === "true") return;
+    this.cancelBtn.setAttribute("aria-disabled", "true");
     fetch("/api/runs/" + encodeURIComponent(this.runID) + "/cancel", { method: "POST", credentials: "same-origin" });
   };
 
