@@ -65,6 +65,8 @@ var errnoZh = map[string]string{
 	"ENOMEM": "无法分配内存", "EPERM": "不允许的操作", "EACCES": "权限不足", "EINVAL": "参数无效",
 	"EFAULT": "地址错误", "EAGAIN": "资源暂时不可用", "ENODEV": "没有这个设备", "ENOENT": "没有这个文件或目录",
 	"EBUSY": "设备或资源忙", "ETIMEDOUT": "连接超时", "ECONNREFUSED": "连接被拒绝", "EIO": "输入/输出错误",
+	// errno 95 has two names on Linux
+	"EOPNOTSUPP": "不支持该操作", "ENOTSUP": "不支持该操作", "ENOSYS": "功能未实现", "EBADF": "错误的文件描述符",
 }
 
 // ErrnoZh is an errno's message for a Chinese reader: the translation of

@@ -116,19 +116,11 @@ func runAsyncEvents(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	// 1. A remote access error: a WRITE with a wrong rkey.
 	phase(emit, "access-error", say("a WRITE with a wrong rkey (remote access error)", "用错误的 rkey 做 WRITE（远程访问错误）"))
 	{
-		srv, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 4, RecvWR: 4})
+		srv, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
 		if err != nil {
 			return verbsError(emit, err)
 		}
-		defer srv.Close()
-		cli, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4})
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		defer cli.Close()
-		if err := pairUp(srv, cli); err != nil {
-			return verbsError(emit, err)
-		}
+		defer closePair()
 		t := srv.local()
 		wc, err := cli.sendAndWait(ctx, verbs.SendWR{ID: 1, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: cli.mr, Length: 64, RemoteAddr: t.Addr, RKey: t.RKey ^ 0x5a5a00})
 		if err != nil {
@@ -213,19 +205,11 @@ func runAsyncEvents(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	// 3. A QP moved from RTS to SQD (send queue drain).
 	phase(emit, "sq-drained", say("a QP moved from RTS to SQD", "把 QP 从 RTS 改到 SQD"))
 	{
-		srv, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 4, RecvWR: 4})
+		_, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
 		if err != nil {
 			return verbsError(emit, err)
 		}
-		defer srv.Close()
-		cli, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4})
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		defer cli.Close()
-		if err := pairUp(srv, cli); err != nil {
-			return verbsError(emit, err)
-		}
+		defer closePair()
 		modErr := cli.qp.Modify(verbs.StateSQD, verbs.QPAttr{})
 		var cevs []verbs.AsyncEvent
 		if modErr == nil {

@@ -71,6 +71,29 @@ func pairUp(a, b *rc) error {
 	return b.connect(a.local())
 }
 
+// smallPair opens a connected pair with 4 KiB MRs and short queues: the
+// server's MR grants srvAccess, the client's local write; tune, if set,
+// adjusts the client's options (RNR retries, timeouts). close frees both.
+func smallPair(top topology, srvAccess verbs.Access, tune func(*rcOpts)) (srv, cli *rc, close func(), err error) {
+	if srv, err = openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: srvAccess, SendWR: 4, RecvWR: 4}); err != nil {
+		return nil, nil, nil, err
+	}
+	co := rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4}
+	if tune != nil {
+		tune(&co)
+	}
+	if cli, err = openRC(co); err != nil {
+		srv.Close()
+		return nil, nil, nil, err
+	}
+	close = func() { cli.Close(); srv.Close() }
+	if err = pairUp(srv, cli); err != nil {
+		close()
+		return nil, nil, nil, err
+	}
+	return srv, cli, close, nil
+}
+
 // sendAndWait posts wr on r's QP and waits for its completion.
 func (r *rc) sendAndWait(ctx context.Context, wr verbs.SendWR) (verbs.WC, error) {
 	if err := r.qp.PostSend(wr); err != nil {

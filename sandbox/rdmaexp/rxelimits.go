@@ -34,7 +34,7 @@ func attemptCell(e syscall.Errno) sandbox.Text {
 	if e == 0 {
 		return say("works (0)", "可用（0）")
 	}
-	n := verbs.ErrnoName(e)
+	n := errnoShort(e)
 	return say(fmt.Sprintf("%s (%s)", n, verbs.Strerror(e)), fmt.Sprintf("%s（%s）", n, expkit.ErrnoZh(n, verbs.Strerror(e))))
 }
 
@@ -153,10 +153,14 @@ func runRxeLimits(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	return nil
 }
 
-// errnoShort is an errno's name, or "0" for success.
+// errnoShort is an errno's name, or "0" for success. Errno 95 has two
+// names on Linux; the verbs man pages say EOPNOTSUPP.
 func errnoShort(e syscall.Errno) string {
-	if e == 0 {
+	switch e {
+	case 0:
 		return "0"
+	case syscall.EOPNOTSUPP:
+		return "EOPNOTSUPP"
 	}
 	return verbs.ErrnoName(e)
 }

@@ -127,19 +127,11 @@ func runImmMethod(ctx context.Context, top topology, method string, n int) (immO
 // immNoRecv posts one WRITE_WITH_IMM to a receiver with no RECV and few
 // RNR retries, and returns its completion.
 func immNoRecv(ctx context.Context, top topology) (verbs.WC, error) {
-	srv, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 4, RecvWR: 4})
+	srv, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, func(o *rcOpts) { o.RNRRetry = 1 })
 	if err != nil {
 		return verbs.WC{}, err
 	}
-	defer srv.Close()
-	cli, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 4, RNRRetry: 1})
-	if err != nil {
-		return verbs.WC{}, err
-	}
-	defer cli.Close()
-	if err := pairUp(srv, cli); err != nil {
-		return verbs.WC{}, err
-	}
+	defer closePair()
 	t := srv.local()
 	return cli.sendAndWait(ctx, verbs.SendWR{ID: 1, Op: verbs.OpWriteWithImm, Flags: verbs.SendSignaled, MR: cli.mr, Length: 64, RemoteAddr: t.Addr, RKey: t.RKey, Imm: immBase})
 }
