@@ -46,6 +46,10 @@ type RunnerConfig struct {
 	// Defaults DefaultContendedIdle, DefaultContendedRun.
 	ContendedIdle time.Duration
 	ContendedRun  time.Duration
+	// Share lets a run request join, as a watcher, a run of the same
+	// experiment with the same parameters that is queued or started less
+	// than Share ago (runner_share.go). Zero: every request runs its own.
+	Share time.Duration
 }
 
 // RunRecorder is an optional interface of a Sink: the runner calls
@@ -69,6 +73,7 @@ type Runner struct {
 	running  int
 	active   []*run                   // running, in start order
 	expect   map[string]time.Duration // per experiment: how long its runs take (moving average)
+	ownNext  map[string]bool          // learner+experiment whose last run was shared: the next is their own
 	closed   bool
 	wg       sync.WaitGroup // run goroutines and Submits writing a record
 	writers  sync.WaitGroup // run writers delivering to the Sink
@@ -92,6 +97,9 @@ type run struct {
 	cmdsClosed bool
 	lastCmd    time.Time
 	stopMsg    string
+	// shared runs (runner_share.go)
+	host  *run   // a joined run: the run whose events it receives
+	share *share // a run others may join (Runner.cfg.Share > 0)
 }
 
 // NewRunner returns a runner; call Close to stop it.
@@ -118,7 +126,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.Registry = NewRegistry()
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger, runs: map[string]*run{}, learners: map[string]*run{},
-		expect: map[string]time.Duration{}}
+		expect: map[string]time.Duration{}, ownNext: map[string]bool{}}
 }
 
 func randomID() string {
@@ -151,6 +159,11 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	case r.learners[learner] != nil:
 		r.mu.Unlock()
 		return RunInfo{}, ErrLearnerActive
+	}
+	if host := r.hostForLocked(learner, exp, params); host != nil {
+		return r.join(host, learner, exp, params) // unlocks r.mu
+	}
+	switch {
 	case r.running >= r.cfg.Concurrency && len(r.queue) >= r.cfg.QueueMax:
 		r.mu.Unlock()
 		return RunInfo{}, ErrBusy
@@ -160,6 +173,9 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 		Status: StatusQueued, Created: time.Now(),
 	}}
 	ru.w = newRunWriter(r.cfg.Sink, ru.info.ID, &r.writers)
+	if r.cfg.Share > 0 && !exp.Interactive() {
+		ru.share = &share{}
+	}
 	r.queue = append(r.queue, ru)
 	r.runs[ru.info.ID] = ru
 	r.learners[learner] = ru
@@ -327,6 +343,7 @@ func (r *Runner) start(ru *run, be Backend) {
 	ru.info.Status = StatusRunning
 	ru.info.Position = 0
 	ru.be, ru.began = be, time.Now()
+	ru.share.startedAt(ru.began.Add(r.cfg.Share))
 	name := "none"
 	if be != nil {
 		name = be.Name()
@@ -371,7 +388,7 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 			}
 			return
 		}
-		ru.w.addPaced(ev)
+		r.out(ru, ev, true)
 	}))
 	r.mu.Lock()
 	stop, stopMsg := ru.stop, ru.stopMsg
@@ -412,6 +429,7 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 	ru.info.Status = status
 	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Messages: finalText(status, msg), Backend: ru.info.Backend})
 	r.removeLocked(ru)
+	r.endJoinedLocked(ru, status)
 	r.running--
 	for i, a := range r.active {
 		if a == ru {
@@ -432,7 +450,7 @@ func (r *Runner) finish(ru *run, status Status, msg string) {
 
 // emit numbers ev and queues it for the Sink, in order for this run; it
 // never waits for the Sink.
-func (r *Runner) emit(ru *run, ev Event) { ru.w.add(ev) }
+func (r *Runner) emit(ru *run, ev Event) { r.out(ru, ev, false) }
 
 // isUnavailable reports whether be has the Unavailable capability.
 func isUnavailable(be Backend) bool {
@@ -448,6 +466,9 @@ func (r *Runner) Cancel(runID string) error {
 	ru := r.runs[runID]
 	if ru == nil {
 		return ErrUnknownRun
+	}
+	if r.leaveLocked(ru, StatusCancelled) { // a shared run goes on for the others
+		return nil
 	}
 	r.stopLocked(ru, StatusCancelled)
 	return nil
@@ -470,6 +491,7 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg, Messages: finalText(why, msg)})
 	r.removeLocked(ru)
+	r.endJoinedLocked(ru, why)
 	r.dispatchLocked() // a waiting timing run may have held others back
 }
 
@@ -495,7 +517,7 @@ func (r *Runner) Lookup(runID string) (RunInfo, bool) {
 	if ru == nil {
 		return RunInfo{}, false
 	}
-	return ru.info, true
+	return r.infoLocked(ru), true
 }
 
 // Close refuses new runs, stops every active one with status interrupted
@@ -507,6 +529,10 @@ func (r *Runner) Close() {
 		r.stopLocked(r.queue[0], StatusInterrupted)
 	}
 	for _, ru := range r.runs {
+		if ru.host != nil {
+			r.leaveLocked(ru, StatusInterrupted)
+			continue
+		}
 		r.stopLocked(ru, StatusInterrupted)
 	}
 	r.mu.Unlock()

@@ -16,6 +16,8 @@
 //     to perftest inside the burst vs alone (sandbox/vm)
 //   - a learner terminal's open → prompt p50 vs p95, and an idle learner
 //     guest's CPU (tab attached vs none) and memory (sandbox/vm)
+//   - a class of 30 pressing Run on write-silent within a second: shared
+//     runs vs each learner's own (sandbox/rdmaexp)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed (the table still shows the rest).
@@ -59,6 +61,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -331,6 +334,10 @@ func table(res map[string]result, failed map[string]string) []row {
 	}
 	add("idle learner guest memory (QEMU RSS) vs its guest RAM",
 		"BenchmarkTerminal", "BenchmarkTerminal", "idle-rss-MiB", "guest-MiB", "", 1, "MiB", "report")
+	add("class of 30 presses Run on write-silent within 1 s, press → result p50: shared runs vs each their own",
+		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-p50-s", "own-p50-s", "", 1, "s", "report")
+	add("the same class, press → result of the last learner: shared runs vs each their own",
+		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-last-s", "own-last-s", "", 1, "s", "shared < 15 s")
 	return rows
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentcmd"
@@ -38,10 +39,18 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return agentcmd.Once(ctx, "labserver agent", os.Stdin, stdout, stderr)
 }
 
+// DefaultShareRuns is --share-runs: a class pressing Run within seconds
+// of each other shares one run (sandbox/runner_share.go); 5 s covers a
+// class told "now press Run" without sharing a run that is half over.
+const DefaultShareRuns = 5 * time.Second
+
 // sandboxConfig is what `labserver serve` is told about the sandbox.
 type sandboxConfig struct {
-	Concurrency   int    // --concurrency [LAB_CONCURRENCY]: runs at once (0: as many as the backends take)
-	QueueMax      int    // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (100)
+	Concurrency int // --concurrency [LAB_CONCURRENCY]: runs at once (0: as many as the backends take)
+	QueueMax    int // --queue-max [LAB_QUEUE_MAX]: runs waiting beyond those (100)
+	// --share-runs [LAB_SHARE_RUNS]: a request like a run queued or started
+	// less than this ago joins it (5s; 0 = every request runs its own)
+	ShareRuns     time.Duration
 	Backend       string // --backend [LAB_BACKEND]: where RDMA experiments run, auto|host|vm|none
 	SetupSoftRoCE bool   // --setup-softroce: may create rxe devices on this host
 	Guests        int    // --guests [LAB_GUESTS]: Soft-RoCE guests in the pool (0 = from CPUs and memory)
@@ -67,6 +76,11 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	}
 	fset.IntVar(&c.Concurrency, "concurrency", atoi("LAB_CONCURRENCY", 0), "experiment runs at once (0: as many as the backends take: a CPU each for host experiments, a guest each for RDMA ones) [LAB_CONCURRENCY]")
 	fset.IntVar(&c.QueueMax, "queue-max", atoi("LAB_QUEUE_MAX", 100), "runs that may wait; beyond it learners are told the lab is busy [LAB_QUEUE_MAX]")
+	share := DefaultShareRuns
+	if d, err := time.ParseDuration(env("LAB_SHARE_RUNS", "")); err == nil && d >= 0 {
+		share = d
+	}
+	fset.DurationVar(&c.ShareRuns, "share-runs", share, "a run request with the same experiment and parameters as a run queued or started less than this ago joins it as a watcher (its own record, the same live events); 0 = every request runs its own [LAB_SHARE_RUNS]")
 	fset.StringVar(&c.Backend, "backend", env("LAB_BACKEND", "auto"), "where RDMA experiments run: auto|host|vm|none [LAB_BACKEND]")
 	fset.IntVar(&c.Guests, "guests", atoi("LAB_GUESTS", 0), "Soft-RoCE guests running experiments side by side (0: one per two CPUs, as half the free memory allows) [LAB_GUESTS]")
 	fset.StringVar(&c.WorkersListen, "workers-listen", env("LAB_WORKERS_LISTEN", ""), "let workers (labserver worker) join here, e.g. 0.0.0.0:4222 (embedded NATS with JetStream) [LAB_WORKERS_LISTEN]")
@@ -165,6 +179,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Slots:       slots,
 		Concurrency: concurrency,
 		QueueMax:    c.QueueMax,
+		Share:       c.ShareRuns,
 		Sink:        hub,
 		Logger:      log,
 	})

@@ -85,7 +85,7 @@ func TestFlagsAndEnv(t *testing.T) {
 	if err := m.ParseFlags(nil); err != nil {
 		t.Fatal(err)
 	}
-	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto", VMAccel: "auto", VMMemory: 256, VMSnapshot: true}
+	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto", VMAccel: "auto", VMMemory: 256, VMSnapshot: true, ShareRuns: DefaultShareRuns}
 	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: 2}) {
 		t.Errorf("defaults %+v", m.Config)
 	}
@@ -93,13 +93,13 @@ func TestFlagsAndEnv(t *testing.T) {
 		"LAB_CONCURRENCY": "2", "LAB_QUEUE_MAX": "5", "LAB_BACKEND": "none", "LAB_VM_ACCEL": "tcg", "LAB_VM_MEMORY": "512", "LAB_TERMINALS": "1"}
 	m, _ = newMain(env)
 	m.ParseFlags(nil)
-	envSB := sandboxConfig{Concurrency: 2, QueueMax: 5, Backend: "none", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true}
+	envSB := sandboxConfig{Concurrency: 2, QueueMax: 5, Backend: "none", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true, ShareRuns: DefaultShareRuns}
 	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course", Sandbox: envSB, Terminals: 1}) {
 		t.Errorf("from env %+v", m.Config)
 	}
 	m, _ = newMain(env)
 	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir", "--concurrency", "3", "--queue-max", "7", "--backend", "host", "--terminals", "3"})
-	flagSB := sandboxConfig{Concurrency: 3, QueueMax: 7, Backend: "host", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true}
+	flagSB := sandboxConfig{Concurrency: 3, QueueMax: 7, Backend: "host", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true, ShareRuns: DefaultShareRuns}
 	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir", Sandbox: flagSB, Terminals: 3}) {
 		t.Errorf("flags over env %+v", m.Config)
 	}

@@ -400,7 +400,11 @@
     switch (ev.type) {
       case "status": return this.onStatus(ev);
       case "phase": return this.onPhase(ev);
-      case "log": return this.onLog(ev.level || "info", this.text(ev));
+      case "log":
+        // A run shared with classmates (sandbox/runner_share.go) says so
+        // where the learner looks, not in the collapsed log.
+        if (ev.name === "shared") return this.onShared(this.text(ev));
+        return this.onLog(ev.level || "info", this.text(ev));
       case "metric": return this.onMetric(ev);
       case "table": return this.onTable(ev.table);
       case "result": return this.onResult(ev);
@@ -460,6 +464,11 @@
   Widget.prototype.onPhase = function (ev) {
     this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
     this.phases.appendChild(h("li", { "class": "current", "data-phase": ev.name }, this.text(ev) || ev.name));
+  };
+
+  Widget.prototype.onShared = function (text) {
+    var p = h("p", { "class": "exp-shared", "data-testid": "run-shared", role: "status" }, text);
+    this.out.insertBefore(p, this.status.nextSibling);
   };
 
   Widget.prototype.onLog = function (level, text) {
