@@ -59,7 +59,9 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 		if lt.Waiting > 0 {
 			v.Terminals += trf(lang, "lab.terminals.waiting", lt.Waiting)
 		}
+		v.Terminals += s.labTerminalSizing(lang) // lab_class.go
 	}
+	v.Crowd = s.labCrowdWarning(lang)
 	for _, w := range l.Workers {
 		v.Workers = append(v.Workers, views.LabWorker{Name: w.Name, Backend: w.Backend, Accel: w.Accel,
 			Devices: strings.Join(w.Devices, ", "), Slots: w.Slots, Running: w.Running, CPUs: w.CPUs,

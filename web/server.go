@@ -67,6 +67,7 @@ type Server struct {
 	skeletons   skeletonCache // lesson pages, rendered once per content load
 	limits      *limiters     // per-address and per-learner limits (limits.go)
 	termClients termClients   // who holds terminals, per address (terminal_fair.go)
+	crowd       addrCrowd     // learners per client address, for /lab (lab_class.go)
 }
 
 // New checks cfg and builds the router.

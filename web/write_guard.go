@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 )
 
 var writeGuardStrings = uiTable{
@@ -28,6 +29,7 @@ func (s *Server) guardWrites(next http.Handler) http.Handler {
 			return
 		}
 		addr := addrKey(clientAddr(r))
+		s.crowd.saw(addr, learnerID(r), time.Now()) // /lab warns when a class shares one address (lab_class.go)
 		if ok, wait := s.limits.write.allow(addr); !ok {
 			secs := retryAfter(w, wait)
 			s.log.Warn("write rate limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)

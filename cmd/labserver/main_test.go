@@ -86,7 +86,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto", VMAccel: "auto", VMMemory: 256, VMSnapshot: true, ShareRuns: DefaultShareRuns}
-	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: 2}) {
+	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: TerminalsAuto}) {
 		t.Errorf("defaults %+v", m.Config)
 	}
 	env := map[string]string{"LAB_ADDR": ":9999", "LAB_DB": "/tmp/x.db", "LAB_LESSONS": "/srv/course",

@@ -28,7 +28,7 @@ type Config struct {
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
 	Sandbox    sandboxConfig
 	Limits     limitsConfig
-	Terminals  int // LAB_TERMINALS: learner terminals at once (terminal.go)
+	Terminals  int // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -140,10 +140,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Sandbox = sb
-	m.Terms = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
+	var sizing web.TermSizing
+	m.Terms, sizing = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
 	var terms web.Terminals
 	if m.Terms != nil {
-		terms = webTerminals{m.Terms}
+		terms = webTerminals{m.Terms, sizing}
 	}
 
 	// Learner cookies are signed with a key kept in the database, so a

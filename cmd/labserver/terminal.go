@@ -18,33 +18,73 @@ import (
 // the experiment pool's guests (the same guest configuration), never a
 // shell on this host. Only when the RDMA backend is the guest pool.
 
+// TerminalsAuto is Config.Terminals for `--terminals auto` (the default):
+// as many as the machine's free memory and CPUs hold (vm.AutoTerminals).
+const TerminalsAuto = -1
+
 func terminalFlags(fset *flag.FlagSet, n *int, env func(key, def string) string) {
-	def := 2 // a TCG guest with a busy shell takes a core; 2 on a 2-core machine
-	if v, err := strconv.Atoi(env("LAB_TERMINALS", "")); err == nil && v >= 0 {
-		def = v
+	*n = TerminalsAuto
+	if v, err := parseTerminals(env("LAB_TERMINALS", "")); err == nil {
+		*n = v
 	}
-	fset.IntVar(n, "terminals", def, "learner terminals at once, each in a Soft-RoCE guest of its own (0: off; needs the vm backend) [LAB_TERMINALS]")
+	fset.Func("terminals", "learner terminals at once, each in a Soft-RoCE guest of its own: auto (from free memory and CPUs, logged and shown on /lab), a number, or 0 (off); needs the vm backend [LAB_TERMINALS] (default auto)",
+		func(v string) error {
+			t, err := parseTerminals(v)
+			if err == nil {
+				*n = t
+			}
+			return err
+		})
 }
 
-// learnerTerminals returns the terminals for rdma, nil when there are none.
-func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
-	if n <= 0 {
-		return nil
+// parseTerminals reads "auto" or a count (0 or more).
+func parseTerminals(v string) (int, error) {
+	if v == "auto" {
+		return TerminalsAuto, nil
+	}
+	t, err := strconv.Atoi(v)
+	if err != nil || t < 0 {
+		return 0, errors.New(`want "auto" or a number of terminals (0: off)`)
+	}
+	return t, nil
+}
+
+// learnerTerminals returns the terminals for rdma, nil when there are none,
+// and how their number was chosen when it was (--terminals auto).
+func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) (*vm.Terminals, web.TermSizing) {
+	if n == 0 {
+		return nil, web.TermSizing{}
 	}
 	if mix, ok := rdma.(*fleet.Mix); ok {
 		rdma = mix.Local
 	}
-	if _, ok := rdma.(*vm.Pool); !ok {
+	pool, ok := rdma.(*vm.Pool)
+	if !ok {
 		log.Info("learner terminals off: they need the vm backend (a guest per learner)")
-		return nil
+		return nil, web.TermSizing{}
+	}
+	var sizing web.TermSizing
+	if n == TerminalsAuto {
+		sz := vm.AutoTerminals(pool.Slots())
+		n = sz.Max
+		sizing = web.TermSizing{Auto: true, AvailableMiB: sz.AvailableMiB, CPUs: sz.CPUs, PoolGuests: sz.PoolGuests,
+			ByMemory: sz.ByMemory, ByCPU: sz.ByCPU}
+		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
+	} else {
+		log.Info("learner terminals", "max", n)
 	}
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
-	log.Info("learner terminals", "max", n)
-	return &vm.Terminals{Cfg: cfg, Max: n}
+	return &vm.Terminals{Cfg: cfg, Max: n}, sizing
 }
 
 // webTerminals adapts *vm.Terminals to web.Terminals.
-type webTerminals struct{ t *vm.Terminals }
+type webTerminals struct {
+	t      *vm.Terminals
+	sizing web.TermSizing // how --terminals auto chose the cap
+}
+
+// Sizing is how the cap was chosen (web.TerminalSizing).
+func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
 
 func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(web.TermQueue)) (web.TermAttachment, error) {
 	var told func(vm.Queue)

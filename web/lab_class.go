@@ -1,0 +1,133 @@
+package web
+
+import (
+	"sync"
+	"time"
+)
+
+// What an admin needs to see on /lab before a class: how the learner
+// terminals' cap was chosen (serve --terminals auto), and a warning when
+// many learners share one client address, so the per-address limits
+// (limits.go) bind the whole class together.
+
+// TermSizing is how `--terminals auto` chose the terminals' cap from the
+// machine (vm.AutoTerminals).
+type TermSizing struct {
+	Auto         bool  // false: the admin set the number
+	AvailableMiB int64 // memory available when chosen
+	CPUs         int
+	PoolGuests   int // experiment guests reserved for
+	ByMemory     int // what memory allows
+	ByCPU        int // what CPUs allow
+}
+
+// TerminalSizing is an optional interface of Terminals: how the cap was
+// chosen.
+type TerminalSizing interface {
+	Sizing() TermSizing
+}
+
+var labClassStrings = uiTable{
+	"zh": {
+		"lab.terminals.auto": "（自动：可用内存 %d MiB 允许 %d 个，%d 个 CPU 允许 %d 个，已为 %d 个实验虚拟机留出内存；用 --terminals 可手动设定）",
+		"lab.crowd": "最近 %d 分钟里有 %d 位学员来自同一个网络地址（%s）。按地址计的限制由他们共用：同时排队或运行的实验最多 %d 个，新学员一次最多 %d 位。" +
+			"如果整个班级在同一个 NAT 或反向代理后面，请设置 LAB_TRUSTED_PROXY_HEADER 和 LAB_TRUSTED_PROXIES，或调高 LAB_RUNS_PER_ADDR 和 LAB_NEW_LEARNERS_PER_ADDR（见 docs/operations.md 的「限制」一节）。",
+	},
+	"en": {
+		"lab.terminals.auto": " (auto: %d MiB of available memory allows %d, %d CPUs allow %d, with memory kept for %d experiment guests; set --terminals to choose)",
+		"lab.crowd": "In the last %d minutes %d learners came from one network address (%s). They share the per-address limits: at most %d runs queued or running at once, %d new learners at once. " +
+			"If the whole class is behind one NAT or reverse proxy, set LAB_TRUSTED_PROXY_HEADER and LAB_TRUSTED_PROXIES, or raise LAB_RUNS_PER_ADDR and LAB_NEW_LEARNERS_PER_ADDR (docs/operations.md, \"Limits\").",
+	},
+}
+
+// labTerminalSizing is the terminals' sizing for /lab in lang, "" when the
+// admin chose the number.
+func (s *Server) labTerminalSizing(lang string) string {
+	ts, ok := s.cfg.Terminals.(TerminalSizing)
+	if !ok {
+		return ""
+	}
+	sz := ts.Sizing()
+	if !sz.Auto {
+		return ""
+	}
+	return trf(lang, "lab.terminals.auto", sz.AvailableMiB, sz.ByMemory, sz.CPUs, sz.ByCPU, sz.PoolGuests)
+}
+
+// crowdWindow is how long a learner counts for the address they wrote
+// from; crowdWarn learners on one address make /lab warn. A class of 30
+// behind one NAT address passes the default 4 runs per address at once.
+const (
+	crowdWindow   = 30 * time.Minute
+	crowdWarn     = 10
+	crowdMaxAddrs = 10_000 // bounds memory: past it the table starts over
+	crowdMaxPer   = 1_000  // learners remembered per address
+)
+
+// addrCrowd counts the distinct learners who wrote from each client
+// address recently.
+type addrCrowd struct {
+	mu sync.Mutex
+	m  map[string]map[string]time.Time // address → learner → last write
+}
+
+// saw records a write of learner from addr.
+func (c *addrCrowd) saw(addr, learner string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= crowdMaxAddrs {
+		c.m = map[string]map[string]time.Time{}
+	}
+	ls := c.m[addr]
+	if ls == nil {
+		ls = map[string]time.Time{}
+		c.m[addr] = ls
+	}
+	if _, ok := ls[learner]; !ok && len(ls) >= crowdMaxPer {
+		c.pruneLocked(ls, now)
+		if len(ls) >= crowdMaxPer {
+			return // counted enough to warn
+		}
+	}
+	ls[learner] = now
+}
+
+func (c *addrCrowd) pruneLocked(ls map[string]time.Time, now time.Time) {
+	for l, t := range ls {
+		if now.Sub(t) > crowdWindow {
+			delete(ls, l)
+		}
+	}
+}
+
+// busiest is the address with the most learners in the window, and how many.
+func (c *addrCrowd) busiest(now time.Time) (string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	addr, n := "", 0
+	for a, ls := range c.m {
+		c.pruneLocked(ls, now)
+		if len(ls) == 0 {
+			delete(c.m, a)
+			continue
+		}
+		if len(ls) > n {
+			addr, n = a, len(ls)
+		}
+	}
+	return addr, n
+}
+
+// labCrowdWarning is /lab's warning in lang when crowdWarn or more
+// learners share one address and the per-address limits are on.
+func (s *Server) labCrowdWarning(lang string) string {
+	l := s.cfg.Limits
+	if l.RunsPerAddr < 0 && l.NewLearnerBurst < 0 {
+		return ""
+	}
+	addr, n := s.crowd.busiest(time.Now())
+	if n < crowdWarn {
+		return ""
+	}
+	return trf(lang, "lab.crowd", int(crowdWindow.Minutes()), n, addr, l.RunsPerAddr, l.NewLearnerBurst)
+}

@@ -1,0 +1,91 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/store"
+)
+
+func labClassServer(t *testing.T, terms Terminals, limits Limits) *httptest.Server {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "lab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var course atomic.Pointer[lessons.Course]
+	course.Store(fixtureCourse())
+	srv, err := New(Config{Course: course.Load, Store: db, Logger: slog.New(slog.DiscardHandler), Limits: limits,
+		Lab: labFunc(func(context.Context) sandbox.Lab { return readyLab }), Terminals: terms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); db.Close() })
+	return ts
+}
+
+type sizedTerms struct {
+	*fakeTerms
+	sz TermSizing
+}
+
+func (s sizedTerms) Sizing() TermSizing { return s.sz }
+
+// /lab says how --terminals auto chose the cap, in the page's language.
+func TestLabTerminalSizing(t *testing.T) {
+	fake := &fakeTerms{max: 7, queueMax: 4, sessions: map[string]*fakeShell{}}
+	ts := labClassServer(t, sizedTerms{fake, TermSizing{Auto: true, AvailableMiB: 3000, CPUs: 2, PoolGuests: 1, ByMemory: 7, ByCPU: 50}}, Limits{})
+	for lang, want := range map[string]string{
+		"en": "0 / 7 (auto: 3000 MiB of available memory allows 7, 2 CPUs allow 50, with memory kept for 1 experiment guests; set --terminals to choose)",
+		"zh": "0 / 7（自动：可用内存 3000 MiB 允许 7 个，2 个 CPU 允许 50 个，已为 1 个实验虚拟机留出内存；用 --terminals 可手动设定）",
+	} {
+		if got := labDoc(t, ts, lang).Find(`[data-testid=lab-terminals]`).Text(); got != want {
+			t.Errorf("%s: %q, want %q", lang, got, want)
+		}
+	}
+	set := labClassServer(t, sizedTerms{fake, TermSizing{}}, Limits{})
+	if got := labDoc(t, set, "en").Find(`[data-testid=lab-terminals]`).Text(); got != "0 / 7" {
+		t.Errorf("a cap the admin set: %q", got)
+	}
+}
+
+// /lab warns when many learners write from one address (a class behind
+// one NAT shares the per-address limits), and says nothing with the
+// per-address limits off or with few learners.
+func TestLabCrowdWarning(t *testing.T) {
+	write := func(ts *httptest.Server, n int) {
+		for range n { // no cookie: a new learner each time, all from loopback
+			res, err := http.Post(ts.URL+"/lessons/01-one/complete", "application/x-www-form-urlencoded", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+		}
+	}
+	ts := labClassServer(t, nil, Limits{})
+	write(ts, crowdWarn-1)
+	if n := labDoc(t, ts, "en").Find(`[data-testid=lab-crowd]`).Length(); n != 0 {
+		t.Errorf("%d learners on one address: warned", crowdWarn-1)
+	}
+	write(ts, 3)
+	for lang, want := range map[string]string{"en": "12 learners came from one network address (127.0.0.1)", "zh": "12 位学员来自同一个网络地址（127.0.0.1）"} {
+		got := labDoc(t, ts, lang).Find(`[data-testid=lab-crowd]`).Text()
+		if !strings.Contains(got, want) || !strings.Contains(got, "LAB_RUNS_PER_ADDR") {
+			t.Errorf("%s: %q, want %q and the setting", lang, got, want)
+		}
+	}
+	off := labClassServer(t, nil, Limits{RunsPerAddr: -1, NewLearnerBurst: -1})
+	write(off, 12)
+	if n := labDoc(t, off, "en").Find(`[data-testid=lab-crowd]`).Length(); n != 0 {
+		t.Error("warned with the per-address limits off")
+	}
+}
