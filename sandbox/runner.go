@@ -191,22 +191,31 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	r.mu.Unlock()
 	defer r.wg.Done()
 
-	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
-		if err := rec.RunCreated(info); err != nil {
-			ru.w.discard()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.removeLocked(ru)
-			r.dispatchLocked()
-			return RunInfo{}, fmt.Errorf("record run: %w", err)
-		}
+	if err := r.record(ru, info, func() { r.removeLocked(ru); r.dispatchLocked() }); err != nil {
+		return RunInfo{}, err
 	}
-	ru.w.start()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.recorded = true
 	r.dispatchLocked()
 	return ru.info, nil
+}
+
+// record has the Sink store the run's record (RunRecorder), then lets its
+// events out; if the Sink refuses, it drops them and calls undoLocked
+// with r.mu held. Called without r.mu.
+func (r *Runner) record(ru *run, info RunInfo, undoLocked func()) error {
+	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
+		if err := rec.RunCreated(info); err != nil {
+			ru.w.discard()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			undoLocked()
+			return fmt.Errorf("record run: %w", err)
+		}
+	}
+	ru.w.start()
+	return nil
 }
 
 // dispatchLocked starts the waiting runs the scheduling rules allow

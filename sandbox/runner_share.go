@@ -135,17 +135,9 @@ func (r *Runner) join(host *run, learner string, exp *Experiment, params Params)
 	r.mu.Unlock()
 	defer r.wg.Done()
 
-	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
-		if err := rec.RunCreated(info); err != nil {
-			ru.w.discard()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.detachLocked(ru)
-			r.removeLocked(ru)
-			return RunInfo{}, fmt.Errorf("record run: %w", err)
-		}
+	if err := r.record(ru, info, func() { r.detachLocked(ru); r.removeLocked(ru) }); err != nil {
+		return RunInfo{}, err
 	}
-	ru.w.start()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.recorded = true
