@@ -150,7 +150,7 @@ func runPerfInline(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 		errnoName = verbs.ErrnoName(ve.Errno)
 		note(emit, "info", say(fmt.Sprintf("An inline WRITE of %d B (threshold %d B) was refused when posted: ibv_post_send returned %s. The data must then come from a registered buffer, by DMA.", above, granted, errnoName),
 			fmt.Sprintf("%d B 的内联 WRITE（阈值 %d B）在投递时被拒绝：ibv_post_send 返回 %s。此时数据只能来自已注册的缓冲区，由 DMA 读取。", above, granted, errnoName)))
-		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: errnoName,
+		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: errnoName, Expected: true,
 			Message: fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
 			Messages: sandbox.Text{"en": fmt.Sprintf("ibv_post_send (IBV_SEND_INLINE, %d B > max_inline_data %d B): %s", above, granted, verbs.Strerror(ve.Errno)),
 				"zh": fmt.Sprintf("ibv_post_send（IBV_SEND_INLINE，%d B > max_inline_data %d B）：%s（%s）", above, granted, expkit.ErrnoZh(errnoName, verbs.Strerror(ve.Errno)), errnoName)}})

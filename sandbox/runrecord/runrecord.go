@@ -119,7 +119,11 @@ type Event struct {
 	// error
 	Errno     int    `json:"errno,omitempty"`
 	ErrnoName string `json:"errno_name,omitempty"` // e.g. "ENOMEM"
-	Call      string `json:"call,omitempty"`       // e.g. "mlock", "ibv_reg_mr"
+	// Expected marks an error the experiment provoked on purpose (an
+	// inline post above the threshold): the page shows it as the intended
+	// outcome, not as a failure of the run.
+	Expected bool   `json:"expected,omitempty"`
+	Call     string `json:"call,omitempty"` // e.g. "mlock", "ibv_reg_mr"
 
 	// step (interactive runs)
 	Code   string   `json:"code,omitempty"`   // the C code of the call, with the values used
