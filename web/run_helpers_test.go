@@ -116,7 +116,7 @@ func runTestRegistry() *sandbox.Registry {
 		ID: "provoke", Title: sandbox.Text{"en": "Provoke", "zh": "触发"}, Needs: sandbox.NeedHost, Timeout: 20 * time.Second,
 		Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 			emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_post_send", Errno: 22, ErrnoName: "EINVAL", Expected: true,
-				Message: "ibv_post_send (IBV_SEND_INLINE, 128 B > max_inline_data 64 B): Invalid argument",
+				Message:  "ibv_post_send (IBV_SEND_INLINE, 128 B > max_inline_data 64 B): Invalid argument",
 				Messages: sandbox.Text{"en": "ibv_post_send (IBV_SEND_INLINE, 128 B > max_inline_data 64 B): Invalid argument", "zh": "ibv_post_send（IBV_SEND_INLINE，128 B > max_inline_data 64 B）：参数无效（EINVAL）"}})
 			ok := true
 			emit.Emit(sandbox.Event{Type: sandbox.EvResult, OK: &ok, Message: "refused as expected", Messages: sandbox.Text{"en": "refused as expected", "zh": "如预期被拒绝"}})
