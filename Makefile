@@ -6,7 +6,7 @@ BIN   := bin/labserver
 AGENT := bin/labagent
 
 # What the lab needs at run time: the Soft-RoCE guest is built from these.
-APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev perftest qperf \
+APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev librdmacm-dev tcc perftest qperf \
             rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static libcap2-bin iproute2 \
             kmod cpio xz-utils strace tcpdump
 # Tests also drive a real headless browser.

@@ -313,6 +313,9 @@ func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan
 	if err := p.addProvider(ctx); err != nil {
 		return nil, err
 	}
+	if err := p.addCompiler(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.planModules(ctx); err != nil {
 		return nil, err
 	}
