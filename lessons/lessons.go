@@ -40,6 +40,9 @@ type Lesson struct {
 	// Tasks are the lesson's :::task steps in page order (the same ids in
 	// every language), each with its verify script read at load.
 	Tasks []*Task
+	// Programs are the lesson's :::program exercises in page order
+	// (program.go), their files read at load.
+	Programs []*Program
 }
 
 // Task is one :::task of a lesson: a step the learner performs in their
@@ -86,6 +89,7 @@ const (
 	SegDiagram    SegmentKind = "diagram"    // ::diagram ID  (HTML holds the rendered SVG)
 	SegTerminal   SegmentKind = "terminal"   // ::terminal (a shell in the learner's own guest)
 	SegTask       SegmentKind = "task"       // :::task ID SCRIPT … ::: (a step verified in the learner's guest)
+	SegProgram    SegmentKind = "program"    // :::program ID DIR … ::: (C the learner writes, run in their guest)
 )
 
 // Segment is a piece of a rendered page body: either HTML or a directive that
@@ -98,7 +102,8 @@ type Segment struct {
 	Line   int               // source line of the directive
 
 	// Script, for SegTask, is the verify script's path in the lesson
-	// folder (HTML holds the task's rendered text).
+	// folder (HTML holds the task's rendered text); for SegProgram, the
+	// program's folder.
 	Script string
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions

@@ -26,6 +26,11 @@ type Options struct {
 	// it (labserver: `sh -n`); it returns the line of the first error (0 if
 	// unknown) and the shell's message. nil skips the check.
 	CheckScript func(script []byte) (line int, msg string, err error)
+	// CompileC compiles a :::program's C source (linking libs) and returns
+	// the compiler's output; an error when it does not compile. Set by cmd
+	// when the host has the guest's compiler (tcc); nil skips the check
+	// (the guest suite compiles every program anyway).
+	CompileC func(src []byte, libs []string) (string, error)
 }
 
 // LoadError is returned by Load when the content has errors. Its message is
@@ -95,9 +100,10 @@ type loader struct {
 	course *Course
 	diags  []Diagnostic
 
-	prereqs    map[string]frontMatter  // by file, for the cross-lesson checks
-	brokenQuiz map[string]bool         // slugs whose quiz.yaml could not be read at all
-	scripts    map[string]scriptResult // task verify scripts by slug/path (task.go)
+	prereqs    map[string]frontMatter   // by file, for the cross-lesson checks
+	brokenQuiz map[string]bool          // slugs whose quiz.yaml could not be read at all
+	scripts    map[string]scriptResult  // task verify scripts by slug/path (task.go)
+	programs   map[string]programResult // :::program folders by slug/dir (program.go)
 
 	// Drafts (drafts.go): outer is the course the drafts sit beside (nil
 	// for the course itself), whose lessons drafts may link to and require
@@ -347,6 +353,7 @@ func (ld *loader) readPages(s *lessonSource) []linkRef {
 		}
 	}
 	ld.lessonTasks(l) // before fallback pages are made: they repeat another language's tasks
+	ld.lessonPrograms(l)
 	for _, lang := range Langs {
 		p := l.Pages[lang]
 		if p == nil {

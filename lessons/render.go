@@ -127,6 +127,7 @@ type pageRenderer struct {
 	callout       []piece // open callouts (and an open :::task)
 	task          *openTask
 	taskIDs       map[string]int // task id → line, on this page
+	programIDs    map[string]int // program id → line, on this page
 }
 
 func (r *pageRenderer) errAt(line int, format string, args ...any) {
@@ -154,7 +155,7 @@ func (r *pageRenderer) render(pieces []piece) {
 			}
 			top := r.callout[len(r.callout)-1]
 			r.callout = r.callout[:len(r.callout)-1]
-			if top.name == "task" {
+			if top.name == "task" || top.name == "program" {
 				r.closeTask()
 				continue
 			}
@@ -174,7 +175,7 @@ func (r *pageRenderer) render(pieces []piece) {
 			continue
 		}
 		r.errAt(r.callout[i].line, ":::%s is never closed (add a line with just :::)", r.callout[i].name)
-		if r.callout[i].name == "task" {
+		if r.callout[i].name == "task" || r.callout[i].name == "program" {
 			r.closeTask()
 			continue
 		}
@@ -195,13 +196,13 @@ func (r *pageRenderer) flush() {
 }
 
 func (r *pageRenderer) openCallout(p piece) {
-	if p.name == "task" {
-		r.openTask(p) // task.go
+	if p.name == "task" || p.name == "program" {
+		r.openTask(p) // task.go, program.go
 		return
 	}
 	labels, ok := calloutLabels[p.name]
 	if !ok {
-		r.errAt(p.line, "unknown callout :::%s (known: :::note, :::warning, :::takeaway, :::task)", p.name)
+		r.errAt(p.line, "unknown callout :::%s (known: :::note, :::warning, :::takeaway, :::task, :::program)", p.name)
 		labels = calloutLabels["note"]
 	}
 	label := labels[r.lang]
@@ -226,7 +227,7 @@ func (r *pageRenderer) directive(p piece) {
 		return
 	}
 	if r.task != nil {
-		r.errAt(p.line, "::%s cannot be inside a :::task (close the task with ::: first)", p.name)
+		r.errAt(p.line, "::%s cannot be inside a :::%s (close the %s with ::: first)", p.name, r.task.name, r.task.name)
 		return
 	}
 	seg := Segment{Line: p.line}

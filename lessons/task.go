@@ -32,8 +32,9 @@ import (
 // MaxTaskScript bounds a verify script's size.
 const MaxTaskScript = 16 << 10
 
-// openTask is a :::task being rendered.
+// openTask is a :::task (or :::program) being rendered.
 type openTask struct {
+	name  string // task or program
 	seg   Segment
 	start int  // index in r.body where the task's text begins
 	ok    bool // the opening line was valid: the task becomes a segment
@@ -42,19 +43,25 @@ type openTask struct {
 func (r *pageRenderer) openTask(p piece) {
 	r.callout = append(r.callout, p)
 	if r.task != nil {
-		r.errAt(p.line, ":::task cannot be inside another :::task (line %d): close that one with ::: first", r.task.seg.Line)
+		r.errAt(p.line, ":::%s cannot be inside a :::%s (line %d): close that one with ::: first", p.name, r.task.name, r.task.seg.Line)
 		// Its closing ::: will close this one; the outer task stays open.
 		r.callout[len(r.callout)-1].name = "task-nested"
 		return
 	}
 	r.flush()
-	t := &openTask{seg: Segment{Kind: SegTask, Line: p.line}, start: len(r.body)}
+	t := &openTask{seg: Segment{Kind: SegTask, Line: p.line}, start: len(r.body), name: p.name}
 	r.task = t
 	args, err := splitArgs(p.args)
-	switch {
-	case err != nil:
-		r.errAt(p.line, ":::task: %v", err)
+	if err != nil {
+		r.errAt(p.line, ":::%s: %v", p.name, err)
 		return
+	}
+	if p.name == "program" {
+		t.seg.Kind = SegProgram
+		r.programArgs(p, t, args) // program.go
+		return
+	}
+	switch {
 	case len(args) != 2:
 		r.errAt(p.line, ":::task needs an id and a verify script: :::task ID tasks/SCRIPT.sh")
 		return
@@ -93,7 +100,7 @@ func (r *pageRenderer) closeTask() {
 	}
 	r.body = r.body[:t.start]
 	if strings.TrimSpace(b.String()) == "" {
-		r.errAt(t.seg.Line, ":::task %s has no text: say what the learner should do, between :::task and :::", t.seg.ID)
+		r.errAt(t.seg.Line, ":::%s %s has no text: say what the learner should do, between :::%s and :::", t.name, t.seg.ID, t.name)
 		return
 	}
 	if !t.ok {
@@ -141,34 +148,11 @@ type scriptResult struct {
 }
 
 func readTaskScript(fsys fs.FS, slug, name string) ([]byte, string) {
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) {
-		return nil, fmt.Sprintf("script %q must be a path relative to the lesson folder, e.g. tasks/check.sh", name)
-	}
-	clean := path.Clean(name)
-	if clean != name || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-		return nil, fmt.Sprintf("script %q must be a plain path inside the lesson folder (no .., no ./, no //)", name)
+	data, msg := readLessonFile(fsys, slug, name, "verify script", MaxTaskScript)
+	if msg != "" {
+		return nil, msg
 	}
 	full := slug + "/" + name
-	if link := symlinkIn(fsys, slug, name); link != "" {
-		return nil, fmt.Sprintf("script %q: %s is a symbolic link; put the script itself in the lesson folder", name, link)
-	}
-	st, err := statFS(fsys, full)
-	if err != nil {
-		return nil, fmt.Sprintf("no verify script %s", full)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Sprintf("verify script %s is not a regular file", full)
-	}
-	if st.Size() > MaxTaskScript {
-		return nil, fmt.Sprintf("verify script %s is %d bytes; at most %d", full, st.Size(), MaxTaskScript)
-	}
-	data, err := fs.ReadFile(fsys, full)
-	if err != nil {
-		return nil, fmt.Sprintf("cannot read verify script %s: %v", full, err)
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Sprintf("verify script %s is empty", full)
-	}
 	if bytes.HasPrefix(data, []byte("#!")) {
 		first, _, _ := bytes.Cut(data, []byte("\n"))
 		interp := strings.Fields(strings.TrimSpace(string(first[2:])))
@@ -176,6 +160,43 @@ func readTaskScript(fsys fs.FS, slug, name string) ([]byte, string) {
 			(path.Base(interp[0]) == "env" && len(interp) > 1 && interp[1] == "sh")) {
 			return nil, fmt.Sprintf("verify script %s starts with %q: scripts run with the guest's /bin/sh (bash is optional there), so write #!/bin/sh", full, strings.TrimSpace(string(first)))
 		}
+	}
+	return data, ""
+}
+
+// readLessonFile reads file name of lesson slug (what, e.g. "verify
+// script", names it in messages), or says what is wrong with it ("" =
+// fine): a plain relative path inside the lesson folder, a regular file
+// (not a symbolic link), not empty, at most limit bytes.
+func readLessonFile(fsys fs.FS, slug, name, what string, limit int64) ([]byte, string) {
+	short := strings.TrimPrefix(what, "verify ") // "script %q must be …"
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) {
+		return nil, fmt.Sprintf("%s %q must be a path relative to the lesson folder, e.g. tasks/check.sh", short, name)
+	}
+	clean := path.Clean(name)
+	if clean != name || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, fmt.Sprintf("%s %q must be a plain path inside the lesson folder (no .., no ./, no //)", short, name)
+	}
+	full := slug + "/" + name
+	if link := symlinkIn(fsys, slug, name); link != "" {
+		return nil, fmt.Sprintf("%s %q: %s is a symbolic link; put the %s itself in the lesson folder", short, name, link, short)
+	}
+	st, err := statFS(fsys, full)
+	if err != nil {
+		return nil, fmt.Sprintf("no %s %s", what, full)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Sprintf("%s %s is not a regular file", what, full)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Sprintf("%s %s is %d bytes; at most %d", what, full, st.Size(), limit)
+	}
+	data, err := fs.ReadFile(fsys, full)
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read %s %s: %v", what, full, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Sprintf("%s %s is empty", what, full)
 	}
 	return data, ""
 }

@@ -36,6 +36,9 @@ type gradeCell struct {
 	Attempts, Runs   int
 	TasksDone, Tasks int // the lesson's :::task steps verified done, and how many it has
 	Seen             int // questions whose answer was seen before a clean right answer (none scored)
+	// the lesson's :::program exercises passed, how many it has, and the
+	// learner's checked runs of them
+	ProgramsPassed, Programs, ProgramRuns int
 }
 
 // gradeRow is one learner.
@@ -45,7 +48,7 @@ type gradeRow struct {
 }
 
 // gradebook computes the table for learners over the course.
-func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, reveals []store.Reveal, runs []store.Run, tasks []store.TaskRow) []gradeRow {
+func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, reveals []store.Reveal, runs []store.Run, tasks []store.TaskRow, programs []store.ProgramRow) []gradeRow {
 	type key struct{ learner, lesson string }
 	lessonOf := map[string]string{}     // question → lesson
 	expLessons := map[string][]string{} // experiment → lessons showing it
@@ -123,6 +126,15 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			cell(t.Learner, t.Lesson).TasksDone++
 		}
 	}
+	for _, p := range programs {
+		if l := c.Lesson(p.Lesson); l != nil && l.Program(p.Program) != nil {
+			g := cell(p.Learner, p.Lesson)
+			g.ProgramRuns += p.Attempts
+			if p.Passed() {
+				g.ProgramsPassed++
+			}
+		}
+	}
 	out := make([]gradeRow, 0, len(learners))
 	for _, l := range learners {
 		row := gradeRow{Learner: l.ID, Name: l.DisplayName}
@@ -133,6 +145,7 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			}
 			g.Questions = nq[les.Slug]
 			g.Tasks = len(les.Tasks)
+			g.Programs = len(les.Programs)
 			row.Cells = append(row.Cells, g)
 		}
 		out = append(out, row)
@@ -180,7 +193,11 @@ func (s *Server) gradebookData(w http.ResponseWriter, r *http.Request, limit, of
 	if fail() {
 		return nil, page, sc, cohort, false
 	}
-	return gradebook(s.course(), page.Learners, progress, attempts, reveals, runs, tasks), page, sc, cohort, true
+	programs, err := db.ClassProgramsIn(ctx, sc)
+	if fail() {
+		return nil, page, sc, cohort, false
+	}
+	return gradebook(s.course(), page.Learners, progress, attempts, reveals, runs, tasks, programs), page, sc, cohort, true
 }
 
 // exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
@@ -192,13 +209,14 @@ func (s *Server) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.course()
 	lang := langOf(r)
-	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks"}}
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
 			out = append(out, []string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
 				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.Itoa(g.Seen), strconv.FormatBool(g.Completed), g.CompletedAt,
-				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks)})
+				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks),
+				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)})
 		}
 	}
 	s.writeCSV(w, r, "gradebook.csv", out)
@@ -228,6 +246,9 @@ func (s *Server) gradebookShow(w http.ResponseWriter, r *http.Request) {
 				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs, Seen: g.Seen})
 			if g.Tasks > 0 {
 				vr.Cells[len(vr.Cells)-1].Tasks = strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
+			}
+			if g.Programs > 0 {
+				vr.Cells[len(vr.Cells)-1].Programs = trf(lang, "grade.programs.of", g.ProgramsPassed, g.Programs, g.ProgramRuns)
 			}
 		}
 		v.Rows = append(v.Rows, vr)

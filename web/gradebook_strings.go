@@ -3,15 +3,16 @@ package web
 // Strings of the gradebook (gradebook.go).
 var gradebookStrings = uiTable{
 	"zh": {
-		"grade.title":     "成绩册",
-		"grade.link":      "成绩册",
-		"grade.lede":      "每位学员在每一课：答对的题数/题目总数（至少答对过一次）、✓ 表示已完成、作答次数、该课实验的运行次数，以及在终端里经检查完成的任务数/该课任务总数。",
-		"grade.csv":       "下载成绩册 CSV",
-		"grade.hardest":   "全课程最难的题（按通过率从低到高）",
-		"grade.question":  "题目",
-		"grade.noanswers": "还没有人作答。",
-		"grade.tasks":     "终端任务",
-		"grade.seen":      "看过答案的题",
+		"grade.title":       "成绩册",
+		"grade.link":        "成绩册",
+		"grade.lede":        "每位学员在每一课：答对的题数/题目总数（至少答对过一次）、✓ 表示已完成、作答次数、该课实验的运行次数，以及在终端里经检查完成的任务数/该课任务总数。",
+		"grade.csv":         "下载成绩册 CSV",
+		"grade.hardest":     "全课程最难的题（按通过率从低到高）",
+		"grade.question":    "题目",
+		"grade.noanswers":   "还没有人作答。",
+		"grade.tasks":       "终端任务",
+		"grade.programs.of": "编程练习通过 %d/%d（运行 %d 次）",
+		"grade.seen":        "看过答案的题",
 		// Counts (views.Count): zh has no plural form.
 		"count.learners":     "名学员",
 		"count.learners.one": "名学员",
@@ -29,6 +30,7 @@ var gradebookStrings = uiTable{
 		"grade.question":     "Question",
 		"grade.noanswers":    "Nobody has answered yet.",
 		"grade.tasks":        "terminal tasks",
+		"grade.programs.of":  "programs passed %d/%d (%d runs)",
 		"grade.seen":         "answers seen",
 		"count.learners":     "learners",
 		"count.learners.one": "learner",

@@ -34,6 +34,8 @@ func lessonAssets(c *lessons.Course, l *lessons.Lesson, page *lessons.Page, lang
 			out = append(out, views.TerminalAssets)
 		case lessons.SegTask:
 			out = append(out, views.TaskAssets)
+		case lessons.SegProgram:
+			out = append(out, views.ProgramAssets)
 		case lessons.SegQuiz:
 			if c.Questions[seg.ID] != nil {
 				out = append(out, views.QuizAssets)

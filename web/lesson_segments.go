@@ -23,6 +23,8 @@ func (s *Server) segment(lr *lessonRequest, seg lessons.Segment) templ.Component
 		return s.terminalSegment(lr) // terminal.go
 	case lessons.SegTask:
 		return s.taskSegment(lr, seg) // task_check.go
+	case lessons.SegProgram:
+		return s.programSegment(lr, seg) // program.go
 	case lessons.SegQuiz:
 		return s.quizSegment(lr, seg)
 	case lessons.SegCheckpoint:

@@ -106,6 +106,11 @@ func (s *Server) routes() http.Handler {
 		r.Get("/api/terminal", s.terminal) // terminal.go: a learner's own shell (WebSocket)
 		// task_check.go: Check on a lesson's :::task, run in the learner's own terminal guest
 		r.Post("/api/lessons/{slug}/tasks/{id}/check", s.taskCheck)
+		// program.go: a lesson's :::program, the learner's code saved and run in their own guest
+		r.Get("/api/lessons/{slug}/programs/{id}", s.programShow)
+		r.Put("/api/lessons/{slug}/programs/{id}/code", s.programSave)
+		r.Post("/api/lessons/{slug}/programs/{id}/run", s.programRun)
+		r.Post("/api/lessons/{slug}/programs/{id}/solution", s.programSolution)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.

@@ -62,6 +62,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -317,6 +318,8 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkTerminal", "BenchmarkTerminal", "open-p50-s", "restore-p50-s", "", 1, "s", "p50 < 1 s (TCG)")
 	add("learner terminal open → shell answers, p95: a paused spare guest vs a guest restored on demand (TCG)",
 		"BenchmarkTerminal", "BenchmarkTerminal", "open-p95-s", "restore-p95-s", "", 1, "s", "report")
+	add("learner program Run → compiled and first output line (warm guest, lesson 04 exercise 1) vs terminal open → first prompt",
+		"BenchmarkProgram", "BenchmarkProgram", "run-first-output-s", "open-prompt-s", "", 1, "s", "run < 1 s (warm guest)")
 	{
 		r := row{What: "idle learner guest CPU (% of a core over 30 s): tab attached vs none (guest paused)", Target: "report"}
 		att, ok1 := get("BenchmarkTerminal", "idle-cpu-%")

@@ -6,8 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
 )
@@ -70,7 +72,9 @@ func checkWith(getenv func(string) string, args []string, stdout, stderr io.Writ
 	if only != "" {
 		where = filepath.Join(dir, only)
 	}
-	diags := lessons.Check(fsys, lessonOptions())
+	opt := lessonOptions()
+	opt.CompileC = hostCompileC()
+	diags := lessons.Check(fsys, opt)
 	errs, warns := 0, 0
 	for _, d := range diags {
 		if only != "" && d.File != only && !strings.HasPrefix(d.File, only+"/") {
@@ -112,4 +116,35 @@ func looksLikeCourse(dir string) bool {
 		}
 	}
 	return false
+}
+
+// hostCompileC compiles a :::program's C with this host's tcc, the
+// compiler and headers the guest image is built from, so check finds a
+// starter or solution that does not compile; nil (the check skipped,
+// the guest suite still compiles every program) without tcc.
+func hostCompileC() func(src []byte, libs []string) (string, error) {
+	tcc, err := exec.LookPath("tcc")
+	if err != nil {
+		return nil
+	}
+	return func(src []byte, libs []string) (string, error) {
+		dir, err := os.MkdirTemp("", "labcheck-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, "main.c"), src, 0o600); err != nil {
+			return "", err
+		}
+		args := []string{"-Wall", "-o", filepath.Join(dir, "prog"), "main.c"}
+		for _, l := range libs {
+			args = append(args, "-l"+l)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, tcc, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 }

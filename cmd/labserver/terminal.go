@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"github.com/rdmalab/rdmalab/web"
 )
 
@@ -117,4 +118,20 @@ func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []b
 		return web.TaskVerdict{}, err
 	}
 	return web.TaskVerdict{Passed: res.Passed, Output: string(res.Output), Detail: res.Detail}, nil
+}
+
+// RunProgram runs a lesson's :::program in learner's own guest. A learner
+// who has no guest yet gets one as the terminal would (the same queue and
+// limits): their shell starts and stays, detached, for the terminal widget.
+func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
+	end, err := w.t.RunProgram(ctx, learner, prog, lang, emit)
+	if !errors.Is(err, vm.ErrNoTerminal) {
+		return end, err
+	}
+	a, err := w.t.Attach(ctx, learner, 24, 80)
+	if err != nil {
+		return end, err
+	}
+	a.Detach()
+	return w.t.RunProgram(ctx, learner, prog, lang, emit)
 }

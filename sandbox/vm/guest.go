@@ -367,8 +367,9 @@ type client struct {
 type pending struct {
 	event func(sandbox.Event)
 	lab   func(sandbox.Lab)
-	data  func([]byte) // a terminal's output (terminal.go)
-	end   chan error   // buffered 1: the call's outcome
+	data  func([]byte)           // a terminal's output (terminal.go)
+	final func(vmproto.GuestMsg) // the end line itself, before end (program.go)
+	end   chan error             // buffered 1: the call's outcome
 
 	// bounds.go: what this call has received, and its own bounds
 	dataMax    int           // total Data bytes (a check's output); 0: none
@@ -535,6 +536,9 @@ func (c *client) deliver(m vmproto.GuestMsg, n int) string {
 	}
 	switch {
 	case m.End != nil:
+		if p.final != nil {
+			p.final(m)
+		}
 		p.end <- m.End.Err()
 	case m.Event != nil && p.event != nil:
 		if c.restored {

@@ -50,7 +50,10 @@ type guestConn struct {
 	terms   map[uint64]*guestTerm // learners' shells by request id (terminal.go)
 	// verifying: a task's verify script runs (verify.go)
 	verifying bool
-	wg        sync.WaitGroup
+	// progID, progCancel: the learner program running (program.go)
+	progID     uint64
+	progCancel context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 // Serve answers requests from port until ctx ends, port fails or (with
@@ -118,6 +121,7 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		}
 		c.mu.Unlock()
 		c.closeTerm(m.Target)
+		c.cancelProgram(m.Target)
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 	case vmproto.OpCommand:
 		c.mu.Lock()
@@ -140,6 +144,8 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		c.termIn(m)
 	case vmproto.OpVerify:
 		c.verify(ctx, m)
+	case vmproto.OpProgram:
+		c.program(ctx, m)
 	case vmproto.OpRun:
 		if len(m.Req) == 0 {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "run without a request"}})

@@ -92,10 +92,16 @@ type termGroup struct {
 
 // newTermGroup makes the cgroup for shell id under the learner cgroup.
 func newTermGroup(id uint64) (*termGroup, error) {
+	return newLearnerGroup("term-" + strconv.FormatUint(id, 10))
+}
+
+// newLearnerGroup makes cgroup name under the learner cgroup: a shell's,
+// or a learner program's (program.go).
+func newLearnerGroup(name string) (*termGroup, error) {
 	if err := setupLearnerGroup(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(learnerGroup, "term-"+strconv.FormatUint(id, 10))
+	dir := filepath.Join(learnerGroup, name)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}

@@ -95,6 +95,17 @@ func (w *capped) Write(p []byte) (int, error) {
 
 // runVerify runs script with /bin/sh; a nil error is exit status 0.
 func runVerify(ctx context.Context, script []byte, pids []int, lang string) ([]byte, error) {
+	ps := make([]string, len(pids))
+	for i, p := range pids {
+		ps[i] = strconv.Itoa(p)
+	}
+	return runScript(ctx, script, lang, "LAB_TERM_PIDS="+strings.Join(ps, " "))
+}
+
+// runScript runs a lesson's script with /bin/sh as the lab (root), with
+// LAB_LANG and env, bounded by VerifyTimeoutS and VerifyOutputMax; a nil
+// error is exit status 0.
+func runScript(ctx context.Context, script []byte, lang string, env ...string) ([]byte, error) {
 	if lang != "zh" && lang != "en" {
 		lang = "en"
 	}
@@ -112,15 +123,11 @@ func runVerify(ctx context.Context, script []byte, pids []int, lang string) ([]b
 	}
 	ctx, cancel := context.WithTimeout(ctx, vmproto.VerifyTimeoutS*time.Second)
 	defer cancel()
-	ps := make([]string, len(pids))
-	for i, p := range pids {
-		ps[i] = strconv.Itoa(p)
-	}
 	out := &capped{n: vmproto.VerifyOutputMax}
 	cmd := exec.CommandContext(ctx, "/bin/sh", f.Name())
 	cmd.Dir = "/root"
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
-		"LAB_TERM_PIDS=" + strings.Join(ps, " "), "LAB_LANG=" + lang}
+	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
+		"LAB_LANG=" + lang}, env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -55,7 +55,59 @@ const (
 	// no kind when it exited 0, EndFailed with "exit status N" otherwise,
 	// EndFailed with "timed out" after VerifyTimeout.
 	OpVerify = "verify"
+	// OpProgram compiles and runs a learner's C program (Program) in this
+	// guest, the learner's own: the lab's peer first (if any), then the
+	// compiler and the program under the learner cgroup's limits, then the
+	// exercise's check script. Progress comes back as Event lines (phase
+	// and log events: compiler output, the program's output, the peer's
+	// report), then the end line carrying ProgramEnd. OpCancel with Target
+	// ends it.
+	OpProgram = "program"
 )
+
+// Bounds of a program run (OpProgram).
+const (
+	ProgramSourceMax  = 64 << 10 // the learner's source
+	ProgramCompileMax = 16 << 10 // compiler output kept and sent
+	ProgramOutputMax  = 64 << 10 // the program's stdout+stderr sent; beyond it the program is killed
+	ProgramPeerMax    = 8 << 10  // the peer's report
+	ProgramTimeoutMax = 30       // seconds a program may run
+	// ProgramEvents bounds the event lines of one program run: output is
+	// sent in chunks of at least ProgramChunk bytes or every 50 ms.
+	ProgramEvents = 2048
+	ProgramChunk  = 4 << 10
+)
+
+// Program is a learner's program to compile and run (OpProgram).
+type Program struct {
+	Source   []byte   `json:"source"`
+	Libs     []string `json:"libs,omitempty"` // -l names: ibverbs, rdmacm, m
+	Args     []string `json:"args,omitempty"`
+	TimeoutS int      `json:"timeout_s"`
+	Peer     []byte   `json:"peer,omitempty"` // the lab's peer, C source
+	PeerArgs []string `json:"peer_args,omitempty"`
+	Check    []byte   `json:"check"` // run with /bin/sh after the program
+}
+
+// ProgramEnd is how a program run ended.
+type ProgramEnd struct {
+	// Stage is where it stopped: "peer" (the lab's peer did not start:
+	// the lab's fault), "compile" (it did not compile), "check" (it ran
+	// and was checked).
+	Stage    string `json:"stage"`
+	Compiler []byte `json:"compiler,omitempty"` // the compiler's output (bounded)
+	Exit     int    `json:"exit"`               // the program's exit status; -1 when a signal ended it
+	Signal   string `json:"signal,omitempty"`   // e.g. "killed"
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Capped   bool   `json:"capped,omitempty"` // killed for printing more than ProgramOutputMax
+	Passed   bool   `json:"passed"`
+	Check    []byte `json:"check_output,omitempty"` // the check script's output (bounded)
+	Detail   string `json:"detail,omitempty"`       // the check's "exit status 1", or what went wrong
+	Millis   struct {
+		Compile int64 `json:"compile"`
+		Run     int64 `json:"run"`
+	} `json:"ms"`
+}
 
 // Bounds of a verify script (OpVerify).
 const (
@@ -89,6 +141,8 @@ type HostMsg struct {
 	Cols uint16 `json:"cols,omitempty"`
 	// verify: the learner's page language (zh, en), LAB_LANG for the script
 	Lang string `json:"lang,omitempty"`
+	// program
+	Program *Program `json:"program,omitempty"`
 }
 
 // GuestMsg is a line from the guest to the host.
@@ -99,6 +153,8 @@ type GuestMsg struct {
 	Lab   *sandbox.Lab   `json:"lab,omitempty"`
 	End   *sandbox.End   `json:"end,omitempty"`  // the request's last line: how it ended
 	Data  []byte         `json:"data,omitempty"` // a terminal's output
+	// Program is how a program run ended, on its end line.
+	Program *ProgramEnd `json:"program,omitempty"`
 }
 
 // Hello is what the guest agent says when it opens the port: the agent is

@@ -35,6 +35,9 @@ var (
 		Scripts: []string{"vendor/xterm/xterm.min.js", "vendor/xterm/addon-fit.min.js", "js/terminal.js"}}
 	// TaskAssets serve a lesson's :::task steps (Task).
 	TaskAssets = Assets{Styles: []string{"css/task.css"}, Scripts: []string{"js/task.js"}}
+	// ProgramAssets serve a lesson's :::program exercises (Program).
+	// CodeMirror (vendored bundle) before program.js, which uses it.
+	ProgramAssets = Assets{Styles: []string{"css/program.css"}, Scripts: []string{"vendor/codemirror/codemirror.min.js", "js/program.js"}}
 	// QuizAssets serve questions (QuizQuestionView, QuizCheckpoint).
 	QuizAssets = Assets{Styles: []string{"css/quiz.css"}, Scripts: []string{"js/quiz.js"}}
 )

@@ -227,6 +227,7 @@ type GradeCell struct {
 	Attempts  int
 	Runs      int
 	Tasks     string // ":::task steps done/in the lesson" ("1/2"); "" when the lesson has none
+	Programs  string // ":::program exercises passed of the lesson's, and runs", in words; "" when none
 	Seen      int    // questions whose answer the learner saw before answering right (no credit)
 }
 

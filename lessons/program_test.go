@@ -1,0 +1,95 @@
+package lessons
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestProgramsLoad: a :::program becomes a segment and Lesson.Programs
+// with its files and settings, the same in both languages.
+func TestProgramsLoad(t *testing.T) {
+	files := map[string]string{
+		"p/starter.c": "int main(void){return 1;}\n", "p/solution.c": "int main(void){return 0;}\n",
+		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\n",
+		"peers/peer.c": "int main(void){return 0;}\n",
+	}
+	c, err := Load(taskCourse(":::program first p\nWrite **it**.\n:::\n", ":::program first p\n写出**它**。\n:::\n", files), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Lesson("01-t")
+	p := l.Program("first")
+	if p == nil || len(l.Programs) != 1 {
+		t.Fatalf("programs %+v", l.Programs)
+	}
+	if p.Config.Timeout != 20 || p.Config.Peer != "peers/peer.c" || string(p.Peer) != files["peers/peer.c"] ||
+		len(p.Config.Libs) != 2 || p.Config.PeerArgs[1] != "7471" || p.Config.SolutionAfter != 3 || string(p.Solution) != files["p/solution.c"] {
+		t.Errorf("program %+v", p)
+	}
+	for lang, want := range map[string]string{"en": "Write <strong>it</strong>", "zh": "写出<strong>它</strong>"} {
+		found := false
+		for _, s := range l.Page(lang).Body {
+			if s.Kind == SegProgram && s.ID == "first" && s.Script == "p" && strings.Contains(string(s.HTML), want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no program segment with its text", lang)
+		}
+	}
+}
+
+// TestProgramsCheck: what check says, at the directive's line, for
+// missing files, bad settings, folders outside the lesson, and a starter
+// that does not compile (Options.CompileC).
+func TestProgramsCheck(t *testing.T) {
+	good := map[string]string{"p/starter.c": "int main(void){return 1;}\n", "p/solution.c": "int main(void){return 0;}\n", "p/check.sh": "exit 0\n"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range good {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name, dir string
+		files     map[string]string
+		want      string
+	}{
+		{"no solution", "p", with("p/solution.c", ""), "index.en.md:9: :::program x: no solution 01-t/p/solution.c"},
+		{"no check", "p", with("p/check.sh", ""), "no verify script 01-t/p/check.sh"},
+		{"outside", "../q", good, `folder "../q" must be a plain path inside the lesson folder`},
+		{"bad yaml", "p", with("p/program.yaml", "timeout: 99\n"), "timeout 99 must be 1 to 30 seconds"},
+		{"unknown key", "p", with("p/program.yaml", "timeot: 9\n"), "01-t/p/program.yaml"},
+		{"bad lib", "p", with("p/program.yaml", "libs: [ssl]\n"), `library "ssl" is not one of`},
+		{"no peer", "p", with("p/program.yaml", "peer: peers/none.c\n"), "no peer program 01-t/peers/none.c"},
+		{"bad arg", "p", with("p/program.yaml", "args: [\"$(reboot)\"]\n"), "letters, digits"},
+		{"starter does not compile", "p", with("p/starter.c", "int main(void){ int x = ; }\n"), "01-t/p/starter.c does not compile: main.c:1: error: identifier expected"},
+	}
+	compile := func(src []byte, libs []string) (string, error) {
+		if strings.Contains(string(src), "= ;") {
+			return "main.c:1: error: identifier expected\n", errors.New("exit status 1")
+		}
+		return "", nil
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := ":::program x " + tc.dir + "\nText.\n:::\n"
+			diags := Check(taskCourse(body, body, tc.files), Options{CompileC: compile})
+			var lines []string
+			for _, d := range diags {
+				lines = append(lines, d.String())
+			}
+			got := strings.Join(lines, "\n")
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("findings:\n%s\nwant one with %q", got, tc.want)
+			}
+		})
+	}
+}

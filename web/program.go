@@ -1,0 +1,426 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// A lesson's :::program exercises (issue 25): the learner writes C in the
+// page, the code is saved on the server as they type, and Run compiles
+// and runs it in the learner's own guest (ProgramRunner), after the lab's
+// peer; the exercise's check judges by what the device did. A program
+// run is stored like an experiment run (experiment "program", its events
+// through the RunHub), so the page follows it over the same event stream
+// and /runs/{id} replays it.
+//
+//	GET  /api/lessons/{slug}/programs/{id}           the learner's code and record
+//	PUT  /api/lessons/{slug}/programs/{id}/code      {"source"} autosave
+//	POST /api/lessons/{slug}/programs/{id}/run       {"source"} → {"run"}
+//	POST /api/lessons/{slug}/programs/{id}/solution  the solution, recorded
+
+// ProgramRunner compiles and runs a learner's program in their own guest
+// (cmd/labserver adapts *vm.Terminals, starting the learner's guest when
+// they have none yet); emit gets its events as they come.
+type ProgramRunner interface {
+	RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error)
+}
+
+// ProgramExperiment is the experiment id a program run is stored under.
+const ProgramExperiment = "program"
+
+// maxProgramSource bounds a learner's source (the body limit is 64 KiB
+// of JSON, escapes included).
+const maxProgramSource = 40 << 10
+
+// programRunning holds the learners whose program runs now: one each.
+var programRunning sync.Map
+
+var programStrings = uiTable{
+	"zh": {
+		"prog.heading":       "练习 %d",
+		"prog.editor":        "C 源代码编辑器",
+		"prog.run":           "运行",
+		"prog.running":       "正在你的虚拟机里编译和运行……",
+		"prog.reset":         "恢复为起始代码",
+		"prog.reset.confirm": "用起始代码替换你的代码？你现在的代码会丢失。",
+		"prog.solution":      "查看参考答案",
+		"prog.solution.ask":  "查看参考答案？这会被记录下来。先自己再试一次也许更有收获。",
+		"prog.solution.h":    "参考答案",
+		"prog.saved":         "已保存",
+		"prog.saving":        "正在保存……",
+		"prog.savefail":      "没能保存：%s",
+		"prog.noscript":      "编辑器和「运行」按钮需要 JavaScript。",
+		"prog.output":        "输出",
+		"prog.diags":         "编译器的提示",
+		"prog.line":          "第 %d 行",
+		"prog.record":        "运行并检查 %d 次，通过 %d 次",
+		"prog.passed":        "通过：检查确认了设备上发生的事。",
+		"prog.failed":        "还没有通过。检查的提示：",
+		"prog.compile":       "没有编译通过：看编辑器里标出的行。",
+		"prog.peerfail":      "实验室的对端程序没能启动（这是实验室的问题，不是你的）：%s",
+		"prog.timedout":      "你的程序运行超过了 %d 秒，被结束了。",
+		"prog.capped":        "你的程序输出超过了 %d KiB，被结束了。",
+		"prog.exit":          "你的程序以状态 %d 退出。",
+		"prog.signal":        "你的程序被信号结束：%s。",
+		"prog.phase.peer":    "启动实验室在 rxe1 上的对端",
+		"prog.phase.compile": "用 tcc 编译",
+		"prog.phase.run":     "运行你的程序",
+		"prog.phase.check":   "检查设备上发生了什么",
+		"prog.peer":          "对端看到的：",
+		"prog.busy":          "你的上一个程序还在运行，请稍等。",
+		"prog.rate":          "你运行得太频繁了：请 %d 秒后再试。",
+		"prog.unknown":       "这一课没有这个练习。",
+		"prog.error":         "程序没能运行：%s",
+		"prog.toolong":       "代码太长：最多 %d KiB。",
+		"prog.times":         "编译 %d 毫秒，运行 %d 毫秒（在此测得，仿真环境）",
+	},
+	"en": {
+		"prog.heading":       "Exercise %d",
+		"prog.editor":        "C source editor",
+		"prog.run":           "Run",
+		"prog.running":       "Compiling and running in your machine…",
+		"prog.reset":         "Reset to starter",
+		"prog.reset.confirm": "Replace your code with the starter code? Your current code will be lost.",
+		"prog.solution":      "Show solution",
+		"prog.solution.ask":  "Show the solution? This is recorded. Trying once more yourself may teach you more.",
+		"prog.solution.h":    "Solution",
+		"prog.saved":         "Saved",
+		"prog.saving":        "Saving…",
+		"prog.savefail":      "Could not save: %s",
+		"prog.noscript":      "The editor and the Run button need JavaScript.",
+		"prog.output":        "Output",
+		"prog.diags":         "What the compiler said",
+		"prog.line":          "line %d",
+		"prog.record":        "run and checked %d times, passed %d",
+		"prog.passed":        "Passed: the check confirmed what happened on the device.",
+		"prog.failed":        "Not passed yet. The check's hint:",
+		"prog.compile":       "It did not compile: see the lines marked in the editor.",
+		"prog.peerfail":      "The lab's peer program did not start (the lab's fault, not yours): %s",
+		"prog.timedout":      "Your program ran longer than %d s and was ended.",
+		"prog.capped":        "Your program printed more than %d KiB and was ended.",
+		"prog.exit":          "Your program exited with status %d.",
+		"prog.signal":        "Your program was ended by a signal: %s.",
+		"prog.phase.peer":    "Starting the lab's peer on rxe1",
+		"prog.phase.compile": "Compiling with tcc",
+		"prog.phase.run":     "Running your program",
+		"prog.phase.check":   "Checking what happened on the device",
+		"prog.peer":          "What the peer saw:",
+		"prog.busy":          "Your previous program is still running; wait a moment.",
+		"prog.rate":          "You are running too often: try again in %d s.",
+		"prog.unknown":       "This lesson has no such exercise.",
+		"prog.error":         "The program could not run: %s",
+		"prog.toolong":       "The code is too long: at most %d KiB.",
+		"prog.times":         "compiled in %d ms, ran %d ms (measured here, under emulation)",
+	},
+}
+
+// programFor finds the request's lesson and program, or writes 404.
+func (s *Server) programFor(w http.ResponseWriter, r *http.Request) (*lessons.Lesson, *lessons.Program, bool) {
+	l := s.course().Lesson(chi.URLParam(r, "slug"))
+	var p *lessons.Program
+	if l != nil {
+		p = l.Program(chi.URLParam(r, "id"))
+	}
+	if p == nil {
+		s.writeError(w, r, Errorf(CodeNotFound, tr(langOf(r))("prog.unknown")))
+		return nil, nil, false
+	}
+	return l, p, true
+}
+
+// programState is GET …/programs/{id}: what the editor starts with.
+type programState struct {
+	Source        string `json:"source"`  // the learner's saved code, else the starter
+	Starter       string `json:"starter"` // for Reset
+	Saved         bool   `json:"saved"`
+	Attempts      int    `json:"attempts"`
+	Passes        int    `json:"passes"`
+	Passed        bool   `json:"passed"`
+	Record        string `json:"record,omitempty"` // attempts and passes in words
+	SolutionAfter int    `json:"solution_after"`   // failed checks before the solution is offered
+	SolutionSeen  bool   `json:"solution_seen"`
+}
+
+func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	learner := learnerID(r)
+	src, saved, err := s.cfg.Store.ProgramCode(r.Context(), learner, l.Slug, p.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !saved {
+		src = string(p.Starter)
+	}
+	st := programState{Source: src, Starter: string(p.Starter), Saved: saved, SolutionAfter: p.Config.SolutionAfter}
+	recs, err := s.cfg.Store.LessonPrograms(r.Context(), learner, l.Slug)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec := recs[p.ID]
+	st.Attempts, st.Passes, st.Passed, st.SolutionSeen = rec.Attempts, rec.Passes, rec.Passed(), !rec.SolutionAt.IsZero()
+	if rec.Attempts > 0 {
+		st.Record = trf(langOf(r), "prog.record", rec.Attempts, rec.Passes)
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// programSource decodes {"source": …} and bounds it.
+func (s *Server) programSource(w http.ResponseWriter, r *http.Request) (string, bool) {
+	var body struct {
+		Source string `json:"source"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		s.writeError(w, r, Errorf(CodeBadRequest, "body: "+err.Error()))
+		return "", false
+	}
+	if len(body.Source) > maxProgramSource || !utf8.ValidString(body.Source) {
+		s.writeError(w, r, Errorf(CodeBadRequest, trf(langOf(r), "prog.toolong", maxProgramSource>>10)))
+		return "", false
+	}
+	return body.Source, true
+}
+
+func (s *Server) programSave(w http.ResponseWriter, r *http.Request) {
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	src, ok := s.programSource(w, r)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Store.SaveProgramCode(r.Context(), learnerID(r), l.Slug, p.ID, src); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"saved": true})
+}
+
+func (s *Server) programSolution(w http.ResponseWriter, r *http.Request) {
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Store.RecordSolutionShown(r.Context(), learnerID(r), l.Slug, p.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"solution": string(p.Solution)})
+}
+
+// programRun is POST …/run: saves the code, starts the run, answers its id;
+// the page follows GET /api/runs/{id}/events.
+func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
+	lang := langOf(r)
+	t := tr(lang)
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	runner, ok := s.cfg.Terminals.(ProgramRunner)
+	if s.cfg.Terminals == nil || !ok || s.cfg.Runs == nil {
+		s.writeError(w, r, Errorf(CodeUnavailable, t("term.off")))
+		return
+	}
+	src, ok := s.programSource(w, r)
+	if !ok {
+		return
+	}
+	learner := learnerID(r)
+	if err := s.cfg.Store.SaveProgramCode(r.Context(), learner, l.Slug, p.ID, src); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ok, wait := s.limits.taskCheck.allow(learner); !ok {
+		s.writeError(w, r, Errorf(CodeRateLimited, trf(lang, "prog.rate", retryAfter(w, wait))))
+		return
+	}
+	if _, busy := programRunning.LoadOrStore(learner, struct{}{}); busy {
+		s.writeError(w, r, Errorf(CodeConflict, t("prog.busy")))
+		return
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment,
+		Params: sandbox.Params{"lesson": l.Slug, "program": p.ID}, Status: sandbox.StatusRunning, Created: time.Now()}
+	if err := s.cfg.Runs.RunCreated(info); err != nil {
+		programRunning.Delete(learner)
+		s.writeError(w, r, err)
+		return
+	}
+	req := vmproto.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
+		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Check: p.Check}
+	go func() {
+		defer programRunning.Delete(learner)
+		s.runProgram(runner, id, learner, l.Slug, p, req, lang)
+	}()
+	writeJSON(w, http.StatusCreated, map[string]string{"run": id, "events": "/api/runs/" + id + "/events"})
+}
+
+// diagLine matches tcc's (and gcc's) "main.c:LINE[:COL]: error|warning: text".
+var diagLine = regexp.MustCompile(`^main\.c:(\d+):(?:(\d+):)?\s*(error|warning|note)?:?\s*(.*)$`)
+
+// runProgram does one run and records it: events stored and streamed in
+// order, diagnostics at their lines, the verdict in both languages, the
+// attempt in the learner's record.
+func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p *lessons.Program, req vmproto.Program, lang string) {
+	var seq atomic.Int64
+	var mu sync.Mutex // one event at a time, in order
+	emit := func(ev sandbox.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		ev.Seq = seq.Add(1)
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		s.cfg.Runs.RunEvent(id, ev)
+	}
+	both := func(key string, args ...any) sandbox.Text {
+		return sandbox.Text{"zh": trf("zh", key, args...), "en": trf("en", key, args...)}
+	}
+	emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	end, err := runner.RunProgram(ctx, learner, req, lang, func(ev sandbox.Event) {
+		if ev.Type == sandbox.EvPhase {
+			ev.Messages = both("prog.phase." + ev.Name)
+			ev.Message = ev.Messages["en"]
+		}
+		emit(ev)
+	})
+	final := sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusDone}
+	if err != nil {
+		s.log.Warn("program run", "lesson", lesson, "program", p.ID, "err", err)
+		msg := both("prog.error", err.Error())
+		emit(sandbox.Event{Type: sandbox.EvError, Message: msg["en"], Messages: msg})
+		final.Status, final.Message = sandbox.StatusFailed, err.Error()
+		emit(final)
+		return
+	}
+	for _, d := range programDiagnostics(string(end.Compiler)) {
+		emit(d)
+	}
+	ok := end.Passed
+	res := sandbox.Event{Type: sandbox.EvResult, OK: &ok, Name: end.Stage,
+		Figures: map[string]float64{"compile_ms": float64(end.Millis.Compile), "run_ms": float64(end.Millis.Run), "exit": float64(end.Exit)}}
+	var why []sandbox.Text
+	switch {
+	case end.Stage == "peer":
+		why = append(why, both("prog.peerfail", end.Detail))
+	case end.Stage == "compile":
+		why = append(why, both("prog.compile"))
+	case end.Passed:
+		why = append(why, both("prog.passed"))
+	default:
+		why = append(why, both("prog.failed"))
+	}
+	if end.Stage == "check" {
+		switch {
+		case end.TimedOut:
+			why = append(why, both("prog.timedout", req.TimeoutS))
+		case end.Capped:
+			why = append(why, both("prog.capped", vmproto.ProgramOutputMax>>10))
+		case end.Signal != "":
+			why = append(why, both("prog.signal", end.Signal))
+		case end.Exit != 0:
+			why = append(why, both("prog.exit", end.Exit))
+		}
+	}
+	res.Messages = sandbox.Text{}
+	for _, l := range []string{"zh", "en"} {
+		var parts []string
+		for _, w := range why {
+			parts = append(parts, w[l])
+		}
+		res.Messages[l] = strings.Join(parts, " ")
+	}
+	res.Message = res.Messages["en"]
+	if hint := taskHint(string(end.Check)); hint != "" {
+		// The check wrote it in the learner's language (LAB_LANG).
+		res.Detail = sandbox.Text{"zh": hint, "en": hint}
+	}
+	emit(res)
+	if end.Stage == "check" {
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.cfg.Store.RecordProgramRun(rctx, learner, lesson, p.ID, end.Passed); err != nil {
+			s.log.Error("record program run", "err", err)
+		}
+		rcancel()
+	}
+	if !end.Passed {
+		final.Status = sandbox.StatusFailed
+		final.Message = "not passed"
+	}
+	emit(final)
+}
+
+// programDiagnostics turns compiler output into error events at their
+// lines (Figures line, column), at most 50.
+func programDiagnostics(out string) []sandbox.Event {
+	var evs []sandbox.Event
+	for l := range strings.SplitSeq(out, "\n") {
+		m := diagLine.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil || len(evs) >= 50 {
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		kind := m[3]
+		if kind == "" {
+			kind = "error"
+		}
+		evs = append(evs, sandbox.Event{Type: sandbox.EvError, Call: "tcc", Name: kind, Message: m[4],
+			Figures: map[string]float64{"line": float64(line), "column": float64(col)}})
+	}
+	return evs
+}
+
+// programSegment is one :::program of the page: its text and the editor,
+// whose code and record the page's script loads (static/js/program.js),
+// so the segment is the same for every learner.
+func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Component {
+	n := 0
+	for i, p := range lr.Lesson.Programs {
+		if p.ID == seg.ID {
+			n = i + 1
+		}
+	}
+	strs := map[string]string{}
+	for _, k := range []string{"prog.running", "prog.reset.confirm", "prog.solution.ask", "prog.solution.h",
+		"prog.saved", "prog.saving", "prog.savefail", "prog.line", "prog.peer", "prog.times"} {
+		strs[strings.TrimPrefix(k, "prog.")] = lr.T(k)
+	}
+	js, _ := json.Marshal(strs)
+	return views.Program(views.ProgramWidget{
+		ID: seg.ID, Heading: trf(lr.Lang, "prog.heading", n), Text: templ.Raw(seg.HTML), // trusted: rendered by lessons from the course's Markdown
+		Endpoint: "/api/lessons/" + lr.Lesson.Slug + "/programs/" + seg.ID, Lang: lr.Lang,
+		Editor: lr.T("prog.editor"), Run: lr.T("prog.run"), Reset: lr.T("prog.reset"), Solution: lr.T("prog.solution"),
+		Output: lr.T("prog.output"), Diags: lr.T("prog.diags"), NoScript: lr.T("prog.noscript"),
+		Strings: string(js), Preview: lr.Draft,
+	})
+}
