@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -128,43 +129,64 @@ func CommandsFrom(ctx context.Context) <-chan Command {
 	return c
 }
 
+// ForwardCommands is how every hop passes an interactive run's commands
+// on: it calls send with each command of cmds in order, and once with
+// ok false when cmds closes (no more will come), until send fails, ctx
+// ends or stop is called (stop waits for it). A nil cmds ends at once.
+func ForwardCommands(ctx context.Context, cmds <-chan Command, send func(c Command, ok bool) error) (stop func()) {
+	return goForward(func(quit <-chan struct{}) { forwardLoop(ctx, quit, cmds, send) })
+}
+
 // FeedCommands writes first (the request line) to w, then each command of
 // cmds as one JSON line, and closes w when cmds closes (at once when cmds
 // is nil: a run that takes no commands) or ctx ends — the agent then reads
 // EOF. stop ends it early and closes w. A backend calls it with the write
 // end of the agent's stdin pipe.
 func FeedCommands(ctx context.Context, w io.WriteCloser, first []byte, cmds <-chan Command) (stop func()) {
+	return goForward(func(quit <-chan struct{}) {
+		defer w.Close()
+		if _, err := w.Write(first); err != nil {
+			return
+		}
+		forwardLoop(ctx, quit, cmds, func(c Command, ok bool) error {
+			if !ok {
+				return nil // w closes on the way out
+			}
+			b, _ := json.Marshal(c)
+			_, err := w.Write(append(b, '\n'))
+			return err
+		})
+	})
+}
+
+// goForward runs f in a goroutine; the stop it returns closes quit and
+// waits for f (once).
+func goForward(f func(quit <-chan struct{})) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer w.Close()
-		if _, err := w.Write(first); err != nil || cmds == nil {
-			return
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			case c, ok := <-cmds:
-				if !ok {
-					return
-				}
-				b, _ := json.Marshal(c)
-				if _, err := w.Write(append(b, '\n')); err != nil {
-					return
-				}
-			}
-		}
+		f(quit)
 	}()
-	var once bool
-	return func() {
-		if !once {
-			once = true
-			close(quit)
-			<-done
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
+}
+
+// forwardLoop is ForwardCommands' loop, in the caller's goroutine.
+func forwardLoop(ctx context.Context, quit <-chan struct{}, cmds <-chan Command, send func(c Command, ok bool) error) {
+	if cmds == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-quit:
+			return
+		case c, ok := <-cmds:
+			if send(c, ok) != nil || !ok {
+				return
+			}
 		}
 	}
 }

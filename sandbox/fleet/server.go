@@ -460,28 +460,13 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Sessi
 // run id, and an empty message when cmds closes (no more commands: the
 // experiment cleans up). stop ends it.
 func (s *Server) forwardCommands(ctx context.Context, worker, id string, cmds <-chan sandbox.Command) (stop func()) {
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			case c, ok := <-cmds:
-				var b []byte
-				if ok {
-					b, _ = json.Marshal(c)
-				}
-				if err := s.nc.Publish(subjCommands+worker+"."+id, b); err != nil || !ok {
-					return
-				}
-			}
+	return sandbox.ForwardCommands(ctx, cmds, func(c sandbox.Command, ok bool) error {
+		var b []byte
+		if ok {
+			b, _ = json.Marshal(c)
 		}
-	}()
-	return func() { close(quit); <-done }
+		return s.nc.Publish(subjCommands+worker+"."+id, b)
+	})
 }
 
 // backendOf names where a worker runs runs of need, e.g. "vm@lab-2".

@@ -624,32 +624,17 @@ func (c *client) forget(id uint64) {
 // forwardCommands sends each command of cmds to the guest for run id, and
 // an empty command when the stream closes. stop ends it.
 func (c *client) forwardCommands(ctx context.Context, id uint64, cmds <-chan sandbox.Command) (stop func()) {
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			case cmd, ok := <-cmds:
-				c.mu.Lock()
-				c.nextID++
-				cid := c.nextID
-				c.mu.Unlock()
-				m := vmproto.HostMsg{ID: cid, Op: vmproto.OpCommand, Target: id}
-				if ok {
-					m.Cmd = &cmd
-				}
-				if err := c.send(m); err != nil || !ok {
-					return
-				}
-			}
+	return sandbox.ForwardCommands(ctx, cmds, func(cmd sandbox.Command, ok bool) error {
+		c.mu.Lock()
+		c.nextID++
+		cid := c.nextID
+		c.mu.Unlock()
+		m := vmproto.HostMsg{ID: cid, Op: vmproto.OpCommand, Target: id}
+		if ok {
+			m.Cmd = &cmd
 		}
-	}()
-	return func() { close(quit); <-done }
+		return c.send(m)
+	})
 }
 
 // cancelInGuest asks the guest to stop run id (it kills the run's process
