@@ -241,6 +241,10 @@ func TestTerminalAbuse(t *testing.T) {
 		t.Errorf("labserver resident %d MiB", rss>>10)
 	}
 	qemus := children(srv.Pid, "qemu-system")
+	// Niceness is inherited: under `nice make test` labserver and the
+	// experiment guest start above 0. The learners' QEMUs are set to 10
+	// (an absolute value), so the comparison holds only below it.
+	base := nice(t, srv.Pid)
 	niced := 0
 	for _, q := range qemus {
 		rss := procStatus(t, q, "VmRSS")
@@ -250,14 +254,17 @@ func TestTerminalAbuse(t *testing.T) {
 		if rss > (256+1024+128)<<10 {
 			t.Errorf("QEMU %d resident %d MiB: more than its 256 MiB guest, its translation cache and QEMU", q, rss>>10)
 		}
-		if nice(t, q) == 10 {
+		if n := nice(t, q); n == 10 && n != base {
 			niced++
 		}
 	}
-	// The experiment guest at nice 0; the learner's guest and the spare
-	// learner guest kept ahead of demand niced.
-	if len(qemus)-niced != 1 || niced < 1 {
-		t.Errorf("%d QEMUs, %d of them niced: want one experiment guest at nice 0, the learners' niced", len(qemus), niced)
+	// The experiment guest at labserver's own niceness; the learner's
+	// guest and the spare learner guest kept ahead of demand at 10.
+	switch {
+	case base >= 10:
+		t.Logf("labserver itself runs at nice %d: the learners' QEMUs (nice 10) cannot be told from the experiment guest", base)
+	case len(qemus)-niced != 1 || niced < 1:
+		t.Errorf("%d QEMUs, %d of them at nice 10: want one experiment guest at labserver's nice %d, the learners' at 10", len(qemus), niced, base)
 	}
 	w.c.Close(websocket.StatusNormalClosure, "")
 	other.must("GET", "/healthz", "", 200)
