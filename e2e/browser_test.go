@@ -332,8 +332,11 @@ func short(s string) string {
 	return s
 }
 
-// flow times a test for the summary printed by TestMain.
+// flow times a test for the summary printed by TestMain; every flow needs
+// the package's setup (see need).
 func flow(t *testing.T) {
+	t.Helper()
+	need(t)
 	t0 := time.Now()
 	t.Cleanup(func() { timings.add(t.Name(), time.Since(t0)) })
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,7 +49,13 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	chromiumPath, setupErr = findChromium()
+	flag.Parse() // testing.Short() below
+	if testing.Short() {
+		// The quick tier: no labserver build, no Chromium, no shared lab.
+		setupErr = errQuickTier
+	} else {
+		chromiumPath, setupErr = findChromium()
+	}
 	if setupErr == nil {
 		// The experiments run in a child `labserver agent`, so the tests
 		// need the real binary ($LAB_E2E_LABSERVER or $LAB_TEST_LABSERVER
@@ -135,9 +143,16 @@ func (tl *timingLog) String() string {
 	return strings.Join(tl.lines, "")
 }
 
-// need fails t when the package could not be set up.
+// errQuickTier is setupErr under go test -short: every test here but the
+// prose check drives Chromium or boots a guest.
+var errQuickTier = errors.New("-short: the e2e flows drive Chromium and boot guests, not in the quick tier")
+
+// need fails t when the package could not be set up (skips it under -short).
 func need(t *testing.T) {
 	t.Helper()
+	if setupErr == errQuickTier {
+		t.Skip(setupErr)
+	}
 	if setupErr != nil {
 		t.Fatal(setupErr)
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,9 @@ func labserver(t *testing.T) string {
 // says otherwise) and kills it at the end of the test if still running.
 func start(t *testing.T, opt labproc.Options) *labproc.Server {
 	t.Helper()
+	if testing.Short() && slices.Contains(opt.Env, "LAB_BACKEND=vm") {
+		t.Skip("-short: boots a guest (QEMU), not in the quick tier")
+	}
 	opt.Bin = labserver(t)
 	if opt.Dir == "" {
 		opt.Dir = t.TempDir()

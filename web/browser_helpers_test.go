@@ -20,6 +20,7 @@ type browserPage struct {
 // step shares a 90 s budget (generous: two cores shared with builds).
 func newBrowserPage(t *testing.T) *browserPage {
 	t.Helper()
+	skipBrowserIfShort(t)
 	chrome, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("this test drives Debian's chromium (apt-get install chromium, or make test): ", err)
@@ -30,6 +31,14 @@ func newBrowserPage(t *testing.T) *browserPage {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	return &browserPage{t: t, ctx: ctx}
+}
+
+// skipBrowserIfShort keeps Chromium out of the quick tier (go test -short).
+func skipBrowserIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: drives Chromium, not in the quick tier")
+	}
 }
 
 func (p *browserPage) do(steps ...chromedp.Action[chromedp.Void]) {

@@ -318,6 +318,7 @@ func TestTerminalWidget(t *testing.T) {
 // events (the CSP reports of the log domain).
 func newBrowserPageListening(t *testing.T, listen func(ev any)) *browserPage {
 	t.Helper()
+	skipBrowserIfShort(t)
 	chrome, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("this test drives Debian's chromium (apt-get install chromium, or make test): ", err)

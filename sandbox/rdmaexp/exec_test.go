@@ -123,6 +123,9 @@ var (
 // dir and boots one guest for the whole test binary (closed in TestMain).
 func labGuest(t testing.TB) *vm.Backend {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this kernel has no RDMA device and the Soft-RoCE guest (QEMU) is not booted in the quick tier")
+	}
 	guestOnce.Do(func() {
 		guestErr = func() error {
 			dir, err := os.MkdirTemp("", "rdmaexp-guest-")

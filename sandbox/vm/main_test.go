@@ -84,8 +84,13 @@ func labagent(t testing.TB) string {
 }
 
 // testImage builds the guest image once for all tests.
+// Every test that boots QEMU comes through here (testConfig too), so the
+// quick tier (go test -short) skips them in this one place.
 func testImage(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: boots a guest (QEMU), not in the quick tier")
+	}
 	requireImageInputs(t)
 	bin := labagent(t)
 	imageOnce.Do(func() {
