@@ -140,7 +140,7 @@ func (db *DB) DeleteInstructor(ctx context.Context, username string) error {
 // token for the link. Expired invitations are swept on the way.
 func (db *DB) CreateInvite(ctx context.Context, by int64, ttl time.Duration) (token string, expires time.Time, err error) {
 	token, h := newToken()
-	t := time.Now()
+	t := clock()
 	expires = t.Add(ttl)
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ?`, formatTime(t)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep invites: %w", err)

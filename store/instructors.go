@@ -244,7 +244,7 @@ func tokenHash(token string) string {
 // the token for the cookie. Expired sessions are swept on the way.
 func (db *DB) CreateSession(ctx context.Context, instructorID int64, ttl time.Duration) (token string, expires time.Time, err error) {
 	token, h := newToken()
-	t := time.Now()
+	t := clock()
 	expires = t.Add(ttl)
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE expires_at <= ?`, formatTime(t)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep sessions: %w", err)
@@ -291,7 +291,7 @@ func (db *DB) DeleteSession(ctx context.Context, token string) error {
 // RecordLogin remembers a login attempt for the rate limit. Attempts older
 // than a day are dropped on the way: the limit only looks back minutes.
 func (db *DB) RecordLogin(ctx context.Context, ip, username string, ok bool) error {
-	t := time.Now()
+	t := clock()
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM login_attempts WHERE at < ?`, formatTime(t.Add(-24*time.Hour))); err != nil {
 		return fmt.Errorf("store: sweep login attempts: %w", err)
 	}
@@ -349,7 +349,7 @@ func (db *DB) CreateSetupToken(ctx context.Context, ttl time.Duration) (string, 
 		return "", fmt.Errorf("store: setup token: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO setup_tokens (token_hash, expires_at) VALUES (?, ?)`,
-		h, formatTime(time.Now().Add(ttl))); err != nil {
+		h, formatTime(clock().Add(ttl))); err != nil {
 		return "", fmt.Errorf("store: setup token: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -148,9 +148,9 @@ func TestLoginFailures(t *testing.T) {
 		t.Fatalf("pair %d byIP %d err %v, want 2 3", pair, byIP, err)
 	}
 	// A success resets the pair's count (not the ip's).
-	time.Sleep(2 * time.Millisecond)
+	advanceClock(t, 2*time.Millisecond)
 	rec("10.0.0.1", "ada", true)
-	time.Sleep(2 * time.Millisecond)
+	advanceClock(t, 2*time.Millisecond)
 	rec("10.0.0.1", "ada", false)
 	pair, byIP, _ = db.LoginFailures(ctx, "10.0.0.1", "ada", since)
 	if pair != 1 || byIP != 4 {

@@ -41,7 +41,7 @@ func (db *DB) CreateRun(ctx context.Context, info runrecord.RunInfo) error {
 	}
 	created := info.Created
 	if created.IsZero() {
-		created = time.Now()
+		created = clock()
 	}
 	err = db.runsTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
@@ -201,7 +201,7 @@ func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
 		return 0, fmt.Errorf("store: find unfinished runs: %w", err)
 	}
 	for _, o := range runs {
-		ev := runrecord.Event{Seq: o.seq + 1, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusInterrupted, Message: reason}
+		ev := runrecord.Event{Seq: o.seq + 1, Time: clock(), Type: runrecord.EvStatus, Status: runrecord.StatusInterrupted, Message: reason}
 		if err := db.AppendRunEvent(ctx, o.id, ev); err != nil {
 			return 0, err
 		}

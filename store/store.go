@@ -186,9 +186,14 @@ func (db *DB) Close() error {
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 
+// clock is the store's time: every timestamp it writes or compares with
+// comes from it. Tests in this package replace it (see advanceClock) instead
+// of sleeping.
+var clock = time.Now
+
 // now is the timestamp format stored in TEXT columns: RFC 3339 in UTC with
 // fixed-width nanoseconds, so string order is time order.
-func now() string { return formatTime(time.Now()) }
+func now() string { return formatTime(clock()) }
 
 func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMigrationsFromEmpty(t *testing.T) {
@@ -237,4 +238,13 @@ func TestLearnerIDs(t *testing.T) {
 			t.Errorf("ValidLearnerID(%q) = true", bad)
 		}
 	}
+}
+
+// advanceClock moves the store's clock d ahead of the real one for the rest
+// of t (more calls add up), so a test orders timestamps without sleeping.
+func advanceClock(t *testing.T, d time.Duration) {
+	t.Helper()
+	prev := clock
+	t.Cleanup(func() { clock = prev })
+	clock = func() time.Time { return prev().Add(d) }
 }
