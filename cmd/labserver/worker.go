@@ -30,7 +30,7 @@ flags (environment fallbacks in brackets):
   --name NAME       this worker's name: its key's NAME on the lab, how /lab lists it
                     (default: host name)
   --backend B       auto|host|vm|none: where RDMA runs go here [LAB_BACKEND]
-  --guests N        Soft-RoCE guests (vm backend) [LAB_GUESTS] (0: one per CPU)
+  --guests N        Soft-RoCE guests (vm backend) [LAB_GUESTS] (0: one per two CPUs, as memory allows)
   --host-slots N    host experiments at once (default: one per CPU; 0 takes none)
 `
 

@@ -1,7 +1,11 @@
-// Package agentproc is the one way the lab starts a child process: an agent
-// for one run (`labserver agent`, on the host and inside the guest) or an
-// experiment's helper (a re-executed agent). A child gets pipes on all three
-// streams and Pdeathsig, so it never outlives labserver; an agent leads its
+// Package agentproc starts the lab's agent processes: an agent for one run
+// (`labserver agent` on the host, `labagent` inside the guest) or an
+// experiment's helper (a re-executed agent). Other children are started
+// where they are used, with exec directly: QEMU (sandbox/vm), the learner's
+// shells and task checks (sandbox/vmguest), perftest, strace and tc
+// (sandbox/rdmaexp, sandbox/netshape), Soft-RoCE setup (sandbox/rxedev) and
+// the image build (sandbox/vmimage). A child started here gets pipes on all
+// three streams and Pdeathsig, so it never outlives labserver; an agent leads its
 // own process group, so a cancel kills it with everything it started. Its
 // stderr is read with a bounded line reader and a budget in bytes, so a
 // runaway child cannot grow memory or flood the store; when it ends, the

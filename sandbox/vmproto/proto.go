@@ -20,15 +20,20 @@ import (
 //	host → guest  {"id":7,"op":"run","req":{…sandbox.Request…}}  req: the runner's bytes, passed on undecoded
 //	              {"id":11,"op":"command","target":7,"cmd":{"cmd":"next"}}
 //	              {"id":8,"op":"lab"}   {"id":9,"op":"ping"}
-//	              {"id":10,"op":"cancel","target":7}
+//	              {"id":10,"op":"cancel","target":7}   target: a run, or a terminal to close
+//	              {"id":12,"op":"term","rows":24,"cols":80}
+//	              {"id":13,"op":"term-in","target":12,"data":"bHMK"}  keystrokes; with rows, cols: a resize; no answer
+//	              {"id":14,"op":"verify","data":"…script…","lang":"zh"}
 //	guest → host  {"hello":{…}}                       once, when the agent opens the port
 //	              {"id":7,"event":{…sandbox.Event…}}  zero or more per run
 //	              {"id":8,"lab":{…sandbox.Lab…}}
-//	              {"id":7,"end":{}}                   exactly one per request, last
+//	              {"id":12,"data":"…"}                 a terminal's output; once, a verify script's
+//	              {"id":7,"end":{}}                   exactly one per request (but term-in), last
 //	              {"id":7,"end":{"kind":"failed","error":"…"}}  (sandbox.End, as the agent and a worker end a run)
 //
-// Only one run is in flight at a time (the guest answers "busy" otherwise);
-// lab and ping are answered at any time.
+// data is base64 ([]byte in JSON). Only one run is in flight at a time (the
+// guest answers "busy" otherwise); the other operations are answered at any
+// time.
 
 // Operations the host may ask for.
 const (
