@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/labproc"
+	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -169,17 +170,11 @@ func (l *learner) run(id string) runView {
 // waitRun polls until cond holds for the run, or fails after timeout.
 func (l *learner) waitRun(id string, timeout time.Duration, what string, cond func(runView) bool) runView {
 	l.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v := l.run(id)
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("run %s: %s not reached within %s (status %s, error %q)", id, what, timeout, v.Status, v.Error)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var v runView
+	if !testwait.For(timeout, 50*time.Millisecond, func() bool { v = l.run(id); return cond(v) }) {
+		l.t.Fatalf("run %s: %s not reached within %s (status %s, error %q)", id, what, timeout, v.Status, v.Error)
 	}
+	return v
 }
 
 func final(v runView) bool { return v.Status.Final() }
@@ -273,16 +268,11 @@ func children(pid int, word string) []int {
 // waitChild waits (bounded) for a child of pid matching word.
 func waitChild(t *testing.T, pid int, word string, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if c := children(pid, word); len(c) > 0 {
-			return c[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q child of %d within %s", word, pid, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var c []int
+	if !testwait.For(timeout, 20*time.Millisecond, func() bool { c = children(pid, word); return len(c) > 0 }) {
+		t.Fatalf("no %q child of %d within %s", word, pid, timeout)
 	}
+	return c[0]
 }
 
 // longRun is a host experiment that runs for seconds (tcp-cost at its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/labproc"
+	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -41,12 +42,8 @@ func alive(pid int) bool {
 
 func waitGone(t *testing.T, pid int, timeout time.Duration, what string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still running %s later", what, pid, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.For(timeout, 20*time.Millisecond, func() bool { return !alive(pid) }) {
+		t.Fatalf("%s (pid %d) still running %s later", what, pid, timeout)
 	}
 }
 

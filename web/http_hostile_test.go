@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -272,20 +273,17 @@ func dbCounts(t *testing.T, db *store.DB) counts {
 // waitRunFinal waits (bounded) until the stored run has a final status.
 func waitRunFinal(t *testing.T, db *store.DB, id string) store.Run {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		run, err := db.Run(context.Background(), id)
-		if err != nil {
+	var run store.Run
+	if !testwait.For(20*time.Second, 20*time.Millisecond, func() bool {
+		var err error
+		if run, err = db.Run(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if run.Status.Final() {
-			return run
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s after 20 s", id, run.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return run.Status.Final()
+	}) {
+		t.Fatalf("run %s still %s after 20 s", id, run.Status)
 	}
+	return run
 }
 
 // TestOversizedBodies posts a body far beyond any real request to every

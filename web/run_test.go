@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -241,14 +242,12 @@ func TestSSEHeartbeatAndLiveDelivery(t *testing.T) {
 
 func waitFinal(t *testing.T, env *runEnv, id string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := env.DB.Run(t.Context(), id); err == nil && r.Status.Final() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.For(20*time.Second, 10*time.Millisecond, func() bool {
+		r, err := env.DB.Run(t.Context(), id)
+		return err == nil && r.Status.Final()
+	}) {
+		t.Fatalf("run %s did not finish", id)
 	}
-	t.Fatalf("run %s did not finish", id)
 }
 
 func TestCancelOnlyByOwner(t *testing.T) {
