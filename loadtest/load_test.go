@@ -57,6 +57,9 @@ type ack struct {
 // an error, and on an overloaded machine cutting them would hide exactly
 // the slow ones.
 func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load test (a labserver build, hundreds of learners for seconds), not in the quick tier; make load runs it")
+	}
 	if *flagDuration <= 0 || *flagLearners <= 0 || *flagWatchers < 0 || *flagRunners < 0 {
 		t.Fatal("load flags must be positive")
 	}
