@@ -118,6 +118,11 @@ func TestLessonPrograms(t *testing.T) {
 		{"never exits", "#include <unistd.h>\nint main(void){ for(;;) pause(); }", "timed out"},
 		{"100 MB print", "#include <stdio.h>\n#include <string.h>\nint main(void){ static char b[1<<20]; memset(b,'x',sizeof b); for(int i=0;i<100;i++) fwrite(b,1,sizeof b,stdout); return 0; }", "capped"},
 		{"fork bomb", "#include <unistd.h>\nint main(void){ for(;;) fork(); }", "timed out"},
+		// The learner's code runs as the learner, not as root: the
+		// evidence folder beside its work folder, core_pattern and the
+		// guest's PID 1 are out of its reach (exit 3 only if every try
+		// was refused; it exits 0 when any succeeded).
+		{"root's powers", "#include <stdio.h>\n#include <signal.h>\n#include <unistd.h>\nint main(void){ int got=0; FILE *f=fopen(\"../output\",\"w\"); if(f){got++;fclose(f);} f=fopen(\"../forged\",\"w\"); if(f){got++;fclose(f);} f=fopen(\"/proc/sys/kernel/core_pattern\",\"w\"); if(f && fputs(\"|/tmp/x\",f)>=0 && fflush(f)==0){got++;} if(kill(1,0)==0){got++;} if(getuid()==0){got++;} printf(\"root powers used: %d\\n\",got); return got?0:3; }", "exit 3"},
 		{"host address", "#include <stdio.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n#include <arpa/inet.h>\nint main(void){ int s=socket(AF_INET,SOCK_STREAM,0); struct sockaddr_in a={.sin_family=AF_INET,.sin_port=htons(22)}; inet_pton(AF_INET,\"10.0.2.2\",&a.sin_addr); if(connect(s,(void*)&a,sizeof a)){ perror(\"connect\"); return 3; } return 0; }", "exit 3"},
 	}
 	for _, ab := range abuse {

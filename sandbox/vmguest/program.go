@@ -24,11 +24,14 @@ import (
 )
 
 // A learner's own program (vmproto.OpProgram, a lesson's :::program):
-// compiled with tcc and run in this guest, which is the learner's own, in
-// a cgroup of its own under the learner cgroup (the limits their shells
-// have), without CAP_IPC_LOCK (so RLIMIT_MEMLOCK binds ibv_reg_mr, as for
-// any unprivileged program) and CAP_SYS_RAWIO, bounded in time and
-// output. The lab's peer, when the exercise has one, runs as the lab
+// compiled with tcc and run in this guest, which is the learner's own, as
+// the learner's own user (learnerUID, no capabilities: the program is the
+// learner's code, so it gets no more than their shell — it cannot reach
+// the agent, the check's evidence or the cgroup limits, and
+// RLIMIT_MEMLOCK binds ibv_reg_mr as for any unprivileged program), in a
+// cgroup of its own under the learner cgroup, bounded in time and
+// output. Only the work directory's "work" folder is the learner's; the
+// evidence beside it (counters, output, the peer's report) is root's. The lab's peer, when the exercise has one, runs as the lab
 // (root, outside the learner cgroup) on rxe1 and is told to report by
 // closing its standard input once the learner's program is over; the
 // exercise's check script then judges by the peer's report, the devices'
@@ -126,9 +129,20 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 		defer peer.stop()
 	}
 
+	// The learner's processes write only here: the evidence beside it
+	// stays root's.
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err == nil {
+		err = os.Chown(work, learnerUID, learnerUID)
+	}
+	if err != nil {
+		end.Stage, end.Detail = "peer", "no work directory: "+err.Error()
+		return end
+	}
+
 	phase("compile")
 	t0 := time.Now()
-	out, cerr := compile(ctx, id, src, filepath.Join(dir, "prog"), p.Libs)
+	out, cerr := compile(ctx, id, src, filepath.Join(work, "prog"), p.Libs)
 	end.Millis.Compile = time.Since(t0).Milliseconds()
 	end.Compiler = out
 	if len(out) > 0 {
@@ -142,7 +156,7 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 	phase("run")
 	outFile := filepath.Join(dir, "output")
 	t0 = time.Now()
-	run := runLearner(ctx, id, filepath.Join(dir, "prog"), p.Args, dir, time.Duration(timeout)*time.Second, outFile, emit)
+	run := runLearner(ctx, id, filepath.Join(work, "prog"), p.Args, work, time.Duration(timeout)*time.Second, outFile, emit)
 	end.Millis.Run = time.Since(t0).Milliseconds()
 	end.Exit, end.Signal, end.TimedOut, end.Capped = run.exit, run.signal, run.timedOut, run.capped
 
@@ -211,20 +225,16 @@ func compile(ctx context.Context, id uint64, src, bin string, libs []string) ([]
 }
 
 func learnerEnv() []string {
-	return []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8", "LAB_PEER_DIR=" + peerDir}
+	return []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + learnerHome, "LANG=C.UTF-8", "LAB_PEER_DIR=" + peerDir}
 }
 
-// learnerProc makes cmd run as the learner's own processes do: in a
-// cgroup of its own under the learner cgroup (nil when the guest has
-// none: then only the process group bounds it), without CAP_SYS_RAWIO and
-// CAP_IPC_LOCK, in a process group of its own.
+// learnerProc makes cmd run as the learner's own processes do: as the
+// learner's user with no capabilities, in a cgroup of its own under the
+// learner cgroup (nil when the guest has none: then only the process
+// group bounds it), in a process group of its own.
 func learnerProc(cmd *exec.Cmd, kind string, id uint64) *termGroup {
-	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-	if sp := setpriv(); sp != "" {
-		argv = append([]string{sp, "--bounding-set=-sys_rawio,-ipc_lock", "--inh-caps=-all", "--"}, argv...)
-	}
-	cmd.Path, cmd.Args = argv[0], argv
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true,
+		Credential: &syscall.Credential{Uid: learnerUID, Gid: learnerUID, Groups: []uint32{}}}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	grp, err := newLearnerGroup(fmt.Sprintf("%s-%d", kind, id))
@@ -234,15 +244,6 @@ func learnerProc(cmd *exec.Cmd, kind string, id uint64) *termGroup {
 	}
 	grp.place(cmd.SysProcAttr)
 	return grp
-}
-
-func setpriv() string {
-	for _, p := range []string{"/usr/bin/setpriv", "/bin/setpriv"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 // learnerRun is how the learner's program ended.
