@@ -83,7 +83,9 @@
       ta.hidden = true;
       ed = {
         get: function () { return cm.value; },
-        set: function (v) { cm.value = v; },
+        // Only a real change: replacing the text with itself would drop
+        // the compiler's marks (they map through the change).
+        set: function (v) { if (v !== cm.value) cm.value = v; },
         diagnostics: function (ds) { cm.setDiagnostics(ds); },
         goto: function (n) { cm.goto(n); },
       };
