@@ -67,7 +67,9 @@ func testPerfSweep(t *testing.T, ex executor) {
 	}
 	t.Logf("last event at +%v", rec.at[len(rec.at)-1].Sub(start).Round(time.Millisecond))
 	f := logResult(t, rec)
-	checkVerdictFigures(t, rec, "12.5")
+	// 12.5: 100 Gbit/s in GB/s (hardware reference); 0.9: the r² below
+	// which perftest refuses its clock calibration (a row it spoils).
+	checkVerdictFigures(t, rec, "12.5", "0.9")
 	// bandwidth grows with the size (the per-message cost amortised): the
 	// best size moves several times what 64 B WRITEs do; latency grows too
 	if best := f[fmt.Sprintf("mbps_%.0f", f["best_size"])]; best < 4*f["mbps_64"] || f["best_size"] < 1024 {
