@@ -69,7 +69,15 @@ func testPerfSweep(t *testing.T, ex executor) {
 	f := logResult(t, rec)
 	// 12.5: 100 Gbit/s in GB/s (hardware reference); 0.9: the r² below
 	// which perftest refuses its clock calibration (a row it spoils).
-	checkVerdictFigures(t, rec, "12.5", "0.9")
+	// perftest's peak is a point of its curve on the chart (its sizes are
+	// more than the table's), so the curve's points count as shown.
+	shown := []string{"12.5", "0.9"}
+	for _, m := range rec.of(sandbox.EvMetric) {
+		if m.Series == "bw_perftest" {
+			shown = append(shown, fmt.Sprintf("%.1f", m.Y))
+		}
+	}
+	checkVerdictFigures(t, rec, shown...)
 	// bandwidth grows with the size (the per-message cost amortised): the
 	// best size moves several times what 64 B WRITEs do; latency grows too
 	if best := f[fmt.Sprintf("mbps_%.0f", f["best_size"])]; best < 4*f["mbps_64"] || f["best_size"] < 1024 {
