@@ -32,7 +32,7 @@ func BenchmarkProgram(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	readUntil(b, a, "root@rdmalab-guest")
+	readUntil(b, a, "learner@rdmalab-guest")
 	a.Detach()
 	terms.Discard("warm-up")
 	var opens, runs, compiles []float64
@@ -43,7 +43,7 @@ func BenchmarkProgram(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		readUntil(b, a, "root@rdmalab-guest")
+		readUntil(b, a, "learner@rdmalab-guest")
 		opens = append(opens, time.Since(start).Seconds())
 		for range 5 {
 			start := time.Now()
