@@ -22,6 +22,7 @@ type LearnerSummary struct {
 	Correct     int // questions answered correctly at least once
 	Runs        int
 	TasksDone   int // lesson :::task steps verified done (all lessons)
+	ProgramsOK  int // lesson :::program exercises whose check passed (all lessons)
 }
 
 // LearnerPage is one page of the class's learners, most recently active
@@ -58,19 +59,22 @@ func (db *DB) ClassLearnersIn(ctx context.Context, sc Scope, limit, offset int, 
 		           FROM runs GROUP BY learner),
 		     t AS (SELECT learner, COUNT(done_at) AS done, MAX(last_at) AS last
 		           FROM task_progress GROUP BY learner),
+		     g AS (SELECT learner, COUNT(passed_at) AS ok, MAX(last_at) AS last
+		           FROM program_progress GROUP BY learner),
 		     s AS (SELECT l.id, l.display_name, l.created,
-		                  MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, ''), COALESCE(t.last, '')) AS last,
+		                  MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, ''), COALESCE(t.last, ''), COALESCE(g.last, '')) AS last,
 		                  COALESCE(p.opened, 0) AS opened, COALESCE(p.completed, 0) AS completed,
 		                  COALESCE(a.n, 0) AS attempts, COALESCE(a.ok, 0) AS correct, COALESCE(r.n, 0) AS runs,
-		                  COALESCE(t.done, 0) AS tasks_done
+		                  COALESCE(t.done, 0) AS tasks_done, COALESCE(g.ok, 0) AS programs_ok
 		           FROM learners l
 		           LEFT JOIN p ON p.learner = l.id
 		           LEFT JOIN a ON a.learner = l.id
 		           LEFT JOIN r ON r.learner = l.id
 		           LEFT JOIN t ON t.learner = l.id
-		           WHERE `+sc.cond(`(l.display_name != '' OR a.n > 0 OR r.n > 0 OR p.completed > 0 OR t.learner IS NOT NULL
+		           LEFT JOIN g ON g.learner = l.id
+		           WHERE `+sc.cond(`(l.display_name != '' OR a.n > 0 OR r.n > 0 OR p.completed > 0 OR t.learner IS NOT NULL OR g.learner IS NOT NULL
 		                             OR EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id))`)+`)
-		SELECT id, display_name, created, last, opened, completed, attempts, correct, runs, tasks_done,
+		SELECT id, display_name, created, last, opened, completed, attempts, correct, runs, tasks_done, programs_ok,
 		       COUNT(*) OVER (), SUM(last >= ?1) OVER ()
 		FROM s ORDER BY last DESC, id LIMIT ?2 OFFSET ?3`, formatTime(activeSince), limit, max(0, offset))
 	if err != nil {
@@ -83,7 +87,7 @@ func (db *DB) ClassLearnersIn(ctx context.Context, sc Scope, limit, offset int, 
 			s             LearnerSummary
 			created, last string
 		)
-		if err := rows.Scan(&s.ID, &s.DisplayName, &created, &last, &s.Opened, &s.Completed, &s.Attempts, &s.Correct, &s.Runs, &s.TasksDone,
+		if err := rows.Scan(&s.ID, &s.DisplayName, &created, &last, &s.Opened, &s.Completed, &s.Attempts, &s.Correct, &s.Runs, &s.TasksDone, &s.ProgramsOK,
 			&out.Total, &out.Active); err != nil {
 			return LearnerPage{}, fmt.Errorf("store: class learners: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -76,6 +77,11 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	programs, err := db.ClassProgramsIn(ctx, sc)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	qevents, err := db.AllQuizEventCounts(ctx)
 	if err != nil {
 		s.internalError(w, r, err)
@@ -113,7 +119,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		active := now.Sub(l.LastActive) <= activeWindow
 		v.Learners = append(v.Learners, views.DashLearner{
 			Name: l.DisplayName, Short: shortID(l.ID), LastActive: ago(lang, now.Sub(l.LastActive), l.LastActive),
-			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs, TasksDone: l.TasksDone,
+			Active: active, Opened: l.Opened, Completed: l.Completed, Attempts: l.Attempts, Correct: l.Correct, Runs: l.Runs, TasksDone: l.TasksDone, ProgramsOK: l.ProgramsOK,
 		})
 	}
 
@@ -131,6 +137,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 				dl.Questions = append(dl.Questions, dq)
 			}
 		}
+		dl.Programs = dashPrograms(l, programs)
 		v.Lessons = append(v.Lessons, dl)
 	}
 
@@ -152,6 +159,35 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		v.Experiments = append(v.Experiments, de)
 	}
 	s.render(w, r, http.StatusOK, views.DashboardView(v))
+}
+
+// dashPrograms sums the class's records of l's :::program exercises, in
+// the lesson's order (records of programs since removed are left out).
+func dashPrograms(l *lessons.Lesson, rows []store.ProgramRow) []views.DashProgram {
+	out := make([]views.DashProgram, len(l.Programs))
+	at := map[string]int{}
+	for i, p := range l.Programs {
+		out[i].ID = p.ID
+		at[p.ID] = i
+	}
+	for _, r := range rows {
+		i, ok := at[r.Program]
+		if r.Lesson != l.Slug || !ok {
+			continue
+		}
+		d := &out[i]
+		d.Runs += r.Attempts
+		if r.Attempts > 0 {
+			d.Tried++
+		}
+		if r.Passed() {
+			d.Passed++
+		}
+		if !r.SolutionAt.IsZero() {
+			d.Solution++
+		}
+	}
+	return out
 }
 
 // runStatusOrder is the order outcomes are listed in.

@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -113,8 +114,9 @@ type instrEnv struct {
 	Logs *bytes.Buffer
 }
 
-// newInstrEnv serves a watched course from a temp dir.
-func newInstrEnv(t *testing.T) *instrEnv {
+// newInstrEnv serves a watched course from a temp dir: writeCourse's
+// lesson, and the builtin course's lessons named in builtin.
+func newInstrEnv(t *testing.T, builtin ...string) *instrEnv {
 	t.Helper()
 	old := store.PasswordCost
 	store.PasswordCost = bcrypt.MinCost // production uses bcrypt.DefaultCost
@@ -122,6 +124,15 @@ func newInstrEnv(t *testing.T) *instrEnv {
 
 	dir := t.TempDir()
 	writeCourse(t, dir, "First version.")
+	for _, slug := range builtin {
+		sub, err := fs.Sub(lessons.Builtin, slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(filepath.Join(dir, slug), sub); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	live, w, err := lessons.Watch(ctx, dir, lessons.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -1008,4 +1019,77 @@ func TestRunsCSVGuardsWorkerFields(t *testing.T) {
 		return
 	}
 	t.Fatalf("run-w not in runs.csv: %q", rows)
+}
+
+// TestDashboardPrograms: the dashboard counts, per :::program exercise,
+// the learners who reached its check, passed it and were shown its
+// solution, and the runs; the learners table counts each one's passes.
+func TestDashboardPrograms(t *testing.T) {
+	const slug = "04-first-program"
+	// with the lessons it links to: the whole course
+	ents, err := fs.ReadDir(lessons.Builtin, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, d := range ents {
+		if d.IsDir() {
+			all = append(all, d.Name())
+		}
+	}
+	e := newInstrEnv(t, all...)
+	l := e.Live.Course().Lesson(slug)
+	if l == nil || len(l.Programs) < 2 {
+		t.Fatalf("lesson %s with programs: %v (warnings %v)", slug, l, e.Live.Course().Warnings)
+	}
+	ctx := context.Background()
+	ann, bob, cyd := instrAnn, instrBob, strings.Repeat("c", 32)
+	first, second := l.Programs[0].ID, l.Programs[1].ID
+	runs := []struct {
+		learner, program string
+		passed           bool
+	}{
+		{ann, first, false}, {ann, first, true}, {ann, first, true},
+		{bob, first, false}, {bob, second, true},
+		{cyd, first, false}, {cyd, first, false},
+		{ann, "gone-program", true}, // removed since: counted nowhere
+	}
+	for _, r := range runs {
+		if err := e.DB.RecordProgramRun(ctx, r.learner, slug, r.program, r.passed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.DB.RecordSolutionShown(ctx, cyd, slug, first); err != nil {
+		t.Fatal(err)
+	}
+	c := e.instructor("ada", "correct horse battery")
+	for _, lang := range []string{"en", "zh"} {
+		doc := e.page(e.do(c, "GET", "/instructor?lang="+lang, nil), http.StatusOK)
+		row := func(id string) string {
+			sel := doc.Find(`[data-testid=dash-lesson][data-slug="` + slug + `"] [data-testid=dash-program][data-id="` + id + `"]`)
+			return strings.Join(sel.Find("td.num").Map(func(_ int, s *goquery.Selection) string { return s.Text() }), " ")
+		}
+		// tried, passed, runs, solution shown
+		if got := row(first); got != "3 1 6 1" {
+			t.Errorf("%s: %s = %q, want 3 1 6 1", lang, first, got)
+		}
+		if got := row(second); got != "1 1 1 0" {
+			t.Errorf("%s: %s = %q, want 1 1 1 0", lang, second, got)
+		}
+		if n := doc.Find(`[data-testid=dash-program]`).Length(); n != len(l.Programs) {
+			t.Errorf("%s: %d program rows, want %d", lang, n, len(l.Programs))
+		}
+		passes := map[string]string{}
+		doc.Find(`[data-testid=learner]`).Each(func(_ int, s *goquery.Selection) {
+			passes[s.Find(".id").Text()] = s.Find(`[data-testid=learner-programs]`).Text()
+		})
+		if want := map[string]string{ann[:8]: "2", bob[:8]: "1", cyd[:8]: "0"}; !maps.Equal(passes, want) {
+			t.Errorf("%s: programs passed per learner %v, want %v", lang, passes, want)
+		}
+		if lang == "zh" {
+			if got := doc.Find(`[data-testid=dash-programs] caption`).First().Text(); got != "编程练习" {
+				t.Errorf("zh caption %q", got)
+			}
+		}
+	}
 }

@@ -78,6 +78,7 @@ type DashLearner struct {
 	Correct    int
 	Runs       int
 	TasksDone  int // lessons' :::task steps verified done
+	ProgramsOK int // lessons' :::program exercises passed
 }
 
 // DashLesson is one lesson with its class progress and question statistics.
@@ -89,6 +90,15 @@ type DashLesson struct {
 	Completed int
 	Learners  int // denominator of the bars: all learners
 	Questions []DashQuestion
+	Programs  []DashProgram // the lesson's :::program exercises, in page order
+}
+
+// DashProgram is one :::program exercise's class record: how many learners
+// ran it to its check, passed it, and were shown its solution, and how
+// many runs reached the check in all.
+type DashProgram struct {
+	ID                            string
+	Tried, Passed, Solution, Runs int
 }
 
 // DashQuestion is one question's statistics.
