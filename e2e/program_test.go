@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/rdmalab/rdmalab/lessons"
 )
 
@@ -27,8 +30,10 @@ func runProgram(b *browser, id string) {
 // TestLesson04Program: lesson 04's first exercise in a real browser
 // against a real learner guest. A compile error shows at its line (in
 // the list and as CodeMirror's lint mark); the solution passes the
-// check; a reload finds the code and the pass; a second learner starts
-// from the starter.
+// check, and so do the other three exercises' solutions; a reload finds
+// the code and the pass; a second learner, on a phone in zh, starts from
+// the starter, types into the editor with the keyboard and leaves it with
+// Tab.
 func TestLesson04Program(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
@@ -77,6 +82,20 @@ func TestLesson04Program(t *testing.T) {
 		t.Errorf("the program's output: %q", out)
 	}
 
+	// The other exercises, each solution run in the browser against the
+	// lab's peer where it has one: all four pass end to end.
+	for _, q := range course.Lesson("04-first-program").Programs {
+		if q.ID == "open-device" {
+			continue
+		}
+		qs := `[data-program=` + q.ID + `]`
+		setProgram(one, q.ID, string(q.Solution))
+		runProgram(one, q.ID)
+		if !eval[bool](one, `document.querySelector('`+qs+` [data-testid=program-verdict]').classList.contains('ok')`) {
+			t.Errorf("%s: the solution did not pass in the browser: %q\noutput: %q", q.ID, one.text(qs+` [data-testid=program-verdict]`), one.text(qs+` [data-testid=program-output]`))
+		}
+	}
+
 	// A reload: the code and the pass come back from the server.
 	one.open(page)
 	one.waitFor("the saved code", editorText+` === `+jsString(string(p.Solution)), guestTimeout)
@@ -85,8 +104,29 @@ func TestLesson04Program(t *testing.T) {
 		t.Errorf("record after a reload: %q", got)
 	}
 
-	// Another learner: the starter, not learner one's code.
+	// Another learner, on a 375 px phone in zh: the starter, not learner
+	// one's code; the page does not scroll sideways with four editors;
+	// keys typed into the editor land in it and are saved, and Tab leaves
+	// the editor for the next control (the editor never traps the keyboard).
 	two := newBrowser(t, lab)
-	two.open(page)
+	two.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+	two.open("/lessons/04-first-program?lang=zh")
 	two.waitFor("the starter for learner two", editorText+` === `+jsString(string(p.Starter)), guestTimeout)
+	checkNoSideways(t, two, "lesson 04 (zh)")
+	two.do("focus the editor", chromedp.Focus(chromedp.CSS(sel+` .cm-content`)))
+	two.do("type", chromedp.KeyEvent(kb.End+"// mine"))
+	two.waitFor("typed text in the editor", editorText+`.indexOf('// mine') >= 0`, guestTimeout)
+	two.waitFor("the typed text saved", `document.querySelector('`+sel+` [data-testid=program-save]').textContent === '已保存'`, guestTimeout)
+	two.do("Tab", chromedp.KeyEvent(kb.Tab))
+	if in := eval[bool](two, `document.querySelector('`+sel+` .cm-editor').contains(document.activeElement)`); in {
+		t.Errorf("Tab left the focus inside the editor (%s)", eval[string](two, `document.activeElement.outerHTML.slice(0, 120)`))
+	}
+	if strings.Contains(eval[string](two, editorText), "// mine\t") {
+		t.Errorf("Tab was typed into the code instead of moving the focus")
+	}
+	two.open("/lessons/04-first-program?lang=zh")
+	two.waitFor("learner two's code after a reload", editorText+`.indexOf('// mine') >= 0`, guestTimeout)
+	if got := eval[string](two, editorText); strings.Contains(got, string(p.Solution)) {
+		t.Errorf("learner two sees learner one's code")
+	}
 }
