@@ -20,9 +20,20 @@ func TestInstructorPhone(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=instructor-login] input[name=username]`), "admin"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=instructor-login] input[name=password]`), instructorPassword))
 	b.navigates("log in", chromedpClick(`[data-testid=instructor-login] button[type=submit]`))
+	// A class with a roster (issue 29 item 4): its roster page is an instructor page too.
+	b.open("/instructor/classes?lang=en")
+	b.do("name a class", chromedp.SendKeys(chromedp.CSS(`input[name=name]`), "Phone class"))
+	b.navigates("create the class", chromedpClick(`[data-testid=class-create]`))
+	roster := eval[string](b, `document.querySelector('[data-testid=class] [data-testid=class-roster]').getAttribute('href')`)
+	b.open(roster + "?lang=zh")
+	b.do("paste a roster", chromedp.SendKeys(chromedp.CSS(`[data-testid=roster-import] textarea`), "学号,姓名\n2026001,张三\n2026002,李四\n"))
+	b.navigates("import it", chromedpClick(`[data-testid=roster-submit]`))
+	if n := eval[int](b, `document.querySelectorAll('[data-testid=seat]').length`); n != 2 {
+		t.Fatalf("%d roster seats after the import, want 2", n)
+	}
 	b.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 	for _, lang := range []string{"zh", "en"} {
-		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts"} {
+		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts", "/instructor/classes", roster} {
 			b.open(page + "?lang=" + lang)
 			w := eval[map[string]float64](b, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})`)
 			if w["scroll"] > w["client"]+1 {

@@ -26,7 +26,7 @@ var (
 
 // Instructors lists every account by username.
 func (db *DB) Instructors(ctx context.Context) ([]Instructor, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, username, created_at FROM instructors ORDER BY username COLLATE NOCASE`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, username, role, created_at FROM instructors ORDER BY username COLLATE NOCASE`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list instructors: %w", err)
 	}
@@ -37,7 +37,7 @@ func (db *DB) Instructors(ctx context.Context) ([]Instructor, error) {
 			in Instructor
 			ts string
 		)
-		if err := rows.Scan(&in.ID, &in.Username, &ts); err != nil {
+		if err := rows.Scan(&in.ID, &in.Username, &in.Role, &ts); err != nil {
 			return nil, fmt.Errorf("store: list instructors: %w", err)
 		}
 		in.CreatedAt, _ = parseTime(ts)
@@ -136,20 +136,106 @@ func (db *DB) DeleteInstructor(ctx context.Context, username string) error {
 	return nil
 }
 
-// CreateInvite makes a one-time invitation, valid for ttl, and returns its
-// token for the link. Expired invitations are swept on the way.
+// CreateInvite makes a one-time invitation for an instructor, valid for
+// ttl, and returns its token for the link. Expired invitations are swept
+// on the way.
 func (db *DB) CreateInvite(ctx context.Context, by int64, ttl time.Duration) (token string, expires time.Time, err error) {
+	return db.CreateRoleInvite(ctx, by, ttl, RoleInstructor, 0)
+}
+
+// CreateRoleInvite is CreateInvite for a role; a TA's invitation names the
+// class (cohort) the TA will see.
+func (db *DB) CreateRoleInvite(ctx context.Context, by int64, ttl time.Duration, role string, cohort int64) (token string, expires time.Time, err error) {
+	if role != RoleInstructor && role != RoleTA {
+		return "", time.Time{}, &ValidationError{"unknown role " + role}
+	}
+	var cohortArg any
+	if role == RoleTA {
+		if _, err := db.Cohort(ctx, cohort); err != nil {
+			return "", time.Time{}, &ValidationError{"a TA's invitation names a class"}
+		}
+		cohortArg = cohort
+	}
 	token, h := newToken()
 	t := clock()
 	expires = t.Add(ttl)
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ?`, formatTime(t)); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep invites: %w", err)
 	}
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-		h, by, formatTime(t), formatTime(expires)); err != nil {
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at, role, cohort_id)
+		VALUES (?, ?, ?, ?, ?, ?)`, h, by, formatTime(t), formatTime(expires), role, cohortArg); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: create invite: %w", err)
 	}
 	return token, expires, nil
+}
+
+// Invite is a pending invitation (never its token: only a hash is kept).
+type Invite struct {
+	ID        int64
+	By        string // the username who made it ("" when that account is gone)
+	Role      string
+	Cohort    string // a TA's class name
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+const inviteCols = `v.rowid, COALESCE(i.username, ''), v.role, COALESCE(c.name, ''), v.created_at, v.expires_at
+	FROM instructor_invites v LEFT JOIN instructors i ON i.id = v.created_by LEFT JOIN cohorts c ON c.id = v.cohort_id`
+
+func scanInvite(sc interface{ Scan(...any) error }) (Invite, error) {
+	var (
+		v                Invite
+		created, expires string
+	)
+	if err := sc.Scan(&v.ID, &v.By, &v.Role, &v.Cohort, &created, &expires); err != nil {
+		return Invite{}, err
+	}
+	v.CreatedAt, _ = parseTime(created)
+	v.ExpiresAt, _ = parseTime(expires)
+	return v, nil
+}
+
+// Invites lists the pending (unused, unexpired) invitations, newest first.
+func (db *DB) Invites(ctx context.Context) ([]Invite, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inviteCols+` WHERE v.expires_at > ? ORDER BY v.created_at DESC`, now())
+	if err != nil {
+		return nil, fmt.Errorf("store: invites: %w", err)
+	}
+	defer rows.Close()
+	var out []Invite
+	for rows.Next() {
+		v, err := scanInvite(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: invites: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// InviteByToken is the pending invitation of a token (ErrBadInvite when
+// used, revoked, expired or unknown).
+func (db *DB) InviteByToken(ctx context.Context, token string) (Invite, error) {
+	v, err := scanInvite(db.r.QueryRowContext(ctx, `SELECT `+inviteCols+` WHERE v.token_hash = ? AND v.expires_at > ?`, tokenHash(token), now()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Invite{}, ErrBadInvite
+	}
+	if err != nil {
+		return Invite{}, fmt.Errorf("store: invite: %w", err)
+	}
+	return v, nil
+}
+
+// RevokeInvite deletes a pending invitation: its link stops working.
+func (db *DB) RevokeInvite(ctx context.Context, id int64) error {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM instructor_invites WHERE rowid = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: revoke invite: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrBadInvite
+	}
+	return nil
 }
 
 // InviteValid reports whether token is a live invitation.
@@ -176,19 +262,94 @@ func (db *DB) RedeemInvite(ctx context.Context, token, username, password string
 		return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `DELETE FROM instructor_invites WHERE token_hash = ? AND expires_at > ?`, tokenHash(token), now())
+	var (
+		role   string
+		cohort sql.NullInt64
+	)
+	err = tx.QueryRowContext(ctx, `DELETE FROM instructor_invites WHERE token_hash = ? AND expires_at > ? RETURNING role, cohort_id`,
+		tokenHash(token), now()).Scan(&role, &cohort)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Instructor{}, ErrBadInvite
+	}
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return Instructor{}, ErrBadInvite
-	}
-	in, err := createInstructor(ctx, tx, username, password)
+	in, err := createAccount(ctx, tx, username, password, role)
 	if err != nil {
 		return Instructor{}, err
+	}
+	if role == RoleTA && cohort.Valid {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cohort_tas (cohort_id, instructor_id) VALUES (?, ?)`, cohort.Int64, in.ID); err != nil {
+			return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
 	}
 	return in, nil
+}
+
+// TACohorts lists the ids of the classes a TA is assigned to, oldest first.
+func (db *DB) TACohorts(ctx context.Context, instructor int64) ([]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT t.cohort_id FROM cohort_tas t JOIN cohorts c ON c.id = t.cohort_id
+		WHERE t.instructor_id = ? ORDER BY c.created_at, c.id`, instructor)
+	if err != nil {
+		return nil, fmt.Errorf("store: TA classes: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: TA classes: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// CohortTAs maps each class id to the usernames of its TAs.
+func (db *DB) CohortTAs(ctx context.Context) (map[int64][]Instructor, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT t.cohort_id, i.id, i.username, i.role, i.created_at
+		FROM cohort_tas t JOIN instructors i ON i.id = t.instructor_id ORDER BY i.username COLLATE NOCASE`)
+	if err != nil {
+		return nil, fmt.Errorf("store: class TAs: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]Instructor{}
+	for rows.Next() {
+		var (
+			c  int64
+			in Instructor
+			ts string
+		)
+		if err := rows.Scan(&c, &in.ID, &in.Username, &in.Role, &ts); err != nil {
+			return nil, fmt.Errorf("store: class TAs: %w", err)
+		}
+		in.CreatedAt, _ = parseTime(ts)
+		out[c] = append(out[c], in)
+	}
+	return out, rows.Err()
+}
+
+// SetCohortTA assigns (or, with on false, unassigns) a TA account to a class.
+func (db *DB) SetCohortTA(ctx context.Context, cohort, instructor int64, on bool) error {
+	if !on {
+		_, err := db.w.ExecContext(ctx, `DELETE FROM cohort_tas WHERE cohort_id = ? AND instructor_id = ?`, cohort, instructor)
+		return err
+	}
+	res, err := db.w.ExecContext(ctx, `INSERT INTO cohort_tas (cohort_id, instructor_id)
+		SELECT ?, id FROM instructors WHERE id = ? AND role = 'ta' AND EXISTS (SELECT 1 FROM cohorts WHERE id = ?)
+		ON CONFLICT DO NOTHING`, cohort, instructor, cohort)
+	if err != nil {
+		return fmt.Errorf("store: assign TA: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var exists int
+		db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM cohort_tas WHERE cohort_id = ? AND instructor_id = ?`, cohort, instructor).Scan(&exists)
+		if exists == 0 {
+			return ErrNoInstructor
+		}
+	}
+	return nil
 }

@@ -105,10 +105,8 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 	if name == "" || utf8.RuneCountInString(name) > MaxCohortName {
 		return Cohort{}, &ValidationError{fmt.Sprintf("the class name must have 1 to %d characters", MaxCohortName)}
 	}
-	for _, r := range name {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return Cohort{}, &ValidationError{"the class name must not contain control or text-direction characters"}
-		}
+	if err := checkPlainText(name); err != nil {
+		return Cohort{}, err
 	}
 	var byArg any
 	if by > 0 {
@@ -214,8 +212,13 @@ func (db *DB) OpenCohortByCode(ctx context.Context, code string) (Cohort, error)
 	return c, nil
 }
 
+// ErrRosterClass: the class has a roster, so a learner joins it by claiming
+// a seat (ClaimSeat) with a personal code.
+var ErrRosterClass = errors.New("store: the class has a roster: join with a personal code")
+
 // JoinCohort makes the learner a member of the open class with this code
-// (joining twice is not an error). It is a learner's action: it creates
+// (joining twice is not an error); ErrRosterClass (with the class) when
+// the class has a roster. It is a learner's action: it creates
 // the learner's row.
 func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, error) {
 	if !ValidLearnerID(learner) {
@@ -224,6 +227,11 @@ func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, err
 	c, err := db.OpenCohortByCode(ctx, code)
 	if err != nil {
 		return Cohort{}, err
+	}
+	if roster, err := db.CohortHasRoster(ctx, c.ID); err != nil {
+		return Cohort{}, err
+	} else if roster {
+		return c, ErrRosterClass
 	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {

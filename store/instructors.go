@@ -45,8 +45,18 @@ const (
 type Instructor struct {
 	ID        int64
 	Username  string
+	Role      string // RoleInstructor or RoleTA
 	CreatedAt time.Time
 }
+
+// The roles of an account.
+const (
+	RoleInstructor = "instructor" // everything
+	RoleTA         = "ta"         // their classes' pages, read only; their own password
+)
+
+// TA reports whether the account is a teaching assistant's.
+func (in Instructor) TA() bool { return in.Role == RoleTA }
 
 // ValidationError is a user input problem (a too-short password…) whose
 // message can be shown as is.
@@ -128,6 +138,11 @@ type execQuerier interface {
 }
 
 func createInstructor(ctx context.Context, q execQuerier, username, password string) (Instructor, error) {
+	return createAccount(ctx, q, username, password, RoleInstructor)
+}
+
+// createAccount is createInstructor with a role.
+func createAccount(ctx context.Context, q execQuerier, username, password, role string) (Instructor, error) {
 	username = strings.TrimSpace(username)
 	if err := newUsername(ctx, q, username); err != nil {
 		return Instructor{}, err
@@ -141,8 +156,8 @@ func createInstructor(ctx context.Context, q execQuerier, username, password str
 	}
 	ts := now()
 	res, err := q.ExecContext(ctx,
-		`INSERT INTO instructors (username, password_hash, created_at) VALUES (?, ?, ?) ON CONFLICT (username) DO NOTHING`,
-		username, h, ts)
+		`INSERT INTO instructors (username, password_hash, created_at, role) VALUES (?, ?, ?, ?) ON CONFLICT (username) DO NOTHING`,
+		username, h, ts, role)
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: create instructor %q: %w", username, err)
 	}
@@ -154,7 +169,7 @@ func createInstructor(ctx context.Context, q execQuerier, username, password str
 		return Instructor{}, fmt.Errorf("store: create instructor %q: %w", username, err)
 	}
 	created, _ := parseTime(ts)
-	return Instructor{ID: id, Username: username, CreatedAt: created}, nil
+	return Instructor{ID: id, Username: username, Role: role, CreatedAt: created}, nil
 }
 
 // SetInstructorPassword creates the account or replaces its password (used
@@ -169,8 +184,8 @@ func (db *DB) SetInstructorPassword(ctx context.Context, username, password stri
 		h  string
 		ts string
 	)
-	err := db.w.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
-		username).Scan(&in.ID, &in.Username, &h, &ts)
+	err := db.w.QueryRowContext(ctx, `SELECT id, username, role, password_hash, created_at FROM instructors WHERE username = ?`,
+		username).Scan(&in.ID, &in.Username, &in.Role, &h, &ts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.CreateInstructor(ctx, username, password)
 	}
@@ -211,8 +226,8 @@ func (db *DB) Authenticate(ctx context.Context, username, password string) (Inst
 		h  string
 		ts string
 	)
-	err := db.r.QueryRowContext(ctx, `SELECT id, username, password_hash, created_at FROM instructors WHERE username = ?`,
-		strings.TrimSpace(username)).Scan(&in.ID, &in.Username, &h, &ts)
+	err := db.r.QueryRowContext(ctx, `SELECT id, username, role, password_hash, created_at FROM instructors WHERE username = ?`,
+		strings.TrimSpace(username)).Scan(&in.ID, &in.Username, &in.Role, &h, &ts)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Instructor{}, fmt.Errorf("store: authenticate: %w", err)
 	}
@@ -267,9 +282,9 @@ func (db *DB) SessionInstructor(ctx context.Context, token string) (Instructor, 
 		in Instructor
 		ts string
 	)
-	err := db.r.QueryRowContext(ctx, `SELECT i.id, i.username, i.created_at
+	err := db.r.QueryRowContext(ctx, `SELECT i.id, i.username, i.role, i.created_at
 		FROM instructor_sessions s JOIN instructors i ON i.id = s.instructor_id
-		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash(token), now()).Scan(&in.ID, &in.Username, &ts)
+		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash(token), now()).Scan(&in.ID, &in.Username, &in.Role, &ts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Instructor{}, ErrNoSession
 	}
@@ -407,7 +422,23 @@ func (db *DB) RedeemSetupToken(ctx context.Context, token, username, password st
 	return in, nil
 }
 
-// SetDisplayName sets the name a learner shows to instructors ("" clears it).
+// ErrRosterName: the learner holds a roster seat, whose name is the roster's.
+var ErrRosterName = errors.New("store: the name comes from the class roster")
+
+// checkPlainText refuses control and text-direction characters in a name:
+// direction controls (U+202E RIGHT-TO-LEFT OVERRIDE…) would let a name
+// reorder what follows it on the dashboard and spoof another.
+func checkPlainText(s string) error {
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return &ValidationError{"a name must not contain control or text-direction characters"}
+		}
+	}
+	return nil
+}
+
+// SetDisplayName sets the name a learner shows to instructors ("" clears
+// it); ErrRosterName for a learner who holds a roster seat.
 func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 	if !ValidLearnerID(learner) {
 		return fmt.Errorf("store: set display name: invalid learner id %q", learner)
@@ -416,12 +447,15 @@ func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 	if utf8.RuneCountInString(name) > MaxDisplayName {
 		return &ValidationError{fmt.Sprintf("the name must have at most %d characters", MaxDisplayName)}
 	}
-	for _, r := range name {
-		// Direction controls (U+202E RIGHT-TO-LEFT OVERRIDE…) would let a
-		// name reorder what follows it on the dashboard and spoof another.
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return &ValidationError{"the name must not contain control or text-direction characters"}
-		}
+	if err := checkPlainText(name); err != nil {
+		return err
+	}
+	var seats int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM roster_seats WHERE learner = ?`, learner).Scan(&seats); err != nil {
+		return fmt.Errorf("store: set display name: %w", err)
+	}
+	if seats > 0 {
+		return ErrRosterName
 	}
 	if _, err := db.w.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name`, learner, now(), name); err != nil {

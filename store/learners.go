@@ -50,7 +50,8 @@ func (db *DB) EnsureLearner(ctx context.Context, id string) error {
 // LearnerKnown reports whether the learner has a row, i.e. has written
 // something before. The web layer bounds how many new learners one client
 // address may create. It is asked on every write and lesson view, so a
-// learner once seen known is remembered (rows are never deleted).
+// learner once seen known is remembered (MergeLearners, which deletes a
+// row, forgets it).
 func (db *DB) LearnerKnown(ctx context.Context, id string) (bool, error) {
 	if _, ok := db.known.get(id); ok {
 		return true, nil

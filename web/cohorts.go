@@ -48,7 +48,8 @@ func (s *Server) renderCohorts(w http.ResponseWriter, r *http.Request, status in
 		id := strconv.FormatInt(c.ID, 10)
 		v.Classes = append(v.Classes, views.CohortRow{ID: id, Name: c.Name, Code: c.Code,
 			JoinURL: baseURL(r) + "/join/" + c.Code, Href: "/instructor?class=" + id,
-			Members: c.Members, Archived: c.Archived(), ArchiveAction: "/instructor/classes/" + id + "/archive"})
+			Members: c.Members, Archived: c.Archived(), ArchiveAction: "/instructor/classes/" + id + "/archive",
+			RosterHref: rosterHref(c)})
 	}
 	if hidden > 0 {
 		v.ShowArchivedHref = "/instructor/classes?archived=1"
@@ -186,29 +187,69 @@ func (s *Server) joinShow(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			v.Code, v.ClassName = c.Code, c.Name
+			if v.NeedSeat, err = s.cfg.Store.CohortHasRoster(ctx, c.ID); err != nil {
+				s.internalError(w, r, err)
+				return
+			}
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, status, views.JoinView(v))
 }
 
-// joinPost is POST /join (field code).
+// joinPost is POST /join (fields code and, for a class with a roster,
+// seat: the learner's personal code). Claiming a seat may switch the
+// browser to the seat's learner id (roster.go, store.ClaimSeat): the
+// cookie is set to it here.
 func (s *Server) joinPost(w http.ResponseWriter, r *http.Request) {
 	if !s.parseForm(w, r) {
 		return
 	}
-	code := r.PostFormValue("code")
-	c, err := s.cfg.Store.JoinCohort(r.Context(), learnerID(r), code)
-	if errors.Is(err, store.ErrNoCohort) {
-		lang := langOf(r)
+	ctx := r.Context()
+	lang := langOf(r)
+	code, seat := r.PostFormValue("code"), r.PostFormValue("seat")
+	refuse := func(status int, msg string, needSeat bool) {
 		w.Header().Set("Cache-Control", "no-store")
-		s.render(w, r, http.StatusNotFound, views.JoinView(views.Join{Chrome: s.chrome(r, tr(lang)("join.title")),
-			Code: code, Error: tr(lang)("join.bad")}))
-		return
+		s.render(w, r, status, views.JoinView(views.Join{Chrome: s.chrome(r, tr(lang)("join.title")),
+			Code: code, Error: msg, NeedSeat: needSeat}))
 	}
-	if err != nil {
-		s.internalError(w, r, err)
-		return
+	var (
+		c   store.Cohort
+		err error
+	)
+	if seat != "" {
+		var cl store.Claim
+		cl, err = s.cfg.Store.ClaimSeat(ctx, learnerID(r), code, seat)
+		switch {
+		case errors.Is(err, store.ErrNoSeat):
+			s.log.Warn("seat claim refused", "addr", addrKey(clientAddr(r)))
+			refuse(http.StatusNotFound, tr(lang)("join.badseat"), true)
+			return
+		case errors.Is(err, store.ErrStaffSeat):
+			refuse(http.StatusForbidden, tr(lang)("join.staffseat"), true)
+			return
+		case err != nil:
+			s.internalError(w, r, err)
+			return
+		}
+		if cl.Learner != learnerID(r) {
+			s.setLearnerCookie(w, r, cl.Learner)
+		}
+		s.log.Info("seat claimed", "class", cl.Seat.CohortID, "seat", cl.Seat.ID, "merged", cl.Merged)
+		c.ID = cl.Seat.CohortID
+	} else {
+		c, err = s.cfg.Store.JoinCohort(ctx, learnerID(r), code)
+		switch {
+		case errors.Is(err, store.ErrNoCohort):
+			refuse(http.StatusNotFound, tr(lang)("join.bad"), false)
+			return
+		case errors.Is(err, store.ErrRosterClass):
+			refuse(http.StatusUnprocessableEntity, tr(lang)("join.needseat"), true)
+			return
+		case err != nil:
+			s.internalError(w, r, err)
+			return
+		}
 	}
 	http.Redirect(w, r, "/join?joined="+url.QueryEscape(strconv.FormatInt(c.ID, 10)), http.StatusSeeOther)
 }

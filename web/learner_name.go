@@ -21,6 +21,17 @@ func (s *Server) meShow(w http.ResponseWriter, r *http.Request) {
 	s.renderMe(w, r, http.StatusOK, views.DisplayNameForm{Name: name, Saved: r.URL.Query().Has("saved")})
 }
 
+// meSignOut is POST /me/signout: the browser becomes a new anonymous
+// learner (a shared lab PC after a student who claimed a roster seat; the
+// seat and its work stay, and the codes sign in again).
+func (s *Server) meSignOut(w http.ResponseWriter, r *http.Request) {
+	if !s.parseForm(w, r) {
+		return
+	}
+	s.setLearnerCookie(w, r, store.NewLearnerID())
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
 // meUpdate is POST /me (form field "name"; empty clears it).
 func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
 	if !s.parseForm(w, r) {
@@ -34,6 +45,11 @@ func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
 			Name: name, Error: trf(langOf(r), "me.toolong", store.MaxDisplayName)})
 		return
 	}
+	if errors.Is(err, store.ErrRosterName) {
+		old, _ := s.cfg.Store.DisplayName(r.Context(), learnerID(r))
+		s.renderMe(w, r, http.StatusConflict, views.DisplayNameForm{Name: old, Error: tr(langOf(r))("me.roster")})
+		return
+	}
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -44,6 +60,17 @@ func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderMe(w http.ResponseWriter, r *http.Request, status int, v views.DisplayNameForm) {
 	v.Chrome = s.chrome(r, tr(langOf(r))("me.title"))
 	v.Action = "/me"
+	seats, err := s.cfg.Store.LearnerSeats(r.Context(), learnerID(r))
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	for _, st := range seats {
+		v.Seats = append(v.Seats, st.StudentID+" "+st.Name+" ("+st.ClassName+")")
+	}
+	if len(v.Seats) > 0 {
+		v.SignOutAction = "/me/signout"
+	}
 	s.render(w, r, status, views.DisplayNameView(v))
 }
 

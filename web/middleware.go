@@ -37,17 +37,23 @@ func (s *Server) withLearner(next http.Handler) http.Handler {
 		}
 		if id == "" {
 			id = store.NewLearnerID()
-			http.SetCookie(w, &http.Cookie{
-				Name:     learnerCookie,
-				Value:    s.learnerCookieValue(id),
-				Path:     "/",
-				MaxAge:   int(learnerCookieAge / time.Second),
-				HttpOnly: true,
-				SameSite: http.SameSiteLaxMode,
-				Secure:   secureRequest(r), // also behind a TLS-terminating proxy (X-Forwarded-Proto)
-			})
+			s.setLearnerCookie(w, r, id)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), learnerKey, id)))
+	})
+}
+
+// setLearnerCookie makes id the browser's learner (a new visitor, a
+// claimed roster seat, a sign-out).
+func (s *Server) setLearnerCookie(w http.ResponseWriter, r *http.Request, id string) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     learnerCookie,
+		Value:    s.learnerCookieValue(id),
+		Path:     "/",
+		MaxAge:   int(learnerCookieAge / time.Second),
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+		Secure:   secureRequest(r), // also behind a TLS-terminating proxy (X-Forwarded-Proto)
 	})
 }
 

@@ -63,6 +63,12 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Post("/instructor/classes", s.cohortCreate)
 			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
+			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
+			r.Post("/instructor/classes/{id}/roster", s.rosterImport)
+			r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
+			r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
+			r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
+			r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
 			// Any other instructor URL is guarded too (403/redirect before 404).
 			r.HandleFunc("/instructor/*", s.notFound)
 		})
@@ -81,6 +87,7 @@ func (s *Server) routes() http.Handler {
 
 		r.Get("/me", s.meShow) // learner_name.go: a learner's display name
 		r.Post("/me", s.meUpdate)
+		r.Post("/me/signout", s.meSignOut)
 		r.Get("/join", s.joinShow) // cohorts.go: joining a class
 		r.Get("/join/{code}", s.joinShow)
 		r.Post("/join", s.joinPost)

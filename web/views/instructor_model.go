@@ -37,6 +37,10 @@ type DisplayNameForm struct {
 	Name   string
 	Saved  bool
 	Error  string
+	// Seats: "student id, name (class)" of each roster seat this browser
+	// holds; the name is the roster's then, and signing out is offered.
+	Seats         []string
+	SignOutAction string
 }
 
 // Dashboard is the instructor's class overview.
@@ -193,6 +197,7 @@ type CohortRow struct {
 	Members       int
 	Archived      bool
 	ArchiveAction string
+	RosterHref    string
 }
 
 // Join is the learner's page for joining a class.
@@ -203,6 +208,36 @@ type Join struct {
 	Joined    string // name of the class just joined
 	Mine      string // the classes the learner is in, comma-separated
 	Error     string
+	NeedSeat  bool // the class has a roster: ask for the personal code
+}
+
+// Roster is a class's roster page.
+type Roster struct {
+	Chrome
+	ClassName, ClassCode, JoinURL string
+	Archived                      bool
+	Dashboard                     string
+	Action                        string // import
+	MergeAction                   string
+	RemoveMemberAction            string
+	Notice                        string
+	Problems                      []string
+	Seats                         []SeatRow
+	Members                       []MemberRow
+}
+
+// SeatRow is one roster entry.
+type SeatRow struct {
+	StudentID, Name, Code    string
+	Claimed                  string // when, with its zone; "" while free
+	Devices                  int
+	CodeAction, RemoveAction string
+}
+
+// MemberRow is one learner of the class.
+type MemberRow struct {
+	Learner, Name, Joined string
+	Seat                  bool
 }
 
 // ClassPick is one entry of the dashboard's class filter.

@@ -1,0 +1,284 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rdmalab/rdmalab/internal/roster"
+	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/views"
+)
+
+// Rosters (issue 29 item 4): an instructor imports a class's roster (CSV of
+// student ids and names) at /instructor/classes/{id}/roster and hands out
+// each student's personal code; a learner claims their seat on /join with
+// the class code plus that code (cohorts.go). The page also removes a
+// learner from the class and merges two learner ids.
+
+// localTime shows t in the server's time zone with its UTC offset, so an
+// instructor anywhere reads it right ("" when zero).
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04 (UTC-07:00)")
+}
+
+// rosterCohort reads {id} of a roster route (404 when unknown).
+func (s *Server) rosterCohort(w http.ResponseWriter, r *http.Request) (store.Cohort, bool) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.notFound(w, r)
+		return store.Cohort{}, false
+	}
+	c, err := s.cfg.Store.Cohort(r.Context(), id)
+	if errors.Is(err, store.ErrNoCohort) {
+		s.notFound(w, r)
+		return store.Cohort{}, false
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return store.Cohort{}, false
+	}
+	return c, true
+}
+
+func rosterHref(c store.Cohort) string {
+	return "/instructor/classes/" + strconv.FormatInt(c.ID, 10) + "/roster"
+}
+
+// rosterShow is GET /instructor/classes/{id}/roster.
+func (s *Server) rosterShow(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok {
+		return
+	}
+	v := views.Roster{}
+	q := r.URL.Query()
+	if q.Has("added") {
+		v.Notice = trf(langOf(r), "roster.imported", atoiQ(q.Get("added")), atoiQ(q.Get("updated")))
+	}
+	if q.Has("merged") {
+		v.Notice = tr(langOf(r))("roster.merged")
+	}
+	s.renderRoster(w, r, c, http.StatusOK, v)
+}
+
+func atoiQ(s string) int {
+	n, _ := strconv.Atoi(s)
+	return max(n, 0)
+}
+
+func (s *Server) renderRoster(w http.ResponseWriter, r *http.Request, c store.Cohort, status int, v views.Roster) {
+	ctx := r.Context()
+	lang := langOf(r)
+	t := tr(lang)
+	seats, err := s.cfg.Store.Seats(ctx, c.ID)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	members, err := s.cfg.Store.CohortMembers(ctx, c.ID)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	v.Chrome = s.chrome(r, t("roster.title")+" · "+c.Name)
+	v.ClassName, v.ClassCode, v.Archived = c.Name, c.Code, c.Archived()
+	v.JoinURL = baseURL(r) + "/join/" + c.Code
+	base := rosterHref(c)
+	v.Action, v.MergeAction, v.RemoveMemberAction = base, base+"/merge", base+"/members/remove"
+	v.Dashboard = "/instructor?class=" + strconv.FormatInt(c.ID, 10)
+	for _, st := range seats {
+		id := strconv.FormatInt(st.ID, 10)
+		row := views.SeatRow{StudentID: st.StudentID, Name: st.Name, Code: st.Code,
+			CodeAction: base + "/" + id + "/code", RemoveAction: base + "/" + id + "/remove"}
+		if st.Claimed() {
+			row.Claimed = localTime(st.ClaimedAt)
+			row.Devices = st.Claims
+		}
+		v.Seats = append(v.Seats, row)
+	}
+	for _, m := range members {
+		name := m.Name
+		if name == "" {
+			name = t("roster.anon") + " " + m.Learner[:8]
+		}
+		v.Members = append(v.Members, views.MemberRow{Learner: m.Learner, Name: name, Joined: localTime(m.JoinedAt), Seat: m.Seat})
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, status, views.RosterView(v))
+}
+
+// rosterImport is POST /instructor/classes/{id}/roster: a CSV pasted
+// (field csv) or uploaded (field file). Lines with problems are listed by
+// number and the rest imported; nothing is imported when the file as a
+// whole is unreadable.
+func (s *Server) rosterImport(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok {
+		return
+	}
+	if err := r.ParseMultipartForm(maxBody); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		s.errorPage(w, r, http.StatusBadRequest)
+		return
+	} else if errors.Is(err, http.ErrNotMultipart) && !s.parseForm(w, r) {
+		return
+	}
+	data := []byte(r.PostFormValue("csv"))
+	if f, _, err := r.FormFile("file"); err == nil {
+		b, err := io.ReadAll(io.LimitReader(f, maxBody))
+		f.Close()
+		if err != nil {
+			s.errorPage(w, r, http.StatusBadRequest)
+			return
+		}
+		if len(b) > 0 {
+			data = b
+		}
+	}
+	lang := langOf(r)
+	entries, problems := roster.Parse(data)
+	var good []store.RosterEntry
+	v := views.Roster{}
+	for _, p := range problems {
+		v.Problems = append(v.Problems, rosterProblem(lang, p.Line, string(p.Kind)))
+	}
+	for _, e := range entries {
+		se := store.RosterEntry{StudentID: e.StudentID, Name: e.Name}
+		if err := store.CheckRosterEntry(se); err != nil {
+			v.Problems = append(v.Problems, rosterProblem(lang, e.Line, "invalid"))
+			continue
+		}
+		good = append(good, se)
+	}
+	if len(good) == 0 {
+		if len(v.Problems) == 0 {
+			v.Problems = append(v.Problems, tr(lang)("roster.empty"))
+		}
+		s.renderRoster(w, r, c, http.StatusUnprocessableEntity, v)
+		return
+	}
+	added, updated, err := s.cfg.Store.ImportRoster(r.Context(), c.ID, good)
+	var ve *store.ValidationError
+	if errors.As(err, &ve) {
+		v.Problems = append(v.Problems, trf(lang, "roster.toomany", store.MaxRosterSeats))
+		s.renderRoster(w, r, c, http.StatusUnprocessableEntity, v)
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	in, _ := currentInstructor(r)
+	s.log.Info("roster imported", "by", in.Username, "class", c.ID, "added", added, "updated", updated, "skipped", len(v.Problems))
+	if len(v.Problems) > 0 {
+		// Shown on this response: the skipped lines must not vanish behind a redirect.
+		v.Notice = trf(lang, "roster.imported", added, updated)
+		s.renderRoster(w, r, c, http.StatusOK, v)
+		return
+	}
+	http.Redirect(w, r, rosterHref(c)+"?added="+strconv.Itoa(added)+"&updated="+strconv.Itoa(updated), http.StatusSeeOther)
+}
+
+// rosterProblem says what is wrong with a roster line, in lang.
+func rosterProblem(lang string, line int, kind string) string {
+	msg := tr(lang)("roster.problem." + kind)
+	if kind == "invalid" {
+		msg = trf(lang, "roster.problem.invalid", store.MaxStudentID, store.MaxDisplayName)
+	}
+	if line == 0 {
+		return msg
+	}
+	return trf(lang, "roster.line", line) + msg
+}
+
+// rosterSeatAction handles POST …/roster/{seat}/code and …/{seat}/remove.
+func (s *Server) rosterSeatAction(remove bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.rosterCohort(w, r)
+		if !ok || !s.parseForm(w, r) {
+			return
+		}
+		seat, err := strconv.ParseInt(chi.URLParam(r, "seat"), 10, 64)
+		if err != nil {
+			s.notFound(w, r)
+			return
+		}
+		if remove {
+			err = s.cfg.Store.RemoveSeat(r.Context(), c.ID, seat)
+		} else {
+			err = s.cfg.Store.NewSeatCode(r.Context(), c.ID, seat)
+		}
+		if errors.Is(err, store.ErrNoSeat) {
+			s.notFound(w, r)
+			return
+		}
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		http.Redirect(w, r, rosterHref(c), http.StatusSeeOther)
+	}
+}
+
+// rosterRemoveMember is POST …/members/remove (field learner).
+func (s *Server) rosterRemoveMember(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok || !s.parseForm(w, r) {
+		return
+	}
+	err := s.cfg.Store.RemoveMember(r.Context(), c.ID, r.PostFormValue("learner"))
+	if errors.Is(err, store.ErrNoSeat) {
+		s.notFound(w, r)
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, rosterHref(c), http.StatusSeeOther)
+}
+
+// rosterMerge is POST …/merge (fields from, into: learner ids of the
+// class): one student who used two ids becomes one learner.
+func (s *Server) rosterMerge(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok || !s.parseForm(w, r) {
+		return
+	}
+	from, into := r.PostFormValue("from"), r.PostFormValue("into")
+	lang := langOf(r)
+	members, err := s.cfg.Store.CohortMembers(r.Context(), c.ID)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	inClass := map[string]bool{}
+	for _, m := range members {
+		inClass[m.Learner] = true
+	}
+	// Only learners of this class: the page must not become a way to
+	// reach any learner id of the lab.
+	if !inClass[from] || !inClass[into] || from == into {
+		s.renderRoster(w, r, c, http.StatusUnprocessableEntity, views.Roster{Problems: []string{tr(lang)("roster.merge.pick")}})
+		return
+	}
+	err = s.cfg.Store.MergeLearners(r.Context(), from, into)
+	if errors.Is(err, store.ErrTwoSeats) {
+		s.renderRoster(w, r, c, http.StatusUnprocessableEntity, views.Roster{Problems: []string{tr(lang)("roster.merge.twoseats")}})
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	in, _ := currentInstructor(r)
+	s.log.Info("learners merged", "by", in.Username, "class", c.ID, "from", from, "into", into)
+	http.Redirect(w, r, rosterHref(c)+"?merged=1", http.StatusSeeOther)
+}
