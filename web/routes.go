@@ -110,7 +110,8 @@ func (s *Server) routes() http.Handler {
 
 		r.Get("/api/lab", s.labJSON) // lab_show.go: the Soft-RoCE lab state
 		r.Get("/lab", s.labPage)
-		r.Get("/api/terminal", s.terminal) // terminal.go: a learner's own shell (WebSocket)
+		r.Get("/api/terminal", s.terminal)             // terminal.go: a learner's own shell (WebSocket)
+		r.Post("/api/terminal/reset", s.terminalReset) // terminal.go: "reset my machine"
 		// task_check.go: Check on a lesson's :::task, run in the learner's own terminal guest
 		r.Post("/api/lessons/{slug}/tasks/{id}/check", s.taskCheck)
 		// program.go: a lesson's :::program, the learner's code saved and run in their own guest

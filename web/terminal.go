@@ -36,6 +36,12 @@ type Terminals interface {
 	Waiting() int // learners in the queue
 	// Holds reports whether learner has a guest or waits for one.
 	Holds(learner string) bool
+	// Reset ends learner's machine and deletes what was kept of it: their
+	// next attach starts clean ("reset my machine").
+	Reset(ctx context.Context, learner string) error
+	// KeepsFor is how long a reclaimed machine is kept for its learner
+	// (0: it is not).
+	KeepsFor() time.Duration
 }
 
 // TermQueue is a waiting learner's place: Position 1 is next; InUse of Max
@@ -49,6 +55,10 @@ type TermAttachment interface {
 	Write(keys []byte) error // keystrokes
 	Resize(rows, cols uint16) error
 	Detach()
+	// KeptNote says what became of the learner's kept machine on the
+	// first attach after it was reclaimed: "restored", "unreadable",
+	// "too-big", "stale", or "" (nothing kept, or not the first attach).
+	KeptNote() string
 }
 
 // TerminalsFullError: every learner guest is taken, and Waiting learners
@@ -62,11 +72,15 @@ func (e *TerminalsFullError) Error() string { return "all terminals are in use" 
 func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	t := tr(lr.Lang)
 	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"),
-		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: "/api/terminal"}
+		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: "/api/terminal",
+		Reset: t("term.reset"), ResetConfirm: t("term.resetconfirm"), ResetDone: t("term.resetdone"), ResetFailed: t("term.resetfailed")}
 	if s.cfg.Terminals == nil {
 		w.Unavailable = t("term.off")
 	} else {
 		w.InUse = s.terminalsInUse(lr.Lang)
+		if d := s.cfg.Terminals.KeepsFor(); d > 0 {
+			w.Lede = trf(lr.Lang, "term.lede.kept", keepSpan(lr.Lang, d))
+		}
 	}
 	return views.Terminal(w)
 }
@@ -131,6 +145,9 @@ type termMsg struct {
 	// InUse, on status frames: the widget's "n of max machines in use"
 	// line as it is now (the page's copy is from when it loaded).
 	InUse string `json:"inuse,omitempty"`
+	// Note, on the attach's status frame: what became of the learner's
+	// kept machine (restored, or fresh and why), in their language.
+	Note string `json:"note,omitempty"`
 }
 
 func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +285,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	mu.Unlock()
 	stop := context.AfterFunc(ctx, a.Detach) // the browser went: end the output loop
 	defer stop()
-	_ = send(termMsg{T: "status", Msg: "", InUse: s.terminalsInUse(lang)})
+	_ = send(termMsg{T: "status", Msg: "", InUse: s.terminalsInUse(lang), Note: keptText(lang, a.KeptNote())})
 	if b := a.Recent(); len(b) > 0 {
 		if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
 			return
@@ -299,6 +316,15 @@ func dim(s string, def uint16) uint16 {
 var terminalStrings = uiTable{
 	"zh": {
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
+		"term.lede.kept":        "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键（或有人排队时关掉页面 2 分钟后），它会被收起：文件和命令历史会保存下来，%s内你回来时原样恢复（正在运行的程序会结束）。",
+		"term.reset":            "重置我的虚拟机",
+		"term.resetconfirm":     "重置后你的虚拟机从头开始：里面的文件和命令历史都会删除。确定要重置吗？",
+		"term.resetdone":        "你的虚拟机已重置，这是一台全新的虚拟机。",
+		"term.resetfailed":      "重置没有成功，请稍后再试。",
+		"term.kept.restored":    "你的虚拟机已恢复成你离开时的样子：文件和命令历史都在，之前运行的程序已结束。要从头开始，请点「重置我的虚拟机」。",
+		"term.kept.unreadable":  "你保存的虚拟机无法恢复（保存的状态已损坏），这是一台全新的虚拟机。",
+		"term.kept.toobig":      "你上次的虚拟机超过了可保存的大小上限，没有保存下来；这是一台全新的虚拟机。",
+		"term.kept.stale":       "实验室在你离开后升级了，之前保存的虚拟机不能再用；这是一台全新的虚拟机。",
 		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
 		"term.open":             "打开终端",
 		"term.input":            "终端输入：你的 Soft-RoCE 虚拟机里的 shell",
@@ -322,6 +348,15 @@ var terminalStrings = uiTable{
 	},
 	"en": {
 		"term.title":            "Terminal: your own Soft-RoCE machine",
+		"term.lede.kept":        "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. After 10 minutes without a keystroke (or 2 minutes after you close its page while others wait) it is put away: your files and shell history are saved and come back as they were when you return within %s (programs you had running are ended).",
+		"term.reset":            "Reset my machine",
+		"term.resetconfirm":     "Reset your machine? It starts clean: your files and shell history in it are deleted.",
+		"term.resetdone":        "Your machine was reset: this is a fresh one.",
+		"term.resetfailed":      "The reset did not work; try again in a moment.",
+		"term.kept.restored":    "Your machine is back as you left it: your files and shell history are there; programs you had running were ended. To start clean, press “Reset my machine”.",
+		"term.kept.unreadable":  "Your saved machine could not be restored (its saved state is damaged); this is a fresh machine.",
+		"term.kept.toobig":      "Your last machine was over the size a saved machine may take, so it was not kept; this is a fresh machine.",
+		"term.kept.stale":       "The lab was upgraded since your machine was saved, so it cannot be restored; this is a fresh machine.",
 		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
 		"term.open":             "Open the terminal",
 		"term.input":            "Terminal input: the shell of your Soft-RoCE machine",
@@ -343,4 +378,59 @@ var terminalStrings = uiTable{
 		"lab.terminals.n":       "%d / %d",
 		"lab.terminals.waiting": ", %d waiting",
 	},
+}
+
+// keptText is what the learner is told about their kept machine on attach
+// ("" when nothing was kept).
+func keptText(lang, note string) string {
+	switch note {
+	case "restored", "unreadable", "stale":
+		return tr(lang)("term.kept." + note)
+	case "too-big":
+		return tr(lang)("term.kept.toobig")
+	}
+	return ""
+}
+
+// keepSpan is how long a machine is kept, in days or hours, in lang.
+func keepSpan(lang string, d time.Duration) string {
+	if d >= 24*time.Hour {
+		n := int((d + 12*time.Hour) / (24 * time.Hour))
+		if lang == "zh" {
+			return strconv.Itoa(n) + " 天"
+		}
+		if n == 1 {
+			return "a day"
+		}
+		return strconv.Itoa(n) + " days"
+	}
+	n := max(1, int((d+30*time.Minute)/time.Hour))
+	if lang == "zh" {
+		return strconv.Itoa(n) + " 小时"
+	}
+	if n == 1 {
+		return "an hour"
+	}
+	return strconv.Itoa(n) + " hours"
+}
+
+// terminalReset is POST /api/terminal/reset: the learner's machine ends
+// and nothing of it is kept; their next attach gets a fresh one.
+func (s *Server) terminalReset(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Terminals == nil {
+		s.writeError(w, r, Errorf(CodeUnavailable, tr(langOf(r))("term.off")))
+		return
+	}
+	c, err := r.Cookie(learnerCookie)
+	if err != nil || s.cookieLearner(c.Value) == "" || s.cookieLearner(c.Value) != learnerID(r) {
+		s.writeError(w, r, Errorf(CodeForbidden, "no learner cookie"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	if err := s.cfg.Terminals.Reset(ctx, learnerID(r)); err != nil {
+		s.writeError(w, r, Errorf(CodeUnavailable, tr(langOf(r))("term.resetfailed")))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"msg": tr(langOf(r))("term.resetdone")})
 }

@@ -124,12 +124,21 @@ func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint1
 	return a, nil
 }
 
+// Reset ends learner's shell; the fake keeps nothing.
+func (f *fakeTerms) Reset(ctx context.Context, learner string) error {
+	f.discard(learner)
+	return nil
+}
+
+func (f *fakeTerms) KeepsFor() time.Duration { return 0 }
+
 func (f *fakeTerms) InUse() (int, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.sessions), f.max
 }
 
+func (a *fakeAttach) KeptNote() string         { return "" }
 func (a *fakeAttach) Recent() []byte           { return a.recent }
 func (a *fakeAttach) Output() <-chan []byte    { return a.ch }
 func (a *fakeAttach) Resize(r, c uint16) error { return nil }
@@ -306,6 +315,28 @@ func TestTerminalWidget(t *testing.T) {
 	if n := fake.Waiting(); n != 0 {
 		t.Errorf("waiting after the place freed: %d", n)
 	}
+
+	// "Reset my machine" (zh): confirmed, the learner's machine is
+	// replaced by a fresh one (the fake's shell is new) and the widget
+	// says so in the page's language.
+	other.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.input("echo hi\r", true)`),
+		chromedp.Poll[chromedp.Void](termText+`.includes("you typed: echo hi")`))
+	if got := other.text(`[data-testid=terminal-reset]`); got != "重置我的虚拟机" {
+		t.Errorf("reset button (zh): %q", got)
+	}
+	other.do(chromedp.Evaluate[chromedp.Void](`window.confirm = function () { return true; }`),
+		chromedp.Click(chromedp.CSS(`[data-testid=terminal-reset]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=terminal-status]").textContent.includes("你的虚拟机已重置，这是一台全新的虚拟机。")`),
+		chromedp.Poll[chromedp.Void](termText+`.includes("root@fake") && !`+termText+`.includes("you typed: echo hi")`))
+	fake.mu.Lock()
+	for _, sh := range fake.sessions {
+		sh.mu.Lock()
+		if sh.opened != 1 || len(sh.line) != 0 {
+			t.Errorf("after the reset the shell was attached %d times with %q typed; want a fresh one", sh.opened, sh.line)
+		}
+		sh.mu.Unlock()
+	}
+	fake.mu.Unlock()
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -28,7 +28,8 @@ type Config struct {
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
 	Sandbox    sandboxConfig
 	Limits     limitsConfig
-	Terminals  int // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
+	Terminals  int        // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
+	Keep       keepConfig // kept learner machines (terminal_keep.go)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -91,6 +92,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
 	limitFlags(fset, &m.Config.Limits, m.envOr)
 	terminalFlags(fset, &m.Config.Terminals, m.envOr)
+	keepFlags(fset, &m.Config.Keep, m.envOr)
 	return fset
 }
 
@@ -142,6 +144,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Sandbox = sb
 	var sizing web.TermSizing
 	m.Terms, sizing = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
+	if m.Terms != nil {
+		m.Terms.Keep = m.Config.Keep.keep(m.Config.DBPath, m.Log)
+	}
 	var terms web.Terminals
 	if m.Terms != nil {
 		terms = webTerminals{m.Terms, sizing}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
@@ -107,6 +108,18 @@ func (w webTerminals) InUse() (int, int) { return w.t.InUse() }
 func (w webTerminals) Waiting() int { return w.t.Waiting() }
 
 func (w webTerminals) Holds(learner string) bool { return w.t.Holds(learner) }
+
+func (w webTerminals) Reset(ctx context.Context, learner string) error {
+	return w.t.Reset(ctx, learner)
+}
+
+// KeepsFor is how long a reclaimed machine waits (0: not kept).
+func (w webTerminals) KeepsFor() time.Duration {
+	if w.t.Keep == nil {
+		return 0
+	}
+	return w.t.Keep.Expire
+}
 
 // VerifyTask runs a lesson task's verify script in learner's own guest.
 func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {

@@ -41,6 +41,16 @@ type Backend struct {
 	startOnce sync.Once
 	started   atomic.Bool
 	paused    atomic.Bool
+
+	// A learner's terminal guest (Terminals): key is the snapshot key of
+	// the guest running (what a kept state of it depends on); keep and
+	// keepFor, when set, restore the learner's kept machine at the first
+	// boot instead of a fresh one, and keepNote says how that went.
+	key      string
+	keep     *Keep
+	keepFor  string
+	keepNote KeepNote
+	keepTook time.Duration
 }
 
 // pause freezes the idle guest's vCPUs (QMP stop), so that it takes no CPU
@@ -296,6 +306,9 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		g, err := StartGuest(b.ctx, cfg, im, AccelKVM, false)
 		if err == nil {
 			saveAccelRecord(b.cfg.Dir, accelRecord{Key: key, Accel: AccelKVM, Reason: "KVM booted the guest"})
+			b.mu.Lock()
+			b.key = snapshotKey(b.cfg, qemu, im, AccelKVM)
+			b.mu.Unlock()
 			b.snapshot(g, qemu, im)
 			return g, nil
 		}
@@ -308,6 +321,17 @@ func (b *Backend) bootOnce() (*Guest, error) {
 			"probe", time.Since(begin).Round(time.Millisecond), "reason", why)
 		accel = AccelTCG
 		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
+	}
+	key := snapshotKey(b.cfg, qemu, im, accel)
+	b.mu.Lock()
+	b.key = key
+	keep, learner := b.keep, b.keepFor
+	b.keep = nil // only the first boot: after a crash the learner gets a fresh machine
+	b.mu.Unlock()
+	if keep != nil {
+		if g := b.restoreKept(keep, learner, key, im, accel); g != nil {
+			return g, nil
+		}
 	}
 	if !b.cfg.NoSnapshot {
 		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
@@ -329,6 +353,51 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		b.snapshot(g, qemu, im)
 	}
 	return g, err
+}
+
+// restoreKept starts learner's kept machine, nil when there is none or it
+// did not restore (the note says which).
+func (b *Backend) restoreKept(keep *Keep, learner, key string, im *vmimage.Image, accel string) *Guest {
+	snap, m, note := keep.take(learner, key)
+	var g *Guest
+	if snap != nil {
+		snap.nextID, snap.terms = m.NextID, m.Terms
+		b.setState(sandbox.LabBooting, "restoring the learner's kept machine", nil)
+		begin := time.Now()
+		var err error
+		g, err = startGuest(b.ctx, b.cfg, im, accel, false, snap)
+		keep.done(snap)
+		if err != nil {
+			g, note = nil, KeepUnreadable
+			b.cfg.Logger.Warn("a learner's kept machine did not restore; they get a fresh one", "err", firstLine(err.Error()))
+		} else {
+			b.keepTook = time.Since(begin)
+			b.cfg.Logger.Info("learner's kept machine restored", "bytes", m.Bytes, "took", b.keepTook.Round(time.Millisecond))
+		}
+	}
+	b.mu.Lock()
+	b.keepNote = note
+	b.mu.Unlock()
+	return g
+}
+
+// takeKeepNote returns what became of the kept machine, once.
+func (b *Backend) takeKeepNote() KeepNote {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.keepNote
+	b.keepNote = KeepNone
+	return n
+}
+
+// current is the ready guest and its snapshot key, nil when there is none.
+func (b *Backend) current() (*Guest, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != sandbox.LabReady || b.guest == nil || !b.guest.alive() {
+		return nil, ""
+	}
+	return b.guest, b.key
 }
 
 // snapshot saves a freshly booted guest's state, so the next guest (a

@@ -84,7 +84,11 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 		}
 	}
 	args := qemuArgs(cfg, im, accel, sock, consoleFIFO(runDir), shell)
-	if snap != nil {
+	incoming := filepath.Join(runDir, "incoming.sock")
+	switch {
+	case snap != nil && snap.kept:
+		args = append(args, "-incoming", "unix:"+incoming)
+	case snap != nil:
 		args = append(args, "-incoming", "exec:cat "+shellQuote(snap.Path))
 	}
 	g.qmpSock = qmpPath(sock)
@@ -113,6 +117,18 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.BootTimeout)
 	defer cancel()
+	if snap != nil && snap.kept {
+		// A learner's kept machine: this process decompresses it into
+		// QEMU, bounded; a state that fails to feed makes QEMU exit, and
+		// the wait below reports it.
+		rawMax := keptRawMax(cfg)
+		go func() {
+			if err := feedKept(ctx, incoming, snap.Path, rawMax, g.exited); err != nil {
+				g.log.Warn("a kept machine's state did not load", "err", err)
+				_ = g.cmd.Process.Kill()
+			}
+		}()
+	}
 	if cfg.progressWithin > 0 {
 		// The KVM probe: a guest that shows no progress on its console
 		// in time is given up at once instead of at BootTimeout.
@@ -121,7 +137,15 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	conn, err := g.dial(ctx, sock)
 	if err == nil && snap != nil {
 		g.client = newClient(conn, g.log, g.whyClosed, clientOpts{restored: true, restartBreaks: cfg.Learner})
+		g.client.nextID = snap.nextID // above every id the restored agent may still hold
 		err = g.resume(ctx, snap)
+		for _, id := range snap.terms {
+			if err == nil {
+				// The shells of the connection that was saved: their
+				// output would go nowhere; history and files stay.
+				g.client.cancelInGuest(id)
+			}
+		}
 	} else if err == nil {
 		g.client = newClient(conn, g.log, g.whyClosed, clientOpts{restartBreaks: cfg.Learner})
 		select {

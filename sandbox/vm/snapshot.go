@@ -32,6 +32,12 @@ type Snapshot struct {
 	Bytes   int64         `json:"bytes"`
 	Took    time.Duration `json:"took"` // stop → file complete
 	Created time.Time     `json:"created"`
+
+	// kept: a learner's machine (keep.go), zstd-compressed, streamed into
+	// QEMU by this process; nextID and terms are its connection's (keptMeta).
+	kept   bool
+	nextID uint64
+	terms  []uint64
 }
 
 const (

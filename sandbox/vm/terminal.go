@@ -122,9 +122,13 @@ type Terminals struct {
 	// a new learner's terminal opens with a resume instead of a restore
 	// (1; -1: none). They count in memory, not in Max.
 	Spares int
+	// Keep, when set, keeps a reclaimed learner's machine (keep.go) and
+	// restores it at their next attach; nil: a reclaimed machine is gone.
+	Keep *Keep
 
 	mu       sync.Mutex
 	sessions map[string]*termSession
+	saving   map[string]chan struct{} // learners whose machine is being kept; closed when done
 	spares   []*termSession
 	made     int           // guests started, to name them in the log
 	waiting  []*termWaiter // FIFO
@@ -161,6 +165,9 @@ type Attachment struct {
 	Out chan []byte
 	// Scrollback is the recent output the shell had produced before.
 	Scrollback []byte
+	// Kept says what became of the learner's kept machine, on the first
+	// attach after it was reclaimed (KeepNone otherwise).
+	Kept       KeepNote
 	term       *Terminal
 	closeOnce  sync.Once
 	detachOnce sync.Once
@@ -187,6 +194,7 @@ func (t *Terminals) init() {
 			t.Spares = 1
 		}
 		t.sessions = map[string]*termSession{}
+		t.saving = map[string]chan struct{}{}
 		t.changed = make(chan struct{})
 		t.stop = make(chan struct{})
 		go t.reap()
@@ -198,8 +206,12 @@ func (t *Terminals) InUse() (n, max int) {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.sessions), t.Max
+	return t.inUse(), t.Max
 }
+
+// inUse is the learner guests that run: the sessions and those being
+// kept (their QEMU still holds its memory). t.mu held.
+func (t *Terminals) inUse() int { return len(t.sessions) + len(t.saving) }
 
 // Holds reports whether learner has a guest or waits for one.
 func (t *Terminals) Holds(learner string) bool {
@@ -265,7 +277,9 @@ func (t *Terminals) dequeue(w *termWaiter) {
 // one that starts now. t.mu held.
 func (t *Terminals) newSession(learner string) *termSession {
 	var s *termSession
-	if len(t.spares) > 0 {
+	if t.Keep != nil && t.Keep.Has(learner) {
+		s = t.startGuest(learner) // their kept machine, not a spare
+	} else if len(t.spares) > 0 {
 		s, t.spares = t.spares[0], t.spares[1:]
 		s.mu.Lock()
 		s.owner, s.lastUse = learner, time.Now()
@@ -289,6 +303,9 @@ func (t *Terminals) startGuest(owner string) *termSession {
 		cfg.Logger = cfg.Logger.With("terminal_guest", t.made)
 	}
 	s := &termSession{owner: owner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
+	if owner != "" && t.Keep != nil {
+		s.backend.keep, s.backend.keepFor = t.Keep, owner
+	}
 	s.backend.Start()
 	return s
 }
@@ -389,8 +406,12 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 		t.mu.Unlock()
 		return nil, errors.New("the lab is shutting down")
 	}
+	if err := t.awaitSaved(ctx, learner); err != nil {
+		t.mu.Unlock()
+		return nil, err
+	}
 	s := t.sessions[learner]
-	if s == nil && (len(t.sessions) >= t.Max || len(t.waiting) > 0) {
+	if s == nil && (t.inUse() >= t.Max || len(t.waiting) > 0) {
 		// Full, or others wait already: nobody overtakes the queue.
 		if n := t.waitingLearners(learner); n >= t.QueueMax {
 			t.mu.Unlock()
@@ -403,11 +424,11 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 			if s = t.sessions[learner]; s != nil {
 				break // another tab of this learner got the place
 			}
-			if t.waiting[0] == w && len(t.sessions) < t.Max {
+			if t.waiting[0] == w && t.inUse() < t.Max {
 				s = t.newSession(learner)
 				break
 			}
-			q := Queue{Position: t.position(w), InUse: len(t.sessions), Max: t.Max}
+			q := Queue{Position: t.position(w), InUse: t.inUse(), Max: t.Max}
 			changed := t.changed
 			t.mu.Unlock()
 			if wait != nil && q.Position != told {
@@ -470,7 +491,7 @@ func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16)
 	} else {
 		_ = s.term.Resize(rows, cols)
 	}
-	a := &Attachment{s: s, Out: make(chan []byte, 256), Scrollback: append([]byte(nil), s.scroll...), term: s.term}
+	a := &Attachment{s: s, Out: make(chan []byte, 256), Scrollback: append([]byte(nil), s.scroll...), term: s.term, Kept: s.backend.takeKeepNote()}
 	s.subs[a] = struct{}{}
 	return a, nil
 }
@@ -530,6 +551,9 @@ func (a *Attachment) Detach() {
 	})
 }
 
+// KeptNote is Kept as a string (web.TermAttachment).
+func (a *Attachment) KeptNote() string { return string(a.Kept) }
+
 // Recent is the output the shell had produced before this attach.
 func (a *Attachment) Recent() []byte { return a.Scrollback }
 
@@ -564,9 +588,18 @@ func (t *Terminals) reap() {
 		if len(old) > 0 {
 			t.notify()
 		}
+		for _, s := range old {
+			if t.Keep != nil && s.owner != "" {
+				t.saving[s.owner] = make(chan struct{})
+			}
+		}
 		t.mu.Unlock()
 		for _, s := range old {
-			s.discard()
+			if t.Keep == nil || s.owner == "" {
+				go s.discard()
+				continue
+			}
+			go t.keepSession(s)
 		}
 	}
 }
@@ -695,4 +728,125 @@ func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, l
 	ctx, cancel := context.WithTimeout(ctx, (vmproto.VerifyTimeoutS+15)*time.Second)
 	defer cancel()
 	return g.Verify(ctx, script, lang)
+}
+
+// awaitSaved waits while learner's machine is being kept, so that their
+// attach restores it rather than racing its save. t.mu held (released
+// while waiting).
+func (t *Terminals) awaitSaved(ctx context.Context, learner string) error {
+	for {
+		ch := t.saving[learner]
+		if ch == nil {
+			return nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-t.stop:
+		}
+		t.mu.Lock()
+		if t.closed {
+			return errors.New("the lab is shutting down")
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Reclaim ends learner's session as the reaper does (their machine is
+// kept when Keep is set) and returns once it is.
+func (t *Terminals) Reclaim(learner string) {
+	t.init()
+	t.mu.Lock()
+	s := t.sessions[learner]
+	if s != nil {
+		delete(t.sessions, learner)
+		if t.Keep != nil {
+			t.saving[learner] = make(chan struct{})
+		}
+		t.notify()
+	}
+	t.mu.Unlock()
+	switch {
+	case s == nil:
+	case t.Keep == nil:
+		s.discard()
+	default:
+		t.keepSession(s)
+	}
+}
+
+// keepSession saves s's machine for its learner (Keep), then stops it.
+// Whatever goes wrong, the guest stops and the learner's next attach
+// starts from what was kept, or fresh.
+func (t *Terminals) keepSession(s *termSession) {
+	defer func() {
+		s.discard()
+		t.mu.Lock()
+		if ch := t.saving[s.owner]; ch != nil {
+			close(ch)
+			delete(t.saving, s.owner)
+		}
+		t.notify()
+		t.mu.Unlock()
+	}()
+	g, key := s.backend.current()
+	if g == nil || key == "" {
+		return // no guest up (booting, died): nothing to keep
+	}
+	s.mu.Lock()
+	for a := range s.subs {
+		a.closeOut()
+	}
+	s.subs = map[*Attachment]struct{}{}
+	var terms []uint64
+	if s.term != nil && !isDone(s.term.done) {
+		terms = append(terms, s.term.id)
+	}
+	s.mu.Unlock()
+	g.client.mu.Lock()
+	next := g.client.nextID + 64 // room for requests sent as the guest stops
+	g.client.mu.Unlock()
+	s.backend.paused.Store(true) // no health pings at a stopped guest
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := t.Keep.save(ctx, g, s.owner, key, next, terms, keptRawMax(t.Cfg))
+	log := t.Cfg.Logger
+	if log == nil {
+		return
+	}
+	switch {
+	case errors.Is(err, errTooBig):
+		log.Warn("a learner's machine is over the keep cap; not kept", "cap_bytes", t.Keep.maxBytes(), "stream_bytes", res.Raw)
+	case err != nil:
+		log.Warn("a learner's machine could not be kept", "err", err)
+	default:
+		log.Info("learner's machine kept", "bytes", res.Bytes, "stream_bytes", res.Raw, "took", res.Took.Round(time.Millisecond))
+	}
+}
+
+// Reset gives learner a fresh machine at their next attach: their session
+// ends and whatever was kept of it is deleted ("reset my machine").
+func (t *Terminals) Reset(ctx context.Context, learner string) error {
+	t.init()
+	t.mu.Lock()
+	if err := t.awaitSaved(ctx, learner); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	s := t.sessions[learner]
+	if s != nil {
+		delete(t.sessions, learner)
+		t.notify()
+	}
+	t.mu.Unlock()
+	if s != nil {
+		s.discard()
+	}
+	if t.Keep != nil {
+		t.Keep.Forget(learner)
+	}
+	return nil
 }

@@ -125,7 +125,11 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	cmd := exec.Command(shell[0], shell[1:]...)
 	cmd.Dir = learnerHome
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + learnerHome, "TERM=xterm-256color",
-		"LANG=C.UTF-8", "USER=learner", "LOGNAME=learner", "SHELL=" + shell[0], `PS1=learner@rdmalab-guest:\w$ `}
+		"LANG=C.UTF-8", "USER=learner", "LOGNAME=learner", "SHELL=" + shell[0], `PS1=learner@rdmalab-guest:\w$ `,
+		// History goes to ~/.bash_history after every command, not at the
+		// shell's exit: a machine kept for its learner (host: vm/keep.go)
+		// has its shell ended, not exited, and the next one reads it back.
+		"PROMPT_COMMAND=history -a"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0,
 		Credential:  &syscall.Credential{Uid: learnerUID, Gid: learnerUID, Groups: []uint32{}},

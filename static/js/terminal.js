@@ -126,7 +126,10 @@
         try { m = JSON.parse(e.data); } catch (err) { return; }
         if (m.inuse && inuse) inuse.textContent = m.inuse;
         if (m.t === 'status') {
-          status.textContent = m.msg || '';
+          // note: what became of a kept machine (restored, or fresh and
+          // why), said once the shell is there.
+          status.textContent = m.msg || m.note || pendingNote || '';
+          if (!m.msg) pendingNote = '';
           if (!m.msg && focusOnAttach) term.focus();
         } else if (m.t === 'error' || m.t === 'exit') {
           status.textContent = m.msg || '';
@@ -138,6 +141,27 @@
         btn.hidden = false;
         if (!status.textContent) status.textContent = box.dataset.closed || '';
       };
+    }
+
+    // "Reset my machine": the learner's guest ends and nothing of it is
+    // kept (POST /api/terminal/reset); the terminal reopens on a fresh one.
+    var reset = box.querySelector('.term-reset');
+    var pendingNote = '';
+    if (reset) {
+      reset.addEventListener('click', function () {
+        if (box.dataset.resetConfirm && !window.confirm(box.dataset.resetConfirm)) return;
+        reset.disabled = true;
+        if (ws) { ws.onclose = null; ws.close(); ws = null; }
+        fetch('/api/terminal/reset', { method: 'POST', credentials: 'same-origin' }).then(function (r) {
+          if (!r.ok) throw new Error(String(r.status));
+          pendingNote = box.dataset.resetDone || '';
+          focusOnAttach = true;
+          open();
+        }).catch(function () {
+          btn.hidden = false;
+          status.textContent = box.dataset.resetFailed || '';
+        }).then(function () { reset.disabled = false; });
+      });
     }
 
     btn.addEventListener('click', function () { focusOnAttach = true; open(); });

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"flag"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+)
+
+// Kept machines (vm.Keep): a learner's terminal guest, reclaimed after its
+// idle time, is saved (QEMU migration, zstd) and restored at their next
+// attach. The admin sets how long a machine waits, its size cap and where
+// the files go.
+type keepConfig struct {
+	Expire time.Duration // LAB_KEEP_MACHINES: how long a reclaimed machine waits; 0: not kept
+	MaxMiB int           // LAB_KEEP_MACHINE_MAX: one learner's saved state at most
+	Dir    string        // LAB_KEEP_DIR: "" = kept-machines beside the database
+}
+
+func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) string) {
+	week := 7 * 24 * time.Hour
+	expire, err := time.ParseDuration(env("LAB_KEEP_MACHINES", week.String()))
+	if err != nil {
+		expire = week
+	}
+	maxMiB, err := strconv.Atoi(env("LAB_KEEP_MACHINE_MAX", "64"))
+	if err != nil || maxMiB <= 0 {
+		maxMiB = 64
+	}
+	fset.DurationVar(&c.Expire, "keep-machines", expire,
+		"how long a learner's reclaimed terminal machine is kept (saved to disk, restored at their next attach); 0: not kept [LAB_KEEP_MACHINES]")
+	fset.IntVar(&c.MaxMiB, "keep-machine-max", maxMiB,
+		"MiB of disk one learner's kept machine may take (compressed); a larger one is not kept and the learner is told [LAB_KEEP_MACHINE_MAX]")
+	fset.StringVar(&c.Dir, "keep-dir", env("LAB_KEEP_DIR", ""),
+		"where kept machines go (default: kept-machines beside --db) [LAB_KEEP_DIR]")
+}
+
+// keep returns the kept machines' store, nil when they are off.
+func (c keepConfig) keep(dbPath string, log *slog.Logger) *vm.Keep {
+	if c.Expire <= 0 {
+		log.Info("learner machines are not kept: a reclaimed terminal guest is gone (--keep-machines 0)")
+		return nil
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(dbPath), "kept-machines")
+	}
+	k := &vm.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire}
+	bytes, n := k.Usage()
+	log.Info("learner machines are kept when reclaimed", "dir", dir, "max_mib", c.MaxMiB, "expire", c.Expire,
+		"kept_now", n, "disk_mib", bytes>>20)
+	return k
+}

@@ -1,0 +1,114 @@
+package vm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestKeptMachine: a learner's machine reclaimed with Keep set comes back
+// at their next attach with their file and shell history; a state that
+// does not decode gives a fresh machine and says so; a machine over the
+// size cap is not kept (the host counts the bytes) and the learner is
+// told; Reset deletes what was kept. One learner guest at a time.
+func TestKeptMachine(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Accel = AccelTCG
+	keep := &Keep{Dir: t.TempDir()}
+	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
+	defer terms.Close()
+	ctx := context.Background()
+	const who = "learner-k"
+
+	attach := func(want KeepNote) *Attachment {
+		t.Helper()
+		a, err := terms.Attach(ctx, who, 24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Kept != want {
+			t.Fatalf("attach: kept note %q, want %q", a.Kept, want)
+		}
+		return a
+	}
+	say := func(a *Attachment, cmd string, want ...string) string {
+		t.Helper()
+		if err := a.Write([]byte(cmd + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		return readUntil(t, a, want...)
+	}
+	stateFile := func() string {
+		t.Helper()
+		m, _ := filepath.Glob(filepath.Join(keep.Dir, "*.zst"))
+		if len(m) != 1 {
+			t.Fatalf("want one kept state in %s, have %v", keep.Dir, m)
+		}
+		return m[0]
+	}
+
+	a := attach(KeepNone)
+	say(a, "echo kept-$((6*7)) > ~/kept.txt; echo wrote-$((2+3))", "wrote-5")
+	pid := a.GuestPID()
+	a.Detach()
+	terms.Reclaim(who)
+	bytes, n := keep.Usage()
+	if n != 1 || bytes <= 0 {
+		t.Fatalf("after the reclaim %d states of %d bytes are kept, want 1", n, bytes)
+	}
+	t.Logf("kept machine: %d bytes on disk", bytes)
+
+	// Back: the same machine, in a new QEMU.
+	a = attach(KeepRestored)
+	if a.GuestPID() == pid {
+		t.Fatalf("the restored machine runs in the reclaimed QEMU (pid %d)", pid)
+	}
+	say(a, `echo "file:$(cat ~/kept.txt) hist:$(grep -c kept.txt ~/.bash_history)"`, "file:kept-42 hist:1")
+	if _, n := keep.Usage(); n != 0 {
+		t.Errorf("a restored state stays on disk (%d)", n)
+	}
+	a.Detach()
+
+	// A state that does not decode: a fresh machine, said so.
+	terms.Reclaim(who)
+	f := stateFile()
+	fi, err := os.Stat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, fi.Size())
+	for i := range junk {
+		junk[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(f, junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = attach(KeepUnreadable)
+	say(a, "cat ~/kept.txt 2>/dev/null || echo fresh-$((1+1))", "fresh-2")
+
+	// Over the cap (the host counts what QEMU streams): not kept, said so.
+	say(a, "echo again > ~/kept.txt; echo wrote-$((3+3))", "wrote-6")
+	a.Detach()
+	keep.MaxBytes = 64 << 10
+	terms.Reclaim(who)
+	if _, n := keep.Usage(); n != 0 {
+		t.Fatalf("a state over the cap was kept (%d)", n)
+	}
+	keep.MaxBytes = 0
+	a = attach(KeepTooBig)
+	say(a, "cat ~/kept.txt 2>/dev/null || echo fresh-$((2+2))", "fresh-4")
+	a.Detach()
+
+	// Reset: nothing kept is left.
+	terms.Reclaim(who)
+	if _, n := keep.Usage(); n != 1 {
+		t.Fatalf("want the machine kept before the reset, have %d", n)
+	}
+	if err := terms.Reset(ctx, who); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := keep.Usage(); n != 0 || keep.Has(who) {
+		t.Fatalf("after Reset %d states are kept", n)
+	}
+}
