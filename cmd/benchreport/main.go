@@ -18,6 +18,8 @@
 //     guest's CPU (tab attached vs none) and memory (sandbox/vm)
 //   - a class of 30 pressing Run on write-silent within a second: shared
 //     runs vs each learner's own (sandbox/rdmaexp)
+//   - a learner's kept machine: attach → shell answers after its restore
+//     vs a fresh guest's, its save, and its disk vs its stream (sandbox/vm)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed (the table still shows the rest).
@@ -63,6 +65,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -341,6 +344,13 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-p50-s", "own-p50-s", "", 1, "s", "report")
 	add("the same class, press → result of the last learner: shared runs vs each their own",
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-last-s", "own-last-s", "", 1, "s", "shared < 15 s")
+	add("learner's kept machine: attach → shell answers with their file vs a fresh guest restored on demand (TCG)",
+		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "resume-s", "fresh-s", "", 1, "s", "report")
+	add("kept machine on disk per learner (zstd) vs its migration stream",
+		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "disk-MB", "stream-MB", "", 1, "MB", "≤ --keep-machine-max (64 MiB)")
+	if sv, ok := get("BenchmarkKeptMachine", "save-s"); ok {
+		rows[len(rows)-1].What += fmt.Sprintf("; the save took %.2f s (guest paused)", sv)
+	}
 	return rows
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -599,7 +600,7 @@ func (t *Terminals) reap() {
 				go s.discard()
 				continue
 			}
-			go t.keepSession(s)
+			go func() { _ = t.keepSession(s) }()
 		}
 	}
 }
@@ -756,8 +757,9 @@ func (t *Terminals) awaitSaved(ctx context.Context, learner string) error {
 }
 
 // Reclaim ends learner's session as the reaper does (their machine is
-// kept when Keep is set) and returns once it is.
-func (t *Terminals) Reclaim(learner string) {
+// kept when Keep is set) and returns once it is, with what the save
+// measured (zero when nothing was kept).
+func (t *Terminals) Reclaim(learner string) KeptSave {
 	t.init()
 	t.mu.Lock()
 	s := t.sessions[learner]
@@ -774,14 +776,15 @@ func (t *Terminals) Reclaim(learner string) {
 	case t.Keep == nil:
 		s.discard()
 	default:
-		t.keepSession(s)
+		return t.keepSession(s)
 	}
+	return KeptSave{}
 }
 
 // keepSession saves s's machine for its learner (Keep), then stops it.
 // Whatever goes wrong, the guest stops and the learner's next attach
 // starts from what was kept, or fresh.
-func (t *Terminals) keepSession(s *termSession) {
+func (t *Terminals) keepSession(s *termSession) KeptSave {
 	defer func() {
 		s.discard()
 		t.mu.Lock()
@@ -794,7 +797,7 @@ func (t *Terminals) keepSession(s *termSession) {
 	}()
 	g, key := s.backend.current()
 	if g == nil || key == "" {
-		return // no guest up (booting, died): nothing to keep
+		return KeptSave{} // no guest up (booting, died): nothing to keep
 	}
 	s.mu.Lock()
 	for a := range s.subs {
@@ -815,7 +818,7 @@ func (t *Terminals) keepSession(s *termSession) {
 	res, err := t.Keep.save(ctx, g, s.owner, key, next, terms, keptRawMax(t.Cfg))
 	log := t.Cfg.Logger
 	if log == nil {
-		return
+		log = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case errors.Is(err, errTooBig):
@@ -825,6 +828,10 @@ func (t *Terminals) keepSession(s *termSession) {
 	default:
 		log.Info("learner's machine kept", "bytes", res.Bytes, "stream_bytes", res.Raw, "took", res.Took.Round(time.Millisecond))
 	}
+	if err != nil {
+		return KeptSave{}
+	}
+	return res
 }
 
 // Reset gives learner a fresh machine at their next attach: their session
