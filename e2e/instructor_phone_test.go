@@ -33,7 +33,7 @@ func TestInstructorPhone(t *testing.T) {
 	}
 	b.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 	for _, lang := range []string{"zh", "en"} {
-		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts", "/instructor/classes", roster} {
+		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts", "/instructor/classes", roster, "/instructor/invitations"} {
 			b.open(page + "?lang=" + lang)
 			w := eval[map[string]float64](b, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})`)
 			if w["scroll"] > w["client"]+1 {

@@ -102,7 +102,8 @@ func (db *DB) ChangeOwnPassword(ctx context.Context, username, current, password
 }
 
 // DeleteInstructor removes an account and its sessions. It refuses to
-// remove the last account (ErrLastInstructor).
+// remove the last account with the instructor role (ErrLastInstructor):
+// TAs alone could manage nothing.
 func (db *DB) DeleteInstructor(ctx context.Context, username string) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -118,11 +119,17 @@ func (db *DB) DeleteInstructor(ctx context.Context, username string) error {
 		return fmt.Errorf("store: remove instructor: %w", err)
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructors`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructors WHERE role = 'instructor' AND id != ?`, id).Scan(&n); err != nil {
 		return fmt.Errorf("store: remove instructor: %w", err)
 	}
-	if n <= 1 {
-		return ErrLastInstructor
+	if n == 0 {
+		var ta bool
+		if err := tx.QueryRowContext(ctx, `SELECT role = 'ta' FROM instructors WHERE id = ?`, id).Scan(&ta); err != nil {
+			return fmt.Errorf("store: remove instructor: %w", err)
+		}
+		if !ta {
+			return ErrLastInstructor
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM instructor_sessions WHERE instructor_id = ?`, id); err != nil {
 		return fmt.Errorf("store: remove instructor: %w", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,18 +39,46 @@ func (s *Server) renderCohorts(w http.ResponseWriter, r *http.Request, status in
 		s.internalError(w, r, err)
 		return
 	}
-	v := views.Cohorts{Chrome: s.chrome(r, tr(langOf(r))("cls.title")), Error: errMsg}
+	mine, ta, err := s.taCohorts(r)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	tas, err := s.cfg.Store.CohortTAs(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	accounts, err := s.cfg.Store.Instructors(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	v := views.Cohorts{Chrome: s.chrome(r, tr(langOf(r))("cls.title")), Error: errMsg, TA: ta}
 	hidden := 0
 	for _, c := range list {
+		if ta && !slices.Contains(mine, c.ID) {
+			continue
+		}
 		if c.Archived() && !withArchived {
 			hidden++
 			continue
 		}
 		id := strconv.FormatInt(c.ID, 10)
-		v.Classes = append(v.Classes, views.CohortRow{ID: id, Name: c.Name, Code: c.Code,
-			JoinURL: baseURL(r) + "/join/" + c.Code, Href: "/instructor?class=" + id,
-			Members: c.Members, Archived: c.Archived(), ArchiveAction: "/instructor/classes/" + id + "/archive",
-			RosterHref: rosterHref(c)})
+		row := views.CohortRow{TAAction: "/instructor/classes/" + id + "/tas"}
+		for _, a := range tas[c.ID] {
+			row.TAs = append(row.TAs, views.Option{Value: strconv.FormatInt(a.ID, 10), Label: a.Username})
+		}
+		for _, a := range accounts {
+			if a.TA() && !slices.ContainsFunc(tas[c.ID], func(x store.Instructor) bool { return x.ID == a.ID }) {
+				row.AddTAs = append(row.AddTAs, views.Option{Value: strconv.FormatInt(a.ID, 10), Label: a.Username})
+			}
+		}
+		row.ID, row.Name, row.Code = id, c.Name, c.Code
+		row.JoinURL, row.Href = baseURL(r)+"/join/"+c.Code, "/instructor?class="+id
+		row.Members, row.Archived, row.ArchiveAction = c.Members, c.Archived(), "/instructor/classes/"+id+"/archive"
+		row.RosterHref = rosterHref(c)
+		v.Classes = append(v.Classes, row)
 	}
 	if hidden > 0 {
 		v.ShowArchivedHref = "/instructor/classes?archived=1"
@@ -105,7 +134,7 @@ func (s *Server) cohortArchive(w http.ResponseWriter, r *http.Request) {
 func (s *Server) requestScope(w http.ResponseWriter, r *http.Request) (sc store.Scope, c store.Cohort, ok bool) {
 	raw := r.URL.Query().Get("class")
 	if raw == "" {
-		return store.Scope{}, store.Cohort{}, true
+		return store.Scope{}, store.Cohort{}, s.taScope(w, r, 0) // a TA goes to their class (roles.go)
 	}
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err == nil && id > 0 {
@@ -117,6 +146,9 @@ func (s *Server) requestScope(w http.ResponseWriter, r *http.Request) (sc store.
 			return store.Scope{}, store.Cohort{}, false
 		}
 		s.notFound(w, r)
+		return store.Scope{}, store.Cohort{}, false
+	}
+	if !s.taScope(w, r, id) {
 		return store.Scope{}, store.Cohort{}, false
 	}
 	return store.Scope{Cohort: id}, c, true
@@ -142,9 +174,16 @@ func (s *Server) classPicks(r *http.Request, sc store.Scope) ([]views.ClassPick,
 		return nil, nil
 	}
 	t := tr(langOf(r))
-	picks := []views.ClassPick{{Label: t("cls.all"), Href: "/instructor", Current: sc.Cohort == 0}}
+	mine, ta, err := s.taCohorts(r)
+	if err != nil {
+		return nil, err
+	}
+	var picks []views.ClassPick
+	if !ta {
+		picks = append(picks, views.ClassPick{Label: t("cls.all"), Href: "/instructor", Current: sc.Cohort == 0})
+	}
 	for _, c := range list {
-		if c.Archived() && c.ID != sc.Cohort {
+		if c.Archived() && c.ID != sc.Cohort || ta && !slices.Contains(mine, c.ID) {
 			continue
 		}
 		label := c.Name

@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -27,30 +26,15 @@ func (s *Server) renderAccount(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	v.Chrome = s.chrome(r, tr(langOf(r))("acct.title"))
-	v.Me = in.Username
+	v.Me, v.TA = in.Username, in.TA()
 	for _, i := range list {
-		v.Instructors = append(v.Instructors, i.Username)
+		o := views.Option{Value: i.Username}
+		if i.TA() {
+			o.Label = tr(langOf(r))("role.ta")
+		}
+		v.Instructors = append(v.Instructors, o)
 	}
 	s.render(w, r, status, views.AccountView(v))
-}
-
-// accountInvite is POST /instructor/account/invite: a one-time link for a
-// new instructor, shown once on the page (only its hash is stored).
-func (s *Server) accountInvite(w http.ResponseWriter, r *http.Request) {
-	in, _ := currentInstructor(r)
-	token, expires, err := s.cfg.Store.CreateInvite(r.Context(), in.ID, inviteTTL)
-	if err != nil {
-		s.internalError(w, r, err)
-		return
-	}
-	s.log.Info("instructor invitation created", "by", in.Username, "expires", expires)
-	scheme := "http"
-	if secureRequest(r) {
-		scheme = "https"
-	}
-	link := scheme + "://" + r.Host + "/instructor/invite?token=" + url.QueryEscape(token)
-	s.renderAccount(w, r, http.StatusOK, views.Account{InviteURL: link,
-		InviteExpires: expires.Local().Format("2006-01-02 15:04")})
 }
 
 // accountPassword is POST /instructor/account/password: change one's own
@@ -86,16 +70,21 @@ func (s *Server) accountPassword(w http.ResponseWriter, r *http.Request) {
 // inviteForm is GET /instructor/invite?token=…
 func (s *Server) inviteForm(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
-	ok, err := s.cfg.Store.InviteValid(r.Context(), token)
-	if err != nil {
+	inv, err := s.cfg.Store.InviteByToken(r.Context(), token)
+	if err != nil && !errors.Is(err, store.ErrBadInvite) {
 		s.internalError(w, r, err)
 		return
 	}
+	ok := err == nil
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusNotFound
 	}
-	s.renderInvite(w, r, status, views.InstructorSetup{Token: token, Invalid: !ok})
+	v := views.InstructorSetup{Token: token, Invalid: !ok}
+	if inv.Role == store.RoleTA {
+		v.Lede = trf(langOf(r), "acct.join.ta", inv.Cohort)
+	}
+	s.renderInvite(w, r, status, v)
 }
 
 // inviteAccept is POST /instructor/invite: create the account, log in.

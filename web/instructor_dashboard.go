@@ -91,6 +91,7 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 	v := views.Dashboard{
 		Chrome:       s.chrome(r, t("instr.dash.title")),
 		Instructor:   in.Username,
+		TA:           in.TA(),
 		LogoutAction: "/instructor/logout",
 		Warnings:     len(course.Warnings),
 		ActiveWindow: trf(lang, "instr.window", int(activeWindow/time.Minute)),

@@ -55,10 +55,11 @@ func rosterHref(c store.Cohort) string {
 // rosterShow is GET /instructor/classes/{id}/roster.
 func (s *Server) rosterShow(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.rosterCohort(w, r)
-	if !ok {
+	if !ok || !s.taScope(w, r, c.ID) {
 		return
 	}
-	v := views.Roster{}
+	in, _ := currentInstructor(r)
+	v := views.Roster{ReadOnly: in.TA()}
 	q := r.URL.Query()
 	if q.Has("added") {
 		v.Notice = trf(langOf(r), "roster.imported", atoiQ(q.Get("added")), atoiQ(q.Get("updated")))

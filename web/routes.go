@@ -51,24 +51,33 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/export/progress.csv", s.exportProgress)
 			r.Get("/instructor/export/attempts.csv", s.exportAttempts)
 			r.Get("/instructor/export/runs.csv", s.exportRuns)
+			// A TA reaches these, limited to their classes (roles.go).
 			r.Get("/instructor/account", s.accountShow)
-			r.Post("/instructor/account/invite", s.accountInvite)
 			r.Post("/instructor/account/password", s.accountPassword)
 			r.Get("/instructor/classes", s.cohortsShow)
 			r.Get("/instructor/gradebook", s.gradebookShow)
 			r.Get("/instructor/answers", s.answerKey)
-			r.Get("/instructor/drafts", s.draftsIndex) // drafts.go: previews of _drafts/
-			r.Get("/instructor/drafts/{slug}", s.draftShow)
-			r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
-			r.Post("/instructor/classes", s.cohortCreate)
-			r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
 			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
-			r.Post("/instructor/classes/{id}/roster", s.rosterImport)
-			r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
-			r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
-			r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
-			r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
+			// Instructors only: accounts, invitations, classes, rosters, drafts.
+			r.Group(func(r chi.Router) {
+				r.Use(s.instructorsOnly)
+				r.Post("/instructor/account/invite", s.invitationCreate) // roles.go
+				r.Get("/instructor/invitations", s.invitationsShow)
+				r.Post("/instructor/invitations", s.invitationCreate)
+				r.Post("/instructor/invitations/{id}/revoke", s.invitationRevoke)
+				r.Get("/instructor/drafts", s.draftsIndex) // drafts.go: previews of _drafts/
+				r.Get("/instructor/drafts/{slug}", s.draftShow)
+				r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset)
+				r.Post("/instructor/classes", s.cohortCreate)
+				r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
+				r.Post("/instructor/classes/{id}/tas", s.cohortTA)
+				r.Post("/instructor/classes/{id}/roster", s.rosterImport)
+				r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
+				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
+				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
+				r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
+			})
 			// Any other instructor URL is guarded too (403/redirect before 404).
 			r.HandleFunc("/instructor/*", s.notFound)
 		})

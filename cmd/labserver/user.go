@@ -17,7 +17,7 @@ import (
 const userUsage = `usage: labserver user add NAME      [--db PATH]  create an instructor account
        labserver user passwd NAME   [--db PATH]  set a new password (ends the account's sessions)
        labserver user remove NAME   [--db PATH]  remove an account (not the last one)
-       labserver user list          [--db PATH]  list the accounts
+       labserver user list          [--db PATH]  list the accounts (name, role instructor or ta, created)
   The password is never an argument: it is asked for on the terminal (twice,
   not echoed) or read as the first line of standard input
   (echo "$PW" | labserver user add ada: echo is a shell builtin).
@@ -111,7 +111,7 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		for _, in := range list {
-			fmt.Fprintf(stdout, "%s\t%s\n", in.Username, in.CreatedAt.Format("2006-01-02 15:04 MST"))
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", in.Username, in.Role, in.CreatedAt.Format("2006-01-02 15:04 MST"))
 		}
 		return 0
 	case "remove":

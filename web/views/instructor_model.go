@@ -27,7 +27,8 @@ type InstructorSetup struct {
 	Token    string
 	Username string
 	Error    string
-	Invalid  bool // the link is used, expired or wrong
+	Invalid  bool   // the link is used, expired or wrong
+	Lede     string // the invitation's own lede (a TA's); "" for the default
 }
 
 // DisplayNameForm is the learner's /me page.
@@ -47,6 +48,7 @@ type DisplayNameForm struct {
 type Dashboard struct {
 	Chrome
 	Instructor    string
+	TA            bool // a TA's dashboard: no drafts
 	LogoutAction  string
 	CourseErrors  []string // file:line: message of the last failed reload
 	Warnings      int
@@ -171,12 +173,11 @@ func barWidth(n, of int) string {
 // Account is the instructor's account page.
 type Account struct {
 	Chrome
-	Me            string
-	Instructors   []string
-	InviteURL     string // a link just made (shown once)
-	InviteExpires string
-	PwSaved       bool
-	PwError       string
+	Me          string
+	Instructors []Option // Value the username, Label the role of a TA ("" for an instructor)
+	TA          bool     // a TA's account page: their password only
+	PwSaved     bool
+	PwError     string
 }
 
 // Cohorts is the instructor's classes page.
@@ -185,6 +186,7 @@ type Cohorts struct {
 	Classes          []CohortRow
 	Error            string
 	ShowArchivedHref string // "" when archived classes are shown or none exist
+	TA               bool   // a TA's view: their classes, nothing to change
 }
 
 // CohortRow is one class.
@@ -198,6 +200,24 @@ type CohortRow struct {
 	Archived      bool
 	ArchiveAction string
 	RosterHref    string
+	TAs           []Option // the class's TA accounts
+	AddTAs        []Option // TA accounts not yet in the class
+	TAAction      string
+}
+
+// Invitations is the instructor's invitations page.
+type Invitations struct {
+	Chrome
+	Link, LinkExpires, LinkRole string // the link just made (while pending)
+	Gone                        bool   // the link asked for is used, revoked or expired
+	Revoked                     bool
+	Pending                     []InviteRow
+	Classes                     []Option // for a TA's invitation
+}
+
+// InviteRow is one pending invitation.
+type InviteRow struct {
+	By, Role, Created, Expires, RevokeAction string
 }
 
 // Join is the learner's page for joining a class.
@@ -224,6 +244,7 @@ type Roster struct {
 	Problems                      []string
 	Seats                         []SeatRow
 	Members                       []MemberRow
+	ReadOnly                      bool // a TA's view
 }
 
 // SeatRow is one roster entry.
