@@ -8,7 +8,7 @@ AGENT := bin/labagent
 # What the lab needs at run time: the Soft-RoCE guest is built from these.
 APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev librdmacm-dev tcc perftest qperf \
             rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static libcap2-bin iproute2 \
-            kmod cpio xz-utils strace tcpdump
+            kmod cpio xz-utils strace tcpdump nvme-cli
 # Tests also drive a real headless browser.
 APT_TEST := $(APT_RUN) chromium tshark
 

@@ -279,6 +279,8 @@ var cleanZh = map[string]bool{
 	// lesson 07
 	"atomics": true, "write-imm": true, "srq": true, "mem-window": true, "async-events": true,
 	"multicast": true, "rxe-limits": true,
+	// lesson 08
+	"nvmeof": true,
 }
 
 // reporter is what checkChinese needs of a *testing.T.

@@ -46,6 +46,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(PerfDepth())
 	reg.Register(PerfMTU())
 	registerBeyond(reg)
+	registerUpper(reg)
 	reg.RegisterHelper(helperMTUGuard, mtuGuardHelper)
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)

@@ -43,6 +43,7 @@ var guestPrograms = []string{
 	"tc",      // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
 	"rping",   // lesson 03: rdma_cm connects (rdmacm-utils)
 	"tcpdump", // the learner's terminal (::terminal): watch RoCEv2 on the veth pair
+	"nvme",    // lesson 08: NVMe over Fabrics, `nvme connect -t rdma|tcp` (nvme-cli)
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
@@ -60,6 +61,14 @@ var guestModules = []string{"virtio_pci", "virtio_console", "crc32_generic", "rd
 // path: rdma_ucm (with rdma_cm, ib_cm, iw_cm, configfs) serves rdma_cm
 // users (qperf -cm1, rping), which no experiment starts in the first second.
 var lateModules = []string{"rdma_ucm", "sch_ingress", "cls_u32", "act_gact"}
+
+// demandModules are in the image but in no load list: the experiment that
+// needs them loads them (busybox modprobe, with the modules.dep depmod
+// wrote) and unloads them after, so a guest that never runs it pays
+// neither their boot time nor their memory. Lesson 08's NVMe over Fabrics:
+// the target (nvmet over RDMA and TCP), the host (nvme over RDMA and TCP)
+// and null_blk, the namespace's block device.
+var demandModules = []string{"nvmet_rdma", "nvmet_tcp", "nvme_rdma", "nvme_tcp", "null_blk"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
@@ -120,7 +129,8 @@ type plan struct {
 	kernel  Kernel
 	files   tree     // everything except the module index made by depmod
 	modules []string // host paths of the .ko files, in load order
-	late    int      // modules[late:] are loaded after the agent is ready
+	late    int      // modules[late:demand] are loaded after the agent is ready
+	demand  int      // modules[demand:] are loaded by the experiments that need them
 	inputs  []string // host paths whose size+mtime decide a rebuild
 	agent   string
 	hash    string
@@ -533,9 +543,14 @@ const libgccPath = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 // modprobe against the guest kernel's module tree.
 func (p *plan) planModules(ctx context.Context) error {
 	seen := map[string]bool{}
-	for i, m := range append(slices.Clone(guestModules), lateModules...) {
+	all := append(append(slices.Clone(guestModules), lateModules...), demandModules...)
+	p.late, p.demand = -1, -1
+	for i, m := range all {
 		if i == len(guestModules) {
 			p.late = len(p.modules)
+		}
+		if i == len(guestModules)+len(lateModules) {
+			p.demand = len(p.modules)
 		}
 		out, err := exec.CommandContext(ctx, "modprobe", "-S", p.kernel.Release, "--show-depends", m).Output()
 		if err != nil {
@@ -550,6 +565,12 @@ func (p *plan) planModules(ctx context.Context) error {
 			p.modules = append(p.modules, f[1])
 			p.inputs = append(p.inputs, f[1])
 		}
+	}
+	if p.late < 0 {
+		p.late = len(p.modules)
+	}
+	if p.demand < 0 {
+		p.demand = len(p.modules)
 	}
 	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
 		p.inputs = append(p.inputs, filepath.Join(p.kernel.Modules, f))
@@ -649,7 +670,7 @@ func (p *plan) addEtc() {
 	}
 	t.bytes(vmproto.ModuleList, list(p.modules[:p.late]), 0o644)
 	t.bytes("init", vmproto.InitScript(guestModules), 0o755)
-	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:]), 0o644)
+	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:p.demand]), 0o644)
 	p.addTerminfo()
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {
 		for _, e := range ents {

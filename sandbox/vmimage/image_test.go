@@ -206,6 +206,26 @@ func TestBuildImage(t *testing.T) {
 			t.Errorf("module %s listed but not in the image", m)
 		}
 	}
+	// On-demand modules (lesson 08's NVMe-oF) are in the image, with
+	// modules.dep for modprobe, but in no load list: the boot never pays.
+	var depmod string
+	for name, f := range files {
+		if strings.HasSuffix(name, "/modules.dep") {
+			depmod = string(f.data)
+		}
+		for _, m := range demandModules {
+			if strings.HasSuffix(name, "/"+m+".ko") {
+				if idx(m) >= 0 || lateIdx(m) >= 0 {
+					t.Errorf("on-demand module %s is in a boot load list", m)
+				}
+			}
+		}
+	}
+	for _, m := range demandModules {
+		if !strings.Contains(depmod, "/"+strings.ReplaceAll(m, "_", "-")+".ko:") && !strings.Contains(depmod, "/"+m+".ko:") {
+			t.Errorf("on-demand module %s is not in the image's modules.dep", m)
+		}
+	}
 
 	// Same inputs: nothing to do.
 	if _, built, err := Build(context.Background(), BuildOptions{Dir: dir, Agent: agent}); err != nil || built {

@@ -62,6 +62,7 @@ var programPackage = map[string]string{
 	"ib_read_bw":         "perftest",
 	"qperf":              "qperf",
 	"tcpdump":            "tcpdump",
+	"nvme":               "nvme-cli",
 	"strace":             "strace",
 	"rping":              "rdmacm-utils",
 	"capsh":              "libcap2-bin",

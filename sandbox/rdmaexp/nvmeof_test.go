@@ -1,0 +1,66 @@
+package rdmaexp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// TestUpperLayers runs lesson 08's experiments in the shared guest (or on
+// this kernel's devices): NVMe over Fabrics over RDMA and TCP, and a
+// cancelled NVMe-oF run that must leave nothing behind.
+func TestUpperLayers(t *testing.T) {
+	ex := pickExecutor(t)
+	t.Run("nvmeof", func(t *testing.T) { testNVMeoF(t, ex) })
+	t.Run("nvmeof/cancelled", func(t *testing.T) { testNVMeoFCancelled(t, ex) })
+}
+
+func testNVMeoF(t *testing.T, ex executor) {
+	rec := ex.run(t, "nvmeof", map[string]any{"transport": "both", "max_depth": 4, "seconds": 1})
+	r := rec.result(t)
+	for _, e := range rec.of(sandbox.EvTable) {
+		t.Logf("table %s: %v", e.Table.Title, e.Table.Rows)
+	}
+	t.Logf("verdict: %s", r.Message)
+	f := r.Figures
+	// the kernel's view, not printed text: sysfs said rdma and tcp
+	if f["transport_rdma"] != 1 || f["transport_tcp"] != 1 {
+		rec.dump(t)
+		t.Fatalf("the controllers' transports in sysfs were not rdma and tcp: %v", f)
+	}
+	for _, k := range []string{"rdma_1", "rdma_4", "tcp_1", "tcp_4"} {
+		if f["ios_"+k] < 1 || f["iops_"+k] <= 0 || f["p99_us_"+k] < f["p50_us_"+k] {
+			t.Errorf("%s: %v reads, %v IOPS, p50 %v µs, p99 %v µs", k, f["ios_"+k], f["iops_"+k], f["p50_us_"+k], f["p99_us_"+k])
+		}
+	}
+	// a read over RDMA is at least the command SEND, the data WRITE and
+	// the response SEND on the wire; over TCP the RDMA devices stay quiet
+	if f["roce_pkts_per_io_rdma_4"] < 3 {
+		t.Errorf("%.1f RoCE packets per read over rdma, want ≥ 3 (command, data, response)", f["roce_pkts_per_io_rdma_4"])
+	}
+	if f["roce_pkts_per_io_tcp_4"] > 0.1 {
+		t.Errorf("%.1f RoCE packets per read over tcp, want none", f["roce_pkts_per_io_tcp_4"])
+	}
+	if f["controllers_left"]+f["subsystems_left"]+f["modules_left"] != 0 {
+		t.Errorf("after the run: %v controllers, %v subsystems, %v modules left", f["controllers_left"], f["subsystems_left"], f["modules_left"])
+	}
+	if r.OK == nil || !*r.OK {
+		t.Errorf("verdict not ok: %s", r.Message)
+	}
+	checkVerdictFigures(t, rec)
+}
+
+func testNVMeoFCancelled(t *testing.T, ex executor) {
+	if !runUntil(t, ex, "nvmeof", map[string]any{"transport": "rdma", "max_depth": 1, "seconds": 5}, "read-rdma-1") {
+		t.Fatal("the run ended before it read over rdma")
+	}
+	// the next run waits for the killed run's guard, then counts
+	time.Sleep(time.Second)
+	rec := ex.run(t, "nvmeof", map[string]any{"transport": "tcp", "max_depth": 1, "seconds": 1})
+	f := rec.result(t).Figures
+	if f["left_ctrls_at_start"] != 0 || f["left_subsystems_at_start"] != 0 || f["left_modules_at_start"] != 0 {
+		rec.dump(t)
+		t.Errorf("a cancelled run left %v controllers, %v subsystems and %v modules behind", f["left_ctrls_at_start"], f["left_subsystems_at_start"], f["left_modules_at_start"])
+	}
+}
