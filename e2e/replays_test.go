@@ -9,13 +9,14 @@ import (
 	"net/http/cookiejar"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 )
 
 // replayRunTimeout bounds one experiment run in the TCG guest (a hung run,
@@ -199,68 +200,6 @@ const visibleTextJS = `(function(){
   }
   return out; })()`
 
-// plainWord is an English word as prose has them: letters only, lower case
-// or capitalised (acronyms such as RDMA, identifiers such as rxe0 or
-// ibv_reg_mr, units and numbers are not).
-var plainWord = regexp.MustCompile(`^[A-Za-z][a-z]+$`)
-
-// allowedPairs are two-word English names a Chinese page may carry:
-// commands and the spec's own terms.
-var allowedPairs = map[string]bool{
-	"rdma resource": true, "rdma statistic": true, "tc netem": true, "traffic class": true,
-	// IB opcode names (RDMA READ Response First …), as the packet list shows them
-	"response first": true, "response middle": true, "response last": true, "response only": true,
-}
-
-// quoted is text in quotation marks: a quotation of what the system says
-// ("Cannot allocate memory") or sent, which a learner must recognise as is.
-var quoted = regexp.MustCompile(`“[^”]*”|"[^"]*"|‘[^’]*’`)
-
-// tokenRE finds word-like tokens; what lies between two tokens decides
-// whether they belong to one run of prose (spaces, commas, hyphens) or not.
-var tokenRE = regexp.MustCompile(`[A-Za-z0-9_'’./%+µ-]+`)
-
-// hexBytes is a dump of four or more bytes in hex ("45 00 be ae"), as
-// ud-vs-rc shows a GRH: bytes such as "be ae" are not words.
-var hexBytes = regexp.MustCompile(`\b(?:[0-9a-fA-F]{2}\s+){3,}[0-9a-fA-F]{2}\b`)
-
-// proseIn is englishProse of a page's text without its quotations and hex
-// dumps.
-func proseIn(s string) []string {
-	return englishProse(hexBytes.ReplaceAllString(quoted.ReplaceAllString(s, " "), " "))
-}
-
-// englishProse returns the runs of two or more plain English words in s.
-func englishProse(s string) []string {
-	var out, run []string
-	flush := func() {
-		if len(run) >= 2 && !allowedPairs[strings.ToLower(strings.Join(run, " "))] {
-			out = append(out, strings.Join(run, " "))
-		}
-		run = run[:0]
-	}
-	prevEnd := 0
-	for _, m := range tokenRE.FindAllStringIndex(s, -1) {
-		gap := s[prevEnd:m[0]]
-		if strings.Trim(gap, " ,") != "" {
-			flush()
-		}
-		prevEnd = m[1]
-		tok := s[m[0]:m[1]]
-		w := strings.TrimRight(tok, ".")
-		if plainWord.MatchString(w) {
-			run = append(run, w)
-			if w != tok { // a full stop ends the run
-				flush()
-			}
-			continue
-		}
-		flush()
-	}
-	flush()
-	return out
-}
-
 // cleanZh are the experiments whose Chinese replay must hold no English
 // prose (their tables, logs and texts are bilingual: docs/architecture.md,
 // "Runs and events"). Every other listed experiment is still run and
@@ -305,7 +244,7 @@ func checkChinese(t reporter, b *browser, where string) {
 		if strings.HasPrefix(s, "$ ") {
 			continue // a command line the experiment ran, shown as is
 		}
-		if p := proseIn(s); len(p) > 0 {
+		if p := zhcheck.Prose(s); len(p) > 0 {
 			bad = append(bad, fmt.Sprintf("%q in %q", p[0], short(s)))
 		}
 	}

@@ -52,9 +52,19 @@ const DefaultMaxLine = 1 << 20
 // already been emitted as an error event.
 type AgentFailure struct {
 	Message string
+	// Reason is the failure in both languages when the agent had it so.
+	Reason *Reason
 }
 
 func (e *AgentFailure) Error() string { return e.Message }
+
+// Unwrap is the Reason, if any.
+func (e *AgentFailure) Unwrap() error {
+	if e.Reason == nil {
+		return nil
+	}
+	return e.Reason
+}
 
 // ProtocolError is agent output that does not follow the protocol
 // (garbage, an oversized line, a stream that ends early).
@@ -110,12 +120,16 @@ func runExperiment(ctx context.Context, exp *Experiment, p Params, em Emitter) (
 	defer func() {
 		if v := recover(); v != nil {
 			slog.Error("experiment panicked", "experiment", exp.ID, "panic", v, "stack", string(debug.Stack()))
-			err = fmt.Errorf("experiment %s crashed: %v", exp.ID, v)
+			err = &Reason{Kind: "crashed", Text: Detail("experiment "+exp.ID+" crashed", "实验 "+exp.ID+" 崩溃了", fmt.Sprint(v))}
 		}
 	}()
 	if err := exp.Run(ctx, p, em); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return fmt.Errorf("experiment %s stopped: %w", exp.ID, err)
+			zh := "实验 " + exp.ID + " 已停止：运行被取消"
+			if errors.Is(err, context.DeadlineExceeded) {
+				zh = "实验 " + exp.ID + " 已停止：到了时间上限"
+			}
+			return &Reason{Kind: "stopped", Text: Text{"en": fmt.Sprintf("experiment %s stopped: %v", exp.ID, err), "zh": zh}}
 		}
 		return err
 	}
@@ -164,7 +178,8 @@ func (w *agentWriter) finish(runErr error) error {
 		if !IsReported(runErr) {
 			w.write(ErrorEvent("", runErr))
 		}
-		end = End{Kind: EndFailed, Error: runErr.Error()}
+		end = EndOf(runErr, false)
+		end.Kind = EndFailed
 	}
 	b, _ := json.Marshal(Frame{End: &end})
 	w.mu.Lock()
@@ -210,6 +225,10 @@ func (r *reportedError) Unwrap() error { return r.err }
 // Call when err wraps a system call error. call overrides the call name.
 func ErrorEvent(call string, err error) Event {
 	ev := Event{Type: EvError, Message: err.Error(), Call: call}
+	var r *Reason
+	if errors.As(err, &r) { // written in both languages where it was known
+		ev.Messages = failureText(err)
+	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		ev.Errno = int(errno)

@@ -18,39 +18,54 @@ const (
 	LabNone    LabState = "none"
 )
 
-// String is the lab state in one line for humans, e.g.
+// String is the lab state in one line for humans, in English (logs, the
+// terminal), e.g.
 // "Soft-RoCE lab: ready (rxe0, rxe1 on veth, kernel 6.1.0-56-amd64, TCG)".
-func (l Lab) String() string {
-	title := "Soft-RoCE lab"
+func (l Lab) String() string { return l.Status().Get("en") }
+
+// Status is the lab state in one line in both languages: the one wording of
+// the log, the terminal, /api/lab's status_text and the /lab page.
+func (l Lab) Status() Text {
+	title := Text{"en": "Soft-RoCE lab", "zh": "Soft-RoCE 实验环境"}
 	if l.Backend == "host" {
-		title = "RDMA lab (this host)"
+		title = Text{"en": "RDMA lab (this host)", "zh": "RDMA 实验环境（本机）"}
 	}
+	reason := Text{"en": firstLine(l.Reason.Get("en")), "zh": firstLine(l.Reason.Get("zh"))}
 	switch l.State {
 	case LabReady:
-		var parts []string
+		var en, zh []string
 		if d := devicesPhrase(l.Devices); d != "" {
-			parts = append(parts, d)
+			en = append(en, d)
+			zh = append(zh, devicesPhraseZh(l.Devices))
 		}
 		if l.Kernel != "" {
-			parts = append(parts, "kernel "+l.Kernel)
+			en = append(en, "kernel "+l.Kernel)
+			zh = append(zh, "内核 "+l.Kernel)
 		}
 		if l.Accel != "" {
-			parts = append(parts, strings.ToUpper(l.Accel))
+			en = append(en, strings.ToUpper(l.Accel))
+			zh = append(zh, strings.ToUpper(l.Accel))
 		}
-		s := title + ": ready"
-		if len(parts) > 0 {
-			s += " (" + strings.Join(parts, ", ") + ")"
+		s := Text{"en": title["en"] + ": ready", "zh": title["zh"] + "：就绪"}
+		if len(en) > 0 {
+			s["en"] += " (" + strings.Join(en, ", ") + ")"
+			s["zh"] += "（" + strings.Join(zh, "，") + "）"
 		}
-		if l.Reason != "" {
-			s += " — " + firstLine(l.Reason)
+		if reason["en"] != "" {
+			s["en"] += " — " + reason["en"]
+			s["zh"] += "——" + reason["zh"]
 		}
 		return s
 	case LabBooting:
-		return title + ": booting… (" + firstLine(l.Reason) + ")"
+		return Text{"en": title["en"] + ": booting… (" + reason["en"] + ")", "zh": title["zh"] + "：启动中…（" + reason["zh"] + "）"}
 	case "":
-		return title + ": unknown"
+		return Text{"en": title["en"] + ": unknown", "zh": title["zh"] + "：状态未知"}
+	case LabFailed:
+		return Text{"en": title["en"] + ": failed — " + l.Reason.Get("en"), "zh": title["zh"] + "：失败——" + l.Reason.Get("zh")}
+	case LabNone:
+		return Text{"en": title["en"] + ": none — " + l.Reason.Get("en"), "zh": title["zh"] + "：不可用——" + l.Reason.Get("zh")}
 	default:
-		return title + ": " + string(l.State) + " — " + l.Reason
+		return Same(title["en"] + ": " + string(l.State) + " — " + l.Reason.Get("en"))
 	}
 }
 
@@ -78,6 +93,18 @@ func devicesPhrase(devs []Device) string {
 		names[i] = d.Name + " on " + d.Netdev
 	}
 	return strings.Join(names, ", ")
+}
+
+// devicesPhraseZh is devicesPhrase in Chinese: "rxe0 → veth0，rxe1 → veth1".
+func devicesPhraseZh(devs []Device) string {
+	out := make([]string, len(devs))
+	for i, d := range devs {
+		out[i] = d.Name
+		if d.Netdev != "" {
+			out[i] += " → " + d.Netdev
+		}
+	}
+	return strings.Join(out, "，")
 }
 
 // firstLine is s up to its first newline.

@@ -16,11 +16,11 @@ func TestLabString(t *testing.T) {
 		{Lab{Backend: "host", State: "ready", Kernel: "6.8.0", Devices: []Device{
 			{Name: "mlx5_0", Netdev: "eth0"}, {Name: "rxe0", Netdev: "rdmalab0"}}},
 			"RDMA lab (this host): ready (mlx5_0 on eth0, rxe0 on rdmalab0, kernel 6.8.0)"},
-		{Lab{Backend: "vm", State: "booting", Reason: "booting kernel 6.1.0-56-amd64 with TCG"},
+		{Lab{Backend: "vm", State: "booting", Reason: Same("booting kernel 6.1.0-56-amd64 with TCG")},
 			"Soft-RoCE lab: booting… (booting kernel 6.1.0-56-amd64 with TCG)"},
-		{Lab{Backend: "vm", State: "failed", Reason: "qemu exited; console:\nKernel panic"},
+		{Lab{Backend: "vm", State: "failed", Reason: Same("qemu exited; console:\nKernel panic")},
 			"Soft-RoCE lab: failed — qemu exited; console:\nKernel panic"},
-		{Lab{Backend: "none", State: "none", Reason: "missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86"},
+		{Lab{Backend: "none", State: "none", Reason: Same("missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86")},
 			"Soft-RoCE lab: none — missing qemu-system-x86_64; fix: apt-get install -y qemu-system-x86"},
 	} {
 		if got := c.lab.String(); got != c.want {

@@ -1,14 +1,11 @@
 package sandbox
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // NoBackend is the backend of a need this machine cannot serve: every run
 // fails at once with Reason.
 type NoBackend struct {
-	Reason string
+	Reason Text
 }
 
 // Name implements Backend.
@@ -21,8 +18,8 @@ func (n NoBackend) Lab(context.Context) Lab {
 
 // Exec implements Backend.
 func (n NoBackend) Exec(context.Context, *Session) error {
-	return errors.New(n.Reason)
+	return &Reason{Kind: "unavailable", Text: n.Reason}
 }
 
 // Unavailable implements the Unavailable capability.
-func (n NoBackend) Unavailable() string { return n.Reason }
+func (n NoBackend) Unavailable() Text { return n.Reason }

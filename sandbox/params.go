@@ -55,7 +55,7 @@ func (e *Experiment) Validate(raw map[string]any) (Params, error) {
 		}
 		tv, err := p.Coerce(v)
 		if err != nil {
-			zh := p.boundsZh() + fmt.Sprintf("（收到 %v）", v)
+			zh := p.BoundsText().Get("zh") + fmt.Sprintf("（收到 %v）", v)
 			return nil, &ParamError{Param: p.Name, Message: err.Error(), Messages: Text{"en": err.Error(), "zh": zh}}
 		}
 		out[p.Name] = tv
@@ -117,38 +117,27 @@ func (p *Param) Coerce(v any) (any, error) {
 	return nil, fmt.Errorf("param kind %q is not supported", p.Kind)
 }
 
-// Bounds describes what the param accepts, for error messages and forms.
-func (p *Param) Bounds() string {
-	switch p.Kind {
-	case ParamInt, ParamBytes:
-		return fmt.Sprintf("must be between %s and %s", p.format(p.Min), p.format(p.Max))
-	case ParamEnum:
-		vals := make([]string, len(p.Choices))
-		for i, c := range p.Choices {
-			vals[i] = c.Value
-		}
-		return "must be one of " + strings.Join(vals, ", ")
-	case ParamBool:
-		return "must be true or false"
-	}
-	return ""
-}
+// Bounds describes what the param accepts, in English, for error messages
+// and forms.
+func (p *Param) Bounds() string { return p.BoundsText().Get("en") }
 
-// boundsZh is Bounds in Chinese.
-func (p *Param) boundsZh() string {
+// BoundsText is what the param accepts in both languages (the one wording
+// of Bounds and of a ParamError's Chinese message).
+func (p *Param) BoundsText() Text {
 	switch p.Kind {
 	case ParamInt, ParamBytes:
-		return fmt.Sprintf("须在 %s 到 %s 之间", p.format(p.Min), p.format(p.Max))
+		lo, hi := p.format(p.Min), p.format(p.Max)
+		return Text{"en": fmt.Sprintf("must be between %s and %s", lo, hi), "zh": fmt.Sprintf("须在 %s 到 %s 之间", lo, hi)}
 	case ParamEnum:
 		vals := make([]string, len(p.Choices))
 		for i, c := range p.Choices {
 			vals[i] = c.Value
 		}
-		return "须是以下之一：" + strings.Join(vals, "、")
+		return Text{"en": "must be one of " + strings.Join(vals, ", "), "zh": "须是以下之一：" + strings.Join(vals, "、")}
 	case ParamBool:
-		return "须是 true 或 false"
+		return Text{"en": "must be true or false", "zh": "须是 true 或 false"}
 	}
-	return "类型不受支持"
+	return Text{"en": "", "zh": "类型不受支持"}
 }
 
 func (p *Param) format(n int64) string {

@@ -96,7 +96,7 @@ type run struct {
 	cmds       chan Command
 	cmdsClosed bool
 	lastCmd    time.Time
-	stopMsg    string
+	stopMsg    Text
 	// shared runs (runner_share.go)
 	host  *run   // a joined run: the run whose events it receives
 	share *share // a run others may join (Runner.cfg.Share > 0)
@@ -362,21 +362,23 @@ func (r *Runner) start(ru *run, be Backend) {
 	go func() {
 		defer r.wg.Done()
 		defer cancel()
-		status, msg := r.execute(ctx, ru, be, timeout)
-		r.finish(ru, status, msg)
+		status, why := r.execute(ctx, ru, be, timeout)
+		r.finish(ru, status, why)
 	}()
 }
 
-// execute runs one run on its backend and decides its final status.
-func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, string) {
+// execute runs one run on its backend and decides its final status and
+// why (nil for a run that simply ended).
+func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, Text) {
 	unavailable, refuses := be.(Unavailable)
 	if be == nil || refuses {
-		reason := "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine"
-		if refuses && unavailable.Unavailable() != "" {
+		reason := Text{"en": "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine",
+			"zh": "这台机器上没有能运行需要 " + string(ru.exp.Needs) + " 的实验的后端"}
+		if refuses && unavailable.Unavailable().Get("en") != "" {
 			reason = unavailable.Unavailable()
 		}
 		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
-		r.emit(ru, Event{Type: EvError, Message: reason, Messages: Text{"en": reason, "zh": ReasonText(reason, "zh")}})
+		r.emit(ru, Event{Type: EvError, Message: reason.Get("en"), Messages: reason})
 		return StatusFailed, reason
 	}
 	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
@@ -406,37 +408,38 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		if stop == StatusTimedOut { // an idle interactive run that cleaned up
 			return stop, stopMsg
 		}
-		return StatusDone, ""
+		return StatusDone, nil
 	}
 	switch {
 	case stop != "":
-		msg := "cancelled"
+		why := msgCancelled
 		if stop == StatusInterrupted {
-			msg = "the lab server stopped while this run was going"
+			why = msgStoppedDuring
 		}
-		if stopMsg != "" {
-			msg = stopMsg
+		if stopMsg != nil {
+			why = stopMsg
 		}
-		return stop, msg
+		return stop, why
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		msg := fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout)
-		r.emit(ru, Event{Type: EvError, Message: msg, Messages: Text{"en": msg, "zh": fmt.Sprintf("运行达到了 %s 的时间上限，已被停止", timeout)}})
-		return StatusTimedOut, msg
+		why := Text{"en": fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout),
+			"zh": fmt.Sprintf("运行达到了 %s 的时间上限，已被停止", timeout)}
+		r.emit(ru, Event{Type: EvError, Message: why.Get("en"), Messages: why})
+		return StatusTimedOut, why
 	}
 	var af *AgentFailure
 	if !errors.As(err, &af) { // an agent failure was already reported as an event
 		r.emit(ru, ErrorEvent("", err))
 	}
 	r.log.Info("run failed", "run", ru.info.ID, "experiment", ru.exp.ID, "err", err)
-	return StatusFailed, err.Error()
+	return StatusFailed, failureText(err)
 }
 
 // finish emits the final status and frees the learner's slot.
-func (r *Runner) finish(ru *run, status Status, msg string) {
+func (r *Runner) finish(ru *run, status Status, why Text) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.info.Status = status
-	r.emit(ru, Event{Type: EvStatus, Status: status, Message: msg, Messages: finalText(status, msg), Backend: ru.info.Backend})
+	r.emit(ru, Event{Type: EvStatus, Status: status, Message: why.Get("en"), Messages: why, Backend: ru.info.Backend})
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, status)
 	r.running--
@@ -494,11 +497,11 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 		return
 	}
 	ru.info.Status = why
-	msg := "cancelled before it started"
+	msg := msgCancelledEarly
 	if why == StatusInterrupted {
-		msg = "the lab server stopped before this run started"
+		msg = msgStoppedBefore
 	}
-	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg, Messages: finalText(why, msg)})
+	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg.Get("en"), Messages: msg})
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, why)
 	r.dispatchLocked() // a waiting timing run may have held others back
@@ -549,33 +552,22 @@ func (r *Runner) Close() {
 	r.writers.Wait() // every event is with the Sink
 }
 
-// finalText is a final status message in both languages. The runner's own
-// wordings are translated; a failure's cause (an error from the backend or
-// the agent) is a diagnostic and stays as it is, after a Chinese lead-in.
-func finalText(st Status, msg string) Text {
-	if msg == "" {
-		return nil
+// The runner's own final status messages, in both languages.
+var (
+	msgCancelled      = Text{"en": "cancelled", "zh": "已按你的请求停止"}
+	msgCancelledEarly = Text{"en": "cancelled before it started", "zh": "还没开始就取消了"}
+	msgStoppedDuring  = Text{"en": "the lab server stopped while this run was going", "zh": "运行途中实验服务器停止了"}
+	msgStoppedBefore  = Text{"en": "the lab server stopped before this run started", "zh": "运行开始前实验服务器停止了"}
+)
+
+// failureText is why a run failed with err: in Chinese, the text of the
+// Reason err carries (a backend or the fleet wrote it in both languages;
+// English keeps any wrapping), else err as a diagnostic after a Chinese
+// lead-in (an error from the agent or the system has no translation).
+func failureText(err error) Text {
+	var r *Reason
+	if errors.As(err, &r) {
+		return Text{"en": err.Error(), "zh": r.Text.Get("zh")}
 	}
-	zh := map[string]string{
-		"cancelled":                   "已按你的请求停止",
-		"cancelled before it started": "还没开始就取消了",
-		"the lab server stopped while this run was going": "运行途中实验服务器停止了",
-		"the lab server stopped before this run started":  "运行开始前实验服务器停止了",
-	}[msg]
-	switch {
-	case zh != "":
-	case st == StatusTimedOut:
-		var limit string
-		if _, err := fmt.Sscanf(msg, "the run reached its time limit of %s and was stopped", &limit); err == nil {
-			zh = "运行达到了 " + limit + " 的时间上限，已被停止"
-		} else {
-			zh = "运行超时被停止：" + msg
-		}
-	default:
-		zh = ReasonText(msg, "zh")
-		if zh == msg {
-			zh = "原因：" + msg
-		}
-	}
-	return Text{"en": msg, "zh": zh}
+	return Text{"en": err.Error(), "zh": "原因：" + err.Error()}
 }

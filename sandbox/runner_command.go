@@ -102,19 +102,22 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		limit, msg := ru.exp.IdleLimit(), ""
+		limit, msg := ru.exp.IdleLimit(), Text(nil)
 		idle := time.Since(ru.lastCmd)
 		if r.contendedLocked(ru) {
 			limit = min(limit, r.cfg.ContendedIdle)
 			if idle >= limit {
-				msg = fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit)
+				msg = Text{"en": fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit),
+					"zh": fmt.Sprintf("%s 内没有命令，而别人在等这台机器：运行已清理并结束", limit)}
 			} else if time.Since(ru.began) >= r.cfg.ContendedRun {
-				msg = fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun)
+				msg = Text{"en": fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun),
+					"zh": fmt.Sprintf("别人在等这台机器，而这次运行已占用它 %s：运行已清理并结束", r.cfg.ContendedRun)}
 			}
 		} else if idle >= limit {
-			msg = fmt.Sprintf("no command for %s: the run cleaned up and ended", limit)
+			msg = Text{"en": fmt.Sprintf("no command for %s: the run cleaned up and ended", limit),
+				"zh": fmt.Sprintf("%s 内没有命令：运行已清理并结束", limit)}
 		}
-		if msg == "" {
+		if msg == nil {
 			t.Reset(min(limit-idle, contendedPoll)) // others may come to wait
 			r.mu.Unlock()
 			continue

@@ -173,10 +173,9 @@ func (r *Runner) leaveLocked(ru *run, why Status) bool {
 	case ru.host != nil:
 		r.detachLocked(ru)
 		ru.info.Status = why
-		final = Event{Type: EvStatus, Status: why, Message: "cancelled", Messages: finalText(why, "cancelled")}
+		final = Event{Type: EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled}
 		if why == StatusInterrupted {
-			msg := "the lab server stopped while this run was going"
-			final.Message, final.Messages = msg, finalText(why, msg)
+			final.Message, final.Messages = msgStoppedDuring.Get("en"), msgStoppedDuring
 		}
 		ru.w.add(final)
 		r.removeLocked(ru)
@@ -191,7 +190,7 @@ func (r *Runner) leaveLocked(ru *run, why Status) bool {
 		if !others {
 			return false
 		}
-		ru.w.add(Event{Type: EvStatus, Status: why, Message: "cancelled", Messages: finalText(why, "cancelled")})
+		ru.w.add(Event{Type: EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled})
 		// Its record ends; the run stays queued or running for the others.
 		delete(r.runs, ru.info.ID)
 		if r.learners[ru.info.Learner] == ru {

@@ -18,7 +18,7 @@ func newTestRunner(t *testing.T, cfg RunnerConfig) (*Runner, *recorder) {
 		be := InProcess{Registry: cfg.Registry}
 		cfg.Backend = func(n Need) Backend {
 			if n == NeedRDMA {
-				return NoBackend{Reason: "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built"}
+				return NoBackend{Reason: Text{"en": "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built", "zh": "本机内核没有 rdma_rxe，Soft-RoCE 虚拟机也没有构建"}}
 			}
 			return be
 		}

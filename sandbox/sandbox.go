@@ -188,16 +188,18 @@ type Backend interface {
 // machine (NoBackend): the runner fails its runs at once with the reason
 // Unavailable returns, without calling Exec.
 type Unavailable interface {
-	Unavailable() string
+	Unavailable() Text
 }
 
 // Lab is the state of a backend, the body of GET /api/lab.
 type Lab struct {
 	Backend string   `json:"backend"`
 	State   LabState `json:"state"`
-	Reason  string   `json:"reason,omitempty"`
-	Kernel  string   `json:"kernel,omitempty"`
-	Accel   string   `json:"accel,omitempty"` // kvm|tcg (vm backend)
+	// Reason says why the lab is in its state (or, when ready, anything
+	// worth knowing), in both languages from where it is known.
+	Reason Text   `json:"reasons,omitempty"`
+	Kernel string `json:"kernel,omitempty"`
+	Accel  string `json:"accel,omitempty"` // kvm|tcg (vm backend)
 	// Guests is the size of the vm backend's pool, GuestsReady how many
 	// of them are up.
 	Guests      int      `json:"guests,omitempty"`

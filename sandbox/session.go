@@ -83,6 +83,9 @@ const (
 type End struct {
 	Kind  EndKind `json:"kind,omitempty"`
 	Error string  `json:"error,omitempty"`
+	// Zh is Error in Chinese when the cause was a Reason (written in both
+	// languages where it was known), so it crosses every hop untranslated.
+	Zh string `json:"zh,omitempty"`
 }
 
 // EndOf is the End of a run that returned err: done for nil, failed for an
@@ -93,6 +96,9 @@ func EndOf(err error, cancelled bool) End {
 		return End{}
 	}
 	e := End{Kind: EndError, Error: err.Error()}
+	if r := (*Reason)(nil); errors.As(err, &r) {
+		e.Zh = r.Text.Get("zh")
+	}
 	switch {
 	case errors.As(err, new(*AgentFailure)):
 		e.Kind = EndFailed
@@ -106,16 +112,24 @@ func EndOf(err error, cancelled bool) End {
 
 // Err is the error Exec returns for e: nil when done, an *AgentFailure
 // (already reported as an event) when failed, a *ProtocolError when
-// broken, a plain error otherwise.
+// broken, a plain error otherwise; with Zh, the error also carries the
+// Reason (errors.As) it was made from.
 func (e End) Err() error {
+	var why *Reason
+	if e.Zh != "" {
+		why = &Reason{Kind: string(e.Kind), Text: Text{"en": e.Error, "zh": e.Zh}}
+	}
 	switch e.Kind {
 	case EndDone:
 		return nil
 	case EndFailed:
-		return &AgentFailure{Message: e.Error}
+		return &AgentFailure{Message: e.Error, Reason: why}
 	case EndBroken:
 		return &ProtocolError{Reason: e.Error}
 	default:
+		if why != nil {
+			return why
+		}
 		if e.Error == "" {
 			return errors.New(string(e.Kind))
 		}

@@ -20,7 +20,8 @@ type LabSource interface {
 // lab is the current lab state; a server without an RDMA backend says so.
 func (s *Server) lab(ctx context.Context) sandbox.Lab {
 	if s.cfg.Lab == nil {
-		return sandbox.Lab{Backend: "none", State: sandbox.LabNone, Reason: "this server was started without an RDMA backend", Devices: []sandbox.Device{}}
+		return sandbox.Lab{Backend: "none", State: sandbox.LabNone, Devices: []sandbox.Device{},
+			Reason: sandbox.Text{"en": "this server was started without an RDMA backend", "zh": "本服务器启动时没有配置 RDMA 后端"}}
 	}
 	l := s.cfg.Lab.Lab(ctx)
 	if l.Devices == nil {
@@ -29,17 +30,20 @@ func (s *Server) lab(ctx context.Context) sandbox.Lab {
 	return l
 }
 
-// labJSON is GET /api/lab: {backend, state, reason, kernel, accel, devices}.
+// labJSON is GET /api/lab: {backend, state, reason (English), reasons
+// (zh, en), reason_text and status_text (in the learner's language), kernel,
+// accel, devices}.
 func (s *Server) labJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store") // counters change all the time
 	l := s.lab(r.Context())
 	lang := langOf(r)
 	writeJSON(w, http.StatusOK, struct {
 		sandbox.Lab
-		StatusText string        `json:"status_text"` // the state in one line, in the learner's language
+		Reason     string        `json:"reason,omitempty"` // English, as before reasons came in both languages
+		StatusText string        `json:"status_text"`      // the state in one line, in the learner's language
 		ReasonText string        `json:"reason_text,omitempty"`
 		Terminals  *labTerminals `json:"terminals,omitempty"` // learner terminals (terminal.go); absent when off
-	}{l, labStatusText(l, lang), sandbox.ReasonText(l.Reason, lang), s.labTerminals()})
+	}{l, l.Reason.Get("en"), l.Status().Get(lang), l.Reason.Get(lang), s.labTerminals()})
 }
 
 // labPage is GET /lab: the same for people, with the counters as a table.
@@ -49,7 +53,7 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 	t := tr(lang)
 	v := views.LabView{
 		Chrome:  s.chrome(r, t("lab.title")),
-		Backend: l.Backend, State: string(l.State), Status: labStatusText(l, lang), Reason: sandbox.ReasonText(l.Reason, lang),
+		Backend: l.Backend, State: string(l.State), Status: l.Status().Get(lang), Reason: l.Reason.Get(lang),
 		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
 	}
 	v.Use(views.TableAssets) // the device and counter tables
@@ -91,49 +95,4 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 		v.Counters = append(v.Counters, c)
 	}
 	s.render(w, r, http.StatusOK, views.LabPage(v))
-}
-
-// labStatusText is the lab's state in one line in lang (Lab.String is the
-// English one, for logs).
-func labStatusText(l sandbox.Lab, lang string) string {
-	if lang != "zh" {
-		return l.String()
-	}
-	title := "Soft-RoCE 实验环境"
-	if l.Backend == "host" {
-		title = "RDMA 实验环境（本机）"
-	}
-	switch l.State {
-	case sandbox.LabReady:
-		var devs []string
-		for _, d := range l.Devices {
-			if d.Netdev != "" {
-				devs = append(devs, d.Name+" → "+d.Netdev)
-			} else {
-				devs = append(devs, d.Name)
-			}
-		}
-		var parts []string
-		if len(devs) > 0 {
-			parts = append(parts, strings.Join(devs, "，"))
-		}
-		if l.Kernel != "" {
-			parts = append(parts, "内核 "+l.Kernel)
-		}
-		if l.Accel != "" {
-			parts = append(parts, strings.ToUpper(l.Accel))
-		}
-		s := title + "：就绪"
-		if len(parts) > 0 {
-			s += "（" + strings.Join(parts, "，") + "）"
-		}
-		return s
-	case sandbox.LabBooting:
-		return title + "：启动中…"
-	case sandbox.LabFailed:
-		return title + "：启动失败（服务器会再试）"
-	case sandbox.LabNone:
-		return title + "：不可用——" + sandbox.ReasonText(l.Reason, "zh")
-	}
-	return title + "：状态未知"
 }

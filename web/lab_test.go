@@ -13,6 +13,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -89,7 +90,7 @@ func TestLabAPIWithoutBackend(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
 		t.Fatal(err)
 	}
-	if got.State != "none" || got.Backend != "none" || got.Reason == "" || got.Devices == nil {
+	if got.State != "none" || got.Backend != "none" || got.Reason.Get("en") == "" || got.Devices == nil {
 		t.Errorf("lab without backend: %+v", got)
 	}
 }
@@ -134,7 +135,7 @@ func TestLabPage(t *testing.T) {
 
 func TestLabPageBootingAndFailed(t *testing.T) {
 	var state atomic.Pointer[sandbox.Lab]
-	state.Store(&sandbox.Lab{Backend: "vm", State: "booting", Reason: "booting kernel 6.1.0-56-amd64 with TCG"})
+	state.Store(&sandbox.Lab{Backend: "vm", State: "booting", Reason: sandbox.Text{"en": "booting kernel 6.1.0-56-amd64 with TCG", "zh": "用 TCG 启动内核 6.1.0-56-amd64"}})
 	ts := labServer(t, labFunc(func(context.Context) sandbox.Lab { return *state.Load() }))
 	d := labDoc(t, ts, "en")
 	if d.Find(`meta[http-equiv=refresh]`).Length() != 1 {
@@ -143,9 +144,61 @@ func TestLabPageBootingAndFailed(t *testing.T) {
 	if s := d.Find(`[data-testid=lab-status]`).Text(); !strings.Contains(s, "booting") {
 		t.Errorf("status %q", s)
 	}
-	state.Store(&sandbox.Lab{Backend: "vm", State: "failed", Reason: "qemu exited: exit status 1; console:\nKernel panic"})
+	state.Store(&sandbox.Lab{Backend: "vm", State: "failed", Reason: sandbox.Detail("the guest did not boot", "虚拟机没能启动", "qemu exited: exit status 1; console:\nKernel panic")})
 	d = labDoc(t, ts, "en")
 	if r := d.Find(`[data-testid=lab-reason]`).Text(); !strings.Contains(r, "Kernel panic") {
 		t.Errorf("failed lab shows reason %q", r)
+	}
+}
+
+// Whatever state the lab is in, a zh reader gets its status and reason in
+// Chinese, on /lab and in /api/lab's status_text and reason_text (issue
+// 23: "cannot read RDMA devices", "booting kernel … with TCG" and "runs go
+// to the workers" reached zh readers in English).
+func TestLabReasonsInChinese(t *testing.T) {
+	var state atomic.Pointer[sandbox.Lab]
+	ts := labServer(t, labFunc(func(context.Context) sandbox.Lab { return *state.Load() }))
+	bare := labServer(t, nil) // a server without an RDMA backend
+	workers := readyLab
+	workers.Reason = sandbox.Text{"en": "runs go to the workers", "zh": "实验交给其他机器（worker）运行"}
+	for _, c := range []struct {
+		ts  *httptest.Server
+		lab sandbox.Lab
+	}{
+		{ts, readyLab},
+		{ts, workers},
+		{ts, sandbox.Lab{Backend: "vm", State: "booting", Reason: sandbox.Text{"en": "booting kernel 6.1.0-56-amd64 with TCG", "zh": "用 TCG 启动内核 6.1.0-56-amd64"}}},
+		{ts, sandbox.Lab{Backend: "host", State: "failed", Reason: sandbox.Text{"en": "the RDMA devices of this kernel are gone", "zh": "本机内核的 RDMA 设备不见了"}}},
+		{bare, sandbox.Lab{}},
+	} {
+		state.Store(&c.lab)
+		d := labDoc(t, c.ts, "zh")
+		for _, id := range []string{"lab-status", "lab-reason"} {
+			if s := d.Find(`[data-testid=` + id + `]`).Text(); len(zhcheck.Prose(s)) > 0 {
+				t.Errorf("%s lab: /lab?lang=zh %s %q has English %q", c.lab.State, id, s, zhcheck.Prose(s))
+			}
+		}
+		res, err := http.Get(c.ts.URL + "/api/lab?lang=zh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Reason     string `json:"reason"`
+			StatusText string `json:"status_text"`
+			ReasonText string `json:"reason_text"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&got)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{got.StatusText, got.ReasonText} {
+			if len(zhcheck.Prose(s)) > 0 {
+				t.Errorf("%s lab: /api/lab?lang=zh has English %q in %q", c.lab.State, zhcheck.Prose(s), s)
+			}
+		}
+		if (got.ReasonText == "") != (got.Reason == "") {
+			t.Errorf("%s lab: reason %q but reason_text %q", c.lab.State, got.Reason, got.ReasonText)
+		}
 	}
 }

@@ -174,7 +174,7 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 		be := sandbox.InProcess{Registry: reg}
 		cfg.Backend = func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {
-				return sandbox.NoBackend{Reason: "no RDMA here"}
+				return sandbox.NoBackend{Reason: sandbox.Text{"en": "no RDMA here", "zh": "这里没有 RDMA"}}
 			}
 			return be
 		}

@@ -33,6 +33,6 @@ func (s *Server) noRDMA(r *http.Request, exp *sandbox.Experiment) *Error {
 	if l.State != sandbox.LabNone {
 		return nil
 	}
-	s.log.Warn("RDMA experiment refused: no RDMA backend", "experiment", exp.ID, "reason", l.Reason)
+	s.log.Warn("RDMA experiment refused: no RDMA backend", "experiment", exp.ID, "reason", l.Reason.Get("en"))
 	return Errorf(CodeUnavailable, tr(langOf(r))("run.err.nordma"))
 }

@@ -75,7 +75,7 @@ func TestSecurityHeaders(t *testing.T) {
 type noLab struct{}
 
 func (noLab) Lab(context.Context) sandbox.Lab {
-	return sandbox.Lab{Backend: "none", State: sandbox.LabNone, Reason: "started with --backend none"}
+	return sandbox.Lab{Backend: "none", State: sandbox.LabNone, Reason: sandbox.Text{"en": "started with --backend none", "zh": "以 --backend none 启动"}}
 }
 
 // TestRDMARefusedWithoutBackend is issue 18.8: with --backend none an RDMA

@@ -213,12 +213,12 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 	if err != nil {
 		return nil, nil, d, err
 	}
-	log.Info("RDMA backend", "backend", d.Backend, "reason", d.Reason, "fix", d.Fix)
+	log.Info("RDMA backend", "backend", d.Backend, "reason", d.Reason.Get("en"), "fix", d.Fix.Get("en"))
 	switch d.Backend {
 	case choose.Host:
-		note := ""
+		var note sandbox.Text
 		if d.SetUp {
-			note = "Soft-RoCE set up by labserver on this host"
+			note = sandbox.Text{"en": "Soft-RoCE set up by labserver on this host", "zh": "Soft-RoCE 由 labserver 在本机设置"}
 		}
 		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
@@ -234,10 +234,6 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 		p.Start()
 		return p, p.Close, d, nil
 	default:
-		reason := d.Reason
-		if d.Fix != "" {
-			reason += "; fix: " + d.Fix
-		}
-		return sandbox.NoBackend{Reason: reason}, func() error { return nil }, d, nil
+		return sandbox.NoBackend{Reason: d.Why()}, func() error { return nil }, d, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
@@ -58,6 +59,7 @@ func TestDecide(t *testing.T) {
 		{"nothing works: none with the fix", probes{vmReady: missingQEMU}, Auto, false, None, "missing qemu-system-x86_64", "apt-get install -y qemu-system-x86", false},
 		{"host asked, none there", probes{}, Host, false, None, "no RDMA devices", "--setup-softroce", false},
 		{"vm asked even with devices", probes{devices: []sandbox.Device{{Name: "rxe0"}}}, VM, false, VM, "guest", "", false},
+		{"guest image broken: none", probes{vmReady: errors.New("EIO")}, Auto, false, None, "cannot be built: EIO", "", false},
 		{"none asked", probes{devices: []sandbox.Device{{Name: "rxe0"}}}, None, false, None, "turned off", "--backend auto", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,8 +68,14 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Backend != c.want || !strings.Contains(d.Reason, c.inReason) || !strings.Contains(d.Fix, c.fix) {
+			if d.Backend != c.want || !strings.Contains(d.Reason.Get("en"), c.inReason) || !strings.Contains(d.Fix.Get("en"), c.fix) {
 				t.Errorf("got %+v, want %s with reason containing %q, fix containing %q", d, c.want, c.inReason, c.fix)
+			}
+			// What an admin reads on a zh page: Chinese, with only the
+			// system's own error (the probe's) left as it is.
+			why := d.Why()
+			if zh := strings.ReplaceAll(why.Get("zh"), noRxe.Error(), ""); why["zh"] == "" || len(zhcheck.Prose(zh)) > 0 {
+				t.Errorf("reason in Chinese %q: English prose %q", why["zh"], zhcheck.Prose(zh))
 			}
 			if d.SetUp != c.setUp || p.setUp != c.setUp {
 				t.Errorf("set up: decision %v, probe %v; want %v", d.SetUp, p.setUp, c.setUp)
@@ -95,7 +103,7 @@ func TestDecideThisMachine(t *testing.T) {
 	switch d.Backend {
 	case Host, VM:
 	case None:
-		if d.Fix == "" && !strings.Contains(d.Reason, "cannot") {
+		if d.Fix == nil && !strings.Contains(d.Reason.Get("en"), "cannot") {
 			t.Errorf("none without a fix or reason: %+v", d)
 		}
 	default:

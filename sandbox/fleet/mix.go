@@ -51,7 +51,7 @@ func (m *Mix) Lab(ctx context.Context) sandbox.Lab {
 			Devices: deviceNames(w.Devices), Slots: w.Backends[string(m.Need)], Running: w.Running, Load1: w.Load1, CPUs: w.CPUs})
 	}
 	if !m.localOK() && len(lab.Workers) > 0 {
-		lab.State, lab.Reason = sandbox.LabReady, "runs go to the workers"
+		lab.State, lab.Reason = sandbox.LabReady, sandbox.Text{"en": "runs go to the workers", "zh": "实验交给其他机器（worker）运行"}
 	}
 	return lab
 }

@@ -224,7 +224,7 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, r := range runs {
 		select {
-		case r.end <- sandbox.End{Kind: sandbox.EndError, Error: "the lab server is shutting down"}:
+		case r.end <- sandbox.End{Kind: sandbox.EndError, Error: "the lab server is shutting down", Zh: "实验服务器正在关闭"}:
 		default:
 		}
 	}
@@ -352,14 +352,14 @@ func (s *Server) onEvent(m *nats.Msg) {
 		s.warn("workers: a worker broke a bound; its run fails", "worker", worker, "run", id, "bound", why)
 		_ = s.nc.Publish(subjCancel+worker+"."+id, nil)
 		select {
-		case r.end <- sandbox.End{Kind: sandbox.EndBroken, Error: "the worker broke a bound: " + why}:
+		case r.end <- sandbox.End{Kind: sandbox.EndBroken, Error: "the worker broke a bound: " + why, Zh: "worker 机器越过了一项限制：" + why}:
 		default:
 		}
 		return
 	}
 	r.n = f.N
 	if f.End != nil {
-		end := sandbox.End{Kind: f.End.Kind, Error: lineio.Clip(f.End.Error, maxText)}
+		end := sandbox.End{Kind: f.End.Kind, Error: lineio.Clip(f.End.Error, maxText), Zh: lineio.Clip(f.End.Zh, maxText)}
 		select {
 		case r.end <- end:
 		default:
@@ -450,7 +450,9 @@ func (s *Server) Exec(ctx context.Context, need sandbox.Need, ses *sandbox.Sessi
 			return ctx.Err()
 		case <-tick.C:
 			if worker != "" && !s.alive(worker) {
-				return fmt.Errorf("worker %s stopped answering while running this run (no heartbeat for %s): it died or lost its connection; the run's outcome is unknown", worker, deadAfter)
+				return &sandbox.Reason{Kind: "worker-lost", Text: sandbox.Text{
+					"en": fmt.Sprintf("worker %s stopped answering while running this run (no heartbeat for %s): it died or lost its connection; the run's outcome is unknown", worker, deadAfter),
+					"zh": fmt.Sprintf("worker 机器 %s 在运行途中不再应答（%s 没有心跳）：它死掉了或断开了连接；运行结果未知", worker, deadAfter)}}
 			}
 		}
 	}

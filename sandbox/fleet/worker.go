@@ -247,7 +247,8 @@ func (w *worker) handle(ctx context.Context, need sandbox.Need, m jetstream.Msg)
 	w.log.Info("run", "run", id, "experiment", job.Experiment, "interactive", job.Interactive)
 	var end sandbox.End
 	if be := w.cfg.Backends[need]; be == nil {
-		end = sandbox.End{Kind: sandbox.EndError, Error: "worker " + w.cfg.Name + " has no backend for " + string(need)}
+		end = sandbox.End{Kind: sandbox.EndError, Error: "worker " + w.cfg.Name + " has no backend for " + string(need),
+			Zh: "worker 机器 " + w.cfg.Name + " 没有能运行 " + string(need) + " 实验的后端"}
 	} else {
 		err := be.Exec(runCtx, ses)
 		end = sandbox.EndOf(err, runCtx.Err() != nil)

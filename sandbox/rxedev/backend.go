@@ -13,8 +13,9 @@ import (
 // devices with their counters now.
 type Backend struct {
 	Host *agentproc.Agent
-	// Note says how the devices came to be (e.g. "Soft-RoCE set up by labserver").
-	Note string
+	// Note says how the devices came to be (e.g. "Soft-RoCE set up by
+	// labserver"), in both languages.
+	Note sandbox.Text
 }
 
 // Name implements sandbox.Backend.
@@ -35,9 +36,9 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	devs, err := Devices()
 	switch {
 	case err != nil:
-		lab.State, lab.Reason = sandbox.LabFailed, "cannot read RDMA devices: "+err.Error()
+		lab.State, lab.Reason = sandbox.LabFailed, sandbox.Detail("cannot read RDMA devices", "无法读取 RDMA 设备", err.Error())
 	case len(devs) == 0:
-		lab.State, lab.Reason = sandbox.LabFailed, "the RDMA devices of this kernel are gone"
+		lab.State, lab.Reason = sandbox.LabFailed, sandbox.Text{"en": "the RDMA devices of this kernel are gone", "zh": "本机内核的 RDMA 设备不见了"}
 	default:
 		lab.Devices = devs
 	}

@@ -27,7 +27,7 @@ type Backend struct {
 
 	mu      sync.Mutex
 	state   sandbox.LabState
-	reason  string
+	reason  sandbox.Text
 	accel   string
 	kernel  string
 	guest   *Guest
@@ -92,7 +92,7 @@ func New(cfg Config) *Backend {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		cfg: cfg, state: sandbox.LabBooting, reason: "not started",
+		cfg: cfg, state: sandbox.LabBooting, reason: sandbox.Text{"en": "not started", "zh": "尚未启动"},
 		changed: make(chan struct{}), kick: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
@@ -145,7 +145,7 @@ func (b *Backend) BootTimes() []time.Duration {
 	return append([]time.Duration(nil), b.boots...)
 }
 
-func (b *Backend) setState(state sandbox.LabState, reason string, g *Guest) {
+func (b *Backend) setState(state sandbox.LabState, reason sandbox.Text, g *Guest) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.state, b.reason, b.guest = state, reason, g
@@ -155,7 +155,7 @@ func (b *Backend) setState(state sandbox.LabState, reason string, g *Guest) {
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
-	b.cfg.Logger.Info("lab guest", "state", state, "reason", firstLine(reason))
+	b.cfg.Logger.Info("lab guest", "state", state, "reason", firstLine(reason.Get("en")))
 }
 
 // WaitReady waits until the guest is ready and returns it, or returns the
@@ -176,11 +176,13 @@ func (b *Backend) WaitReady(ctx context.Context) (*Guest, error) {
 			case b.kick <- struct{}{}:
 			default:
 			}
-			return nil, fmt.Errorf("the Soft-RoCE lab guest is not available: %s", reason)
+			return nil, &sandbox.Reason{Kind: "guest-failed", Text: sandbox.Text{
+				"en": "the Soft-RoCE lab guest is not available: " + reason.Get("en"),
+				"zh": "Soft-RoCE 虚拟机不可用：" + reason.Get("zh")}}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the Soft-RoCE guest (%s): %w", reason, ctx.Err())
+			return nil, fmt.Errorf("waiting for the Soft-RoCE guest (%s): %w", reason.Get("en"), ctx.Err())
 		case <-b.ctx.Done():
 			return nil, errors.New("the lab is shutting down")
 		case <-changed:
@@ -216,11 +218,11 @@ func (b *Backend) Lab(ctx context.Context) sandbox.Lab {
 	defer cancel()
 	gl, err := g.Lab(ctx)
 	if err != nil {
-		lab.Reason = "device info unavailable: " + err.Error()
+		lab.Reason = sandbox.Detail("device info unavailable", "无法取得设备信息", err.Error())
 		return lab
 	}
 	lab.Devices = gl.Devices
-	if gl.Reason != "" {
+	if gl.Reason != nil {
 		lab.Reason = gl.Reason
 	}
 	return lab
@@ -238,15 +240,15 @@ func (b *Backend) supervise() {
 			if b.ctx.Err() != nil {
 				break
 			}
-			b.setState(sandbox.LabFailed, err.Error(), nil)
+			b.setState(sandbox.LabFailed, failedBoot(err), nil)
 			select {
 			case <-b.ctx.Done():
 			case <-b.kick:
-				b.setState(sandbox.LabBooting, "booting again after a failure", nil)
+				b.setState(sandbox.LabBooting, sandbox.Text{"en": "booting again after a failure", "zh": "失败后重新启动"}, nil)
 			}
 			continue
 		}
-		b.setState(sandbox.LabReady, "", g)
+		b.setState(sandbox.LabReady, nil, g)
 		reason := b.watch(g)
 		g.Fail(reason)
 		tail := consoleTail(g.Console, 10)
@@ -261,7 +263,7 @@ func (b *Backend) supervise() {
 			quickDeaths = 0
 		}
 		if quickDeaths >= 3 {
-			b.setState(sandbox.LabFailed, "the guest keeps dying: "+reason.Error(), nil)
+			b.setState(sandbox.LabFailed, sandbox.Detail("the guest keeps dying", "虚拟机反复死掉", reason.Error()), nil)
 			quickDeaths = 0
 			select {
 			case <-b.ctx.Done():
@@ -269,7 +271,7 @@ func (b *Backend) supervise() {
 			}
 			continue
 		}
-		b.setState(sandbox.LabBooting, "restarting after: "+reason.Error(), nil)
+		b.setState(sandbox.LabBooting, sandbox.Detail("restarting after", "重启中，原因", reason.Error()), nil)
 	}
 	b.mu.Lock()
 	g := b.guest
@@ -277,13 +279,13 @@ func (b *Backend) supervise() {
 	if g != nil {
 		g.Stop()
 	}
-	b.setState(sandbox.LabFailed, "the lab was shut down", nil)
+	b.setState(sandbox.LabFailed, sandbox.Text{"en": "the lab was shut down", "zh": "实验环境已关闭"}, nil)
 }
 
 // bootOnce builds the image if needed and boots one guest, falling back
 // from KVM to TCG when KVM turns out not to work.
 func (b *Backend) bootOnce() (*Guest, error) {
-	b.setState(sandbox.LabBooting, "checking the guest image", nil)
+	b.setState(sandbox.LabBooting, sandbox.Text{"en": "checking the guest image", "zh": "检查虚拟机镜像"}, nil)
 	im, _, err := vmimage.Build(b.ctx, vmimage.BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
@@ -293,7 +295,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		return nil, err
 	}
 	accel, why, probe := chooseAccel(b.cfg, qemu)
-	b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel), nil)
+	b.setState(sandbox.LabBooting, bootingText(im.Release, accel, nil), nil)
 	if probe {
 		// The real KVM probe: a nested hypervisor may accept the ioctls
 		// and still be unable to run the kernel. QEMU's exit or a silent
@@ -320,7 +322,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		b.cfg.Logger.Warn("KVM cannot boot the guest; using TCG from now on with this host kernel and QEMU",
 			"probe", time.Since(begin).Round(time.Millisecond), "reason", why)
 		accel = AccelTCG
-		b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with TCG ("+why+")", nil)
+		b.setState(sandbox.LabBooting, bootingText(im.Release, AccelTCG, sandbox.Detail("KVM boot failed", "KVM 启动失败", firstLine(err.Error()))), nil)
 	}
 	key := snapshotKey(b.cfg, qemu, im, accel)
 	b.mu.Lock()
@@ -335,7 +337,8 @@ func (b *Backend) bootOnce() (*Guest, error) {
 	}
 	if !b.cfg.NoSnapshot {
 		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
-			b.setState(sandbox.LabBooting, "restoring the guest from its snapshot ("+strings.ToUpper(accel)+")", nil)
+			b.setState(sandbox.LabBooting, sandbox.Text{"en": "restoring the guest from its snapshot (" + strings.ToUpper(accel) + ")",
+				"zh": "从快照恢复虚拟机（" + strings.ToUpper(accel) + "）"}, nil)
 			g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
 			if err == nil {
 				return g, nil
@@ -344,7 +347,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 				return nil, err
 			}
 			b.cfg.Logger.Warn("restoring the guest failed; booting it", "err", firstLine(err.Error()))
-			b.setState(sandbox.LabBooting, "booting kernel "+im.Release+" with "+strings.ToUpper(accel)+" (the snapshot did not restore)", nil)
+			b.setState(sandbox.LabBooting, bootingText(im.Release, accel, sandbox.Text{"en": "the snapshot did not restore", "zh": "快照没能恢复"}), nil)
 		}
 	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
@@ -453,4 +456,26 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// bootingText is the booting lab's reason: "booting kernel K with TCG
+// (why)"; why may be nil.
+func bootingText(release, accel string, why sandbox.Text) sandbox.Text {
+	a := strings.ToUpper(accel)
+	t := sandbox.Text{"en": "booting kernel " + release + " with " + a, "zh": "用 " + a + " 启动内核 " + release}
+	if why != nil {
+		t["en"] += " (" + why.Get("en") + ")"
+		t["zh"] += "（" + why.Get("zh") + "）"
+	}
+	return t
+}
+
+// failedBoot is why a boot failed: the image or QEMU missing, or the
+// guest not coming up; the error itself is a diagnostic.
+func failedBoot(err error) sandbox.Text {
+	var me *vmimage.MissingError
+	if errors.As(err, &me) {
+		return sandbox.Text{"en": err.Error(), "zh": "无法启动虚拟机：缺少软件包 " + strings.Join(me.Packages, " ") + " 提供的文件；解决办法：" + me.Fix()}
+	}
+	return sandbox.Detail("the guest did not boot", "虚拟机没能启动", err.Error())
 }

@@ -203,7 +203,8 @@ func (p *Pool) Lab(ctx context.Context) sandbox.Lab {
 	}
 	if lab.State != sandbox.LabReady && lab.GuestsReady > 0 {
 		// Another guest is serving while the first one restarts.
-		lab.State, lab.Reason = sandbox.LabReady, "guest 1 is restarting: "+lab.Reason
+		lab.State = sandbox.LabReady
+		lab.Reason = sandbox.Text{"en": "guest 1 is restarting: " + lab.Reason.Get("en"), "zh": "虚拟机 1 正在重启：" + lab.Reason.Get("zh")}
 	}
 	return lab
 }

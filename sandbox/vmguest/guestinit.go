@@ -285,11 +285,11 @@ func GuestLab(ctx context.Context) sandbox.Lab {
 	}
 	devs, err := rxedev.Devices()
 	if err != nil {
-		lab.State, lab.Reason = sandbox.LabFailed, err.Error()
+		lab.State, lab.Reason = sandbox.LabFailed, sandbox.Detail("cannot read the guest's RDMA devices", "无法读取虚拟机的 RDMA 设备", err.Error())
 		return lab
 	}
 	if len(devs) == 0 {
-		lab.State, lab.Reason = sandbox.LabFailed, "the guest has no RDMA devices"
+		lab.State, lab.Reason = sandbox.LabFailed, sandbox.Text{"en": "the guest has no RDMA devices", "zh": "虚拟机里没有 RDMA 设备"}
 	}
 	lab.Devices = append(lab.Devices, devs...)
 	return lab

@@ -66,7 +66,7 @@
         w.lab.dataset.state = st;
         if (st === "ready") w.lab.textContent = w.t("steps.lab.ready");
         else if (st === "booting") w.lab.textContent = w.t("steps.lab.booting");
-        else w.lab.textContent = fmt(w.t(st === "failed" ? "steps.lab.failed" : "steps.lab.none"), lab.reason || "");
+        else w.lab.textContent = fmt(w.t(st === "failed" ? "steps.lab.failed" : "steps.lab.none"), lab.reason_text || lab.reason || "");
         if (!w.runID) w.startBtn.disabled = st !== "ready" && st !== "booting";
         if (st === "booting") setTimeout(poll, 3000);
       }).catch(function () { if (!w.runID) w.startBtn.disabled = false; });

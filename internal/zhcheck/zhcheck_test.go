@@ -1,10 +1,10 @@
-package e2e
+package zhcheck
 
 import (
 	"testing"
 )
 
-// The English-prose detector of TestEveryExperimentReplay.
+// The English-prose detector of e2e.TestEveryExperimentReplay.
 func TestEnglishProse(t *testing.T) {
 	for _, c := range []struct {
 		s    string
@@ -24,7 +24,7 @@ func TestEnglishProse(t *testing.T) {
 		{"be ae", 1}, // two words, not a dump
 		{"the run said be careful", 1},
 	} {
-		if got := proseIn(c.s); len(got) != c.want {
+		if got := Prose(c.s); len(got) != c.want {
 			t.Errorf("%q: %v", c.s, got)
 		}
 	}
