@@ -15,7 +15,6 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,9 +45,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// labserver builds the binary once for the package.
+// labserver builds the binary once for the package. Under -short every
+// test here skips: each builds labserver and starts, kills and restarts
+// real server processes (minutes on a busy machine); make test runs them.
 func labserver(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds labserver and breaks real server processes, not in the quick tier")
+	}
 	binOnce.Do(func() { binPath, binErr = labproc.Build(context.Background(), binDir, false) })
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -60,10 +64,7 @@ func labserver(t *testing.T) string {
 // says otherwise) and kills it at the end of the test if still running.
 func start(t *testing.T, opt labproc.Options) *labproc.Server {
 	t.Helper()
-	if testing.Short() && slices.Contains(opt.Env, "LAB_BACKEND=vm") {
-		t.Skip("-short: boots a guest (QEMU), not in the quick tier")
-	}
-	opt.Bin = labserver(t)
+	opt.Bin = labserver(t) // skips under -short
 	if opt.Dir == "" {
 		opt.Dir = t.TempDir()
 	}

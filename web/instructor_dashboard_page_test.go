@@ -16,7 +16,10 @@ import (
 func TestDashboardWith100kLearners(t *testing.T) {
 	e := newInstrEnv(t)
 	c := e.instructor("ada", "correct horse battery")
-	const n = 100_000
+	n := 100_000
+	if testing.Short() {
+		n = 5_000 // the pages and their bound are the same; the scale is make test's
+	}
 	db, err := sql.Open("sqlite", "file:"+e.DB.Path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +50,8 @@ func TestDashboardWith100kLearners(t *testing.T) {
 	if rows := body.Find(`[data-testid=learner]`).Length(); rows != dashPageSize {
 		t.Errorf("%d learner rows on the first page, want %d", rows, dashPageSize)
 	}
-	if got := body.Find(`[data-testid=active-count]`).Text(); !strings.Contains(got, "100000") {
-		t.Errorf("active count %q does not say 100000 learners", got)
+	if got := body.Find(`[data-testid=active-count]`).Text(); !strings.Contains(got, fmt.Sprint(n)) {
+		t.Errorf("active count %q does not say %d learners", got, n)
 	}
 	next, ok := body.Find(`[data-testid=learners-pager] a[rel=next]`).Attr("href")
 	if !ok {

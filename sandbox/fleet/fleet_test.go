@@ -20,27 +20,40 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 )
 
-var labserverBin string
+var (
+	binOnce sync.Once
+	binDir  string // TestMain's, removed after the tests
+	binPath string
+	binErr  error
+)
 
-// TestMain builds labserver (or takes $LAB_TEST_LABSERVER): the workers
-// are separate `labserver worker` processes, as on other machines.
+// TestMain makes the folder labserver is built into, on first use.
 func TestMain(m *testing.M) {
-	if p := os.Getenv("LAB_TEST_LABSERVER"); p != "" {
-		labserverBin = p
-		os.Exit(m.Run())
-	}
 	dir, err := os.MkdirTemp("", "fleet-test-")
 	if err != nil {
 		panic(err)
 	}
-	// labagent beside it: the worker with a guest puts it in the image.
-	if labserverBin, err = labproc.Build(context.Background(), dir, false); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// labserverBin builds labserver (or takes $LAB_TEST_LABSERVER) the first
+// time a test needs it: the workers are separate `labserver worker`
+// processes, as on other machines (labagent beside it: the worker with a
+// guest puts it in the image). Under -short such tests skip (the build and
+// the processes take minutes on a busy machine); the in-process tests run.
+func labserverBin(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds labserver and starts worker processes, not in the quick tier")
+	}
+	binOnce.Do(func() { binPath, binErr = labproc.Build(context.Background(), binDir, false) })
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
 }
 
 const token = "s3cret-class-token"
@@ -91,7 +104,7 @@ func startWorkerEnv(t *testing.T, env []string, addr, name, tok string, extra ..
 // startWorkerArgs starts `labserver ARGS…` as worker name.
 func startWorkerArgs(t *testing.T, env []string, name string, args ...string) *workerProc {
 	t.Helper()
-	cmd := exec.Command(labserverBin, args...)
+	cmd := exec.Command(labserverBin(t), args...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
