@@ -365,7 +365,7 @@ func (b *Backend) restoreKept(keep *Keep, learner, key string, im *vmimage.Image
 	var g *Guest
 	if snap != nil {
 		snap.nextID, snap.terms = m.NextID, m.Terms
-		b.setState(sandbox.LabBooting, "restoring the learner's kept machine", nil)
+		b.setState(sandbox.LabBooting, sandbox.Text{"en": "restoring the learner's kept machine", "zh": "恢复学员保留的虚拟机"}, nil)
 		begin := time.Now()
 		var err error
 		g, err = startGuest(b.ctx, b.cfg, im, accel, false, snap)
