@@ -93,7 +93,6 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		Instructor:   in.Username,
 		TA:           in.TA(),
 		LogoutAction: "/instructor/logout",
-		Warnings:     len(course.Warnings),
 		ActiveWindow: trf(lang, "instr.window", int(activeWindow/time.Minute)),
 		Exports: []views.Link{
 			{Href: "/instructor/export/progress.csv" + classQuery(sc, "?"), Title: t("instr.export.progress")},
@@ -107,6 +106,13 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 	if v.Classes, err = s.classPicks(r, sc); err != nil {
 		s.internalError(w, r, err)
 		return
+	}
+	for i, d := range course.Warnings {
+		if i == maxDashWarnings {
+			v.MoreWarnings = len(course.Warnings) - i
+			break
+		}
+		v.Warnings = append(v.Warnings, d.String())
 	}
 	if s.cfg.Live != nil {
 		for _, d := range s.cfg.Live.Snapshot().Errors {
@@ -196,6 +202,10 @@ var runStatusOrder = []sandbox.Status{
 	sandbox.StatusDone, sandbox.StatusFailed, sandbox.StatusTimedOut, sandbox.StatusCancelled,
 	sandbox.StatusInterrupted, sandbox.StatusRunning, sandbox.StatusQueued,
 }
+
+// maxDashWarnings bounds the course warnings the dashboard lists (`labserver
+// check` prints them all).
+const maxDashWarnings = 100
 
 // quizAttempts converts stored attempts for quiz.ComputeStats. Answers are
 // read by shape alone (quiz.StoredAnswer), so attempts at options an author

@@ -50,8 +50,9 @@ type Dashboard struct {
 	Instructor    string
 	TA            bool // a TA's dashboard: no drafts
 	LogoutAction  string
-	CourseErrors  []string // file:line: message of the last failed reload
-	Warnings      int
+	CourseErrors  []string      // file:line: message of the last failed reload
+	Warnings      []string      // file:line: message of the course's warnings (check's, not fatal)
+	MoreWarnings  int           // warnings beyond those listed
 	ActiveWindow  string        // e.g. "15 min"
 	Active        int           // active learners, over all pages
 	Total         int           // learners, over all pages
@@ -317,7 +318,11 @@ func Count(t Tr, n int, key string) string {
 // Markdown (trusted content, like lesson pages).
 type AnswerKey struct {
 	Chrome
-	Lessons []KeyLesson
+	Lessons       []KeyLesson
+	Nav           []ClassPick // all lessons, then each lesson with questions
+	QuestionsOnly bool        // the question sheet: no answers, feedback, hints, explanations
+	ToggleHref    string      // the same page with answers / as a question sheet
+	ClassName     string      // the class whose results each question shows ("" for none)
 }
 
 // KeyLesson is one lesson's questions.
@@ -333,6 +338,7 @@ type KeyQuestion struct {
 	Options             []KeyOption
 	Numeric             string // "12.5 ± 0.1 GB/s"
 	Explanation, Hint   string
+	ClassStats          string // how the class did ("" without a class)
 }
 
 // KeyOption is one option; Position is its place in an order question's answer.
@@ -340,4 +346,5 @@ type KeyOption struct {
 	ID, Text, Feedback string
 	Correct            bool
 	Position           int
+	ClassCount         string // the class's first choices of it ("" without a class)
 }
