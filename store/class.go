@@ -49,17 +49,17 @@ func (db *DB) ClassLearnersIn(ctx context.Context, sc Scope, limit, offset int, 
 		limit = -1 // SQLite: no limit
 	}
 	rows, err := db.r.QueryContext(ctx, `
-		WITH p AS (SELECT learner, COUNT(*) AS opened, COUNT(completed_at) AS completed,
+		WITH p AS (SELECT learner, COUNT(*) AS opened, COUNT(CASE WHEN `+sc.during("learner", "completed_at")+` THEN completed_at END) AS completed,
 		                  MAX(MAX(opened_at), COALESCE(MAX(completed_at), '')) AS last
 		           FROM progress GROUP BY learner),
 		     a AS (SELECT learner, COUNT(*) AS n, COUNT(DISTINCT CASE WHEN correct = 1 THEN question_id END) AS ok,
 		                  MAX(created_at) AS last
-		           FROM attempts GROUP BY learner),
+		           FROM attempts WHERE `+sc.during("attempts.learner", "attempts.created_at")+` GROUP BY learner),
 		     r AS (SELECT learner, COUNT(*) AS n, MAX(COALESCE(finished_at, started_at, created_at)) AS last
-		           FROM runs GROUP BY learner),
-		     t AS (SELECT learner, COUNT(done_at) AS done, MAX(last_at) AS last
+		           FROM runs WHERE `+sc.during("runs.learner", "runs.created_at")+` GROUP BY learner),
+		     t AS (SELECT learner, COUNT(CASE WHEN `+sc.during("learner", "done_at")+` THEN done_at END) AS done, MAX(last_at) AS last
 		           FROM task_progress GROUP BY learner),
-		     g AS (SELECT learner, COUNT(passed_at) AS ok, MAX(last_at) AS last
+		     g AS (SELECT learner, COUNT(CASE WHEN `+sc.during("learner", "passed_at")+` THEN passed_at END) AS ok, MAX(last_at) AS last
 		           FROM program_progress GROUP BY learner),
 		     s AS (SELECT l.id, l.display_name, l.created,
 		                  MAX(l.created, COALESCE(p.last, ''), COALESCE(a.last, ''), COALESCE(r.last, ''), COALESCE(t.last, ''), COALESCE(g.last, '')) AS last,
@@ -116,7 +116,7 @@ func (db *DB) ClassLessonCounts(ctx context.Context) (map[string]LessonCounts, e
 
 // ClassLessonCountsIn is ClassLessonCounts for the learners in scope.
 func (db *DB) ClassLessonCountsIn(ctx context.Context, sc Scope) (map[string]LessonCounts, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(completed_at) FROM progress
+	rows, err := db.r.QueryContext(ctx, `SELECT lesson, COUNT(*), COUNT(CASE WHEN `+sc.during("progress.learner", "completed_at")+` THEN completed_at END) FROM progress
 		WHERE `+sc.rowOf("progress.learner", activityExists)+` GROUP BY lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson counts: %w", err)
@@ -153,8 +153,10 @@ func (db *DB) ClassRunCounts(ctx context.Context) ([]ExperimentRunCounts, error)
 // ClassRunCountsIn is ClassRunCounts for the learners in scope.
 func (db *DB) ClassRunCountsIn(ctx context.Context, sc Scope) ([]ExperimentRunCounts, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT experiment, status, COUNT(*),
-		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment AND `+sc.rowOf("r2.learner", "1")+`)
-		FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` GROUP BY experiment, status ORDER BY experiment, status`)
+		(SELECT COUNT(DISTINCT learner) FROM runs r2 WHERE r2.experiment = runs.experiment AND `+sc.rowOf("r2.learner", "1")+`
+		 AND `+sc.during("r2.learner", "r2.created_at")+`)
+		FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` AND `+sc.during("runs.learner", "runs.created_at")+`
+		GROUP BY experiment, status ORDER BY experiment, status`)
 	if err != nil {
 		return nil, fmt.Errorf("store: run counts: %w", err)
 	}
@@ -197,7 +199,8 @@ func (db *DB) ClassProgress(ctx context.Context) ([]ProgressRow, error) {
 
 // ClassProgressIn is ClassProgress for the learners in scope.
 func (db *DB) ClassProgressIn(ctx context.Context, sc Scope) ([]ProgressRow, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at, p.completed_at
+	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, l.display_name, p.lesson, p.opened_at,
+		CASE WHEN `+sc.during("p.learner", "p.completed_at")+` THEN p.completed_at END
 		FROM progress p JOIN learners l ON l.id = p.learner WHERE `+sc.cond(activityExists)+` ORDER BY p.learner, p.lesson`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class progress: %w", err)
@@ -232,7 +235,8 @@ func (db *DB) ClassRuns(ctx context.Context) ([]Run, error) {
 
 // ClassRunsIn is ClassRuns for the learners in scope.
 func (db *DB) ClassRunsIn(ctx context.Context, sc Scope) ([]Run, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE `+sc.rowOf("runs.learner", "1")+` ORDER BY created_at, id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE `+sc.rowOf("runs.learner", "1")+`
+		AND `+sc.during("runs.learner", "runs.created_at")+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class runs: %w", err)
 	}
@@ -276,7 +280,8 @@ func (db *DB) DisplayNames(ctx context.Context) (map[string]string, error) {
 // ClassAttemptsIn returns the attempts of the learners in scope in time
 // order (dashboard statistics, attempts export, gradebook).
 func (db *DB) ClassAttemptsIn(ctx context.Context, sc Scope) ([]Attempt, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE `+sc.rowOf("attempts.learner", "1")+` ORDER BY id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE `+sc.rowOf("attempts.learner", "1")+`
+		AND `+sc.during("attempts.learner", "attempts.created_at")+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class attempts: %w", err)
 	}

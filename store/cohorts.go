@@ -40,8 +40,9 @@ func (c Cohort) Archived() bool { return !c.ArchivedAt.IsZero() }
 // learner ids an instructor used (staff_learners), and learners who did
 // nothing but visit pages (no attempt, no run, no completed lesson, no
 // display name, no class joined). Cohort 0 is every other learner except
-// those who belong to an archived class; a Cohort id is that class's
-// members (archived or not).
+// those who belong to an archived class and to no open one; a Cohort id is
+// that class's members (archived or not), counting only the work each did
+// in the class's term (during).
 type Scope struct {
 	Cohort int64
 }
@@ -52,6 +53,21 @@ type Scope struct {
 // an action).
 func (sc Scope) rowOf(col, activity string) string {
 	return `EXISTS (SELECT 1 FROM learners l WHERE l.id = ` + col + ` AND ` + sc.cond(activity) + `)`
+}
+
+// during is the condition that an activity row of learner column col,
+// made at time column at, belongs to the class of the scope: made since
+// the learner joined the class and, for an archived class, before it was
+// archived (terms, issue 29 item 6: a learner who joins the next term does
+// not bring last term's answers, and an archived class keeps its own
+// figures). Always true for the all-learners scope.
+func (sc Scope) during(col, at string) string {
+	if sc.Cohort <= 0 {
+		return "1"
+	}
+	return `EXISTS (SELECT 1 FROM cohort_members tm JOIN cohorts tc ON tc.id = tm.cohort_id
+		WHERE tm.learner = ` + col + ` AND tm.cohort_id = ` + strconv.FormatInt(sc.Cohort, 10) + `
+		AND ` + at + ` >= tm.joined_at AND (tc.archived_at IS NULL OR ` + at + ` < tc.archived_at))`
 }
 
 // activityExists is "learner l did something" from the activity tables.
@@ -72,9 +88,13 @@ func (sc Scope) cond(activity string) string {
 		return staff + ` AND EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id AND m.cohort_id = ` +
 			strconv.FormatInt(sc.Cohort, 10) + `)`
 	}
+	// A learner of an archived class leaves "all learners" unless they are
+	// in an open class too (the next term).
 	return staff + ` AND ` + activity + `
-		AND NOT EXISTS (SELECT 1 FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id
-		                WHERE m.learner = l.id AND c.archived_at IS NOT NULL)`
+		AND (NOT EXISTS (SELECT 1 FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id
+		                 WHERE m.learner = l.id AND c.archived_at IS NOT NULL)
+		     OR EXISTS (SELECT 1 FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id
+		                WHERE m.learner = l.id AND c.archived_at IS NULL))`
 }
 
 // codeAlphabet leaves out letters and digits that are easy to mix up (0/O, 1/I/L).

@@ -114,7 +114,8 @@ type ProgramRow struct {
 // ClassProgramsIn returns every program record of the learners in scope,
 // by learner, lesson and program.
 func (db *DB) ClassProgramsIn(ctx context.Context, sc Scope) ([]ProgramRow, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, p.lesson, p.program, p.attempts, p.passes, p.passed_at, p.solution_at
+	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, p.lesson, p.program, p.attempts, p.passes,
+		CASE WHEN `+sc.during("p.learner", "p.passed_at")+` THEN p.passed_at END, p.solution_at
 		FROM program_progress p WHERE `+sc.rowOf("p.learner", "1")+` ORDER BY p.learner, p.lesson, p.program`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class programs: %w", err)

@@ -94,7 +94,8 @@ type Reveal struct {
 // answer" at, once per learner and question (gradebook, exports).
 func (db *DB) ClassRevealsIn(ctx context.Context, sc Scope) ([]Reveal, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT learner, question_id FROM quiz_events
-		WHERE kind = 'reveal' AND `+sc.rowOf("quiz_events.learner", "1")+` ORDER BY learner, question_id`)
+		WHERE kind = 'reveal' AND `+sc.rowOf("quiz_events.learner", "1")+`
+		AND `+sc.during("quiz_events.learner", "quiz_events.created_at")+` ORDER BY learner, question_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class reveals: %w", err)
 	}

@@ -91,7 +91,8 @@ type TaskRow struct {
 // ClassTasksIn returns every task record of the learners in scope, by
 // learner, lesson and task.
 func (db *DB) ClassTasksIn(ctx context.Context, sc Scope) ([]TaskRow, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT t.learner, t.lesson, t.task, t.checks, t.done_at FROM task_progress t
+	rows, err := db.r.QueryContext(ctx, `SELECT t.learner, t.lesson, t.task, t.checks,
+		CASE WHEN `+sc.during("t.learner", "t.done_at")+` THEN t.done_at END FROM task_progress t
 		WHERE `+sc.rowOf("t.learner", "1")+` ORDER BY t.learner, t.lesson, t.task`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class tasks: %w", err)
