@@ -9,6 +9,10 @@ AGENT := bin/labagent
 APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-dev librdmacm-dev tcc perftest qperf \
             rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static libcap2-bin iproute2 \
             kmod cpio xz-utils strace tcpdump nvme-cli
+# Lesson 08's libraries in the guest: UCX (ucx_info, ucx_perftest), libfabric
+# (fi_info, fi_pingpong), Open MPI (mpirun) and mpi.h for the program the
+# guest compiles with tcc.
+APT_RUN  += ucx-utils libfabric-bin openmpi-bin libopenmpi-dev
 # Tests also drive a real headless browser.
 APT_TEST := $(APT_RUN) chromium tshark
 

@@ -220,6 +220,8 @@ var cleanZh = map[string]bool{
 	"multicast": true, "rxe-limits": true,
 	// lesson 08
 	"nvmeof": true,
+	// lesson 08's libraries
+	"ucx-perf": true, "fabric-pingpong": true, "mpi-transport": true,
 }
 
 // reporter is what checkChinese needs of a *testing.T.

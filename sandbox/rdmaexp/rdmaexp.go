@@ -47,6 +47,7 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(PerfMTU())
 	registerBeyond(reg)
 	registerUpper(reg)
+	registerUpperLibs(reg)
 	reg.RegisterHelper(helperMTUGuard, mtuGuardHelper)
 	reg.RegisterHelper(helperRegMR, regMRHelper)
 	reg.RegisterHelper(helperReceiver, receiverHelper)

@@ -1,6 +1,6 @@
 // Package vmimage builds the lab guest's image on the host: a kernel with
-// rdma_rxe and its modules, busybox, iproute2, rdma-core, perftest and the
-// labagent binary (the agent without the web and Markdown stack), from this machine's Debian packages, packed into an
+// rdma_rxe and its modules, busybox, iproute2, rdma-core, perftest, lesson
+// 08's UCX, libfabric and Open MPI (upper.go) and the labagent binary (the agent without the web and Markdown stack), from this machine's Debian packages, packed into an
 // initramfs (cpio) next to the kernel. It also says what the machine lacks
 // (Preflight, MissingError). It runs on the host, at build time.
 package vmimage
@@ -47,7 +47,7 @@ var guestPrograms = []string{
 }
 
 // optionalPrograms are copied when present: handy in `labserver vm shell`.
-var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ib_read_bw", "capsh", "setpriv", "prlimit"}
+var optionalPrograms = []string{"bash", "ibv_rc_pingpong", "ibv_ud_pingpong", "ib_read_bw", "capsh", "setpriv", "prlimit"}
 
 // guestModules are loaded in this order before the agent says it is ready;
 // --show-depends puts each module's dependencies before it. crc32_generic
@@ -282,13 +282,13 @@ func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan
 	}
 	// ldd starts a process per file; resolve them all at once, in parallel.
 	var elves []string
-	for _, name := range append(append(slices.Clone(guestPrograms), optionalPrograms...), "busybox") {
+	for _, name := range append(append(append(slices.Clone(guestPrograms), optionalPrograms...), upperPrograms...), "busybox") {
 		if f, err := lookProgram(name); err == nil {
 			elves = append(elves, f)
 		}
 	}
 	provLibs, _ := filepath.Glob(providerGlob)
-	p.prefetchLdd(ctx, append(append(elves, agent), provLibs...))
+	p.prefetchLdd(ctx, append(append(append(elves, agent), provLibs...), upperLibraries()...))
 	for _, name := range guestPrograms {
 		if err := p.addProgram(ctx, name); err != nil {
 			var me *MissingError
@@ -324,6 +324,9 @@ func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan
 		return nil, err
 	}
 	if err := p.addCompiler(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.addUpper(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.planModules(ctx); err != nil {

@@ -1,0 +1,131 @@
+package rdmaexp
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// TestUpperLibsOnDevices runs lesson 08's library experiments (UCX,
+// libfabric, Open MPI) for real, in the shared Soft-RoCE guest, and checks
+// what each must show: ucx_perftest ran over rc_verbs on an rxe device,
+// fi_info found the verbs provider on rxe and fi_pingpong ran over it, and
+// MPI's transport check reports UCX's rc_verbs on rxe. Small iteration
+// counts: the figures are not asserted, only that they were measured.
+func TestUpperLibsOnDevices(t *testing.T) {
+	ex := pickExecutor(t)
+	before := ex.run(t, "rdma-resource", nil).result(t).Figures
+	t.Run("ucx-perf", func(t *testing.T) {
+		rec := ex.run(t, "ucx-perf", map[string]any{"iterations": 100})
+		f := upperResult(t, rec)
+		if f["rc_on_rxe"] != 1 || f["rc_transports_found"] < 1 || f["rc_lat_us"] <= 0 || f["tcp_lat_us"] <= 0 || f["rc_bw_MBps"] <= 0 {
+			rec.dump(t)
+			t.Fatalf("ucx-perf did not measure rc_verbs on rxe and tcp: %v", f)
+		}
+		if !tableHas(rec, "rc_verbs/rxe") {
+			t.Error("no table shows UCX's lanes with rc_verbs on an rxe device")
+		}
+		checkVerdictFigures(t, rec)
+	})
+	t.Run("ucx-perf-gid-auto", func(t *testing.T) {
+		// the pitfall preset: UCX choosing the GID itself; the verdict
+		// follows what happened (aborted after the UD timeout, or ran)
+		rec := ex.run(t, "ucx-perf", map[string]any{"gid": "auto", "iterations": 100})
+		f := upperResult(t, rec)
+		if f["completed"] == 0 && f["ud_timeout"] != 1 {
+			rec.dump(t)
+			t.Fatalf("gid=auto neither completed nor showed UCX's UD timeout: %v", f)
+		}
+		t.Logf("gid=auto: completed %v, UD timeout %v", f["completed"], f["ud_timeout"])
+		checkVerdictFigures(t, rec)
+	})
+	t.Run("fabric-pingpong", func(t *testing.T) {
+		rec := ex.run(t, "fabric-pingpong", map[string]any{"iterations": 40})
+		f := upperResult(t, rec)
+		if f["verbs_entries"] < 1 || f["verbs_us"] <= 0 || f["tcp_us"] <= 0 || f["verbs_MBps"] <= 0 {
+			rec.dump(t)
+			t.Fatalf("fabric-pingpong did not run over verbs and tcp: %v", f)
+		}
+		checkVerdictFigures(t, rec)
+	})
+	t.Run("mpi-transport", func(t *testing.T) {
+		rec := ex.run(t, "mpi-transport", map[string]any{"iterations": 40})
+		f := upperResult(t, rec)
+		if f["ucx_pml"] != 1 || f["ucx_on_rxe"] != 1 || f["ucx_ping_us"] <= 0 || f["tcp_ping_us"] <= 0 {
+			rec.dump(t)
+			t.Fatalf("MPI's transport check did not report UCX on rxe: %v", f)
+		}
+		checkVerdictFigures(t, rec)
+	})
+	after := ex.run(t, "rdma-resource", nil).result(t).Figures
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("resource leak after lesson 08's library experiments: %s was %v, now %v", k, v, after[k])
+		}
+	}
+}
+
+// upperResult logs the run's tables and verdict and returns its figures.
+func upperResult(t *testing.T, rec *recorder) map[string]float64 {
+	t.Helper()
+	for _, e := range rec.of(sandbox.EvTable) {
+		t.Logf("table %s: %v", e.Table.Title, e.Table.Rows)
+	}
+	r := rec.result(t)
+	t.Logf("verdict: %s", r.Message)
+	if r.Messages["zh"] == "" || r.Messages["en"] == "" {
+		t.Error("verdict not in both languages")
+	}
+	return r.Figures
+}
+
+func tableHas(rec *recorder, s string) bool {
+	for _, e := range rec.of(sandbox.EvTable) {
+		for _, row := range e.Table.Rows {
+			for _, c := range row {
+				if strings.Contains(c, s) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestUpperParsers reads the tools' own output as Debian 12's versions
+// print it (captured in the guest).
+func TestUpperParsers(t *testing.T) {
+	info := parseUCXInfo("# Memory domain: rxe0\n#     Component: ib\n#      Transport: rc_verbs\n#         Device: rxe0:1\n#      Transport: ud_verbs\n#         Device: rxe0:1\n# Memory domain: tcp\n#      Transport: tcp\n#         Device: veth0\n")
+	if len(info) != 3 || info[0] != (ucxTransport{"rxe0", "rc_verbs", "rxe0:1"}) || info[2].Device != "veth0" {
+		t.Errorf("parseUCXInfo: %+v", info)
+	}
+	perf, err := parseUCXPerf("|    Stage     | # iterations | 50.0%ile | average | overall |\nFinal:                   300     24.500   418.347   418.347        0.02       0.02        2390        2390\n")
+	if err != nil || perf.LatP50 != 24.5 || perf.Iters != 300 || perf.BWOverall != 0.02 {
+		t.Errorf("parseUCXPerf: %+v %v", perf, err)
+	}
+	if l := ucxLanes("[1796151511.777845] [rdmalab-guest:169  :0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(rc_verbs/rxe1:1)\n"); l != "tag(rc_verbs/rxe1:1)" {
+		t.Errorf("ucxLanes: %q", l)
+	}
+	if !ucxUDTimeout("[rdmalab-guest:153  :0:153]       ud_ep.c:276  Fatal: UD endpoint 0x561e11454770 to <no debug data>: unhandled timeout error") {
+		t.Error("ucxUDTimeout missed UCX's abort")
+	}
+	fp, err := parseFIPingpong("bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec\n64k     50      =50      6.2m        0.33s     19.83    3304.27       0.00\n")
+	if err != nil || fp.MBps != 19.83 || fp.UsXfer != 3304.27 || fp.Size != "64k" {
+		t.Errorf("parseFIPingpong: %+v %v", fp, err)
+	}
+	fi := parseFIInfo("provider: verbs\n    fabric: IB-0xfe80000000000000\n    domain: rxe0\n    version: 117.0\n    type: FI_EP_MSG\n    protocol: FI_PROTO_RDMA_CM_IB_RC\nprovider: verbs\n    fabric: IB-0xfe80000000000000\n    domain: rxe0\n    type: FI_EP_MSG\n    protocol: FI_PROTO_RDMA_CM_IB_RC\nprovider: verbs\n    domain: rxe0-dgram\n    type: FI_EP_DGRAM\n")
+	if len(fi) != 2 || fi[0].Protocol != "FI_PROTO_RDMA_CM_IB_RC" || fi[1].Type != "FI_EP_DGRAM" {
+		t.Errorf("parseFIInfo: %+v", fi)
+	}
+	why := fiComplaint("fi_enable(): util/pingpong.c:1551, ret=-22 (Invalid argument)")
+	if !strings.Contains(why["en"], "-22") || !strings.Contains(why["en"], "EINVAL") || !strings.Contains(why["zh"], "参数无效") {
+		t.Errorf("fiComplaint: %v", why)
+	}
+	var c capped
+	c.Write([]byte(strings.Repeat("a", toolOutputCap)))
+	c.Write([]byte(strings.Repeat("b", toolOutputCap)))
+	if s := c.String(); len(s) > toolOutputCap+100 || !strings.HasPrefix(s, "aaa") || !strings.HasSuffix(s, "bbb") {
+		t.Errorf("capped kept %d bytes", len(s))
+	}
+}

@@ -1,0 +1,203 @@
+package rdmaexp
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Lesson 08 runs the field's own tools (ucx_perftest, fi_pingpong, mpirun)
+// rather than our verbs code. This file is what their experiments share:
+// a tool run with a fixed command line and environment, in its own process
+// group (mpirun's ranks die with it when a run is cancelled), its output
+// kept to a bound.
+
+// toolOutputCap bounds what one tool run's output we keep: the tables and
+// log lines we parse are at the start and the end; a tool that floods
+// (UCX at log level info prints a line per endpoint) loses the middle.
+const toolOutputCap = 64 << 10
+
+// capped keeps the first and the last toolOutputCap/2 bytes written to it.
+type capped struct {
+	mu         sync.Mutex
+	head, tail []byte
+	dropped    int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	if room := toolOutputCap/2 - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	c.tail = append(c.tail, p...)
+	if over := len(c.tail) - toolOutputCap/2; over > 0 {
+		c.dropped += over
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
+	return n, nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped > 0 {
+		return string(c.head) + fmt.Sprintf("\n[… %d bytes left out …]\n", c.dropped) + string(c.tail)
+	}
+	return string(c.head) + string(c.tail)
+}
+
+// tool is one command line of a lesson 08 tool.
+type tool struct {
+	Args []string // Args[0] is the program
+	Env  []string // added to the agent's environment
+	Dir  string
+}
+
+// String is the command as a learner would type it.
+func (t tool) String() string {
+	return strings.TrimSpace(strings.Join(t.Env, " ") + " " + strings.Join(t.Args, " "))
+}
+
+// command makes t an exec.Cmd in its own process group; cancelling ctx
+// kills the whole group (mpirun's ranks, not only mpirun).
+func (t tool) command(ctx context.Context, out *capped) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, t.Args[0], t.Args[1:]...)
+	cmd.Env = append(os.Environ(), t.Env...)
+	cmd.Dir = t.Dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// runTool runs t to the end, at most limit.
+func runTool(ctx context.Context, t tool, limit time.Duration) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var out capped
+	err := t.command(cctx, &out).Run()
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = fmt.Errorf("%s did not finish within %v", t.Args[0], limit)
+	}
+	return out.String(), err
+}
+
+// runPair starts srv, waits until it listens, then runs cli to the end;
+// the server is given a moment to finish and killed after. Both outputs
+// come back.
+func runPair(ctx context.Context, srv, cli tool, limit time.Duration) (cliOut, srvOut string, err error) {
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var so, co capped
+	s := srv.command(cctx, &so)
+	if err := s.Start(); err != nil {
+		return "", "", fmt.Errorf("start %s: %w", srv.Args[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	// The server needs a moment to listen; a client that came too early
+	// is tried again.
+	for try := 0; ; try++ {
+		time.Sleep(time.Duration(500+300*try) * time.Millisecond)
+		co = capped{}
+		err = cli.command(cctx, &co).Run()
+		if err == nil || try == 3 || cctx.Err() != nil || !toolRefused(co.String()) {
+			break
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		cancel()
+		<-done
+	}
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = fmt.Errorf("%s did not finish within %v", cli.Args[0], limit)
+	}
+	return co.String(), so.String(), err
+}
+
+// toolRefused says the client found no server listening yet.
+func toolRefused(out string) bool {
+	return strings.Contains(out, "Connection refused") || strings.Contains(out, "connection refused")
+}
+
+// freePort is a TCP port for a tool's own out-of-band connection, picked
+// at random from a range no other experiment uses.
+func freePort() int { return 21000 + rand.IntN(4000) }
+
+// lookTool finds a program or says which package brings it and that the
+// guest image is built from the host's packages.
+func lookTool(name, pkg string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s is not installed here: the guest image copies it from the host's Debian package %s (apt-get install %s, then labserver vm build): %w", name, pkg, pkg, err)
+	}
+	return p, nil
+}
+
+// toolNote shows a command line as it was run, as a terminal would: a raw
+// line (shown as code, the same in every language).
+func toolNote(emit sandbox.Emitter, who string, t tool) {
+	rawLine(emit, who+"$ "+t.String())
+}
+
+// rawLine is a line of a tool's own text (a command, its complaint): shown
+// as code, never translated.
+func rawLine(emit sandbox.Emitter, s string) {
+	emit.Emit(sandbox.Event{Type: sandbox.EvLog, Level: "stderr", Message: s})
+}
+
+// complaint is the lines of a tool's output that say what went wrong
+// (UCX's "Fatal:" and "ERROR", Open MPI's and libfabric's errors), at most
+// n of them, else its last n lines (a backtrace says nothing to a learner).
+func complaint(out string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Fatal") || strings.Contains(l, "ERROR") || strings.Contains(l, "rror:") || strings.Contains(l, "[error]") || strings.Contains(l, "ret=-") {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	if len(keep) == 0 {
+		return lastLines(out, n)
+	}
+	if len(keep) > n {
+		keep = keep[:n]
+	}
+	return strings.Join(keep, "\n")
+}
+
+// lastLines is the end of a tool's output for an error message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// compareText judges a against b for a verdict: within a quarter of each
+// other the two are "about the same" (one run on an emulated machine
+// swings that much), else a is lower or higher.
+func compareText(a, b float64) (en, zh string) {
+	switch {
+	case a > 0 && b > 0 && a/b < 1.25 && b/a < 1.25:
+		return "about the same", "两者相近"
+	case a < b:
+		return "lower", "前者更低"
+	}
+	return "higher", "前者更高"
+}
