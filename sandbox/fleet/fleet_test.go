@@ -191,6 +191,7 @@ func memlock() map[string]any {
 // every run ends done, its events stored in order, and its running status
 // names the worker it ran on.
 func TestWorkersBurst(t *testing.T) {
+	labserverBin(t) // worker processes: built first, skipped under -short
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
 	startWorker(t, s.Addr(), "w1", token)
@@ -234,6 +235,7 @@ func TestWorkersBurst(t *testing.T) {
 // TestWorkerKilledMidRun: the worker running a run is killed; the run
 // ends failed with a reason that names the worker, and nothing hangs.
 func TestWorkerKilledMidRun(t *testing.T) {
+	labserverBin(t) // worker processes: built first, skipped under -short
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
 	w := startWorker(t, s.Addr(), "doomed", token)
@@ -271,6 +273,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 // queue and dies before starting it (never claims it); after the ack wait
 // the job goes to another worker and the run ends done there.
 func TestUnstartedRunGoesToAnotherWorker(t *testing.T) {
+	labserverBin(t) // worker processes: built first, skipped under -short
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
 	// No worker yet: the Mix has no slot, so use the fleet directly.
@@ -315,6 +318,7 @@ func TestUnstartedRunGoesToAnotherWorker(t *testing.T) {
 }
 
 func TestWrongCredentialsRefused(t *testing.T) {
+	labserverBin(t) // worker processes: built first, skipped under -short
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
 	w := startWorker(t, s.Addr(), "intruder", "not-the-token")
@@ -334,6 +338,7 @@ func TestWrongCredentialsRefused(t *testing.T) {
 // TestServerRestartWithWorkers: the lab server goes away and comes back on
 // the same address; its worker reconnects and serves the new server.
 func TestServerRestartWithWorkers(t *testing.T) {
+	labserverBin(t) // worker processes: built first, skipped under -short
 	s := startServer(t, "127.0.0.1:0")
 	addr := s.Addr()
 	startWorker(t, addr, "steady", token)
