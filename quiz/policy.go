@@ -30,3 +30,15 @@ func (p Policy) Shown(r Record) bool {
 func (p Policy) Seen(r Record) bool {
 	return !r.Correct && p.Shown(r)
 }
+
+// View is what the learner is shown of res, the graded attempt, given their
+// record with this attempt counted: res as it is when the answer is shown
+// (a right answer, a reveal, RevealAfter attempts), else res.Withheld,
+// and whether it was withheld. The page and the JSON answer both take it
+// from here, so neither tells more than the other.
+func (p Policy) View(t Type, res Result, r Record) (Result, bool) {
+	if res.Correct || p.Shown(r) {
+		return res, false
+	}
+	return res.Withheld(t), true
+}

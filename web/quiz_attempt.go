@@ -97,7 +97,7 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		s.writeError(w, r, answerError(lang, err))
 		return
 	}
-	att, err := s.saveAttempt(r, q, a, lang, qc)
+	att, graded, err := s.saveAttempt(r, q, a, lang, qc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -113,16 +113,15 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		return
 	}
 	status := quizStatusOf(st[q.ID], revealed)
-	v := questionView(lang, q, anchor, slug, 0, status, &quizShown{QuestionID: q.ID, Answer: &a, Revealed: revealed, Seen: att.Seen}, qc)
+	shown := &quizShown{QuestionID: q.ID, Answer: &a, Graded: &graded, Revealed: revealed, Seen: att.Seen}
+	v := questionView(lang, q, anchor, slug, 0, status, shown, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res := quiz.Grade(q, a, lang)
-	if v.Result != nil && v.Result.Withheld {
-		res = res.Withheld(q.Type) // the JSON tells no more than the page
-	}
+	// The JSON tells no more than the page: the same policy on the same result.
+	res, _ := qc.policy().View(q.Type, graded, shownRecord(status, shown))
 	writeJSON(w, http.StatusOK, attemptResponse{
 		Result:    res,
 		AttemptID: att.ID,
@@ -219,7 +218,7 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: rejected.Message}}})
 		return
 	}
-	att, err := s.saveAttempt(r, q, a, lang, s.quizCtxFor(r, c, slug, lang))
+	att, _, err := s.saveAttempt(r, q, a, lang, s.quizCtxFor(r, c, slug, lang))
 	if err != nil {
 		s.pageError(w, r, err) // a form: a page even on the /api/ path
 		return
@@ -231,23 +230,26 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	http.Redirect(w, r, lessonAnchorURL(slug, att.ID, anchor), http.StatusSeeOther)
 }
 
-// saveAttempt grades a and stores it for the request's learner, with
-// whether the answer was shown to them before (qc's quiz.Policy, applied
-// here once per attempt: every score reads the stored flag).
-func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string, qc quizCtx) (store.Attempt, error) {
+// saveAttempt grades a — the one grading of a submission: the JSON answer
+// and the re-rendered question take the result from here — and stores it
+// for the request's learner, with whether the answer was shown to them
+// before (qc's quiz.Policy, applied here once per attempt: every score
+// reads the stored flag).
+func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string, qc quizCtx) (store.Attempt, quiz.Result, error) {
 	learner := learnerID(r)
 	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), learner, []string{q.ID})
 	if err != nil {
-		return store.Attempt{}, err
+		return store.Attempt{}, quiz.Result{}, err
 	}
 	revealed, err := s.cfg.Store.Revealed(r.Context(), learner, q.ID)
 	if err != nil {
-		return store.Attempt{}, err
+		return store.Attempt{}, quiz.Result{}, err
 	}
 	before := st[q.ID]
 	seen := qc.policy().Seen(quiz.Record{Attempts: before.Attempts, Correct: before.Best != nil, Revealed: revealed})
 	res := quiz.Grade(q, a, lang)
-	return s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
+	att, err := s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
+	return att, res, err
 }
 
 // lessonFor is the lesson a submission returns to: the page it came from

@@ -48,8 +48,11 @@ type quizShown struct {
 	QuestionID string
 	Anchor     string // the placement it was submitted from ("" = every placement)
 	Answer     *quiz.Answer
-	Values     []string // rejected form values, to refill the form
-	Error      string
+	// Graded is Answer's result when the request already graded it (a
+	// submission: graded once, when it was stored); nil grades it here.
+	Graded *quiz.Result
+	Values []string // rejected form values, to refill the form
+	Error  string
 	// Reveal: show the answer the learner asked for (no answer of theirs).
 	Reveal bool
 	// Revealed: the learner asked for this answer before, so a graded
@@ -75,6 +78,13 @@ type quizCtx struct {
 
 // policy is the quiz.Policy of the lesson the question is answered on.
 func (qc quizCtx) policy() quiz.Policy { return quiz.Policy{RevealAfter: qc.RevealAfter} }
+
+// shownRecord is the learner's record as a shown attempt is judged: their
+// status now (with that attempt counted) and whether they asked for the
+// answer.
+func shownRecord(st views.QuizStatus, shown *quizShown) quiz.Record {
+	return quiz.Record{Attempts: st.Attempts, Correct: st.EverCorrect, Revealed: shown.Revealed}
+}
 
 // attemptsPath is the endpoint a question's form posts to.
 func attemptsPath(questionID string) string {
@@ -357,11 +367,15 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		return v
 	}
 	a := *shown.Answer
-	res := quiz.Grade(q, a, lang)
-	reveal := res.Correct || qc.policy().Shown(quiz.Record{Attempts: st.Attempts, Correct: st.EverCorrect, Revealed: shown.Revealed})
+	var res quiz.Result
+	if shown.Graded != nil {
+		res = *shown.Graded
+	} else {
+		res = quiz.Grade(q, a, lang)
+	}
 	v.Result = &views.QuizResult{Correct: res.Correct, Seen: shown.Seen}
-	if !reveal {
-		res = res.Withheld(q.Type)
+	res, withheld := qc.policy().View(q.Type, res, shownRecord(st, shown))
+	if withheld {
 		v.Result.Withheld = true
 		if res.Tally != nil {
 			v.Result.Tally = tallyText(lang, q.Type, *res.Tally)
