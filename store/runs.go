@@ -67,13 +67,20 @@ func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev runrecord.Eve
 	if err != nil {
 		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
 	}
+	return db.AppendRunEventJSON(ctx, runID, ev, data)
+}
+
+// AppendRunEventJSON is AppendRunEvent with ev already encoded as data
+// (json.Marshal(ev)): the run hub encodes each event once and stores the
+// bytes it sends to its watchers, so a replay sends what was streamed.
+func (db *DB) AppendRunEventJSON(ctx context.Context, runID string, ev runrecord.Event, data []byte) error {
 	if ev.Type == runrecord.EvResult || ev.Type == runrecord.EvStatus && ev.Status.Final() {
 		// The run may now be its learner's latest result; the event does
 		// not name the learner, and runs finish seldom: forget them all.
 		defer db.results.invalidateAll()
 	}
 	ts := formatTime(ev.Time)
-	err = db.runsTx(ctx, func(tx *sql.Tx) error {
+	err := db.runsTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`,
 			runID, ev.Seq, string(ev.Type), string(data), ts); err != nil {
 			return err
@@ -146,6 +153,27 @@ func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run
 // RunEvents returns a run's events with seq > after, in order, at most
 // limit (all when limit <= 0).
 func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]runrecord.Event, error) {
+	stored, err := db.RunEventsJSON(ctx, runID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runrecord.Event, len(stored))
+	for i, s := range stored {
+		out[i] = s.Event
+	}
+	return out, nil
+}
+
+// StoredEvent is one stored event of a run: decoded, and the bytes stored
+// (the ones its live watchers were sent).
+type StoredEvent struct {
+	Event runrecord.Event
+	Data  []byte
+}
+
+// RunEventsJSON is RunEvents with each event's stored bytes, for a replay
+// that sends them as they are.
+func (db *DB) RunEventsJSON(ctx context.Context, runID string, after int64, limit int) ([]StoredEvent, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
@@ -154,17 +182,17 @@ func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit in
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []runrecord.Event
+	var out []StoredEvent
 	for rows.Next() {
-		var data string
+		var data []byte
 		if err := rows.Scan(&data); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
 		var ev runrecord.Event
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		if err := json.Unmarshal(data, &ev); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
-		out = append(out, ev)
+		out = append(out, StoredEvent{Event: ev, Data: data})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)

@@ -29,7 +29,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	sub := hub.subscribe(id)
 	defer hub.unsubscribe(id, sub)
 
-	backlog, err := s.cfg.Store.RunEvents(r.Context(), id, after, 0)
+	backlog, err := s.cfg.Store.RunEventsJSON(r.Context(), id, after, 0)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -37,16 +37,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	sse := newSSEWriter(w)
 	_ = sse.retry(2 * time.Second)
 	sent := after
-	for _, ev := range backlog {
-		f, err := encodeFrame(ev)
-		if err != nil {
-			s.log.Error("encode stored event", "run", id, "seq", ev.Seq, "err", err)
-			return
-		}
+	for _, st := range backlog {
+		f := frameOf(st.Event, st.Data) // sent as stored
 		if err := sse.frame(f); err != nil {
 			return
 		}
-		sent = ev.Seq
+		sent = st.Event.Seq
 		if f.final {
 			_ = sse.named("end", `{}`)
 			return

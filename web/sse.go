@@ -55,20 +55,17 @@ type sseFrame struct {
 	b     []byte
 }
 
-// encodeFrame writes ev as an SSE message whose `id:` is its seq, so a
-// reconnecting EventSource sends Last-Event-ID and resumes after it.
-func encodeFrame(ev sandbox.Event) (*sseFrame, error) {
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return nil, fmt.Errorf("encode event %d: %w", ev.Seq, err)
-	}
+// frameOf is ev, encoded as data (json.Marshal(ev), the bytes stored), as
+// an SSE message whose `id:` is its seq, so a reconnecting EventSource
+// sends Last-Event-ID and resumes after it.
+func frameOf(ev sandbox.Event, data []byte) *sseFrame {
 	b := make([]byte, 0, len(data)+32)
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, ev.Seq, 10)
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
-	return &sseFrame{seq: ev.Seq, final: isFinalStatus(ev), b: b}, nil
+	return &sseFrame{seq: ev.Seq, final: isFinalStatus(ev), b: b}
 }
 
 // NewRunHub returns a hub storing into db. Pass it as the runner's Sink
@@ -106,18 +103,20 @@ func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
 // RunEvent implements sandbox.Sink.
 func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 	ev = h.queue.note(runID, ev)
+	// Encoded once: these bytes are stored and sent to every watcher.
+	data, err := json.Marshal(ev)
+	if err != nil {
+		h.log.Error("encode run event", "run", runID, "seq", ev.Seq, "err", err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := h.db.AppendRunEvent(ctx, runID, ev)
+	err = h.db.AppendRunEventJSON(ctx, runID, ev, data)
 	cancel()
 	if err != nil {
 		// Live watchers still get it; the replay will miss it, and the log says so.
 		h.log.Error("store run event", "run", runID, "seq", ev.Seq, "type", ev.Type, "err", err)
 	}
-	frame, err := encodeFrame(ev)
-	if err != nil {
-		h.log.Error("encode run event", "run", runID, "seq", ev.Seq, "err", err)
-		return
-	}
+	frame := frameOf(ev, data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs[runID] {
