@@ -1,6 +1,7 @@
 package rdmaexp
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,14 @@ func testNVMeoF(t *testing.T, ex executor) {
 	if f["roce_pkts_per_io_tcp_4"] > 0.1 {
 		t.Errorf("%.1f RoCE packets per read over tcp, want none", f["roce_pkts_per_io_tcp_4"])
 	}
+	// one read captured on the host's port: the command capsule SEND,
+	// the target's RDMA WRITE of 4 KiB (four packets at path MTU 1024),
+	// the response SEND
+	if len(rec.of(sandbox.EvCapture)) != 1 || f["capture_cmd_sends"] < 1 || f["capture_resp_sends"] < 1 ||
+		f["capture_write_bytes"] != 4096 || f["capture_data_writes"] != 4 {
+		t.Errorf("capture of one read: %d capture events, %v command SENDs, %v WRITE packets with %v bytes, %v response SENDs; want 1, ≥1, 4, 4096, ≥1",
+			len(rec.of(sandbox.EvCapture)), f["capture_cmd_sends"], f["capture_data_writes"], f["capture_write_bytes"], f["capture_resp_sends"])
+	}
 	if f["controllers_left"]+f["subsystems_left"]+f["modules_left"] != 0 {
 		t.Errorf("after the run: %v controllers, %v subsystems, %v modules left", f["controllers_left"], f["subsystems_left"], f["modules_left"])
 	}
@@ -52,15 +61,45 @@ func testNVMeoF(t *testing.T, ex executor) {
 }
 
 func testNVMeoFCancelled(t *testing.T, ex executor) {
-	if !runUntil(t, ex, "nvmeof", map[string]any{"transport": "rdma", "max_depth": 1, "seconds": 5}, "read-rdma-1") {
+	if !runUntil(t, ex, "nvmeof", map[string]any{"transport": "rdma", "max_depth": 1, "seconds": 5, "capture": false}, "read-rdma-1") {
 		t.Fatal("the run ended before it read over rdma")
 	}
 	// the next run waits for the killed run's guard, then counts
 	time.Sleep(time.Second)
-	rec := ex.run(t, "nvmeof", map[string]any{"transport": "tcp", "max_depth": 1, "seconds": 1})
+	rec := ex.run(t, "nvmeof", map[string]any{"transport": "tcp", "max_depth": 1, "seconds": 1, "capture": false})
 	f := rec.result(t).Figures
 	if f["left_ctrls_at_start"] != 0 || f["left_subsystems_at_start"] != 0 || f["left_modules_at_start"] != 0 {
 		rec.dump(t)
 		t.Errorf("a cancelled run left %v controllers, %v subsystems and %v modules behind", f["left_ctrls_at_start"], f["left_subsystems_at_start"], f["left_modules_at_start"])
+	}
+}
+
+// TestNVMeoFVerdict: the verdict names the cheaper transport only when the
+// measured gap is wide, and says so in both languages.
+func TestNVMeoFVerdict(t *testing.T) {
+	pt := func(tr string, ios int, cpu time.Duration, pkts int64) nvmeofPoint {
+		return nvmeofPoint{tr, 4, readResult{IOs: ios, Elapsed: time.Second, Lats: []time.Duration{time.Millisecond}, BusyCPU: cpu, RoCEPkts: pkts}}
+	}
+	seen := map[string]string{"rdma": "rdma", "tcp": "tcp"}
+	for _, c := range []struct {
+		rdma, tcp time.Duration
+		want      string
+	}{
+		{100 * time.Millisecond, 400 * time.Millisecond, "rdma cost less"},
+		{400 * time.Millisecond, 100 * time.Millisecond, "tcp cost less"},
+		{100 * time.Millisecond, 120 * time.Millisecond, "neither transport"},
+	} {
+		v, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, c.rdma, 900), pt("tcp", 100, c.tcp, 0)}, seen, 4)
+		if !ok || !strings.Contains(v["en"], c.want) || v["zh"] == "" {
+			t.Errorf("rdma %v, tcp %v: ok=%v %q, want %q", c.rdma, c.tcp, ok, v["en"], c.want)
+		}
+	}
+	// a controller whose kernel transport is not the one asked for fails
+	if _, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, time.Second, 900)}, map[string]string{"rdma": "tcp"}, 4); ok {
+		t.Error("verdict ok although sysfs reported tcp for the rdma connect")
+	}
+	// rdma reads that moved no RoCE packet did not go over RDMA
+	if _, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, time.Second, 0)}, map[string]string{"rdma": "rdma"}, 4); ok {
+		t.Error("verdict ok although no RoCE packet moved")
 	}
 }

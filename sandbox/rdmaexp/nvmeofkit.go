@@ -3,7 +3,6 @@ package rdmaexp
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"golang.org/x/sys/unix"
 )
@@ -333,29 +331,13 @@ type nvmeofGuard struct {
 	out *bufio.Reader // its stdout: "armed", then "clean" or the error
 }
 
-// startNVMeoFGuard starts the guard in its own process group (the run's
-// group is killed as a whole on cancel) without a parent-death signal.
+// startNVMeoFGuard starts the clean-up guard (see startGuard).
 func startNVMeoFGuard(unload []string) (*nvmeofGuard, error) {
-	spec, err := agentproc.Helper(helperNVMeoFGuard)
+	p, out, err := startGuard(helperNVMeoFGuard, "the NVMe-oF clean-up guard", nvmeofGuardReq{Unload: unload})
 	if err != nil {
 		return nil, err
 	}
-	spec.Group, spec.Outlive = true, true
-	p, err := agentproc.Start(spec)
-	if err != nil {
-		return nil, fmt.Errorf("start the NVMe-oF clean-up guard: %w", err)
-	}
-	g := &nvmeofGuard{p: p, out: bufio.NewReader(p.Stdout())}
-	if err := p.Send(nvmeofGuardReq{Unload: unload}); err != nil {
-		g.p.Close()
-		return nil, fmt.Errorf("arm the NVMe-oF guard: %w", err)
-	}
-	line, err := lineio.Read(g.out, 256)
-	if err != nil || string(line) != "armed" {
-		g.p.Close()
-		return nil, fmt.Errorf("the NVMe-oF guard did not arm (%q): %v", line, err)
-	}
-	return g, nil
+	return &nvmeofGuard{p: p, out: out}, nil
 }
 
 // release closes the guard's stdin — it cleans up and exits — and waits
@@ -384,13 +366,9 @@ func (g *nvmeofGuard) release() error {
 // stdin closes (the experiment finished, or was killed), then cleans up
 // and says "clean" or the error.
 func nvmeofGuardHelper(ctx context.Context, in io.Reader, out io.Writer) error {
-	r := bufio.NewReader(in)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return err
-	}
 	var req nvmeofGuardReq
-	if err := json.Unmarshal(line, &req); err != nil {
+	r, err := guardRequest(in, &req)
+	if err != nil {
 		return err
 	}
 	for _, m := range req.Unload {

@@ -1,9 +1,7 @@
 package rdmaexp
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
@@ -243,26 +240,11 @@ type mtuGuard struct {
 // group is killed as a whole) without a parent-death signal, and waits
 // until it has the MTUs.
 func startMTUGuard(ctx context.Context, mtus map[string]int) (*mtuGuard, error) {
-	spec, err := agentproc.Helper(helperMTUGuard)
+	p, _, err := startGuard(helperMTUGuard, "the MTU guard", mtuGuardReq{MTUs: mtus})
 	if err != nil {
 		return nil, err
 	}
-	spec.Group, spec.Outlive = true, true
-	p, err := agentproc.Start(spec)
-	if err != nil {
-		return nil, fmt.Errorf("start the MTU guard: %w", err)
-	}
-	g := &mtuGuard{p: p}
-	if err := p.Send(mtuGuardReq{MTUs: mtus}); err != nil {
-		g.release()
-		return nil, fmt.Errorf("arm the MTU guard: %w", err)
-	}
-	line, err := lineio.Read(bufio.NewReader(p.Stdout()), 256)
-	if err != nil || string(line) != "armed" {
-		g.release()
-		return nil, fmt.Errorf("the MTU guard did not arm (%q): %v", line, err)
-	}
-	return g, nil
+	return &mtuGuard{p: p}, nil
 }
 
 // release closes the guard's stdin (it restores the MTUs and exits) and
@@ -279,13 +261,9 @@ func (g *mtuGuard) release() {
 // mtuGuardHelper reads the MTUs, says "armed", blocks until stdin closes
 // (the experiment finished, or was killed), then sets them.
 func mtuGuardHelper(ctx context.Context, in io.Reader, out io.Writer) error {
-	r := bufio.NewReader(in)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return err
-	}
 	var req mtuGuardReq
-	if err := json.Unmarshal(line, &req); err != nil {
+	r, err := guardRequest(in, &req)
+	if err != nil {
 		return err
 	}
 	for name, m := range req.MTUs {
