@@ -216,14 +216,19 @@ func (s *Server) rosterSeatAction(remove bool) http.HandlerFunc {
 		} else {
 			err = s.cfg.Store.NewSeatCode(r.Context(), c.ID, seat)
 		}
-		if errors.Is(err, store.ErrNoSeat) {
-			s.notFound(w, r)
-			return
-		}
-		if err != nil {
-			s.internalError(w, r, err)
-			return
-		}
+		s.rosterDone(w, r, c, err)
+	}
+}
+
+// rosterDone answers a roster change: back to the roster page, 404 for a
+// seat or member the class does not have.
+func (s *Server) rosterDone(w http.ResponseWriter, r *http.Request, c store.Cohort, err error) {
+	switch {
+	case errors.Is(err, store.ErrNoSeat):
+		s.notFound(w, r)
+	case err != nil:
+		s.internalError(w, r, err)
+	default:
 		http.Redirect(w, r, rosterHref(c), http.StatusSeeOther)
 	}
 }
@@ -234,16 +239,7 @@ func (s *Server) rosterRemoveMember(w http.ResponseWriter, r *http.Request) {
 	if !ok || !s.parseForm(w, r) {
 		return
 	}
-	err := s.cfg.Store.RemoveMember(r.Context(), c.ID, r.PostFormValue("learner"))
-	if errors.Is(err, store.ErrNoSeat) {
-		s.notFound(w, r)
-		return
-	}
-	if err != nil {
-		s.internalError(w, r, err)
-		return
-	}
-	http.Redirect(w, r, rosterHref(c), http.StatusSeeOther)
+	s.rosterDone(w, r, c, s.cfg.Store.RemoveMember(r.Context(), c.ID, r.PostFormValue("learner")))
 }
 
 // rosterMerge is POST …/merge (fields from, into: learner ids of the
