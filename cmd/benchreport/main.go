@@ -18,6 +18,8 @@
 //     guest's CPU (tab attached vs none) and memory (sandbox/vm)
 //   - a class of 30 pressing Run on write-silent within a second: shared
 //     runs vs each learner's own (sandbox/rdmaexp)
+//   - 20 learners opening their terminals at once: open → shell answers
+//     p95 vs p50 (sandbox/vm)
 //   - a learner's kept machine: attach → shell answers after its restore
 //     vs a fresh guest's, its save, and its disk vs its stream (sandbox/vm)
 //
@@ -66,6 +68,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -344,6 +347,8 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-p50-s", "own-p50-s", "", 1, "s", "report")
 	add("the same class, press → result of the last learner: shared runs vs each their own",
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-last-s", "own-last-s", "", 1, "s", "shared < 15 s")
+	add("20 learners open their terminals at once (--terminals 20, one spare), open → shell answers: p95 vs p50 (TCG)",
+		"BenchmarkTerminalClass", "BenchmarkTerminalClass", "p95-s", "p50-s", "", 1, "s", "p95 < 2 s")
 	add("learner's kept machine: attach → shell answers with their file vs a fresh guest restored on demand (TCG)",
 		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "resume-s", "fresh-s", "", 1, "s", "report")
 	add("kept machine on disk per learner (zstd) vs its migration stream",

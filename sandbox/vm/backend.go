@@ -286,9 +286,9 @@ func (b *Backend) supervise() {
 // from KVM to TCG when KVM turns out not to work.
 func (b *Backend) bootOnce() (*Guest, error) {
 	b.setState(sandbox.LabBooting, sandbox.Text{"en": "checking the guest image", "zh": "检查虚拟机镜像"}, nil)
-	im, _, err := vmimage.Build(b.ctx, vmimage.BuildOptions{Dir: b.cfg.Dir, Agent: b.cfg.Agent, Progress: b.cfg.Progress})
+	im, err := ensureImage(b.ctx, b.cfg)
 	if err != nil {
-		return nil, fmt.Errorf("guest image: %w", err)
+		return nil, err
 	}
 	qemu, err := vmimage.CheckQEMU(b.cfg.QEMU)
 	if err != nil {

@@ -69,7 +69,7 @@ func accelKey(qemu string) string {
 	var u unix.Utsname
 	_ = unix.Uname(&u)
 	return fmt.Sprintf("host %s %s; %s %s (%d bytes, %d)", unix.ByteSliceToString(u.Release[:]),
-		unix.ByteSliceToString(u.Version[:]), qemu, qemuVersion(qemu), fi.Size(), fi.ModTime().Unix())
+		unix.ByteSliceToString(u.Version[:]), qemu, qemuVersionCached(qemu), fi.Size(), fi.ModTime().Unix())
 }
 
 // qemuVersion is the first line of `qemu --version`, "" if it says nothing.

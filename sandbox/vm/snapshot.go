@@ -49,7 +49,7 @@ const (
 // snapshotKey names everything the saved state depends on.
 func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n", snapshotFormat, im.Hash, qemu, qemuVersion(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
+	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n", snapshotFormat, im.Hash, qemu, qemuVersionCached(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 

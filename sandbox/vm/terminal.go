@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -127,6 +128,15 @@ type Terminals struct {
 	// restores it at their next attach; nil: a reclaimed machine is gone.
 	Keep *Keep
 
+	// StartsAtOnce is how many learner guests may be starting (restored,
+	// up to a ready agent) at once (the host's CPUs). A class opening its
+	// terminals together otherwise restores all at once: under TCG on 2
+	// cores 19 guests then took so long that their health pings (30 s)
+	// failed and every one was discarded; one after another, each is up
+	// in its own restore time and idle after.
+	StartsAtOnce int
+
+	starts   chan struct{} // StartsAtOnce slots
 	mu       sync.Mutex
 	sessions map[string]*termSession
 	saving   map[string]chan struct{} // learners whose machine is being kept; closed when done
@@ -194,6 +204,10 @@ func (t *Terminals) init() {
 		if t.Spares == 0 {
 			t.Spares = 1
 		}
+		if t.StartsAtOnce <= 0 {
+			t.StartsAtOnce = runtime.NumCPU()
+		}
+		t.starts = make(chan struct{}, t.StartsAtOnce)
 		t.sessions = map[string]*termSession{}
 		t.saving = map[string]chan struct{}{}
 		t.changed = make(chan struct{})
@@ -307,7 +321,19 @@ func (t *Terminals) startGuest(owner string) *termSession {
 	if owner != "" && t.Keep != nil {
 		s.backend.keep, s.backend.keepFor = t.Keep, owner
 	}
-	s.backend.Start()
+	go func() {
+		// A slot from the start to a ready agent (StartsAtOnce).
+		select {
+		case t.starts <- struct{}{}:
+		case <-t.stop:
+			return
+		}
+		defer func() { <-t.starts }()
+		s.backend.Start()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_, _ = s.backend.WaitReady(ctx)
+	}()
 	return s
 }
 
