@@ -863,20 +863,14 @@ func (t *Terminals) keepSession(s *termSession) KeptSave {
 // Reset gives learner a fresh machine at their next attach: their session
 // ends and whatever was kept of it is deleted ("reset my machine").
 func (t *Terminals) Reset(ctx context.Context, learner string) error {
-	t.init()
+	t.Discard(learner)
+	// A save the reaper began before the Discard ends first, so that
+	// nothing of it is left behind.
 	t.mu.Lock()
-	if err := t.awaitSaved(ctx, learner); err != nil {
-		t.mu.Unlock()
-		return err
-	}
-	s := t.sessions[learner]
-	if s != nil {
-		delete(t.sessions, learner)
-		t.notify()
-	}
+	err := t.awaitSaved(ctx, learner)
 	t.mu.Unlock()
-	if s != nil {
-		s.discard()
+	if err != nil {
+		return err
 	}
 	if t.Keep != nil {
 		t.Keep.Forget(learner)
