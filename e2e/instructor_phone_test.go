@@ -33,8 +33,12 @@ func TestInstructorPhone(t *testing.T) {
 	}
 	b.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 	for _, lang := range []string{"zh", "en"} {
-		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts", "/instructor/classes", roster, "/instructor/invitations"} {
-			b.open(page + "?lang=" + lang)
+		for _, page := range []string{"/instructor", "/instructor/gradebook", "/instructor/drafts", "/instructor/classes", roster, "/instructor/invitations", "/instructor/answers?lesson=01-why-rdma"} {
+			sep := "?"
+			if strings.Contains(page, "?") {
+				sep = "&"
+			}
+			b.open(page + sep + "lang=" + lang)
 			w := eval[map[string]float64](b, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})`)
 			if w["scroll"] > w["client"]+1 {
 				wide := eval[[]string](b, `(function(){ var describe = `+describeJS+`, cw = document.documentElement.clientWidth, out = [];
