@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,22 +25,18 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
+// bin is labserver, built on first use into TestMain's folder.
+var bin labproc.Once
 
 func TestMain(m *testing.M) {
 	var err error
-	binDir, err = os.MkdirTemp("", "rdmalab-faults-")
+	bin.Dir, err = os.MkdirTemp("", "rdmalab-faults-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(binDir)
+	os.RemoveAll(bin.Dir)
 	os.Exit(code)
 }
 
@@ -50,14 +45,7 @@ func TestMain(m *testing.M) {
 // real server processes (minutes on a busy machine); make test runs them.
 func labserver(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: builds labserver and breaks real server processes, not in the quick tier")
-	}
-	binOnce.Do(func() { binPath, binErr = labproc.Build(context.Background(), binDir, false) })
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return bin.Get(t, "builds labserver and breaks real server processes")
 }
 
 // start starts a server in dir (its database dir/lab.db unless opt.DB

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -281,4 +282,28 @@ func (b *logBuffer) String() string {
 		out.WriteString(l + "\n")
 	}
 	return out.String()
+}
+
+// Once builds labserver the first time a test asks for it (Build, without
+// the race detector) and gives every later caller the same binary, or the
+// same error. The tests that run the real server as a process are not the
+// quick tier: under -short Get skips the test with why.
+type Once struct {
+	Dir  string // where it is built (the package's temporary folder)
+	once sync.Once
+	path string
+	err  error
+}
+
+// Get returns the binary's path, skips the test under -short, or fails it.
+func (o *Once) Get(t testing.TB, why string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + why + ", not in the quick tier")
+	}
+	o.once.Do(func() { o.path, o.err = Build(context.Background(), o.Dir, false) })
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.path
 }

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,12 +19,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string // TestMain's, removed after the tests
-	binPath string
-	binErr  error
-)
+// bin is labserver, built on first use into TestMain's folder.
+var bin labproc.Once
 
 // TestMain makes the folder labserver is built into, on first use.
 func TestMain(m *testing.M) {
@@ -33,7 +28,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binDir = dir
+	bin.Dir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -46,14 +41,7 @@ func TestMain(m *testing.M) {
 // the processes take minutes on a busy machine); the in-process tests run.
 func labserverBin(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: builds labserver and starts worker processes, not in the quick tier")
-	}
-	binOnce.Do(func() { binPath, binErr = labproc.Build(context.Background(), binDir, false) })
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return bin.Get(t, "builds labserver and starts worker processes")
 }
 
 const token = "s3cret-class-token"
