@@ -237,21 +237,24 @@ func runUCX(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	if err := own.run(ctx, emit, bin); err != nil {
 		return err
 	}
-	phase(emit, "rc", say("ucx_perftest over rc_verbs on rxe", "ucx_perftest 走 rxe 上的 rc_verbs"))
-	rcLat := &ucxRun{Label: say("rc_verbs (UCX_TLS=rc_v)", "rc_verbs（UCX_TLS=rc_v）"), TLS: "rc_v", Test: "tag_lat", Size: 8, Iters: iters, SrvDev: srvDev, CliDev: cliDev, ServerIP: top.Server.IP(), GID: gid}
-	rcBW := &ucxRun{Label: rcLat.Label, TLS: "rc_v", Test: "tag_bw", Size: 64 << 10, Iters: 100, SrvDev: srvDev, CliDev: cliDev, ServerIP: top.Server.IP(), GID: gid}
-	for _, r := range []*ucxRun{rcLat, rcBW} {
-		if err := r.run(ctx, emit, bin); err != nil {
-			return err
+	// pair is a latency and a bandwidth run over one UCX_TLS.
+	pair := func(label sandbox.Text, tls, srv, cli string) (lat, bw *ucxRun, err error) {
+		lat = &ucxRun{Label: label, TLS: tls, Test: "tag_lat", Size: 8, Iters: iters, SrvDev: srv, CliDev: cli, ServerIP: top.Server.IP(), GID: gid}
+		bw = &ucxRun{Label: label, TLS: tls, Test: "tag_bw", Size: 64 << 10, Iters: 100, SrvDev: srv, CliDev: cli, ServerIP: top.Server.IP(), GID: gid}
+		if err = lat.run(ctx, emit, bin); err == nil {
+			err = bw.run(ctx, emit, bin)
 		}
+		return lat, bw, err
+	}
+	phase(emit, "rc", say("ucx_perftest over rc_verbs on rxe", "ucx_perftest 走 rxe 上的 rc_verbs"))
+	rcLat, rcBW, err := pair(say("rc_verbs (UCX_TLS=rc_v)", "rc_verbs（UCX_TLS=rc_v）"), "rc_v", srvDev, cliDev)
+	if err != nil {
+		return err
 	}
 	phase(emit, "tcp", say("ucx_perftest over UCX's tcp transport", "ucx_perftest 走 UCX 的 tcp 传输"))
-	tcpLat := &ucxRun{Label: say("tcp (UCX_TLS=tcp)", "tcp（UCX_TLS=tcp）"), TLS: "tcp", Test: "tag_lat", Size: 8, Iters: iters, SrvDev: srvNet, CliDev: cliNet, ServerIP: top.Server.IP(), GID: gid}
-	tcpBW := &ucxRun{Label: tcpLat.Label, TLS: "tcp", Test: "tag_bw", Size: 64 << 10, Iters: 100, SrvDev: srvNet, CliDev: cliNet, ServerIP: top.Server.IP(), GID: gid}
-	for _, r := range []*ucxRun{tcpLat, tcpBW} {
-		if err := r.run(ctx, emit, bin); err != nil {
-			return err
-		}
+	tcpLat, tcpBW, err := pair(say("tcp (UCX_TLS=tcp)", "tcp（UCX_TLS=tcp）"), "tcp", srvNet, cliNet)
+	if err != nil {
+		return err
 	}
 
 	lanes := sandbox.NewTable(say("What each endpoint used (UCX_LOG_LEVEL=info: ep_cfg)", "每个端点实际用了什么（UCX_LOG_LEVEL=info 的 ep_cfg）"),
