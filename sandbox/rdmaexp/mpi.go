@@ -203,7 +203,7 @@ func runMPI(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	// context carries the whole UCX environment (a setting given only
 	// once reaches rank 0 alone, and rank 1 then picks another GID)
 	ucxEnv := func(dev string) []string {
-		return []string{"-x", "UCX_TLS=rc_v,self", "-x", "UCX_IB_GID_INDEX=0", "-x", "UCX_LOG_LEVEL=info", "-x", "UCX_UD_VERBS_TIMEOUT=6s", "-x", "UCX_NET_DEVICES=" + dev}
+		return []string{"-x", "UCX_TLS=rc_v,self", "-x", "UCX_IB_GID_INDEX=0", "-x", "UCX_LOG_LEVEL=info", "-x", "UCX_UD_VERBS_TIMEOUT=6s", "-x", ucxSmallQueues, "-x", "UCX_NET_DEVICES=" + dev}
 	}
 	runs := []*mpiRun{
 		{Label: say("Debian's defaults (mpirun -np 2)", "Debian 默认配置（mpirun -np 2）")},

@@ -44,6 +44,12 @@ func UCX() *sandbox.Experiment {
 	}
 }
 
+// ucxSmallQueues keeps UCX's receive queues short: by default each IB
+// interface posts thousands of 8 KiB receive buffers (about 30 MB per
+// process), which two processes and mpirun's ranks cannot afford in the
+// guest's 256 MiB (the kernel's OOM killer ended them).
+const ucxSmallQueues = "UCX_IB_RX_QUEUE_LEN=256"
+
 // ucxTransport is one line pair of ucx_info -d: a transport on a device.
 type ucxTransport struct {
 	Domain, Transport, Device string
@@ -138,7 +144,7 @@ type ucxRun struct {
 func (r *ucxRun) tools(bin string) (srv, cli tool) {
 	port := strconv.Itoa(freePort())
 	env := func(dev string) []string {
-		e := []string{"UCX_NET_DEVICES=" + dev, "UCX_LOG_LEVEL=info", "UCX_UD_VERBS_TIMEOUT=6s"}
+		e := []string{"UCX_NET_DEVICES=" + dev, "UCX_LOG_LEVEL=info", "UCX_UD_VERBS_TIMEOUT=6s", ucxSmallQueues}
 		if r.TLS != "" {
 			e = append([]string{"UCX_TLS=" + r.TLS}, e...)
 		}
