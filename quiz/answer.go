@@ -132,7 +132,7 @@ func checkList(q *Question, ids []string) (Answer, error) {
 }
 
 func answerErr(q *Question, kind AnswerErrorKind, option, msg string) *AnswerError {
-	return &AnswerError{QuestionID: q.ID, Kind: kind, Option: option, Message: msg}
+	return &AnswerError{QuestionID: q.ID, Kind: kind, Option: truncate(option, 40), Message: msg}
 }
 
 // truncate keeps echoed learner input short in messages.

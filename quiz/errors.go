@@ -63,7 +63,7 @@ const (
 type AnswerError struct {
 	QuestionID string
 	Kind       AnswerErrorKind
-	Option     string // the offending option id, for unknown_option and duplicate
+	Option     string // the offending option id (40 characters at most, as learners typed it), for unknown_option and duplicate
 	Message    string // English detail for logs and API clients
 }
 

@@ -1,6 +1,11 @@
 package quiz
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestPolicySeen(t *testing.T) {
 	p := Policy{RevealAfter: 3}
@@ -79,5 +84,20 @@ func BenchmarkGradeAndView(b *testing.B) {
 	for b.Loop() {
 		res := Grade(q, a, "en")
 		_, _ = p.View(q.Type, res, Record{Attempts: 1})
+	}
+}
+
+// An unknown option id a learner sent is kept short in the error, for
+// every message that echoes it (web quotes AnswerError.Option as it is).
+func TestAnswerErrorOptionShort(t *testing.T) {
+	q := &Question{ID: "q", Type: Single, Options: []Option{{ID: "a", Correct: true}, {ID: "b"}}}
+	long := strings.Repeat("选", 100)
+	_, err := FormAnswer(q, []string{long})
+	var ae *AnswerError
+	if !errors.As(err, &ae) || ae.Kind != AnswerUnknownOption {
+		t.Fatalf("error %v", err)
+	}
+	if n := utf8.RuneCountInString(ae.Option); n != 41 || !strings.HasSuffix(ae.Option, "…") {
+		t.Errorf("option echoed as %d characters: %q", n, ae.Option)
 	}
 }

@@ -285,14 +285,7 @@ func answerError(lang string, err error) *Error {
 	}
 	msg := tr(lang)("quiz.err." + string(ae.Kind))
 	if ae.Option != "" {
-		msg = trf(lang, "quiz.err."+string(ae.Kind)+".option", truncateRunes(ae.Option, 40))
+		msg = trf(lang, "quiz.err."+string(ae.Kind)+".option", ae.Option) // quiz keeps it short
 	}
 	return &Error{Code: CodeBadRequest, Message: msg, Err: err}
-}
-
-func truncateRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
