@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,8 +34,10 @@ const interactiveWait = 90 * time.Second
 // kernel, RDMA ones in the Soft-RoCE guest under TCG), with each whole-number
 // param at its minimum to keep it short, then opens its replay page:
 //   - in Chinese, nothing a learner reads is English prose (tables,
-//     phases, logs, statuses, params, verdicts, errors), outside code, raw
-//     tool output and an allow-list;
+//     phases, logs, statuses, params, verdicts, errors, chart axes and
+//     legends), outside code, raw tool output and an allow-list, nor
+//     Western punctuation in a Chinese sentence or an English label word
+//     ("bytes", "(set)", "日志 (2)", "19 (0–31) %": zhcheck.Leaks);
 //   - at 375 px the page never scrolls sideways (wide tables scroll in
 //     their own box).
 //
@@ -99,7 +103,16 @@ func TestEveryExperimentReplay(t *testing.T) {
 
 	b := newBrowser(t, lab)
 	b.do("375 px viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+	only := map[string]bool{}
+	for _, id := range strings.Split(os.Getenv("LAB_E2E_REPLAY_ONLY"), ",") {
+		if id != "" {
+			only[id] = true
+		}
+	}
 	for _, e := range exps {
+		if len(only) > 0 && !only[e.ID] {
+			continue // a developer's quick check of a few (make test runs all)
+		}
 		params := map[string]any{}
 		for _, p := range e.Params {
 			params[p.Name] = p.Default
@@ -134,6 +147,11 @@ func TestEveryExperimentReplay(t *testing.T) {
 			t.Errorf("%s: submit answered %d", e.ID, res.StatusCode)
 			continue
 		}
+		if walk := stepWalks[e.ID]; walk != nil {
+			// the step-through's tables, mistakes and reconnects are
+			// read in the replay too, not only its first step
+			driveSteps(t, c, lab.URL+"/api/runs/"+created.ID, walk)
+		}
 		var run struct{ Status, Error string }
 		ctx, cancel := context.WithTimeout(context.Background(), replayRunTimeout)
 		started, cancelled := time.Now(), false
@@ -144,7 +162,8 @@ func TestEveryExperimentReplay(t *testing.T) {
 			}
 			// An interactive run (a step-through) waits for the learner:
 			// cancel it after a while; its replay is checked all the same.
-			if !cancelled && time.Since(started) > interactiveWait {
+			// A walked one ends by itself (its last command tears down).
+			if !cancelled && stepWalks[e.ID] == nil && time.Since(started) > interactiveWait {
 				cancelled = true
 				if res, err := c.Post(lab.URL+"/api/runs/"+created.ID+"/cancel", "application/json", nil); err == nil {
 					res.Body.Close()
@@ -175,6 +194,17 @@ func TestEveryExperimentReplay(t *testing.T) {
 			// bilingual events and listed it in cleanZh.
 			checkChinese(&logOnly{t}, b, "replay of "+e.ID)
 		}
+		if eval[bool](b, `!!document.querySelector("[data-testid=run-capture]")`) {
+			// the capture's header fields are read too: the last packet
+			// (a cut one where the snap length cut), then a NAK if any,
+			// with every header group open
+			b.waitFor(e.ID+" capture decoded", `document.querySelector("[data-testid=capture-list] tbody tr")`, stepTimeout)
+			for _, row := range []string{`rows[rows.length-1]`, `document.querySelector("[data-testid=capture-list] tbody tr.cap-nak") || rows[0]`} {
+				eval[bool](b, `(function(){ var rows = document.querySelectorAll("[data-testid=capture-list] tbody tr"); (`+row+`).click();
+					document.querySelectorAll("[data-testid=capture-fields] details").forEach(function (d) { d.open = true; }); return true; })()`)
+				checkChinese(t, b, "capture fields of "+e.ID)
+			}
+		}
 		checkNoSideways(t, b, "replay of "+e.ID)
 		t.Logf("%s: %s", e.ID, run.Status)
 	}
@@ -183,6 +213,65 @@ func TestEveryExperimentReplay(t *testing.T) {
 	checkNoSideways(t, b, "lab page")
 	b.open("/runs?lang=zh")
 	checkNoSideways(t, b, "run history")
+}
+
+// stepWalks are the commands sent to an interactive experiment so that its
+// replay holds every kind of step: verbs-steps with a wrong QPN and too few
+// RNR retries, each failure shown, reconnected and retried to the end.
+var stepWalks = map[string][]string{
+	"verbs-steps": {"next", "next", "next", "next", "next", "next", "next", "wrong-qpn", "few-rnr", "next", "next",
+		"reconnect", "next", "next", "next", "next", "reconnect", "next", "next", "next"},
+}
+
+// driveSteps posts each command of walk to the run at url as a learner
+// does: the next one once the run has answered the last with its step
+// (the guest reads commands one at a time), waiting while it is queued.
+func driveSteps(t *testing.T, c *http.Client, url string, walk []string) {
+	t.Helper()
+	for i, cmd := range walk {
+		// the start step and one step per command so far
+		for deadline := time.Now().Add(3 * time.Minute); stepsSoFar(c, url+"/events") < i+1; {
+			if time.Now().After(deadline) {
+				t.Errorf("command %d (%s): the run answered only %d steps in 3 minutes", i, cmd, stepsSoFar(c, url+"/events")-1)
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		body, _ := json.Marshal(map[string]string{"cmd": cmd})
+		for try := 0; ; try++ {
+			res, err := c.Post(url+"/commands", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode == http.StatusAccepted {
+				break
+			}
+			if try == 300 {
+				t.Errorf("command %s: answered %d for 5 minutes", cmd, res.StatusCode)
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}
+}
+
+// stepsSoFar counts the step events a run has sent: its event stream
+// (SSE) read for two seconds, the backlog first.
+func stepsSoFar(c *http.Client, url string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body) // cut by the deadline while the run goes on
+	return strings.Count(string(b), `"type":"step"`)
 }
 
 // visibleTextJS is the page's visible text, one string per text node,
@@ -199,6 +288,15 @@ const visibleTextJS = `(function(){
     out.push(s);
   }
   return out; })()`
+
+// chartAxesJS is the axis titles and legend labels of the page's charts:
+// uPlot draws the axes on a canvas, so they are read from each plot.
+const chartAxesJS = `(function(){ var out = [];
+  document.querySelectorAll(".exp-chart").forEach(function (box) {
+    var u = box._plot; if (!u) return;
+    u.axes.forEach(function (a) { if (typeof a.label === "string" && a.label) out.push(a.label); });
+    u.series.forEach(function (s) { if (typeof s.label === "string" && s.label) out.push(s.label); });
+  }); return out; })()`
 
 // cleanZh are the experiments whose Chinese replay must hold no English
 // prose (their tables, logs and texts are bilingual: docs/architecture.md,
@@ -242,16 +340,21 @@ func (l *logOnly) Errorf(format string, args ...any) {
 func checkChinese(t reporter, b *browser, where string) {
 	t.Helper()
 	var bad []string
-	for _, s := range eval[[]string](b, visibleTextJS) {
+	var punct []string
+	for _, s := range append(eval[[]string](b, visibleTextJS), eval[[]string](b, chartAxesJS)...) {
 		if strings.HasPrefix(s, "$ ") {
 			continue // a command line the experiment ran, shown as is
 		}
 		if p := zhcheck.Prose(s); len(p) > 0 {
 			bad = append(bad, fmt.Sprintf("%q in %q", p[0], short(s)))
 		}
+		punct = append(punct, zhcheck.Leaks(s)...)
 	}
 	if len(bad) > 0 {
 		t.Errorf("%s in zh shows English prose:\n  %s", where, strings.Join(limit(uniq(bad), 20), "\n  "))
+	}
+	if len(punct) > 0 {
+		t.Errorf("%s in zh shows Western punctuation or English labels:\n  %s", where, strings.Join(limit(uniq(punct), 20), "\n  "))
 	}
 }
 

@@ -67,13 +67,13 @@ var tcpSteps = []pathStep{
 
 var rdmaSteps = []pathStep{
 	{id: "rdma-post", zone: "user",
-		title:  [2]string{"应用提交工作请求 (WR)", "App posts a work request"},
+		title:  [2]string{"应用提交工作请求（WR）", "App posts a work request"},
 		detail: [2]string{"ibv_post_send 写入 QP，仍在用户态", "ibv_post_send into the QP, in user space"}},
 	{id: "rdma-kernel", zone: "kernel", bypass: true,
 		title:  [2]string{"内核：只管建立", "Kernel: setup only"},
 		detail: [2]string{"注册 MR、创建 QP", "register MR, create QP"}},
 	{id: "rdma-doorbell", zone: "nic",
-		title:  [2]string{"敲门铃 (doorbell)", "Ring the doorbell"},
+		title:  [2]string{"敲门铃（doorbell）", "Ring the doorbell"},
 		detail: [2]string{"硬件网卡：一次 MMIO 写，没有系统调用", "hardware NIC: an MMIO store, no syscall"}},
 	{id: "rdma-dma", zone: "nic",
 		title:  [2]string{"网卡 DMA 读取 MR", "NIC DMA-reads the MR"},

@@ -45,8 +45,10 @@ func animFigure(lang, diagram, id string, viewBox string, body string, caption [
 	fmt.Fprintf(&b, `<g id="%s-replay" cursor="pointer" data-testid="anim-replay"><rect x="220" y="4" width="96" height="20" rx="4" fill="#e8eefc" stroke="#3b5bdb"/><text x="230" y="18" fill="#1d3a9e">%s</text></g>`,
 		id, html.EscapeString(pick(lang, replayLabel)))
 	b.WriteString(`</svg>`)
-	fmt.Fprintf(&b, `<figcaption><strong>%s</strong> — %s. %s</figcaption>`, html.EscapeString(pick(lang, animLabel)),
-		html.EscapeString(pick(lang, caption)), html.EscapeString(pick(lang, source)))
+	// each language with its own punctuation ("传播. 依据" read as English)
+	dash, stop := pick(lang, [2]string{"——", " — "}), pick(lang, [2]string{"。", ". "})
+	fmt.Fprintf(&b, `<figcaption><strong>%s</strong>%s%s%s%s</figcaption>`, html.EscapeString(pick(lang, animLabel)), dash,
+		html.EscapeString(pick(lang, caption)), stop, html.EscapeString(pick(lang, source)))
 	fmt.Fprintf(&b, `<details class="anim-steps"><summary>%s</summary><ol>`, html.EscapeString(pick(lang, [2]string{"动画的每一步（文字版）", "The steps of the animation, as text"})))
 	for _, s := range steps {
 		fmt.Fprintf(&b, `<li>%s</li>`, html.EscapeString(pick(lang, s)))

@@ -44,7 +44,7 @@ var stepCosts = map[string][2]string{
 		"Cost (hardware reference, from the lesson's figures): at 100 Gbps that is 12.5 GB to copy every second on each side, and as much memory bandwidth — enough to keep at least one core busy on its own.",
 	},
 	"tcp-stack": {
-		"代价（硬件参考）：分段、校验和、TCP 状态机和 netfilter 按包在 CPU 上运行，是\"每 Gbps 约 1 GHz\"这条卸载普及之前的老经验里的一大块。",
+		"代价（硬件参考）：分段、校验和、TCP 状态机和 netfilter 按包在 CPU 上运行，是“每 Gbps 约 1 GHz”这条卸载普及之前的老经验里的一大块。",
 		"Cost (hardware reference): segmentation, checksums, the TCP state machine and netfilter run on the CPU for every packet — a large share of the old, pre-offload rule of thumb of ~1 GHz per Gbps.",
 	},
 	"tcp-driver": {

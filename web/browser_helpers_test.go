@@ -74,3 +74,14 @@ func (p *browserPage) eval(js string) int {
 	}
 	return n
 }
+
+// openWidget opens url at a vw × vh viewport and waits for the Run button
+// of the experiment widget w.
+func (p *browserPage) openWidget(url, w string, vw, vh int64) {
+	p.t.Helper()
+	p.do(
+		chromedp.EmulateViewport(vw, vh),
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
+	)
+}

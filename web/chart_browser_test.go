@@ -171,3 +171,65 @@ func TestChartsSayWhatTheyPlot(t *testing.T) {
 		}
 	}
 }
+
+// legendLayoutJS reads each legend entry of the charts at the current
+// width: whether its value cell fell onto a line of its own (the orphaned
+// "--" of issue 30 item 11), whether it reaches past its chart (clipped:
+// .exp-chart hides what overflows), and the separator drawn after a label.
+const legendLayoutJS = `(function(){
+  var out = [];
+  document.querySelectorAll(".exp-chart").forEach(function(box){
+    var right = box.getBoundingClientRect().right;
+    box.querySelectorAll(".u-legend tr.u-series").forEach(function(tr){
+      var th = tr.querySelector("th"), td = tr.querySelector("td"), a = th.getBoundingClientRect();
+      var shown = td && getComputedStyle(td).display !== "none" && td.getBoundingClientRect().width > 0;
+      var b = shown ? td.getBoundingClientRect() : null;
+      out.push({label: th.textContent, orphan: !!b && b.top >= a.bottom - 1,
+        clipped: Math.max(a.right, b ? b.right : 0) > right + 1,
+        sep: getComputedStyle(th, "::after").content});
+    });
+  });
+  return JSON.stringify(out); })()`
+
+// Legends stay readable on a phone (issue 30 item 11): at 375 px no legend
+// entry's value falls alone onto the next line, none runs past its chart,
+// and a Chinese legend separates label and value with "：", not ":".
+func TestLegendsOnAPhone(t *testing.T) {
+	env := newRunEnv(t, sandbox.RunnerConfig{})
+	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "loss-sweep"})
+	page := newBrowserPage(t)
+	w := `.experiment[data-experiment=loss-sweep]`
+	for _, vp := range []struct{ w, h int64 }{{375, 812}, {1280, 900}} {
+		for _, lang := range []string{"en", "zh"} {
+			where := fmt.Sprintf("%d px, %s", vp.w, lang)
+			page.openWidget(env.HTTP.URL+"/lessons/01-one?lang="+lang, w, vp.w, vp.h)
+			page.do(
+				chromedp.Click(chromedp.CSS(w+` [data-action=run]`)),
+				chromedp.WaitVisible(chromedp.CSS(w+` .exp-status.status-done`)),
+				chromedp.Poll[chromedp.Void](`document.querySelectorAll("`+w+` .exp-chart .u-legend tr.u-series").length >= 14`),
+			)
+			js, err := chromedp.Run(page.ctx, chromedp.Evaluate[string](legendLayoutJS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entries []struct {
+				Label, Sep      string
+				Orphan, Clipped bool
+			}
+			if err := jsonUnmarshal(js, &entries); err != nil || len(entries) < 14 {
+				t.Fatalf("%s: legend entries %s (%v)", where, js, err)
+			}
+			for _, e := range entries {
+				if e.Orphan {
+					t.Errorf("%s: the value of legend entry %q fell onto a line of its own", where, e.Label)
+				}
+				if e.Clipped {
+					t.Errorf("%s: legend entry %q runs past its chart (clipped)", where, e.Label)
+				}
+				if lang == "zh" && strings.Contains(e.Sep, ":") && !strings.Contains(e.Sep, "：") {
+					t.Errorf("%s: legend entry %q separated by %s", where, e.Label, e.Sep)
+				}
+			}
+		}
+	}
+}

@@ -207,11 +207,7 @@ func TestCaptureViewLayoutAndTruncation(t *testing.T) {
 	for _, vp := range []struct{ w, h int64 }{{1280, 900}, {375, 812}} {
 		for _, lang := range []string{"en", "zh"} {
 			where := fmt.Sprintf("%d px, %s", vp.w, lang)
-			page.do(
-				chromedp.EmulateViewport(vp.w, vp.h),
-				chromedp.Navigate(env.HTTP.URL+"/lessons/01-one?lang="+lang),
-				chromedp.WaitVisible(chromedp.CSS(w+` [data-action=run]`)),
-			)
+			page.openWidget(env.HTTP.URL+"/lessons/01-one?lang="+lang, w, vp.w, vp.h)
 			page.do(chromedp.Click(chromedp.CSS(w+` [data-action=run]`)),
 				chromedp.WaitVisible(chromedp.CSS(w+` [data-testid=capture-list] tbody tr`)))
 			// selected as a tap does (the layout is the point here, not the pointer)

@@ -74,7 +74,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 var commandStrings = uiTable{
 	"zh": {
 		"run.err.cmd.notyours": "只有提交这个运行的人可以操作它。",
-		"run.err.cmd.unknown":  "这个实验不接受命令 %q。",
+		"run.err.cmd.unknown":  "这个实验不接受命令“%s”。",
 		"run.err.cmd.none":     "这个运行不接受命令。",
 		"run.err.cmd.queued":   "运行还在排队：等它开始后再操作。",
 		"run.err.cmd.busy":     "上一个操作还没有完成：等它的结果出来再继续。",

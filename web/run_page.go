@@ -117,6 +117,12 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			if title == "" {
 				title = ev.Name
 			}
+			// the current phase again is its progress: one line, updated
+			// (static/js/experiment.js does the same live)
+			if n := len(rv.Phases); n > 0 && rv.Phases[n-1].Name == ev.Name {
+				rv.Phases[n-1].Title = title
+				continue
+			}
 			rv.Phases = append(rv.Phases, views.PhaseItem{Name: ev.Name, Title: title})
 		case sandbox.EvLog:
 			if len(rv.Logs) < maxPageLogs {
@@ -173,6 +179,16 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 	switch rv.Backend {
 	case "host", "vm", "none":
 		rv.BackendNote = t("run.backend." + rv.Backend)
+	}
+	if rv.Backend != "" {
+		name := rv.Backend
+		if n := t("run.backend.name." + rv.Backend); n != "run.backend.name."+rv.Backend && n != "" {
+			name = n
+		}
+		rv.BackendLine = trf(lang, "run.backend.line", t("run.backend"), name)
+	}
+	for i, m := range rv.Metrics {
+		rv.Metrics[i].Label = trf(lang, "run.metric.label", m.Series, m.Unit)
 	}
 	return rv
 }

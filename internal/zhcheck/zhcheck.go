@@ -1,6 +1,7 @@
-// Package zhcheck finds English prose in text meant for a Chinese page:
-// the check behind e2e's replay test and the tests that every reason a
-// learner or admin reads is written in Chinese where it is made.
+// Package zhcheck finds English prose (Prose), and Western punctuation and
+// English label words (Leaks), in text meant for a Chinese page: the checks
+// behind e2e's replay and Chinese-page tests and the tests that every
+// reason a learner or admin reads is written in Chinese where it is made.
 package zhcheck
 
 import (

@@ -40,6 +40,7 @@ type Packet struct {
 	ICRCOK     *bool       `json:"icrc_ok,omitempty"`       // nil: not checked (truncated, IPv6)
 	ICRCWant   string      `json:"icrc_expected,omitempty"` // the ICRC computed here, when the packet's differs
 	Summary    string      `json:"summary"`
+	SummaryZh  string      `json:"summary_zh,omitempty"` // Summary for a Chinese page
 	Error      string      `json:"error,omitempty"`
 	Fields     []ibt.Field `json:"fields"`
 	Hex        string      `json:"hex"`
@@ -101,11 +102,14 @@ func decodeFrame(frame []byte, wireLen int, hosts map[string]string) Packet {
 		wireLen = len(frame)
 	}
 	p := Packet{CapLen: len(frame), Len: wireLen, Truncated: wireLen > len(frame), Hex: hex.EncodeToString(frame)}
-	add := func(header, name string, off, n int, bits uint32, v uint64, text string) {
+	addZh := func(header, name string, off, n int, bits uint32, v uint64, text, zh string) {
 		if off < 0 || off+n > len(frame) {
 			return // a truncated frame: gopacket may still name the field
 		}
-		p.Fields = append(p.Fields, ibt.Field{Header: header, Name: name, Off: off, Len: n, Bits: bits, Value: v, Text: text})
+		p.Fields = append(p.Fields, ibt.Field{Header: header, Name: name, Off: off, Len: n, Bits: bits, Value: v, Text: text, TextZh: zh})
+	}
+	add := func(header, name string, off, n int, bits uint32, v uint64, text string) {
+		addZh(header, name, off, n, bits, v, text, "")
 	}
 	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true, Lazy: false})
 	eth, _ := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
@@ -129,9 +133,9 @@ func decodeFrame(frame []byte, wireLen int, hosts map[string]string) Packet {
 		ipHdr = frame[off : off+hl]
 		p.Src, p.Dst = ip4.SrcIP.String(), ip4.DstIP.String()
 		add("IPv4", "Version", off, 1, 0xf0, uint64(ip4.Version), fmt.Sprint(ip4.Version))
-		add("IPv4", "Header Length", off, 1, 0x0f, uint64(hl), fmt.Sprintf("%d bytes", hl))
+		addZh("IPv4", "Header Length", off, 1, 0x0f, uint64(hl), ibt.Bytes(hl), ibt.BytesZh(hl))
 		add("IPv4", "DSCP", off+1, 1, 0xfc, uint64(ip4.TOS>>2), fmt.Sprint(ip4.TOS>>2))
-		add("IPv4", "ECN", off+1, 1, 0x03, uint64(ip4.TOS&3), ecnName(ip4.TOS&3))
+		addZh("IPv4", "ECN", off+1, 1, 0x03, uint64(ip4.TOS&3), ecnName(ip4.TOS&3), ecnNameZh(ip4.TOS&3))
 		add("IPv4", "Total Length", off+2, 2, 0, uint64(ip4.Length), fmt.Sprint(ip4.Length))
 		add("IPv4", "Identification", off+4, 2, 0, uint64(ip4.Id), fmt.Sprintf("0x%04x", ip4.Id))
 		add("IPv4", "Flags", off+6, 1, 0xe0, uint64(ip4.Flags), ip4.Flags.String())
@@ -217,7 +221,7 @@ func decodeFrame(frame []byte, wireLen int, hosts map[string]string) Packet {
 		}
 	}
 	p.Fields = append(p.Fields, fields...)
-	p.Summary = ib.Summary()
+	p.Summary, p.SummaryZh = ib.Summary(), ib.SummaryZh()
 	return p
 }
 
@@ -231,6 +235,7 @@ func capturedFields(fs []ibt.Field, n int) []ibt.Field {
 			out = append(out, f)
 		case f.Header == "Payload" && f.Name == "Data" && f.Off < n:
 			f.Text = fmt.Sprintf("%d bytes (first %d captured)", f.Len, n-f.Off)
+			f.TextZh = fmt.Sprintf("%d 字节（只抓到前 %d 字节）", f.Len, n-f.Off)
 			f.Len = n - f.Off
 			out = append(out, f)
 		}
@@ -248,6 +253,14 @@ func ecnName(v uint8) string {
 		return "ECT(0)"
 	}
 	return "CE (3): congestion experienced"
+}
+
+// ecnNameZh is ecnName for a Chinese page ("" where it reads the same).
+func ecnNameZh(v uint8) string {
+	if v == 3 {
+		return "CE（3）：经历了拥塞"
+	}
+	return ""
 }
 
 func portName(p uint16) string {

@@ -18,6 +18,9 @@ type Field struct {
 	Bits   uint32 `json:"bits,omitempty"`
 	Value  uint64 `json:"value"`
 	Text   string `json:"text"` // the value as a reader wants it: "0x1234", "RDMA WRITE First", "RNR NAK (timer 0.01 ms)"
+	// TextZh is Text for a Chinese page where Text holds words or
+	// punctuation ("1024 字节", "1（置位）"); empty where Text is the same.
+	TextZh string `json:"text_zh,omitempty"`
 }
 
 // RETH is the RDMA Extended Transport Header: where a WRITE or READ goes.
@@ -112,16 +115,16 @@ func Decode(b []byte, base int) (*Packet, error) {
 	p.PSN = be24(b[9:])
 
 	f.add("BTH", "OpCode", 0, 1, 0, uint64(p.Opcode), fmt.Sprintf("%s (0x%02x)", p.Opcode, uint8(p.Opcode)))
-	f.add("BTH", "SE (solicited event)", 1, 1, 0x80, b2u(p.SE), yesNo(p.SE))
+	f.addZh("BTH", "SE (solicited event)", 1, 1, 0x80, b2u(p.SE), yesNo(p.SE), yesNoZh(p.SE))
 	f.add("BTH", "M (migration)", 1, 1, 0x40, b2u(p.M), fmt.Sprint(b2u(p.M)))
-	f.add("BTH", "PadCnt", 1, 1, 0x30, uint64(p.PadCnt), fmt.Sprintf("%d bytes", p.PadCnt))
+	f.addZh("BTH", "PadCnt", 1, 1, 0x30, uint64(p.PadCnt), Bytes(int(p.PadCnt)), BytesZh(int(p.PadCnt)))
 	f.add("BTH", "TVer", 1, 1, 0x0f, uint64(p.TVer), fmt.Sprint(p.TVer))
 	f.add("BTH", "P_Key", 2, 2, 0, uint64(p.PKey), fmt.Sprintf("0x%04x", p.PKey))
 	f.add("BTH", "FECN", 4, 1, 0x80, b2u(p.FECN), fmt.Sprint(b2u(p.FECN)))
 	f.add("BTH", "BECN", 4, 1, 0x40, b2u(p.BECN), fmt.Sprint(b2u(p.BECN)))
 	f.add("BTH", "Reserved", 4, 1, 0x3f, uint64(b[4]&0x3f), fmt.Sprintf("0x%02x", b[4]&0x3f))
 	f.add("BTH", "DestQP", 5, 3, 0, uint64(p.DestQP), fmt.Sprintf("0x%06x (%d)", p.DestQP, p.DestQP))
-	f.add("BTH", "A (AckReq)", 8, 1, 0x80, b2u(p.AckReq), yesNo(p.AckReq))
+	f.addZh("BTH", "A (AckReq)", 8, 1, 0x80, b2u(p.AckReq), yesNo(p.AckReq), yesNoZh(p.AckReq))
 	f.add("BTH", "Reserved", 8, 1, 0x7f, uint64(b[8]&0x7f), fmt.Sprintf("0x%02x", b[8]&0x7f))
 	f.add("BTH", "PSN", 9, 3, 0, uint64(p.PSN), fmt.Sprintf("%d (0x%06x)", p.PSN, p.PSN))
 
@@ -161,7 +164,7 @@ func Decode(b []byte, base int) (*Packet, error) {
 		p.RETH = &r
 		f.add("RETH", "Virtual Address", off, 8, 0, r.VA, fmt.Sprintf("0x%016x", r.VA))
 		f.add("RETH", "R_Key", off+8, 4, 0, uint64(r.RKey), fmt.Sprintf("0x%08x", r.RKey))
-		f.add("RETH", "DMA Length", off+12, 4, 0, uint64(r.DMALen), fmt.Sprintf("%d bytes", r.DMALen))
+		f.addZh("RETH", "DMA Length", off+12, 4, 0, uint64(r.DMALen), Bytes(int(r.DMALen)), BytesZh(int(r.DMALen)))
 		off += sizeRETH
 	}
 	if known && row.ext&hAtomicETH != 0 {
@@ -183,7 +186,7 @@ func Decode(b []byte, base int) (*Packet, error) {
 		}
 		a := AETH{Syndrome: Syndrome(b[off]), MSN: be24(b[off+1:])}
 		p.AETH = &a
-		f.add("AETH", "Syndrome", off, 1, 0, uint64(a.Syndrome), fmt.Sprintf("%s (0x%02x)", a.Syndrome, uint8(a.Syndrome)))
+		f.addZh("AETH", "Syndrome", off, 1, 0, uint64(a.Syndrome), fmt.Sprintf("%s (0x%02x)", a.Syndrome, uint8(a.Syndrome)), fmt.Sprintf("%s（0x%02x）", a.Syndrome.StringZh(), uint8(a.Syndrome)))
 		f.add("AETH", "MSN", off+1, 3, 0, uint64(a.MSN), fmt.Sprint(a.MSN))
 		off += sizeAETH
 	}
@@ -220,7 +223,7 @@ func Decode(b []byte, base int) (*Packet, error) {
 		if known && row.ext&hPayload == 0 {
 			err = errors.Join(err, fmt.Errorf("ibt: %s carries no payload, found %d bytes", p.Opcode, n))
 		}
-		f.add("Payload", "Data", off, n, 0, uint64(n), fmt.Sprintf("%d bytes", n))
+		f.addZh("Payload", "Data", off, n, 0, uint64(n), Bytes(n), BytesZh(n))
 	}
 	return p.finish(&f, b, icrcOff, err)
 }
@@ -229,7 +232,7 @@ func Decode(b []byte, base int) (*Packet, error) {
 func (p *Packet) finish(f *fieldAdder, b []byte, icrcOff int, err error) (*Packet, error) {
 	if err == nil || !errors.Is(err, ErrTruncated) {
 		if pad := int(p.PadCnt); pad > 0 && icrcOff-pad >= sizeBTH {
-			f.add("Payload", "Pad", icrcOff-pad, pad, 0, uint64(pad), fmt.Sprintf("%d bytes", pad))
+			f.addZh("Payload", "Pad", icrcOff-pad, pad, 0, uint64(pad), Bytes(pad), BytesZh(pad))
 		}
 	}
 	f.add("ICRC", "ICRC", icrcOff, sizeICRC, 0, uint64(p.ICRC), fmt.Sprintf("0x%08x", p.ICRC))
@@ -243,21 +246,40 @@ type fieldAdder struct {
 }
 
 func (f *fieldAdder) add(header, name string, off, n int, bits uint32, v uint64, text string) {
-	f.p.Fields = append(f.p.Fields, Field{Header: header, Name: name, Off: f.base + off, Len: n, Bits: bits, Value: v, Text: text})
+	f.addZh(header, name, off, n, bits, v, text, "")
+}
+
+// addZh adds a field whose value reads differently in Chinese.
+func (f *fieldAdder) addZh(header, name string, off, n int, bits uint32, v uint64, text, zh string) {
+	f.p.Fields = append(f.p.Fields, Field{Header: header, Name: name, Off: f.base + off, Len: n, Bits: bits, Value: v, Text: text, TextZh: zh})
 }
 
 // Summary is one line like a packet list shows: opcode, PSN and what the
 // packet says, e.g. "RDMA WRITE First PSN 7 len 1024 AckReq".
-func (p *Packet) Summary() string {
+func (p *Packet) Summary() string { return p.summary("en") }
+
+// SummaryZh is Summary for a Chinese page: the syndrome in Chinese,
+// "载荷" for the payload.
+func (p *Packet) SummaryZh() string { return p.summary("zh") }
+
+func (p *Packet) summary(lang string) string {
 	s := fmt.Sprintf("%s QP 0x%06x PSN %d", p.Opcode.Operation(), p.DestQP, p.PSN)
 	if p.AETH != nil {
-		s += " " + p.AETH.Syndrome.String()
+		if lang == "zh" {
+			s += " " + p.AETH.Syndrome.StringZh()
+		} else {
+			s += " " + p.AETH.Syndrome.String()
+		}
 	}
 	if p.RETH != nil {
 		s += fmt.Sprintf(" rkey 0x%08x len %d", p.RETH.RKey, p.RETH.DMALen)
 	}
 	if p.PayloadLen > 0 {
-		s += fmt.Sprintf(" payload %d", p.PayloadLen)
+		if lang == "zh" {
+			s += fmt.Sprintf(" 载荷 %d", p.PayloadLen)
+		} else {
+			s += fmt.Sprintf(" payload %d", p.PayloadLen)
+		}
 	}
 	if p.AckReq {
 		s += " AckReq"
@@ -280,3 +302,16 @@ func yesNo(v bool) string {
 	}
 	return "0"
 }
+
+func yesNoZh(v bool) string {
+	if v {
+		return "1（置位）"
+	}
+	return "0"
+}
+
+// Bytes is a length as a field's value: "1024 bytes".
+func Bytes(n int) string { return fmt.Sprintf("%d bytes", n) }
+
+// BytesZh is Bytes in Chinese: "1024 字节".
+func BytesZh(n int) string { return fmt.Sprintf("%d 字节", n) }

@@ -62,35 +62,37 @@ func eventsText(evs []verbs.AsyncEvent) sandbox.Text {
 		return say("none", "没有")
 	}
 	// one entry per run of equal events: a CQ overrun raises one per
-	// completion that did not fit
-	var s []string
-	last, n := "", 0
+	// completion that did not fit; each language with its own punctuation
+	var en, zh []string
+	last, lastZh, n := "", "", 0
 	flush := func() {
 		if n > 1 {
 			last += fmt.Sprintf(" ×%d", n)
+			lastZh += fmt.Sprintf(" ×%d", n)
 		}
 		if n > 0 {
-			s = append(s, last)
+			en, zh = append(en, last), append(zh, lastZh)
 		}
 	}
 	for _, e := range evs {
-		x := e.Type.String()
+		x, xz := e.Type.String(), e.Type.String()
 		switch e.Element {
 		case "qp":
 			x += fmt.Sprintf(" (QP 0x%x)", e.QPNum)
+			xz += fmt.Sprintf("（QP 0x%x）", e.QPNum)
 		case "port":
 			x += fmt.Sprintf(" (port %d)", e.Port)
+			xz += fmt.Sprintf("（端口 %d）", e.Port)
 		}
 		if x == last {
 			n++
 			continue
 		}
 		flush()
-		last, n = x, 1
+		last, lastZh, n = x, xz, 1
 	}
 	flush()
-	j := strings.Join(s, ", ")
-	return say(j, strings.ReplaceAll(strings.ReplaceAll(j, ", ", "，"), "port ", "端口 "))
+	return say(strings.Join(en, ", "), strings.Join(zh, "，"))
 }
 
 func countEvents(evs []verbs.AsyncEvent, keep func(verbs.EventType) bool) int {

@@ -355,6 +355,24 @@ func testSyscalls(t *testing.T, ex executor) {
 	if !strings.Contains(r.Messages["zh"], "MMIO") || !strings.Contains(r.Message, "MMIO") {
 		t.Errorf("verdict does not give the hardware reference: %q", r.Message)
 	}
+	// Progress inside each leg (issue 30 item 10: 45 s without a sign):
+	// the leg's phase again, from starting to the last round trip counted.
+	for _, tr := range []string{trTCP, trSend} {
+		var said []string
+		for _, ev := range rec.of(sandbox.EvPhase) {
+			if ev.Name == "count-"+tr {
+				said = append(said, ev.Messages["en"])
+				if !strings.Contains(ev.Messages["zh"], "统计") {
+					t.Errorf("%s progress without its Chinese: %v", tr, ev.Messages)
+				}
+			}
+		}
+		if len(said) < 4 || !strings.HasSuffix(said[0], "starting both sides") ||
+			!strings.Contains(strings.Join(said, "\n"), ": 0 of 100 round trips under strace") ||
+			!strings.Contains(said[len(said)-1], "100 of 100 round trips under strace; strace detaches") {
+			t.Errorf("%s leg's progress: %q", tr, said)
+		}
+	}
 }
 
 // testSyscallsEvent: with completion events rxe's message path grows the

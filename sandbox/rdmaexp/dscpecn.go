@@ -284,7 +284,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 	if out.pkts > 0 {
 		en = append(en, fmt.Sprintf("The %d ACKs went back with DSCP %s: they take the server QP's own traffic class (0 here), so on a real fabric both ends must be configured.", out.pkts, fmtCounts(out.dscps)))
-		zh = append(zh, fmt.Sprintf("%d 个 ACK 回程时的 DSCP 是 %s：它们用的是服务端 QP 自己的 traffic class（这里是 0），所以真实网络里两端都要配置。", out.pkts, fmtCounts(out.dscps)))
+		zh = append(zh, fmt.Sprintf("%d 个 ACK 回程时的 DSCP 是 %s：它们用的是服务端 QP 自己的 traffic class（这里是 0），所以真实网络里两端都要配置。", out.pkts, fmtCountsZh(out.dscps)))
 	}
 	if mark > 0 {
 		if ecn != 0 {
@@ -348,7 +348,13 @@ func writeN(ctx context.Context, cli *rc, target verbs.Endpoint, size, n int) er
 }
 
 // fmtCounts prints {26: 400} as "26 (400)"; several values sorted.
-func fmtCounts(m map[int]int) string {
+// fmtCountsZh is fmtCounts for a Chinese sentence: "0（10 个）、26（40 个）".
+func fmtCountsZh(m map[int]int) string { return countsAs(m, "%d（%d 个）", "、") }
+
+func fmtCounts(m map[int]int) string { return countsAs(m, "%d (%d)", ", ") }
+
+// countsAs lists m's keys in order, each with its count in format.
+func countsAs(m map[int]int, format, sep string) string {
 	var keys []int
 	for k := range m {
 		keys = append(keys, k)
@@ -356,10 +362,10 @@ func fmtCounts(m map[int]int) string {
 	sort.Ints(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d (%d)", k, m[k]))
+		parts = append(parts, fmt.Sprintf(format, k, m[k]))
 	}
 	if len(parts) == 0 {
 		return "—"
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }

@@ -102,6 +102,11 @@ func pctRange(s floatSpread, prec int) string {
 	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Med, prec, s.Min, prec, s.Max)
 }
 
+// pctRangeZh is pctRange in Chinese punctuation: "median（min–max）".
+func pctRangeZh(s floatSpread, prec int) string {
+	return fmt.Sprintf("%.*f（%.*f–%.*f）", prec, s.Med, prec, s.Min, prec, s.Max)
+}
+
 func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	steps := lossSteps(p["losses"].(string))
 	size := int(p["size"].(int64))
@@ -203,7 +208,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 				Messages: say(m.label["en"]+", highest round", m.label["zh"]+"，最高一轮")})
 		}
 		note(emit, "info", say(fmt.Sprintf("%s %% loss, %d rounds: resent RDMA %s %%, TCP %s %% of the packets the data needed; goodput RDMA %s %%, TCP %s %% of 0 %% loss (median, lowest–highest)", pctKey(loss), len(pt.samples), pctRange(rs, 1), pctRange(ts, 1), pctRange(rr, 0), pctRange(tr, 0)),
-			fmt.Sprintf("丢包率 %s %%，%d 轮：重发报文占数据所需报文的比例，RDMA %s %%，TCP %s %%；有效吞吐占 0 %% 丢包时的比例，RDMA %s %%，TCP %s %%（中位数，最低–最高）", pctKey(loss), len(pt.samples), pctRange(rs, 1), pctRange(ts, 1), pctRange(rr, 0), pctRange(tr, 0))))
+			fmt.Sprintf("丢包率 %s %%，%d 轮：重发报文占数据所需报文的比例，RDMA %s %%，TCP %s %%；有效吞吐占 0 %% 丢包时的比例，RDMA %s %%，TCP %s %%（中位数，最低–最高）", pctKey(loss), len(pt.samples), pctRangeZh(rs, 1), pctRangeZh(ts, 1), pctRangeZh(rr, 0), pctRangeZh(tr, 0))))
 	}
 
 	// Results table: the spread of every ratio over the rounds, then the
@@ -240,7 +245,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		if len(errs) > 0 {
 			cnt = sandbox.Text{"en": cnt["en"] + "; WRITE failed: " + strings.Join(errs, ", "), "zh": cnt["zh"] + "；WRITE 失败：" + strings.Join(errs, "、")}
 		}
-		t.AddRow(same(k), same(pctRange(st.rs, 1)), same(pctRange(st.ts, 1)), same(pctRange(st.rr, 0)), same(pctRange(st.tr, 0)),
+		t.AddRow(same(k), say(pctRange(st.rs, 1), pctRangeZh(st.rs, 1)), say(pctRange(st.ts, 1), pctRangeZh(st.ts, 1)), say(pctRange(st.rr, 0), pctRangeZh(st.rr, 0)), say(pctRange(st.tr, 0), pctRangeZh(st.tr, 0)),
 			same(fmt.Sprintf("%.1f", st.rm.Med)), same(fmt.Sprintf("%.1f", st.tm.Med)), cnt)
 		figs["rdma_mbps_"+k] = round2(st.rm.Med)
 		figs["tcp_mbps_"+k] = round2(st.tm.Med)
@@ -272,18 +277,18 @@ func lossVerdict(k string, baseR, baseT float64, rs, ts, rr, tr floatSpread) (sa
 	}
 	n := rs.N
 	resEn := fmt.Sprintf("RDMA resent %s %% more packets than its data needed, TCP %s %% (median of %d rounds, lowest–highest)", pctRange(rs, 1), pctRange(ts, 1), n)
-	resZh := fmt.Sprintf("RDMA 比数据本身所需多发了 %s %% 的报文，TCP 多发了 %s %%（%d 轮的中位数，最低–最高）", pctRange(rs, 1), pctRange(ts, 1), n)
+	resZh := fmt.Sprintf("RDMA 比数据本身所需多发了 %s %% 的报文，TCP 多发了 %s %%（%d 轮的中位数，最低–最高）", pctRangeZh(rs, 1), pctRangeZh(ts, 1), n)
 	var gEn, gZh string
 	switch {
 	case rr.Max < tr.Min:
 		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — RDMA lower in every round.", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 RDMA 都更低。", pctRange(rr, 0), pctRange(tr, 0))
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 RDMA 都更低。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
 	case tr.Max < rr.Min:
 		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — TCP lower in every round.", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 TCP 都更低。", pctRange(rr, 0), pctRange(tr, 0))
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 TCP 都更低。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
 	default:
 		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs; the ranges overlap, so which kept more is too noisy on this machine to say (goodput depends on how busy the shared, emulated machine was; the resent counts do not).", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）；两者的范围互相重叠，在这台机器上噪声太大，说不出谁保住得更多（有效吞吐取决于共享的模拟机器当时有多忙，重发的报文数则不受影响）。", pctRange(rr, 0), pctRange(tr, 0))
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）；两者的范围互相重叠，在这台机器上噪声太大，说不出谁保住得更多（有效吞吐取决于共享的模拟机器当时有多忙，重发的报文数则不受影响）。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
 	}
 	switch {
 	case rs.Min > ts.Max:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -325,6 +326,13 @@ func yesNoIn(b bool, lang string) string {
 		return map[bool]string{true: "是", false: "否"}[b]
 	}
 	return map[bool]string{true: "yes", false: "no"}[b]
+}
+
+// quotedInner is s as %q escapes it, without the ASCII quotation marks:
+// Chinese text puts it in “”.
+func quotedInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // sameRow adds a row of language-free cells (figures, sizes).

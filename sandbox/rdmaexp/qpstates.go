@@ -204,7 +204,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 	got := string(peer.buf.Bytes()[:min(int(rwc.ByteLen), 4096)])
-	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got), resultZh: fmt.Sprintf("%s；对端收到 %q", wc.Status, got)})
+	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got), resultZh: fmt.Sprintf("%s；对端收到“%s”", wc.Status, quotedInner(got))})
 	if wc.Err() != nil {
 		wcError(emit, wc, say("The SEND did not complete.", "SEND 没有完成。"))
 	}

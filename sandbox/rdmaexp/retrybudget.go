@@ -28,7 +28,7 @@ func RetryBudget() *sandbox.Experiment {
 			{Name: "timeout", Kind: sandbox.ParamInt, Title: say("timeout (exponent)", "timeout（指数）"), Min: 8, Max: 17, Default: int64(14),
 				Help: say("Local ACK timeout = 4.096 µs × 2^timeout: 14 is 67 ms, 17 is 537 ms.", "本地 ACK 超时 = 4.096 µs × 2^timeout：14 是 67 ms，17 是 537 ms。")},
 			{Name: "retry_cnt", Kind: sandbox.ParamInt, Title: say("retry_cnt", "retry_cnt"), Min: 0, Max: 7, Default: int64(6),
-				Help: say("Retransmissions after the first try before the QP gives up (0–7). Soft-RoCE treats 7 as \"forever\".", "首次发送之后、QP 放弃之前的重传次数（0–7）。Soft-RoCE 把 7 当作\"永远\"。")},
+				Help: say("Retransmissions after the first try before the QP gives up (0–7). Soft-RoCE treats 7 as \"forever\".", "首次发送之后、QP 放弃之前的重传次数（0–7）。Soft-RoCE 把 7 当作“永远”。")},
 		},
 		Presets: []sandbox.Preset{
 			{ID: "default", Title: say("timeout 14, retry_cnt 6", "timeout 14，retry_cnt 6"), Values: map[string]any{"timeout": 14, "retry_cnt": 6}},
@@ -115,7 +115,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if forever {
 		limit = min(12*per, 9*time.Second)
 		note(emit, "info", say("Soft-RoCE treats retry_cnt 7 as \"retry forever\" (the IB spec gives 7 retries): we watch for twelve timeouts and then stop waiting.",
-			"Soft-RoCE 把 retry_cnt 7 当作\"永远重试\"（IB 规范的意思是重试 7 次）：我们观察十二个超时周期，然后停止等待。"))
+			"Soft-RoCE 把 retry_cnt 7 当作“永远重试”（IB 规范的意思是重试 7 次）：我们观察十二个超时周期，然后停止等待。"))
 	}
 	stillRetrying := false
 	wcs := make([]verbs.WC, 1)
@@ -230,7 +230,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		ok = tries > float64(retry+1)
 		v = say(fmt.Sprintf("With retry_cnt 7 Soft-RoCE never gave up: after %s it had sent the WRITE %.1f times, the QP is still %s and no completion came. rxe treats 7 as \"retry forever\" (drivers/infiniband/sw/rxe/rxe_comp.c never counts it down), which the IB spec allows only for rnr_retry. By the spec a QP fails the WRITE after 7 retries, nominally 8 × %s ≈ %s (hardware NICs with adaptive retransmission use shorter, growing timeouts). An application on Soft-RoCE with retry_cnt 7 never learns that the path is dead.",
 			fmtDur(took), tries, cliState, fmtDur(per), fmtDur(expected)),
-			fmt.Sprintf("retry_cnt 为 7 时 Soft-RoCE 从不放弃：%s 之后它已经把这个 WRITE 发了 %.1f 次，QP 仍是 %s，也没有任何完成。rxe 把 7 当作\"永远重试\"（drivers/infiniband/sw/rxe/rxe_comp.c 从不递减它），而 IB 规范只对 rnr_retry 这样规定。按规范，QP 会在重试 7 次后让 WRITE 失败，名义上是 8 × %s ≈ %s（带自适应重传的硬件网卡用更短、逐次加长的超时）。在 Soft-RoCE 上用 retry_cnt 7 的应用永远不会知道路径已断。",
+			fmt.Sprintf("retry_cnt 为 7 时 Soft-RoCE 从不放弃：%s 之后它已经把这个 WRITE 发了 %.1f 次，QP 仍是 %s，也没有任何完成。rxe 把 7 当作“永远重试”（drivers/infiniband/sw/rxe/rxe_comp.c 从不递减它），而 IB 规范只对 rnr_retry 这样规定。按规范，QP 会在重试 7 次后让 WRITE 失败，名义上是 8 × %s ≈ %s（带自适应重传的硬件网卡用更短、逐次加长的超时）。在 Soft-RoCE 上用 retry_cnt 7 的应用永远不会知道路径已断。",
 				fmtDur(took), tries, cliState, fmtDur(per), fmtDur(expected)))
 	case ok:
 		v = say(fmt.Sprintf("The WRITE failed with IBV_WC_RETRY_EXC_ERR after %s; the formula (retry_cnt + 1) × 4.096 µs × 2^timeout says %s (measured/expected = %.2f). The client's QP is now %s and flushes every further request; the server's QP is still %s — it never heard a thing. The application learns about a dead path only after the whole retry budget is spent.",

@@ -92,7 +92,7 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 			return verbsError(emit, err)
 		}
 		note(emit, "info", say(fmt.Sprintf("%s: completion %s (%s), vendor_err 0x%x", c.id, wc.Status, wc.Status.Description(), wc.VendorErr),
-			fmt.Sprintf("%s：完成状态 %s（%s），vendor_err 0x%x", c.id, wc.Status, wcStatusZh(wc.Status), wc.VendorErr)))
+			fmt.Sprintf("「%s」的完成状态 %s（%s），vendor_err 0x%x", c.title["zh"], wc.Status, wcStatusZh(wc.Status), wc.VendorErr)))
 		if wc.Status != verbs.WCSuccess {
 			wcError(emit, wc, c.why)
 		} else {

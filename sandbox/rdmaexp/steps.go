@@ -77,9 +77,13 @@ type stepper struct {
 	emit sandbox.Emitter
 	top  topology
 
-	i        int // index of the next step
-	retryAt  int // index of the post step to redo after a reconnect
-	broken   bool
+	i       int // index of the next step
+	retryAt int // index of the post step to redo after a reconnect
+	broken  bool
+	// brokenBy is the completion status that broke the QP ("" while it
+	// is not broken): a reconnect repairs the mistake behind it, not one
+	// that has not shown yet.
+	brokenBy string
 	finished bool
 
 	dev  *verbs.Context
@@ -198,7 +202,7 @@ func (s *stepper) abandon() {
 
 func (s *stepper) command(cmd string) error {
 	if !slices.Contains(s.offers(), cmd) {
-		note(s.emit, "warn", say(fmt.Sprintf("%q is not possible at this step; choose one of %v.", cmd, s.offers()), fmt.Sprintf("这一步不能执行 %q；可选：%v。", cmd, s.offers())))
+		note(s.emit, "warn", say(fmt.Sprintf("%q is not possible at this step; choose one of %v.", cmd, s.offers()), fmt.Sprintf("这一步不能执行“%s”；可选：%s。", quotedInner(cmd), strings.Join(s.offers(), "、"))))
 		return nil
 	}
 	switch cmd {
@@ -227,6 +231,7 @@ func (s *stepper) run(i int, variant string) error {
 	}
 	if !out.ok && strings.HasPrefix(d.id, "poll-") {
 		s.broken = true
+		s.brokenBy = out.status
 		s.retryAt = i - 1
 	}
 	title := d.title
@@ -794,6 +799,13 @@ func (s *stepper) reconnect() error {
 	a := verbs.DefaultQPAttr(1, s.top.Client.GID.Index, s.port.ActiveMTU)
 	a.AccessFlags, a.MinRNRTimer, a.RetryCnt = stepAccess, 1, stepRetryCnt
 	a.DestQPN, a.RQPSN, a.DGID, a.SQPSN = s.remote.QPN, s.remote.PSN, g, s.psn
+	// A few-rnr mistake shows only at the SEND: a reconnect for an earlier
+	// failure (a wrong QPN, a WRITE out of bounds) keeps it, or its effect
+	// would never be seen; the RNR failure itself is what repairs it.
+	keptRNR := s.attr.RNRRetry != a.RNRRetry && s.brokenBy != verbs.WCRNRRetryExcErr.String()
+	if keptRNR {
+		a.RNRRetry = s.attr.RNRRetry
+	}
 	s.attr = a
 	for _, st := range []verbs.QPState{verbs.StateReset, verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
 		if err := s.qp.Modify(st, a); err != nil {
@@ -812,16 +824,21 @@ func (s *stepper) reconnect() error {
 /* then INIT, RTR, RTS again, as before, with the right values */`
 	out.rows = [][]string{{"our QP", "ERROR → RESET → INIT → RTR → RTS: " + st.String()}, {"peer's QP", "→ RESET → INIT → RTR → RTS: " + pst.String()},
 		{"dest_qp_num", fmt.Sprintf("0x%x", a.DestQPN)}, {"rnr_retry", fmt.Sprint(a.RNRRetry)}}
-	s.broken = false
+	s.broken, s.brokenBy = false, ""
 	if s.retryAt >= 0 {
 		s.i = s.retryAt
+	}
+	detail := say("A QP in ERROR never recovers by itself: it must go back to RESET and through INIT, RTR and RTS again. The peer's QP (also in ERROR after a NAK) does the same. Real programs usually destroy the QP and connect a new one.",
+		"处于 ERROR 的 QP 不会自己恢复：必须回到 RESET，再依次经过 INIT、RTR、RTS。对端的 QP（收到 NAK 之后也处于 ERROR）同样如此。实际程序通常是销毁这个 QP，再连一个新的。")
+	if keptRNR {
+		detail = say(detail["en"]+fmt.Sprintf(" The values that caused this failure are set right again; rnr_retry stays %d as you set it at RTS: that mistake has not shown yet — watch the SEND step.", a.RNRRetry),
+			detail["zh"]+fmt.Sprintf("引起这次失败的值已经改正；rnr_retry 仍是你在 RTS 时设的 %d：这个错误还没有显现——注意看 SEND 那一步。", a.RNRRetry))
 	}
 	ok := true
 	title := say("Reset and reconnect both QPs", "重置并重新连接两端 QP")
 	s.emit.Emit(sandbox.Event{Type: sandbox.EvStep, Name: "reconnect", Message: title["en"], Messages: title, Call: out.call, Code: out.code,
-		Detail: say("A QP in ERROR never recovers by itself: it must go back to RESET and through INIT, RTR and RTS again. The peer's QP (also in ERROR after a NAK) does the same. Real programs usually destroy the QP and connect a new one.",
-			"处于 ERROR 的 QP 不会自己恢复：必须回到 RESET，再依次经过 INIT、RTR、RTS。对端的 QP（收到 NAK 之后也处于 ERROR）同样如此。实际程序通常是销毁这个 QP，再连一个新的。"),
-		Table: stepTable(out.rows), OK: &ok, Offers: s.offers()})
+		Detail: detail,
+		Table:  stepTable(out.rows), OK: &ok, Offers: s.offers()})
 	return nil
 }
 
@@ -945,6 +962,8 @@ var stepCellPatterns = []struct {
 	{regexp.MustCompile(`^(\S+) counter (\S+)$`), "$1 的计数器 $2"},
 	{regexp.MustCompile(`^ours: (wc\.\S+)$`), "本端：$1"},
 	{regexp.MustCompile(`^peer: (wc\.\S+)$`), "对端：$1"},
+	// data the peer holds, quoted as Go quotes it: “” in Chinese
+	{regexp.MustCompile(`^"(.*)"$`), "“$1”"},
 }
 
 var (

@@ -189,10 +189,25 @@ func testVerbsSteps(t *testing.T, ex executor) {
 		d.expect("next", s, "")
 	}
 	d.expect("few-rnr", "rts", "")
+	// a reconnect for another mistake keeps rnr_retry 0, whose effect has
+	// not shown yet (it used to reset it: the SEND then just worked)
+	d.expect("write-oob", "write", "")
+	d.expect("next", "poll-write", "IBV_WC_REM_ACCESS_ERR")
+	ev = d.expect("reconnect", "reconnect", "")
+	if field(ev, "rnr_retry") != "0" || !strings.Contains(ev.Detail["en"], "rnr_retry stays 0") || !strings.Contains(ev.Detail["zh"], "rnr_retry 仍是你在 RTS 时设的 0") {
+		t.Fatalf("a reconnect after the WRITE's failure: rnr_retry %q, detail %v", field(ev, "rnr_retry"), ev.Detail)
+	}
 	d.expect("next", "write", "")
 	d.expect("next", "poll-write", "")
 	d.expect("next", "send", "")
 	d.expect("next", "poll-send", "IBV_WC_RNR_RETRY_EXC_ERR")
+	// the RNR failure itself is what the next reconnect repairs
+	ev = d.expect("reconnect", "reconnect", "")
+	if field(ev, "rnr_retry") != "7" || strings.Contains(ev.Detail["en"], "rnr_retry stays") {
+		t.Fatalf("a reconnect after the RNR failure: rnr_retry %q, detail %v", field(ev, "rnr_retry"), ev.Detail)
+	}
+	d.expect("next", "send", "")
+	d.expect("next", "poll-send", "")
 	d.expect("finish", "teardown", "")
 	d.finish()
 
@@ -239,6 +254,7 @@ func TestStepCellsInChinese(t *testing.T) {
 		{"port.active_mtu", "1024 bytes"},
 		{"rxe1 counter rcvd_rnr_err", "+2"},
 		{"mr->lkey", "0x1234"},
+		{"peer's memory now", `"written by an RDMA WRITE\x00"`},
 	}).In("zh")
 	want := [][]string{
 		{"返回值", "EINVAL（参数无效）"},
@@ -248,6 +264,7 @@ func TestStepCellsInChinese(t *testing.T) {
 		{"port.active_mtu", "1024 字节"},
 		{"rxe1 的计数器 rcvd_rnr_err", "+2"},
 		{"mr->lkey", "0x1234"},
+		{"对端内存现在的内容", `“written by an RDMA WRITE\x00”`},
 	}
 	for i, r := range tb.Rows {
 		if !slices.Equal(r, want[i]) {

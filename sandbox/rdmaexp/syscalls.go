@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -129,9 +130,9 @@ func runSyscalls(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 
 	legs := map[string][2]legCount{}
 	for _, tr := range []string{trTCP, trSend} {
-		phase(emit, "count-"+tr, say(fmt.Sprintf("Counting the system calls of %d round trips over %s", n, ppName(tr, mode)),
-			fmt.Sprintf("统计 %d 次往返（%s）的系统调用", n, ppNameZh(tr, mode))))
-		lc, err := countLeg(ctx, emit, strace, dir, top, tr, mode, size, n)
+		progress := legProgress(emit, tr, mode, n)
+		progress(say("starting both sides", "启动两端"))
+		lc, err := countLeg(ctx, emit, progress, strace, dir, top, tr, mode, size, n)
 		if err != nil {
 			return err
 		}
@@ -141,8 +142,27 @@ func runSyscalls(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	return reportSyscalls(emit, mode, n, legs)
 }
 
+// legProgress says where a leg is as its phase again, "Counting …: what":
+// the page updates the phase's line in place (a phase with the name of the
+// current one is its progress), so the minute strace takes under TCG is
+// seen moving.
+func legProgress(emit sandbox.Emitter, tr, mode string, n int) func(sandbox.Text) {
+	return func(what sandbox.Text) {
+		phase(emit, "count-"+tr, say(fmt.Sprintf("Counting the system calls of %d round trips over %s: %s", n, ppName(tr, mode), what["en"]),
+			fmt.Sprintf("统计 %d 次往返（%s）的系统调用：%s", n, ppNameZh(tr, mode), what["zh"])))
+	}
+}
+
+// roundTripsDone is the progress of the counted round trips.
+func roundTripsDone(k, n int) sandbox.Text {
+	return say(fmt.Sprintf("%d of %d round trips under strace", k, n), fmt.Sprintf("strace 下已完成 %d / %d 次往返", k, n))
+}
+
+// progressEvery is how often the counted round trips report how far they are.
+const progressEvery = 2 * time.Second
+
 // countLeg runs one ping-pong with both answering threads under strace.
-func countLeg(ctx context.Context, emit sandbox.Emitter, strace, dir string, top topology, tr, mode string, size, n int) (out [2]legCount, err error) {
+func countLeg(ctx context.Context, emit sandbox.Emitter, progress func(sandbox.Text), strace, dir string, top topology, tr, mode string, size, n int) (out [2]legCount, err error) {
 	warm := 20
 	srv, err := startChild(ctx, helperPong, pongReq{Side: top.Server, Transport: tr, Mode: mode, Sizes: []int{size}, Iters: n, Warmup: warm, ReportTID: true}, emit)
 	if err != nil {
@@ -174,6 +194,8 @@ func countLeg(ctx context.Context, emit sandbox.Emitter, strace, dir string, top
 	defer runtime.UnlockOSThread()
 	defer pinThread(runtime.NumCPU() - 1)()
 	ctid := unix.Gettid()
+	progress(say(fmt.Sprintf("connected, %d round trips to warm up, then strace attaches to one thread on each side", warm),
+		fmt.Sprintf("已连接，先热身 %d 次往返，然后 strace 附着到两端各一个线程", warm)))
 	k := 0
 	for i := 0; i < warm; i++ {
 		if err := end.ping(ctx, k, size); err != nil {
@@ -204,18 +226,53 @@ func countLeg(ctx context.Context, emit sandbox.Emitter, strace, dir string, top
 	if err := <-errc; err != nil {
 		return out, err
 	}
+	// The traced thread only stores how far it is (no system call); a
+	// goroutine on another thread reports it.
+	var done atomic.Int64
+	stopTick, ticked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ticked)
+		progress(roundTripsDone(0, n))
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-stopTick:
+				return
+			case <-tick.C:
+				if k := done.Load(); k != last && k < int64(n) {
+					last = k
+					progress(roundTripsDone(int(k), n))
+				}
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stopTick:
+		default:
+			close(stopTick)
+		}
+		<-ticked
+	}()
 	polls0 := end.polls()
 	for i := 0; i < n; i++ {
 		if err := end.ping(ctx, k, size); err != nil {
 			return out, verbsError(emit, err)
 		}
 		k++
+		done.Store(int64(i + 1))
 	}
 	cpolls := end.polls() - polls0
 	go func() { errc <- tc.stop() }()
 	if err := <-errc; err != nil {
 		return out, err
 	}
+	close(stopTick)
+	<-ticked
+	progress(say(fmt.Sprintf("%d of %d round trips under strace; strace detaches and its logs are read", n, n),
+		fmt.Sprintf("strace 下已完成 %d / %d 次往返；strace 正在脱离，读取它的记录", n, n)))
 	var ps pongSize
 	if err := srv.recv(ctx, 30*time.Second, &ps); err != nil {
 		return out, verbsError(emit, err)

@@ -452,7 +452,7 @@ func reportWriteSilent(emit sandbox.Emitter, o wsOutcome) error {
 	figs["bytes"] = float64(o.sent * o.size)
 	sample := strings.TrimRight(o.done.Sample, "\x00")
 	note(emit, "info", say(fmt.Sprintf("The receiver woke up and found in its buffer: %q… (%d bytes checked, match: %v)", sample, o.done.Bytes, match),
-		fmt.Sprintf("接收方醒来，在缓冲区里看到：%q……（校验 %d 字节，一致：%v）", sample, o.done.Bytes, match)))
+		fmt.Sprintf("接收方醒来，在缓冲区里看到：“%s”……（校验 %d 字节，一致：%s）", quotedInner(sample), o.done.Bytes, yesNoIn(match, "zh"))))
 
 	if o.mode == modeSendRecv {
 		figs["receiver_completions"] = float64(o.done.Completions)

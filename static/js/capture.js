@@ -12,25 +12,25 @@
 
   var T = {
     en: {
-      title: "Captured RoCEv2 packets", on: "on", download: "Download .pcap", loading: "Decoding the capture…",
+      title: "Captured RoCEv2 packets", heading: "Captured RoCEv2 packets (%n, on %i)", download: "Download .pcap", loading: "Decoding the capture…",
       failed: "Could not load the capture: ", dropped: "more packets were seen but not kept (the capture is bounded)",
       no: "No.", time: "Time (ms)", dir: "From → to", qp: "Dest QP", op: "Opcode", psn: "PSN", ackreq: "AckReq",
       len: "Payload", info: "AETH / info", fields: "Header fields", hex: "Bytes (hex)",
       pick: "Select a packet to see its headers.", fieldHint: "Select a field to highlight its bytes.",
       icrcOK: "ICRC correct", icrcBad: "ICRC wrong",
-      icrcRight: " (correct)", icrcWrong: " (wrong: expected %s)",
+      icrcRight: " (correct)", icrcWrong: " (wrong: expected %s)", at: " (%n B at byte %o)",
       truncated: "truncated: %c of %l B", truncatedWhy: "only the first %c of the packet's %l bytes were captured (the capture's snap length): the payload is cut and the ICRC was not captured, so it is not checked",
       list: "Packet list: arrow keys move, Enter selects",
       why: "Soft-RoCE (rxe) is software: its RoCEv2 packets are UDP datagrams (port 4791) that pass through the guest's kernel, where the lab captured them. On a hardware RNIC the host kernel never sees them: use the NIC's sniffer, ibdump, or a mirror port."
     },
     zh: {
-      title: "抓到的 RoCEv2 报文", on: "接口", download: "下载 .pcap", loading: "正在解码抓包…",
+      title: "抓到的 RoCEv2 报文", heading: "抓到的 RoCEv2 报文（%n 个，接口 %i）", download: "下载 .pcap", loading: "正在解码抓包…",
       failed: "无法加载抓包：", dropped: "个报文被看到但没有保存（抓包有上限）",
-      no: "序号", time: "时间 (ms)", dir: "源 → 目的", qp: "目的 QP", op: "操作码", psn: "PSN", ackreq: "AckReq",
+      no: "序号", time: "时间（ms）", dir: "源 → 目的", qp: "目的 QP", op: "操作码", psn: "PSN", ackreq: "AckReq",
       len: "载荷", info: "AETH / 说明", fields: "报头字段", hex: "字节（十六进制）",
       pick: "选择一个报文查看其报头。", fieldHint: "选择一个字段以高亮它的字节。",
       icrcOK: "ICRC 正确", icrcBad: "ICRC 错误",
-      icrcRight: "（正确）", icrcWrong: "（错误：应为 %s）",
+      icrcRight: "（正确）", icrcWrong: "（错误：应为 %s）", at: "（%n B，位于第 %o 字节）",
       truncated: "截断：抓到 %l B 中的 %c B", truncatedWhy: "这个报文共 %l 字节，只抓到了前 %c 字节（抓包的截取长度）：载荷不完整，ICRC 没有抓到，因此不做校验",
       list: "报文列表：方向键移动，回车选择",
       why: "Soft-RoCE（rxe）是软件：它的 RoCEv2 报文是经过虚拟机内核的 UDP 数据报（端口 4791），所以实验室能抓到。在硬件 RNIC 上，主机内核根本看不到这些报文：需要网卡自带的抓包功能、ibdump 或交换机镜像端口。"
@@ -43,6 +43,9 @@
     if (text != null) e.textContent = text;
     return e;
   }
+
+  // fmtBytesAt fills "(%n B at %o)": a field's length and offset.
+  function fmtBytesAt(s, f) { return s.replace("%n", String(f.len)).replace("%o", String(f.off)); }
 
   // cut fills "%c of %l": the bytes captured and the packet's length.
   function cut(s, p) { return s.replace("%c", String(p.caplen)).replace("%l", String(p.len)); }
@@ -76,7 +79,7 @@
     this.c = c;
     this.box.textContent = "";
     var head = h("div", { "class": "cap-head" });
-    head.appendChild(h("strong", null, t.title + " (" + c.count + ", " + t.on + " " + c.iface + ")"));
+    head.appendChild(h("strong", null, t.heading.replace("%n", String(c.count)).replace("%i", c.iface)));
     var dl = h("a", { href: c.pcap, download: "", "class": "button cap-download", "data-testid": "capture-download" }, t.download);
     head.appendChild(dl);
     this.box.appendChild(head);
@@ -156,7 +159,7 @@
     }
     // fields grouped by header, each a button
     this.fieldsBox.textContent = "";
-    var title = p.summary;
+    var title = (v.zh && p.summary_zh) || p.summary;
     if (p.truncated) title += " · " + cut(t.truncated, p);
     else if (p.icrc_ok === true) title += " · " + t.icrcOK;
     else if (p.icrc_ok === false) title += " · " + t.icrcBad;
@@ -176,15 +179,16 @@
       var ul = h("ul");
       byName[g].forEach(function (f) {
         var li = h("li");
-        var text = f.text;
+        var text = (v.zh && f.text_zh) || f.text;
         // the ICRC's verdict in the page's language (the server sends icrc_ok)
         if (f.header === "ICRC" && p.icrc_ok === true) text += t.icrcRight;
         if (f.header === "ICRC" && p.icrc_ok === false) text += t.icrcWrong.replace("%s", p.icrc_expected || "?");
-        var label = f.name + ": " + text;
+        var sep = v.zh ? "：" : ": ";
         var b = h("button", { type: "button", "class": "cap-field", "data-field": g + "." + f.name,
-          "aria-label": label + " (" + f.len + " B @ " + f.off + ")" });
-        b.appendChild(h("span", { "class": "cap-fname" }, f.name));
-        b.appendChild(document.createTextNode(": "));
+          "aria-label": f.name + sep + text + fmtBytesAt(t.at, f) });
+        // the spec's field names, as tshark prints them: English on every page
+        b.appendChild(h("span", { "class": "cap-fname", lang: "en" }, f.name));
+        b.appendChild(document.createTextNode(sep));
         b.appendChild(h("span", { "class": "cap-fval" }, text));
         var mark = function () { v.mark(f, b); };
         b.addEventListener("click", mark);

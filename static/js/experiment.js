@@ -462,6 +462,13 @@
   };
 
   Widget.prototype.onPhase = function (ev) {
+    // The current phase again is its progress ("… 50 of 200 round trips"):
+    // its line is updated, not repeated (web/run_page.go does the same).
+    var last = this.phases.lastElementChild;
+    if (last && last.classList.contains("current") && last.dataset.phase === ev.name) {
+      last.textContent = this.text(ev) || ev.name;
+      return;
+    }
     this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
     this.phases.appendChild(h("li", { "class": "current", "data-phase": ev.name }, this.text(ev) || ev.name));
   };
@@ -474,7 +481,7 @@
   Widget.prototype.onLog = function (level, text) {
     if (this.logCount++ >= MAX_LOG) return;
     this.logList.appendChild(h("li", { "class": "log-" + level }, text));
-    this.log.querySelector("summary").textContent = this.t("run.log") + " (" + this.logCount + ")";
+    this.log.querySelector("summary").textContent = fmt(this.t("run.log.count"), this.logCount);
   };
 
   Widget.prototype.onTable = function (tb) {
