@@ -178,7 +178,7 @@
     var ok = ev.ok !== false;
     var li = h("li", { "class": "st-step" + (ok ? "" : " st-failed"), "data-step": ev.name, "data-testid": "st-step" });
     if (this.pending && this.pending !== "next") {
-      var p = h("p", { "class": "st-cmd" }, this.t("steps.you") + ": ");
+      var p = h("p", { "class": "st-cmd" }, this.t("steps.you")); // its separator in its language
       p.appendChild(h("code", null, this.pending));
       li.appendChild(p);
     }
