@@ -20,6 +20,11 @@ var allowedPairs = map[string]bool{
 	"rdma resource": true, "rdma statistic": true, "tc netem": true, "traffic class": true,
 	// IB opcode names (RDMA READ Response First …), as the packet list shows them
 	"response first": true, "response middle": true, "response last": true, "response only": true,
+	// … and those with an immediate or an invalidate (SEND Only with
+	// Invalidate, RDMA WRITE Last with Immediate), as the capture's
+	// packet detail shows them
+	"only with immediate": true, "last with immediate": true,
+	"only with invalidate": true, "last with invalidate": true,
 }
 
 // quoted is text in quotation marks: a quotation of what the system says

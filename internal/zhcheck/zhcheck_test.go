@@ -18,6 +18,8 @@ func TestEnglishProse(t *testing.T) {
 		{"ibv_reg_mr(1 MiB) → ENOMEM（无法分配内存）", 0},
 		{"rxe0 收到的包", 0},
 		{"RDMA WRITE", 0},
+		{"#12 SEND Only with Invalidate QP 0x000011 PSN 5 · ICRC 正确", 0},
+		{"RDMA WRITE Last with Immediate QP 0x000011 PSN 7", 0},
 		{"round trip (µs, log)", 1},
 		{"Soft-RoCE 实验环境：就绪", 0},
 		{"GRH：60 00 00 00 00 1c 11 40 be ae 00 01", 0},
