@@ -8,8 +8,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/i18n"
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
 )
 
 // Need says what an experiment requires from the machine.
@@ -36,50 +36,50 @@ const (
 )
 
 // The record of a run (its info, params, status and events, the tables
-// and captures they carry) lives in the leaf package sandbox/runrecord, so
-// the store depends on plain types, not on the runner; the names here are
-// the domain's vocabulary for it.
+// and captures they carry) lives in the domain package at the module's
+// root (package rdmalab), so the store depends on plain types, not on the
+// runner; the names here are the sandbox's vocabulary for it.
 type (
-	Status    = runrecord.Status
-	EventType = runrecord.EventType
-	Event     = runrecord.Event
-	Capture   = runrecord.Capture
-	Table     = runrecord.Table
-	TableText = runrecord.TableText
-	Params    = runrecord.Params
-	RunInfo   = runrecord.RunInfo
+	Status    = rdmalab.Status
+	EventType = rdmalab.EventType
+	Event     = rdmalab.Event
+	Capture   = rdmalab.Capture
+	Table     = rdmalab.Table
+	TableText = rdmalab.TableText
+	Params    = rdmalab.Params
+	RunInfo   = rdmalab.RunInfo
 )
 
-// Run states (runrecord.Status).
+// Run states (rdmalab.Status).
 const (
-	StatusQueued      = runrecord.StatusQueued
-	StatusRunning     = runrecord.StatusRunning
-	StatusDone        = runrecord.StatusDone
-	StatusFailed      = runrecord.StatusFailed
-	StatusCancelled   = runrecord.StatusCancelled
-	StatusTimedOut    = runrecord.StatusTimedOut
-	StatusInterrupted = runrecord.StatusInterrupted
+	StatusQueued      = rdmalab.StatusQueued
+	StatusRunning     = rdmalab.StatusRunning
+	StatusDone        = rdmalab.StatusDone
+	StatusFailed      = rdmalab.StatusFailed
+	StatusCancelled   = rdmalab.StatusCancelled
+	StatusTimedOut    = rdmalab.StatusTimedOut
+	StatusInterrupted = rdmalab.StatusInterrupted
 )
 
-// Event types (runrecord.EventType).
+// Event types (rdmalab.EventType).
 const (
-	EvStatus  = runrecord.EvStatus
-	EvPhase   = runrecord.EvPhase
-	EvLog     = runrecord.EvLog
-	EvMetric  = runrecord.EvMetric
-	EvTable   = runrecord.EvTable
-	EvResult  = runrecord.EvResult
-	EvError   = runrecord.EvError
-	EvCommand = runrecord.EvCommand
-	EvStep    = runrecord.EvStep
-	EvCapture = runrecord.EvCapture
+	EvStatus  = rdmalab.EvStatus
+	EvPhase   = rdmalab.EvPhase
+	EvLog     = rdmalab.EvLog
+	EvMetric  = rdmalab.EvMetric
+	EvTable   = rdmalab.EvTable
+	EvResult  = rdmalab.EvResult
+	EvError   = rdmalab.EvError
+	EvCommand = rdmalab.EvCommand
+	EvStep    = rdmalab.EvStep
+	EvCapture = rdmalab.EvCapture
 )
 
-// Same is text that reads the same in every language (runrecord.Same).
-func Same(s string) Text { return runrecord.Same(s) }
+// Same is text that reads the same in every language (rdmalab.Same).
+func Same(s string) Text { return rdmalab.Same(s) }
 
-// NewTable starts a table a learner reads (runrecord.NewTable).
-func NewTable(title Text, columns ...Text) *Table { return runrecord.NewTable(title, columns...) }
+// NewTable starts a table a learner reads (rdmalab.NewTable).
+func NewTable(title Text, columns ...Text) *Table { return rdmalab.NewTable(title, columns...) }
 
 // Emitter is how a running experiment reports events. It is safe for
 // concurrent use.

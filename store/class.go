@@ -140,7 +140,7 @@ func (db *DB) ClassLessonCountsIn(ctx context.Context, sc Scope) (map[string]Les
 type ExperimentRunCounts struct {
 	Experiment string
 	Total      int
-	ByStatus   map[string]int // run status (runrecord.Status) → runs
+	ByStatus   map[string]int // run status (rdmalab.Status) → runs
 	Learners   int
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
+	"github.com/rdmalab/rdmalab"
 )
 
 func TestClassQueries(t *testing.T) {
@@ -33,16 +33,16 @@ func TestClassQueries(t *testing.T) {
 	_, err = db.AddAttempt(ctx, ann, "a/q1", json.RawMessage(`"y"`), true, false)
 	must(err)
 
-	run := func(id, learner, exp string, final runrecord.Status) {
+	run := func(id, learner, exp string, final rdmalab.Status) {
 		t.Helper()
-		must(db.CreateRun(ctx, runrecord.RunInfo{ID: id, Learner: learner, Experiment: exp, Params: runrecord.Params{}, Status: runrecord.StatusQueued}))
-		must(db.AppendRunEvent(ctx, id, runrecord.Event{Seq: 1, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusRunning, Backend: "host"}))
-		must(db.AppendRunEvent(ctx, id, runrecord.Event{Seq: 2, Time: time.Now(), Type: runrecord.EvStatus, Status: final, Message: "why"}))
+		must(db.CreateRun(ctx, rdmalab.RunInfo{ID: id, Learner: learner, Experiment: exp, Params: rdmalab.Params{}, Status: rdmalab.StatusQueued}))
+		must(db.AppendRunEvent(ctx, id, rdmalab.Event{Seq: 1, Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning, Backend: "host"}))
+		must(db.AppendRunEvent(ctx, id, rdmalab.Event{Seq: 2, Time: time.Now(), Type: rdmalab.EvStatus, Status: final, Message: "why"}))
 	}
-	run("r1", cat, "memlock", runrecord.StatusDone)
-	run("r2", cat, "memlock", runrecord.StatusFailed)
-	run("r3", bob, "memlock", runrecord.StatusDone)
-	run("r4", bob, "tcp-cost", runrecord.StatusTimedOut)
+	run("r1", cat, "memlock", rdmalab.StatusDone)
+	run("r2", cat, "memlock", rdmalab.StatusFailed)
+	run("r3", bob, "memlock", rdmalab.StatusDone)
+	run("r4", bob, "tcp-cost", rdmalab.StatusTimedOut)
 
 	page, err := db.ClassLearners(ctx, 0, 0, time.Now().Add(-time.Hour))
 	must(err)
@@ -110,7 +110,7 @@ func TestClassQueries(t *testing.T) {
 
 	runs, err := db.ClassRuns(ctx)
 	must(err)
-	if len(runs) != 4 || runs[0].ID != "r1" || runs[3].Status != runrecord.StatusTimedOut || runs[1].Error != "why" {
+	if len(runs) != 4 || runs[0].ID != "r1" || runs[3].Status != rdmalab.StatusTimedOut || runs[1].Error != "why" {
 		t.Errorf("runs = %+v", runs)
 	}
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
+	"github.com/rdmalab/rdmalab"
 )
 
 // TestLearnerQuizSummary: one query gives each attempted question's count,
@@ -81,18 +81,18 @@ func TestLatestResults(t *testing.T) {
 	me := NewLearnerID()
 	t0 := time.Now().Add(-time.Hour)
 	ok := true
-	run := func(id, exp string, at time.Time, final runrecord.Status, figure float64) {
+	run := func(id, exp string, at time.Time, final rdmalab.Status, figure float64) {
 		t.Helper()
-		if err := db.CreateRun(ctx, runrecord.RunInfo{ID: id, Learner: me, Experiment: exp,
-			Params: runrecord.Params{}, Status: runrecord.StatusQueued, Created: at}); err != nil {
+		if err := db.CreateRun(ctx, rdmalab.RunInfo{ID: id, Learner: me, Experiment: exp,
+			Params: rdmalab.Params{}, Status: rdmalab.StatusQueued, Created: at}); err != nil {
 			t.Fatal(err)
 		}
-		evs := []runrecord.Event{{Type: runrecord.EvStatus, Status: runrecord.StatusRunning, Backend: "host"}}
+		evs := []rdmalab.Event{{Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning, Backend: "host"}}
 		if figure > 0 {
-			evs = append(evs, runrecord.Event{Type: runrecord.EvResult, OK: &ok, Figures: map[string]float64{"x": figure}})
+			evs = append(evs, rdmalab.Event{Type: rdmalab.EvResult, OK: &ok, Figures: map[string]float64{"x": figure}})
 		}
 		if final != "" {
-			evs = append(evs, runrecord.Event{Type: runrecord.EvStatus, Status: final})
+			evs = append(evs, rdmalab.Event{Type: rdmalab.EvStatus, Status: final})
 		}
 		for i := range evs {
 			evs[i].Seq, evs[i].Time = int64(i+1), at
@@ -120,10 +120,10 @@ func TestLatestResults(t *testing.T) {
 	if got := latest(); got != "map[]" {
 		t.Fatalf("no runs: %s", got)
 	}
-	run("a1", "a", t0, runrecord.StatusDone, 1)
-	run("a2", "a", t0.Add(time.Minute), runrecord.StatusDone, 2)
-	run("b1", "b", t0, runrecord.StatusDone, 3)
-	run("b2", "b", t0.Add(time.Minute), runrecord.StatusFailed, 4)
+	run("a1", "a", t0, rdmalab.StatusDone, 1)
+	run("a2", "a", t0.Add(time.Minute), rdmalab.StatusDone, 2)
+	run("b1", "b", t0, rdmalab.StatusDone, 3)
+	run("b2", "b", t0.Add(time.Minute), rdmalab.StatusFailed, 4)
 	if got, want := latest(), "map[a:a2=2 b:b1=3]"; got != want {
 		t.Fatalf("latest = %s, want %s", got, want)
 	}
@@ -133,7 +133,7 @@ func TestLatestResults(t *testing.T) {
 	if got, want := latest(), "map[a:a2=2 b:b1=3]"; got != want {
 		t.Fatalf("while a3 runs: %s, want %s", got, want)
 	}
-	if err := db.AppendRunEvent(ctx, "a3", runrecord.Event{Seq: 3, Time: t0, Type: runrecord.EvStatus, Status: runrecord.StatusDone}); err != nil {
+	if err := db.AppendRunEvent(ctx, "a3", rdmalab.Event{Seq: 3, Time: t0, Type: rdmalab.EvStatus, Status: rdmalab.StatusDone}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := latest(), "map[a:a3=5 b:b1=3]"; got != want {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
+	"github.com/rdmalab/rdmalab"
 )
 
 // ErrRunNotFound is returned for a run id that does not exist.
@@ -20,10 +20,10 @@ type Run struct {
 	Learner    string
 	Experiment string
 	Params     json.RawMessage
-	Status     runrecord.Status
+	Status     rdmalab.Status
 	Backend    string
-	Result     *runrecord.Event // the run's result event, nil if it emitted none
-	Error      string           // why it failed, was cancelled or interrupted
+	Result     *rdmalab.Event // the run's result event, nil if it emitted none
+	Error      string         // why it failed, was cancelled or interrupted
 	CreatedAt  time.Time
 	StartedAt  time.Time // zero until it started
 	FinishedAt time.Time // zero until it finished
@@ -31,7 +31,7 @@ type Run struct {
 
 // CreateRun records a run the runner accepted (creating the learner row at
 // its first write). It must happen before the run's first event.
-func (db *DB) CreateRun(ctx context.Context, info runrecord.RunInfo) error {
+func (db *DB) CreateRun(ctx context.Context, info rdmalab.RunInfo) error {
 	if !ValidLearnerID(info.Learner) {
 		return fmt.Errorf("store: create run: invalid learner id %q", info.Learner)
 	}
@@ -62,7 +62,7 @@ func (db *DB) CreateRun(ctx context.Context, info runrecord.RunInfo) error {
 // AppendRunEvent stores one event of a run and folds it into the run's
 // summary row, in one transaction, so the row never disagrees with the
 // events a replay shows.
-func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev runrecord.Event) error {
+func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev rdmalab.Event) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
@@ -73,8 +73,8 @@ func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev runrecord.Eve
 // AppendRunEventJSON is AppendRunEvent with ev already encoded as data
 // (json.Marshal(ev)): the run hub encodes each event once and stores the
 // bytes it sends to its watchers, so a replay sends what was streamed.
-func (db *DB) AppendRunEventJSON(ctx context.Context, runID string, ev runrecord.Event, data []byte) error {
-	if ev.Type == runrecord.EvResult || ev.Type == runrecord.EvStatus && ev.Status.Final() {
+func (db *DB) AppendRunEventJSON(ctx context.Context, runID string, ev rdmalab.Event, data []byte) error {
+	if ev.Type == rdmalab.EvResult || ev.Type == rdmalab.EvStatus && ev.Status.Final() {
 		// The run may now be its learner's latest result; the event does
 		// not name the learner, and runs finish seldom: forget them all.
 		defer db.results.invalidateAll()
@@ -94,12 +94,12 @@ func (db *DB) AppendRunEventJSON(ctx context.Context, runID string, ev runrecord
 }
 
 // foldEvent updates the summary row for events that change it.
-func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev runrecord.Event, data []byte, ts string) error {
+func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev rdmalab.Event, data []byte, ts string) error {
 	var err error
 	switch ev.Type {
-	case runrecord.EvStatus:
+	case rdmalab.EvStatus:
 		switch {
-		case ev.Status == runrecord.StatusRunning:
+		case ev.Status == rdmalab.StatusRunning:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, backend = ?, started_at = ? WHERE id = ?`,
 				string(ev.Status), ev.Backend, ts, runID)
 		case ev.Status.Final():
@@ -109,7 +109,7 @@ func foldEvent(ctx context.Context, tx *sql.Tx, runID string, ev runrecord.Event
 		default:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ? WHERE id = ?`, string(ev.Status), runID)
 		}
-	case runrecord.EvResult:
+	case rdmalab.EvResult:
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET result = ? WHERE id = ?`, string(data), runID)
 	}
 	return err
@@ -152,12 +152,12 @@ func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run
 
 // RunEvents returns a run's events with seq > after, in order, at most
 // limit (all when limit <= 0).
-func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]runrecord.Event, error) {
+func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]rdmalab.Event, error) {
 	stored, err := db.RunEventsJSON(ctx, runID, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]runrecord.Event, len(stored))
+	out := make([]rdmalab.Event, len(stored))
 	for i, s := range stored {
 		out[i] = s.Event
 	}
@@ -167,7 +167,7 @@ func (db *DB) RunEvents(ctx context.Context, runID string, after int64, limit in
 // StoredEvent is one stored event of a run: decoded, and the bytes stored
 // (the ones its live watchers were sent).
 type StoredEvent struct {
-	Event runrecord.Event
+	Event rdmalab.Event
 	Data  []byte
 }
 
@@ -188,7 +188,7 @@ func (db *DB) RunEventsJSON(ctx context.Context, runID string, after int64, limi
 		if err := rows.Scan(&data); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
-		var ev runrecord.Event
+		var ev rdmalab.Event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
@@ -229,7 +229,7 @@ func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
 		return 0, fmt.Errorf("store: find unfinished runs: %w", err)
 	}
 	for _, o := range runs {
-		ev := runrecord.Event{Seq: o.seq + 1, Time: clock(), Type: runrecord.EvStatus, Status: runrecord.StatusInterrupted, Message: reason}
+		ev := rdmalab.Event{Seq: o.seq + 1, Time: clock(), Type: rdmalab.EvStatus, Status: rdmalab.StatusInterrupted, Message: reason}
 		if err := db.AppendRunEvent(ctx, o.id, ev); err != nil {
 			return 0, err
 		}
@@ -250,9 +250,9 @@ func scanRun(s interface{ Scan(...any) error }) (Run, error) {
 		return Run{}, err
 	}
 	r.Params = json.RawMessage(params)
-	r.Status = runrecord.Status(status)
+	r.Status = rdmalab.Status(status)
 	if result.Valid {
-		var ev runrecord.Event
+		var ev rdmalab.Event
 		if err := json.Unmarshal([]byte(result.String), &ev); err != nil {
 			return Run{}, fmt.Errorf("result of run %s: %w", r.ID, err)
 		}

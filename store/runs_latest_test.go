@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
+	"github.com/rdmalab/rdmalab"
 )
 
 // TestLatestResult: the newest done run with a result wins; failed runs,
@@ -20,17 +20,17 @@ func TestLatestResult(t *testing.T) {
 	}
 	t0 := time.Now().Add(-time.Hour)
 	ok := true
-	add := func(id, learner, exp string, at time.Time, final runrecord.Status, ghz float64) {
+	add := func(id, learner, exp string, at time.Time, final rdmalab.Status, ghz float64) {
 		t.Helper()
-		if err := db.CreateRun(ctx, runrecord.RunInfo{ID: id, Learner: learner, Experiment: exp,
-			Params: runrecord.Params{}, Status: runrecord.StatusQueued, Created: at}); err != nil {
+		if err := db.CreateRun(ctx, rdmalab.RunInfo{ID: id, Learner: learner, Experiment: exp,
+			Params: rdmalab.Params{}, Status: rdmalab.StatusQueued, Created: at}); err != nil {
 			t.Fatal(err)
 		}
-		evs := []runrecord.Event{{Type: runrecord.EvStatus, Status: runrecord.StatusRunning, Backend: "host"}}
+		evs := []rdmalab.Event{{Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning, Backend: "host"}}
 		if ghz > 0 {
-			evs = append(evs, runrecord.Event{Type: runrecord.EvResult, OK: &ok, Figures: map[string]float64{"ghz_per_gbps": ghz}})
+			evs = append(evs, rdmalab.Event{Type: rdmalab.EvResult, OK: &ok, Figures: map[string]float64{"ghz_per_gbps": ghz}})
 		}
-		evs = append(evs, runrecord.Event{Type: runrecord.EvStatus, Status: final})
+		evs = append(evs, rdmalab.Event{Type: rdmalab.EvStatus, Status: final})
 		for i := range evs {
 			evs[i].Seq, evs[i].Time = int64(i+1), at
 			if err := db.AppendRunEvent(ctx, id, evs[i]); err != nil {
@@ -38,12 +38,12 @@ func TestLatestResult(t *testing.T) {
 			}
 		}
 	}
-	add("old", me, "tcp-cost", t0, runrecord.StatusDone, 0.7)
-	add("want", me, "tcp-cost", t0.Add(time.Minute), runrecord.StatusDone, 0.5)
-	add("noresult", me, "tcp-cost", t0.Add(2*time.Minute), runrecord.StatusDone, 0)
-	add("failed", me, "tcp-cost", t0.Add(3*time.Minute), runrecord.StatusFailed, 0.9)
-	add("memlock", me, "memlock", t0.Add(4*time.Minute), runrecord.StatusDone, 0.1)
-	add("theirs", other, "tcp-cost", t0.Add(5*time.Minute), runrecord.StatusDone, 0.2)
+	add("old", me, "tcp-cost", t0, rdmalab.StatusDone, 0.7)
+	add("want", me, "tcp-cost", t0.Add(time.Minute), rdmalab.StatusDone, 0.5)
+	add("noresult", me, "tcp-cost", t0.Add(2*time.Minute), rdmalab.StatusDone, 0)
+	add("failed", me, "tcp-cost", t0.Add(3*time.Minute), rdmalab.StatusFailed, 0.9)
+	add("memlock", me, "memlock", t0.Add(4*time.Minute), rdmalab.StatusDone, 0.1)
+	add("theirs", other, "tcp-cost", t0.Add(5*time.Minute), rdmalab.StatusDone, 0.2)
 
 	r, err := db.LatestResult(ctx, me, "tcp-cost")
 	if err != nil {

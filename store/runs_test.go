@@ -6,25 +6,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runrecord"
+	"github.com/rdmalab/rdmalab"
 )
 
 func TestRunsLifecycle(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	learner := NewLearnerID()
-	info := runrecord.RunInfo{ID: "r1", Learner: learner, Experiment: "memlock",
-		Params: runrecord.Params{"size": int64(1 << 20)}, Status: runrecord.StatusQueued, Created: time.Now()}
+	info := rdmalab.RunInfo{ID: "r1", Learner: learner, Experiment: "memlock",
+		Params: rdmalab.Params{"size": int64(1 << 20)}, Status: rdmalab.StatusQueued, Created: time.Now()}
 	if err := db.CreateRun(ctx, info); err != nil {
 		t.Fatal(err)
 	}
 	ok := true
-	evs := []runrecord.Event{
-		{Type: runrecord.EvStatus, Status: runrecord.StatusQueued, Position: 1},
-		{Type: runrecord.EvStatus, Status: runrecord.StatusRunning, Backend: "host"},
-		{Type: runrecord.EvError, ErrnoName: "ENOMEM", Errno: 12, Message: "mlock failed"},
-		{Type: runrecord.EvResult, OK: &ok, Message: "verdict", Messages: runrecord.Text{"zh": "结论", "en": "verdict"}},
-		{Type: runrecord.EvStatus, Status: runrecord.StatusDone},
+	evs := []rdmalab.Event{
+		{Type: rdmalab.EvStatus, Status: rdmalab.StatusQueued, Position: 1},
+		{Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning, Backend: "host"},
+		{Type: rdmalab.EvError, ErrnoName: "ENOMEM", Errno: 12, Message: "mlock failed"},
+		{Type: rdmalab.EvResult, OK: &ok, Message: "verdict", Messages: rdmalab.Text{"zh": "结论", "en": "verdict"}},
+		{Type: rdmalab.EvStatus, Status: rdmalab.StatusDone},
 	}
 	for i := range evs {
 		evs[i].Seq = int64(i + 1)
@@ -40,7 +40,7 @@ func TestRunsLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != runrecord.StatusDone || r.Backend != "host" || r.Error != "" || r.Result == nil ||
+	if r.Status != rdmalab.StatusDone || r.Backend != "host" || r.Error != "" || r.Result == nil ||
 		r.Result.Messages["zh"] != "结论" || r.StartedAt.IsZero() || r.FinishedAt.IsZero() || string(r.Params) != `{"size":1048576}` {
 		t.Errorf("run %+v", r)
 	}
@@ -68,13 +68,13 @@ func TestInterruptRuns(t *testing.T) {
 	db := openTest(t)
 	learner := NewLearnerID()
 	for _, id := range []string{"queued", "running", "done"} {
-		if err := db.CreateRun(ctx, runrecord.RunInfo{ID: id, Learner: learner, Experiment: "tcp-cost", Status: runrecord.StatusQueued}); err != nil {
+		if err := db.CreateRun(ctx, rdmalab.RunInfo{ID: id, Learner: learner, Experiment: "tcp-cost", Status: rdmalab.StatusQueued}); err != nil {
 			t.Fatal(err)
 		}
-		_ = db.AppendRunEvent(ctx, id, runrecord.Event{Seq: 1, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusQueued, Position: 1})
+		_ = db.AppendRunEvent(ctx, id, rdmalab.Event{Seq: 1, Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusQueued, Position: 1})
 	}
-	_ = db.AppendRunEvent(ctx, "running", runrecord.Event{Seq: 2, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusRunning})
-	_ = db.AppendRunEvent(ctx, "done", runrecord.Event{Seq: 2, Time: time.Now(), Type: runrecord.EvStatus, Status: runrecord.StatusDone})
+	_ = db.AppendRunEvent(ctx, "running", rdmalab.Event{Seq: 2, Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning})
+	_ = db.AppendRunEvent(ctx, "done", rdmalab.Event{Seq: 2, Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusDone})
 	n, err := db.InterruptRuns(ctx, "the lab server stopped")
 	if err != nil || n != 2 {
 		t.Fatalf("interrupted %d, %v; want 2", n, err)
@@ -83,11 +83,11 @@ func TestInterruptRuns(t *testing.T) {
 		r, _ := db.Run(ctx, id)
 		evs, _ := db.RunEvents(ctx, id, 0, 0)
 		last := evs[len(evs)-1]
-		if r.Status != runrecord.StatusInterrupted || r.Error != "the lab server stopped" || last.Seq != seq || last.Status != runrecord.StatusInterrupted {
+		if r.Status != rdmalab.StatusInterrupted || r.Error != "the lab server stopped" || last.Seq != seq || last.Status != rdmalab.StatusInterrupted {
 			t.Errorf("%s: run %+v, last event %+v", id, r, last)
 		}
 	}
-	if r, _ := db.Run(ctx, "done"); r.Status != runrecord.StatusDone {
+	if r, _ := db.Run(ctx, "done"); r.Status != rdmalab.StatusDone {
 		t.Errorf("a finished run was touched: %s", r.Status)
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -67,7 +67,7 @@ var (
 // the rule of thumb of ~1 GHz of CPU per Gbps, and 3 GHz cores ("more than
 // thirty 3 GHz cores").
 const (
-	ruleGHzPerGbps = hostexp.RuleGHzPerGbps
+	ruleGHzPerGbps = rdmalab.RuleGHzPerGbps
 	defaultGbps    = 100.0
 	defaultCoreGHz = 3.0
 )
@@ -99,7 +99,7 @@ func (s *Server) latestTCPCost(ctx context.Context, learner string) (measuredTCP
 	if learner == "" {
 		return measuredTCPCost{}, false, nil // the static page skeleton (lesson_static.go): nobody's runs
 	}
-	r, err := s.cfg.Store.LatestResult(ctx, learner, hostexp.TCPCostID)
+	r, err := s.cfg.Store.LatestResult(ctx, learner, rdmalab.TCPCostID)
 	if errors.Is(err, store.ErrRunNotFound) {
 		return measuredTCPCost{}, false, nil
 	}
@@ -107,10 +107,10 @@ func (s *Server) latestTCPCost(ctx context.Context, learner string) (measuredTCP
 		return measuredTCPCost{}, false, err
 	}
 	f := r.Result.Figures
-	if f[hostexp.FigGHzPerGbps] <= 0 || f[hostexp.FigCPUGHz] <= 0 {
+	if f[rdmalab.TCPCostGHzPerGbps] <= 0 || f[rdmalab.TCPCostCPUGHz] <= 0 {
 		return measuredTCPCost{}, false, nil
 	}
-	return measuredTCPCost{RunID: r.ID, GHzPerGbps: f[hostexp.FigGHzPerGbps], CoreGHz: f[hostexp.FigCPUGHz], MsgSize: f[hostexp.FigMsgSize]}, true, nil
+	return measuredTCPCost{RunID: r.ID, GHzPerGbps: f[rdmalab.TCPCostGHzPerGbps], CoreGHz: f[rdmalab.TCPCostCPUGHz], MsgSize: f[rdmalab.TCPCostMsgSize]}, true, nil
 }
 
 // cpuBudget builds the calculator: values from the query when the learner

@@ -12,22 +12,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-// RuleGHzPerGbps is the lesson's rule of thumb: kernel TCP costs about
-// 1 GHz of CPU per Gbps (lesson 01's calculator starts from it too).
-const RuleGHzPerGbps = 1.0
-
-// TCPCostID is the experiment's id.
-const TCPCostID = "tcp-cost"
-
-// Figures of the tcp-cost result that lesson pages read (web's CPU budget
-// calculator prefills from a learner's run).
+// The experiment's id, the figures lesson pages read and the rule of thumb
+// are the domain's (package rdmalab): web's calculator reads them too.
 const (
-	FigGHzPerGbps = "ghz_per_gbps" // measured CPU cost, GHz per Gbps
-	FigCPUGHz     = "cpu_ghz"      // the measuring core's clock
-	FigMsgSize    = "msg_size"     // bytes per write
+	RuleGHzPerGbps = rdmalab.RuleGHzPerGbps
+	TCPCostID      = rdmalab.TCPCostID
+	FigGHzPerGbps  = rdmalab.TCPCostGHzPerGbps
+	FigCPUGHz      = rdmalab.TCPCostCPUGHz
+	FigMsgSize     = rdmalab.TCPCostMsgSize
 )
 
 // sampleEvery is the period of the live series.

@@ -1,10 +1,12 @@
-// Package runrecord holds the record of a run: its info and params, its
-// status, and the events it emits (with the tables and captures they
-// carry). It is a leaf: the runner (package sandbox), the agents, the store
-// and the web all speak it, and it starts nothing and imports nothing of
-// the lab but internal/i18n. Package sandbox names every type here by
+// Package rdmalab is the lab's domain, at the root of the module (in the
+// spirit of benbjohnson/wtf): the record of a run — its info and params, its
+// status, the events it emits with the tables and captures they carry — and
+// the figures that cross from one experiment to a lesson page. It is a leaf:
+// it starts nothing and imports nothing of the lab but internal/i18n, so the
+// runner (package sandbox), the agents, the store and the web all speak it
+// without depending on each other. Package sandbox names the run types by
 // alias (sandbox.Event, sandbox.Status…).
-package runrecord
+package rdmalab
 
 import (
 	"encoding/json"

@@ -1,0 +1,51 @@
+package rdmalab_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/rdmalab/rdmalab"
+
+// deps lists the lab's packages pkg depends on (itself included), as the
+// go tool resolves them.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var lab []string
+	for _, p := range strings.Fields(string(out)) {
+		if p == module || strings.HasPrefix(p, module+"/") {
+			lab = append(lab, strings.TrimPrefix(strings.TrimPrefix(p, module), "/"))
+		}
+	}
+	return lab
+}
+
+// TestDomainArrows keeps the arrows pointing at the domain: the domain
+// itself is a leaf, the store speaks only the domain (not the runner or
+// anything under sandbox/), and the web imports no experiment — the
+// figures it reads from a run are named in the domain.
+func TestDomainArrows(t *testing.T) {
+	for _, p := range deps(t, module) {
+		if p != "" && p != "internal/i18n" {
+			t.Errorf("the domain package imports %s; it must stay a leaf (internal/i18n only)", p)
+		}
+	}
+	for _, p := range deps(t, module+"/store") {
+		if strings.HasPrefix(p, "sandbox") {
+			t.Errorf("store depends on %s; it must speak the domain (package rdmalab), not the sandbox tree", p)
+		}
+	}
+	experiments := []string{"sandbox/hostexp", "sandbox/rdmaexp", "sandbox/expkit", "sandbox/verbs", "sandbox/agentproc", "sandbox/vm", "sandbox/vmguest", "sandbox/fleet"}
+	for _, p := range deps(t, module+"/web") {
+		for _, e := range experiments {
+			if p == e || strings.HasPrefix(p, e+"/") {
+				t.Errorf("web depends on %s; a page reads a run's figures by the names the domain declares, not from the experiment", p)
+			}
+		}
+	}
+}
