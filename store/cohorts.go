@@ -232,6 +232,24 @@ func (db *DB) OpenCohortByCode(ctx context.Context, code string) (Cohort, error)
 	return c, nil
 }
 
+// CohortByCode returns the class with this join code, archived or not (for
+// the admin's commands; learners join only open classes: OpenCohortByCode).
+func (db *DB) CohortByCode(ctx context.Context, code string) (Cohort, error) {
+	code = NormalizeJoinCode(code)
+	if code == "" || len(code) > 32 {
+		return Cohort{}, ErrNoCohort
+	}
+	var id int64
+	err := db.r.QueryRowContext(ctx, `SELECT id FROM cohorts WHERE code = ?`, code).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Cohort{}, ErrNoCohort
+	}
+	if err != nil {
+		return Cohort{}, fmt.Errorf("store: class by code: %w", err)
+	}
+	return db.Cohort(ctx, id)
+}
+
 // ErrRosterClass: the class has a roster, so a learner joins it by claiming
 // a seat (ClaimSeat) with a personal code.
 var ErrRosterClass = errors.New("store: the class has a roster: join with a personal code")

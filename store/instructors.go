@@ -131,6 +131,14 @@ func (db *DB) CreateInstructor(ctx context.Context, username, password string) (
 	return createInstructor(ctx, db.w, username, password)
 }
 
+// CreateAccount adds an account with role (RoleInstructor or RoleTA).
+func (db *DB) CreateAccount(ctx context.Context, username, password, role string) (Instructor, error) {
+	if role != RoleInstructor && role != RoleTA {
+		return Instructor{}, fmt.Errorf("store: create account: unknown role %q", role)
+	}
+	return createAccount(ctx, db.w, username, password, role)
+}
+
 type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

@@ -50,22 +50,36 @@ const maxWorkerText = 1000
 // bytes (on a rune boundary).
 func csvWorkerText(s string) string { return csvText(lineio.Clip(s, maxWorkerText)) }
 
-// writeCSV sends rows as a download named name.
-func (s *Server) writeCSV(w http.ResponseWriter, r *http.Request, name string, rows [][]string) {
+// csvFile is rows as a CSV file: a BOM, then the records.
+func csvFile(rows [][]string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteString("\ufeff")
 	cw := csv.NewWriter(&buf)
 	if err := cw.WriteAll(rows); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeCSV sends rows as a download named name.
+func (s *Server) writeCSV(w http.ResponseWriter, r *http.Request, name string, rows [][]string) {
+	b, err := csvFile(rows)
+	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
+	sendCSV(w, name, b)
+}
+
+// sendCSV sends a CSV file's bytes as a download named name.
+func sendCSV(w http.ResponseWriter, name string, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/csv; charset=utf-8")
 	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	w.Write(buf.Bytes())
+	w.Write(b)
 }
 
 // exportProgress is GET /instructor/export/progress.csv: one row per learner

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,10 @@ func localTime(t time.Time) string {
 	}
 	return t.Local().Format("2006-01-02 15:04 (UTC-07:00)")
 }
+
+// MaxRosterFile bounds a roster file: the page's upload and `labserver
+// roster import` read at most this much.
+const MaxRosterFile = maxBody
 
 // rosterCohort reads {id} of a roster route (404 when unknown).
 func (s *Server) rosterCohort(w http.ResponseWriter, r *http.Request) (store.Cohort, bool) {
@@ -94,6 +99,7 @@ func (s *Server) renderRoster(w http.ResponseWriter, r *http.Request, c store.Co
 	v.JoinURL = baseURL(r) + "/join/" + c.Code
 	base := rosterHref(c)
 	v.Action, v.MergeAction, v.RemoveMemberAction = base, base+"/merge", base+"/members/remove"
+	v.CodesCSV = base + "/codes.csv"
 	v.Dashboard = "/instructor?class=" + strconv.FormatInt(c.ID, 10)
 	for _, st := range seats {
 		id := strconv.FormatInt(st.ID, 10)
@@ -133,7 +139,7 @@ func (s *Server) rosterImport(w http.ResponseWriter, r *http.Request) {
 	}
 	data := []byte(r.PostFormValue("csv"))
 	if f, _, err := r.FormFile("file"); err == nil {
-		b, err := io.ReadAll(io.LimitReader(f, maxBody))
+		b, err := io.ReadAll(io.LimitReader(f, MaxRosterFile))
 		f.Close()
 		if err != nil {
 			s.errorPage(w, r, http.StatusBadRequest)
@@ -144,20 +150,8 @@ func (s *Server) rosterImport(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	lang := langOf(r)
-	entries, problems := roster.Parse(data)
-	var good []store.RosterEntry
-	v := views.Roster{}
-	for _, p := range problems {
-		v.Problems = append(v.Problems, rosterProblem(lang, p.Line, string(p.Kind)))
-	}
-	for _, e := range entries {
-		se := store.RosterEntry{StudentID: e.StudentID, Name: e.Name}
-		if err := store.CheckRosterEntry(se); err != nil {
-			v.Problems = append(v.Problems, rosterProblem(lang, e.Line, "invalid"))
-			continue
-		}
-		good = append(good, se)
-	}
+	good, problems := ParseRoster(data)
+	v := views.Roster{Problems: RosterProblems(lang, problems)}
 	if len(good) == 0 {
 		if len(v.Problems) == 0 {
 			v.Problems = append(v.Problems, tr(lang)("roster.empty"))
@@ -185,6 +179,61 @@ func (s *Server) rosterImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, rosterHref(c)+"?added="+strconv.Itoa(added)+"&updated="+strconv.Itoa(updated), http.StatusSeeOther)
+}
+
+// ParseRoster reads a roster CSV as the web import and `labserver roster
+// import` both do: roster.Parse, then each entry checked as the store
+// will (store.CheckRosterEntry); an entry that fails is a problem of kind
+// "invalid" on its line.
+func ParseRoster(data []byte) ([]store.RosterEntry, []roster.Problem) {
+	entries, problems := roster.Parse(data)
+	var good []store.RosterEntry
+	for _, e := range entries {
+		se := store.RosterEntry{StudentID: e.StudentID, Name: e.Name}
+		if err := store.CheckRosterEntry(se); err != nil {
+			problems = append(problems, roster.Problem{Line: e.Line, Kind: roster.Invalid})
+			continue
+		}
+		good = append(good, se)
+	}
+	slices.SortStableFunc(problems, func(a, b roster.Problem) int { return a.Line - b.Line })
+	return good, problems
+}
+
+// RosterProblems says ParseRoster's problems in lang, one line each
+// ("line 3: …").
+func RosterProblems(lang string, problems []roster.Problem) []string {
+	var out []string
+	for _, p := range problems {
+		out = append(out, rosterProblem(lang, p.Line, string(p.Kind)))
+	}
+	return out
+}
+
+// RosterCodesCSV is the class's personal codes as a CSV file (BOM,
+// formula guard: csvFile), one row per seat, for the instructor to hand
+// out: the web download and `labserver roster codes` write these bytes.
+func RosterCodesCSV(c store.Cohort, seats []store.Seat) []byte {
+	rows := [][]string{{"student_id", "name", "class", "join_code", "personal_code", "claimed_at"}}
+	for _, st := range seats {
+		rows = append(rows, []string{csvText(st.StudentID), csvText(st.Name), csvText(c.Name), c.Code, st.Code, csvTime(st.ClaimedAt)})
+	}
+	b, _ := csvFile(rows) // writing to memory fails only on invalid UTF-8 quoting, which csv does not refuse
+	return b
+}
+
+// rosterCodes is GET /instructor/classes/{id}/roster/codes.csv.
+func (s *Server) rosterCodes(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok || !s.taScope(w, r, c.ID) {
+		return
+	}
+	seats, err := s.cfg.Store.Seats(r.Context(), c.ID)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	sendCSV(w, "codes-"+c.Code+".csv", RosterCodesCSV(c, seats))
 }
 
 // rosterProblem says what is wrong with a roster line, in lang.

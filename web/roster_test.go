@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -179,4 +180,43 @@ func TestRosterClaim(t *testing.T) {
 	}
 	// A learner is refused the roster page.
 	e.page(e.do(li, "GET", rosterPath, nil), http.StatusForbidden)
+}
+
+// TestRosterCodesCSV: the roster page links the personal codes as a CSV
+// download (BOM, formula guard) whose codes are the page's; a learner's
+// browser cannot fetch it.
+func TestRosterCodesCSV(t *testing.T) {
+	e := newInstrEnv(t)
+	ada := e.instructor("ada", "correct horse battery")
+	res := e.do(ada, "POST", "/instructor/classes", url.Values{"name": {"RDMA 2026"}})
+	res.Body.Close()
+	doc := e.page(e.do(ada, "GET", "/instructor/classes", nil), http.StatusOK)
+	rosterPath, _ := doc.Find(`[data-testid=class-roster]`).Attr("href")
+	classCode := doc.Find(`[data-testid=class-code]`).Text()
+	res = e.uploadRoster(ada, rosterPath, []byte("2026001,张三\n2026002,+Li Si\n"))
+	res.Body.Close()
+	doc = e.page(e.do(ada, "GET", rosterPath, nil), http.StatusOK)
+	codes := seatCodes(doc)
+	href, _ := doc.Find(`[data-testid=codes-csv]`).Attr("href")
+	if href == "" {
+		t.Fatal("no codes CSV link on the roster page")
+	}
+	res = e.do(ada, "GET", href, nil)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	body := string(b)
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") || !strings.HasPrefix(body, "\ufeffstudent_id,name,class,join_code,personal_code,claimed_at\n") {
+		t.Fatalf("codes.csv: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	for id, code := range codes {
+		if !strings.Contains(body, id+",") || !strings.Contains(body, ","+classCode+","+code+",") {
+			t.Errorf("codes.csv lacks %s's code %s:\n%s", id, code, body)
+		}
+	}
+	if !strings.Contains(body, ",'+Li Si,") {
+		t.Errorf("a name starting with + is not guarded:\n%s", body)
+	}
+	if res := e.do(e.browser(), "GET", href, nil); res.StatusCode == http.StatusOK {
+		t.Errorf("a learner fetched the codes: %d", res.StatusCode)
+	}
 }

@@ -59,6 +59,7 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/answers", s.answerKey)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
+			r.Get("/instructor/classes/{id}/roster/codes.csv", s.rosterCodes)
 			// Instructors only: accounts, invitations, classes, rosters, drafts.
 			r.Group(func(r chi.Router) {
 				r.Use(s.instructorsOnly)

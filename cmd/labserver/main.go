@@ -22,7 +22,8 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver worker --join nats://HOST:4222 --token T   run experiments for a lab on this machine
        labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
-       labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument)
+       labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument; add --ta: a TA)
+       labserver roster import|codes --class CODE   a class's roster from CSV, its personal codes as CSV
        labserver import aiken|gift FILE [--prefix P] [--lang L]   Moodle questions → quiz.yaml on stdout
 
 environment of serve without a flag:
@@ -48,6 +49,7 @@ var commands = map[string]Command{
 	"worker": runWorker,
 	"user":   runUser,
 	"import": runImport,
+	"roster": runRoster,
 }
 
 func main() {

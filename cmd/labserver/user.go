@@ -15,12 +15,16 @@ import (
 )
 
 const userUsage = `usage: labserver user add NAME      [--db PATH]  create an instructor account
+       labserver user add NAME --ta [--class CODE] [--db PATH]  create a TA account (sees only its classes)
        labserver user passwd NAME   [--db PATH]  set a new password (ends the account's sessions)
        labserver user remove NAME   [--db PATH]  remove an account (not the last one)
        labserver user list          [--db PATH]  list the accounts (name, role instructor or ta, created)
   The password is never an argument: it is asked for on the terminal (twice,
   not echoed) or read as the first line of standard input
   (echo "$PW" | labserver user add ada: echo is a shell builtin).
+  --ta        add: a teaching assistant (views its classes and gradebooks;
+              no accounts, no class or course settings)
+  --class CODE  add --ta: assign the TA to the class with this join code
   --db PATH   the lab database [LAB_DB] (default ./rdmalab.db); safe while serving
 `
 
@@ -40,11 +44,9 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("labserver user "+verb, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() { fmt.Fprint(stderr, userUsage) }
-	def := os.Getenv("LAB_DB")
-	if def == "" {
-		def = "./rdmalab.db"
-	}
-	dbPath := fset.String("db", def, "database file")
+	dbPath := fset.String("db", defaultDB(), "database file")
+	ta := fset.Bool("ta", false, "add a TA account")
+	class := fset.String("class", "", "the TA's class (join code)")
 	// Flags may come before or after NAME.
 	names, code, ok := parseInterleaved(fset, args)
 	if !ok {
@@ -61,6 +63,10 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(names) != wantNames {
 		fmt.Fprint(stderr, userUsage)
+		return 2
+	}
+	if (*ta || *class != "") && verb != "add" || *class != "" && !*ta {
+		fmt.Fprintln(stderr, "labserver user: --ta and --class go with add (--class only with --ta)")
 		return 2
 	}
 	if _, err := os.Stat(*dbPath); err != nil && verb != "add" {
@@ -126,6 +132,9 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "labserver user:", err)
 		return 1
 	}
+	if verb == "add" && *ta {
+		return addTA(ctx, db, name, pw, *class, stdout, stderr, fail)
+	}
 	if verb == "add" {
 		if _, err := db.CreateInstructor(ctx, name, pw); err != nil {
 			return fail(err)
@@ -137,6 +146,35 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintf(stdout, "password of %q changed (its sessions ended)\n", name)
+	return 0
+}
+
+// addTA creates a TA account and assigns it to the class with join code
+// class ("" : none yet; the classes page assigns it later). The class is
+// looked up first, so a wrong code creates no account.
+func addTA(ctx context.Context, db *store.DB, name, pw, class string, stdout, stderr io.Writer, fail func(error) int) int {
+	var c store.Cohort
+	if class != "" {
+		var err error
+		if c, err = db.CohortByCode(ctx, class); errors.Is(err, store.ErrNoCohort) {
+			fmt.Fprintf(stderr, "labserver user: no class has the join code %q (see /instructor/classes)\n", class)
+			return 1
+		} else if err != nil {
+			return fail(err)
+		}
+	}
+	in, err := db.CreateAccount(ctx, name, pw, store.RoleTA)
+	if err != nil {
+		return fail(err)
+	}
+	if c.ID == 0 {
+		fmt.Fprintf(stdout, "TA %q created (no class yet: assign one on /instructor/classes)\n", name)
+		return 0
+	}
+	if err := db.SetCohortTA(ctx, c.ID, in.ID, true); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "TA %q created, assigned to class %q\n", name, c.Name)
 	return 0
 }
 

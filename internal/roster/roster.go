@@ -33,6 +33,7 @@ const (
 	NoName    Kind = "noname"  // the name is empty
 	Duplicate Kind = "dup"     // the student id came on an earlier line
 	TooMany   Kind = "toomany" // more lines than Parse reads
+	Invalid   Kind = "invalid" // read, but refused by the store's check (set by web.ParseRoster)
 )
 
 // Problem is one line Parse skipped.

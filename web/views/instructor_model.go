@@ -239,6 +239,7 @@ type Roster struct {
 	Archived                      bool
 	Dashboard                     string
 	Action                        string // import
+	CodesCSV                      string // the personal codes as CSV
 	MergeAction                   string
 	RemoveMemberAction            string
 	Notice                        string
