@@ -50,6 +50,11 @@ type RunnerConfig struct {
 	// experiment with the same parameters that is queued or started less
 	// than Share ago (runner_share.go). Zero: every request runs its own.
 	Share time.Duration
+	// Expect seeds how long runs of each experiment take (by id), from
+	// runs before this process started (store.RunDurations): the first
+	// learners queued after a restart are told a wait, by the same
+	// estimate that tells every later one.
+	Expect map[string]time.Duration
 }
 
 // RunRecorder is an optional interface of a Sink: the runner calls
@@ -125,8 +130,14 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
 	}
+	expect := map[string]time.Duration{}
+	for id, d := range cfg.Expect {
+		if d > 0 {
+			expect[id] = d
+		}
+	}
 	return &Runner{cfg: cfg, log: cfg.Logger, runs: map[string]*run{}, learners: map[string]*run{},
-		expect: map[string]time.Duration{}, ownNext: map[string]bool{}}
+		expect: expect, ownNext: map[string]bool{}}
 }
 
 func randomID() string {

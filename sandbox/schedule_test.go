@@ -166,3 +166,28 @@ func TestRunnerWaitEstimate(t *testing.T) {
 		rec.final(id)
 	}
 }
+
+// TestRunnerExpectSeeded: a runner seeded with earlier runs' durations
+// (Expect, from the store after a restart) tells the first queued learner
+// their wait before any run has finished in this process: 40 s of the
+// running gate plus nothing ahead in the queue.
+func TestRunnerExpectSeeded(t *testing.T) {
+	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10,
+		Expect: map[string]time.Duration{"gate": 40 * time.Second, "echo": 0}})
+	g, open := newGate()
+	busy, err := r.Submit("bob", "gate", map[string]any{"id": g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(busy.ID, "running", isRunning)
+	queued, err := r.Submit("ann", "echo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(queued.ID, "its first event", func(evs []Event) bool { return len(evs) > 0 })
+	if evs[0].Status != StatusQueued || evs[0].Wait < 35 || evs[0].Wait > 40 {
+		t.Fatalf("first event of the queued run: %+v; want queued with a wait of about 40 s", evs[0])
+	}
+	open()
+	rec.final(queued.ID)
+}

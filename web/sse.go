@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,22 +73,7 @@ func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	h := &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}, queue: newQueueWatch(1)}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if d, err := db.RecentRunDurations(ctx, recentRuns); err == nil {
-		slices.Reverse(d) // oldest first, as they would have been seen
-		h.queue.seed(d)
-	}
-	return h
-}
-
-// SetSlots tells the hub how many runs execute at once (the runner's
-// concurrency), for the wait estimate.
-func (h *RunHub) SetSlots(n int) {
-	h.queue.mu.Lock()
-	h.queue.slots = max(n, 1)
-	h.queue.mu.Unlock()
+	return &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}, queue: newQueueWatch()}
 }
 
 // RunCreated implements sandbox.RunRecorder: the run row exists before its

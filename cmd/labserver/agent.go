@@ -168,6 +168,13 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		}
 	}
 	hub := web.NewRunHub(db, log)
+	// The wait a queued learner is told starts from earlier runs' lengths.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	expect, err := db.RunDurations(ctx, 5)
+	cancel()
+	if err != nil {
+		log.Warn("run durations unread: queued learners get no wait estimate until runs finish", "err", err)
+	}
 	runner := sandbox.NewRunner(sandbox.RunnerConfig{
 		Registry: reg,
 		Backend: func(n sandbox.Need) sandbox.Backend {
@@ -182,8 +189,8 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Share:       c.ShareRuns,
 		Sink:        hub,
 		Logger:      log,
+		Expect:      expect,
 	})
-	hub.SetSlots(min(concurrency, hostSlots+slots(rdma))) // the fallback estimate when the runner has none yet
 	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
 }
 
