@@ -3,11 +3,17 @@ package rdmaexp
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
+	"golang.org/x/sys/unix"
 )
 
 // A guard is a helper process that puts the machine back as it was when a
@@ -53,4 +59,104 @@ func guardRequest(in io.Reader, v any) (*bufio.Reader, error) {
 		return nil, err
 	}
 	return r, json.Unmarshal(line, v)
+}
+
+// cleanGuard is a running clean-up guard (nvmeof's, nfs-rdma's): it says
+// "armed", waits, cleans up when released or orphaned and then says
+// "clean" or what went wrong.
+type cleanGuard struct {
+	p   *agentproc.Proc
+	out *bufio.Reader // its stdout after "armed": "clean" or the error
+}
+
+// startCleanGuard starts the helper name as a clean-up guard with req.
+func startCleanGuard(name, what string, req any) (*cleanGuard, error) {
+	p, out, err := startGuard(name, what, req)
+	if err != nil {
+		return nil, err
+	}
+	return &cleanGuard{p: p, out: out}, nil
+}
+
+// release closes the guard's stdin — it cleans up and exits — and waits
+// for it; what it said on stdout is its clean-up error, if any.
+func (g *cleanGuard) release() error {
+	g.p.CloseInput()
+	res := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(g.out, 4<<10))
+		res <- strings.TrimSpace(string(b))
+	}()
+	var said string
+	select {
+	case said = <-res:
+	case <-time.After(90 * time.Second):
+		said = "the guard did not finish within 90 s"
+	}
+	g.p.Close()
+	if said != "" && said != "clean" {
+		return errors.New(said)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock on path, waiting at most limit; what
+// names the experiment in the error. A guard holds its experiment's lock
+// from arming to the end of its clean-up, so a run never starts while an
+// earlier run's guard (say, of a cancelled run) is still tearing down.
+func lockFile(path, what string, limit time.Duration) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(limit); ; {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("an earlier %s run is still cleaning up after %s: %w", what, limit, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// unloadGuardReq is what an unload guard cleans: the modules to unload
+// (those the run found absent).
+type unloadGuardReq struct {
+	Unload []string `json:"unload"`
+}
+
+// runUnloadGuard is the body of a clean-up guard that may unload kernel
+// modules: it reads the request, refuses any module not in allowed, takes
+// the experiment's lock (see lockFile), says "armed", blocks until its
+// stdin closes (the experiment finished, or was killed), then runs clean
+// and says "clean" or the error.
+func runUnloadGuard(in io.Reader, out io.Writer, allowed []string, lock, what string, clean func(unload []string) error) error {
+	var req unloadGuardReq
+	r, err := guardRequest(in, &req)
+	if err != nil {
+		return err
+	}
+	for _, m := range req.Unload {
+		if !slices.Contains(allowed, m) {
+			return fmt.Errorf("%s guard: refusing to unload %q", what, m)
+		}
+	}
+	unlock, err := lockFile(lock, what, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := io.WriteString(out, "armed\n"); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, r) // until EOF
+	if err := clean(req.Unload); err != nil {
+		_, _ = io.WriteString(out, err.Error()+"\n")
+		return nil
+	}
+	_, _ = io.WriteString(out, "clean\n")
+	return nil
 }

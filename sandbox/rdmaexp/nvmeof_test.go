@@ -8,13 +8,15 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-// TestUpperLayers runs lesson 08's experiments in the shared guest (or on
-// this kernel's devices): NVMe over Fabrics over RDMA and TCP, and a
-// cancelled NVMe-oF run that must leave nothing behind.
+// TestUpperLayers runs lesson 08's kernel experiments in the shared guest
+// (or on this kernel's devices): NVMe over Fabrics and NFS, each over RDMA
+// and TCP, and a cancelled run of each that must leave nothing behind.
 func TestUpperLayers(t *testing.T) {
 	ex := pickExecutor(t)
 	t.Run("nvmeof", func(t *testing.T) { testNVMeoF(t, ex) })
 	t.Run("nvmeof/cancelled", func(t *testing.T) { testNVMeoFCancelled(t, ex) })
+	t.Run("nfs-rdma", func(t *testing.T) { testNFSRDMA(t, ex) })
+	t.Run("nfs-rdma/cancelled", func(t *testing.T) { testNFSRDMACancelled(t, ex) })
 }
 
 func testNVMeoF(t *testing.T, ex executor) {

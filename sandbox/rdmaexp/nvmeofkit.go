@@ -1,7 +1,6 @@
 package rdmaexp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
-	"golang.org/x/sys/unix"
 )
 
 // NVMe over Fabrics plumbing for lesson 08: a target configured through
@@ -289,21 +285,7 @@ const nvmeofLock = "/run/rdmalab-nvmeof.lock"
 // lockNVMeoF takes nvmeofLock, waiting at most limit; the returned
 // function releases it.
 func lockNVMeoF(limit time.Duration) (func(), error) {
-	f, err := os.OpenFile(nvmeofLock, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for deadline := time.Now().Add(limit); ; {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("an earlier NVMe-oF run is still cleaning up after %s: %w", limit, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return lockFile(nvmeofLock, "NVMe-oF", limit)
 }
 
 // nvmeofLeft counts what the lab's NVMe-oF runs may leave behind: its
@@ -320,79 +302,13 @@ func nvmeofLeft(unload []string) (ctrls, subs, mods int) {
 	return ctrls, len(s), mods
 }
 
-// nvmeofGuardReq is what the guard cleans: the modules to unload.
-type nvmeofGuardReq struct {
-	Unload []string `json:"unload"`
-}
-
-// nvmeofGuard is the running guard process.
-type nvmeofGuard struct {
-	p   *agentproc.Proc
-	out *bufio.Reader // its stdout: "armed", then "clean" or the error
-}
-
 // startNVMeoFGuard starts the clean-up guard (see startGuard).
-func startNVMeoFGuard(unload []string) (*nvmeofGuard, error) {
-	p, out, err := startGuard(helperNVMeoFGuard, "the NVMe-oF clean-up guard", nvmeofGuardReq{Unload: unload})
-	if err != nil {
-		return nil, err
-	}
-	return &nvmeofGuard{p: p, out: out}, nil
+func startNVMeoFGuard(unload []string) (*cleanGuard, error) {
+	return startCleanGuard(helperNVMeoFGuard, "the NVMe-oF clean-up guard", unloadGuardReq{Unload: unload})
 }
 
-// release closes the guard's stdin — it cleans up and exits — and waits
-// for it; what it said on stdout is its clean-up error, if any.
-func (g *nvmeofGuard) release() error {
-	g.p.CloseInput()
-	res := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(g.out, 4<<10))
-		res <- strings.TrimSpace(string(b))
-	}()
-	var said string
-	select {
-	case said = <-res:
-	case <-time.After(90 * time.Second):
-		said = "the guard did not finish within 90 s"
-	}
-	g.p.Close()
-	if said != "" && said != "clean" {
-		return errors.New(said)
-	}
-	return nil
-}
-
-// nvmeofGuardHelper reads what to unload, says "armed", blocks until its
-// stdin closes (the experiment finished, or was killed), then cleans up
-// and says "clean" or the error.
+// nvmeofGuardHelper is the NVMe-oF run's clean-up guard (see
+// runUnloadGuard).
 func nvmeofGuardHelper(ctx context.Context, in io.Reader, out io.Writer) error {
-	var req nvmeofGuardReq
-	r, err := guardRequest(in, &req)
-	if err != nil {
-		return err
-	}
-	for _, m := range req.Unload {
-		ok := false
-		for _, known := range nvmeofUnload {
-			ok = ok || m == known
-		}
-		if !ok {
-			return fmt.Errorf("nvmeof guard: refusing to unload %q", m)
-		}
-	}
-	unlock, err := lockNVMeoF(2 * time.Minute)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, err := io.WriteString(out, "armed\n"); err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, r) // until EOF
-	if err := cleanNVMeoF(req.Unload); err != nil {
-		_, _ = io.WriteString(out, err.Error()+"\n")
-		return nil
-	}
-	_, _ = io.WriteString(out, "clean\n")
-	return nil
+	return runUnloadGuard(in, out, nvmeofUnload, nvmeofLock, "NVMe-oF", cleanNVMeoF)
 }

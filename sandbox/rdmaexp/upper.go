@@ -7,4 +7,6 @@ import "github.com/rdmalab/rdmalab/sandbox"
 func registerUpper(reg *sandbox.Registry) {
 	reg.Register(NVMeoF())
 	reg.RegisterHelper(helperNVMeoFGuard, nvmeofGuardHelper)
+	reg.Register(NFSRDMA())
+	reg.RegisterHelper(helperNFSGuard, nfsGuardHelper)
 }

@@ -67,8 +67,10 @@ var lateModules = []string{"rdma_ucm", "sch_ingress", "cls_u32", "act_gact"}
 // wrote) and unloads them after, so a guest that never runs it pays
 // neither their boot time nor their memory. Lesson 08's NVMe over Fabrics:
 // the target (nvmet over RDMA and TCP), the host (nvme over RDMA and TCP)
-// and null_blk, the namespace's block device.
-var demandModules = []string{"nvmet_rdma", "nvmet_tcp", "nvme_rdma", "nvme_tcp", "null_blk"}
+// and null_blk, the namespace's block device. Lesson 08's NFS over RDMA:
+// the server (nfsd), the client (nfsv4) and the RPC-over-RDMA transport
+// of both (rpcrdma: xprtrdma and svcrdma).
+var demandModules = []string{"nvmet_rdma", "nvmet_tcp", "nvme_rdma", "nvme_tcp", "null_blk", "nfsd", "nfsv4", "rpcrdma"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
