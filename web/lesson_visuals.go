@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -139,7 +140,7 @@ func (s *Server) cpuBudget(lr *lessonRequest) views.CPUBudgetView {
 			GHz: fmtNum(m.GHzPerGbps), Core: fmtNum(m.CoreGHz),
 			Href:    presetHref(lr.Lesson.Slug, q, m.GHzPerGbps, m.CoreGHz),
 			RunHref: "/runs/" + url.PathEscape(m.RunID),
-			MsgSize: humanBytes(m.MsgSize),
+			MsgSize: msgSize(m.MsgSize),
 		}
 		// Calculate with the figures as shown (three digits), as
 		// calculator.js does with the input values: both print the same.
@@ -225,17 +226,13 @@ func fmtNum(x float64) string {
 	return s
 }
 
-// humanBytes prints a message size the way the experiment names it.
-func humanBytes(n float64) string {
-	switch {
-	case n <= 0:
+// msgSize prints a message size the way the experiment names it (its
+// parameter's own format: "64 KiB"); nothing when the run did not say.
+func msgSize(n float64) string {
+	if n < 1 {
 		return ""
-	case n >= 1<<20 && math.Mod(n, 1<<20) == 0:
-		return strconv.Itoa(int(n/(1<<20))) + " MiB"
-	case n >= 1<<10 && math.Mod(n, 1<<10) == 0:
-		return strconv.Itoa(int(n/(1<<10))) + " KiB"
 	}
-	return strconv.Itoa(int(n)) + " B"
+	return sandbox.FormatBytes(int64(n))
 }
 
 // The worth-it helper's answers, one set per question (form values).
