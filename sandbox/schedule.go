@@ -24,6 +24,15 @@ type Slotted interface {
 	Slots() int
 }
 
+// GuestPool is a backend whose runs go to guests of its own (sandbox/vm's
+// Pool): learner terminals, guests of the same kind, can live beside it.
+// A backend that wraps another (fleet.Mix) answers for the one it wraps.
+type GuestPool interface {
+	// Guests is how many guests the pool keeps for runs (0: none, this
+	// backend is not a guest pool).
+	Guests() int
+}
+
 // schedItem is one run as the rules see it.
 type schedItem struct {
 	key    any           // the backend it runs on (runs on one backend share its slots)

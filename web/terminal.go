@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,10 +250,52 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	_ = send(termMsg{T: "status", Msg: tr(lang)("term.starting")})
+	note := "" // said with the shell once it is there
+	for lost := 0; ; lost++ {
+		a, err := s.attachTerminal(ctx, learner, lang, send, &mu, &att, &rows, &cols, lost > 0)
+		if err != nil {
+			if ctx.Err() == nil {
+				ws.Close(websocket.StatusTryAgainLater, "unavailable")
+			}
+			return
+		}
+		ended := s.streamTerminal(ctx, ws, send, a, lang, note)
+		l, ok := a.(TermLoser)
+		if !ended || !ok || !l.Lost() || lost == 2 {
+			break
+		}
+		// The machine the shell lived on (a worker) was lost: say so and
+		// place a new one elsewhere (at most twice in one tab).
+		s.log.Warn("terminal: the learner's machine was lost; a new one is placed", "learner", learner)
+		note = tr(lang)("term.lost.new")
+		mu.Lock()
+		att = nil
+		mu.Unlock()
+	}
+	if ctx.Err() == nil {
+		_ = send(termMsg{T: "exit", Msg: tr(lang)("term.exited")})
+		ws.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TermLoser is an optional interface of a TermAttachment: Lost reports
+// whether its output ended because the machine the shell lived on was
+// lost (a worker that died or broke a bound), not because the shell ended.
+type TermLoser interface{ Lost() bool }
+
+// attachTerminal attaches learner's shell for the WebSocket handler,
+// telling the tab its place in the queue, and makes it the one keystrokes
+// go to (*att, under mu). again: a new machine after a lost one. A
+// failure is said to the tab and ends the socket.
+func (s *Server) attachTerminal(ctx context.Context, learner, lang string, send func(termMsg) error, mu *sync.Mutex, att *TermAttachment, rows, cols *uint16, again bool) (TermAttachment, error) {
+	msg := tr(lang)("term.starting")
+	if again {
+		msg = tr(lang)("term.lost")
+	}
+	_ = send(termMsg{T: "status", Msg: msg})
 	queued := false
 	mu.Lock()
-	r0, c0 := rows, cols
+	r0, c0 := *rows, *cols
 	mu.Unlock()
 	a, err := s.cfg.Terminals.Attach(ctx, learner, r0, c0, func(q TermQueue) {
 		queued = true
@@ -260,7 +303,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return // the browser went away while waiting
+			return nil, err // the browser went away while waiting
 		}
 		msg := trf(lang, "term.failed", err.Error())
 		if fe, ok := errors.AsType[*TerminalsFullError](err); ok {
@@ -270,25 +313,34 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		_ = send(termMsg{T: "error", Msg: msg})
-		ws.Close(websocket.StatusTryAgainLater, "unavailable")
-		return
+		return nil, err
 	}
-	defer a.Detach()
 	if queued {
 		s.log.Info("terminal: a learner waited in the queue", "learner", learner)
 	}
 	mu.Lock()
-	att = a
-	if rows != r0 || cols != c0 {
-		_ = a.Resize(rows, cols)
+	*att = a
+	if *rows != r0 || *cols != c0 {
+		_ = a.Resize(*rows, *cols)
 	}
 	mu.Unlock()
+	return a, nil
+}
+
+// streamTerminal sends a's output to the tab until it ends; ended is
+// false when the tab went or could not be written to. note (if not "")
+// is said once the shell is there, before what became of a kept machine.
+func (s *Server) streamTerminal(ctx context.Context, ws *websocket.Conn, send func(termMsg) error, a TermAttachment, lang, note string) (ended bool) {
+	defer a.Detach()
 	stop := context.AfterFunc(ctx, a.Detach) // the browser went: end the output loop
 	defer stop()
-	_ = send(termMsg{T: "status", Msg: "", InUse: s.terminalsInUse(lang), Note: keptText(lang, a.KeptNote())})
+	if k := keptText(lang, a.KeptNote()); k != "" {
+		note = strings.TrimSpace(note + " " + k)
+	}
+	_ = send(termMsg{T: "status", Msg: "", InUse: s.terminalsInUse(lang), Note: note})
 	if b := a.Recent(); len(b) > 0 {
 		if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
-			return
+			return false
 		}
 	}
 	for b := range a.Output() {
@@ -296,13 +348,10 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 		err := ws.Write(wctx, websocket.MessageBinary, b)
 		cancel()
 		if err != nil {
-			return
+			return false
 		}
 	}
-	if ctx.Err() == nil {
-		_ = send(termMsg{T: "exit", Msg: tr(lang)("term.exited")})
-		ws.Close(websocket.StatusNormalClosure, "")
-	}
+	return ctx.Err() == nil
 }
 
 func dim(s string, def uint16) uint16 {
@@ -333,6 +382,8 @@ var terminalStrings = uiTable{
 		"term.full":             "所有 %d 个终端都在使用中，请过几分钟再试。",
 		"term.failed":           "终端打不开：%s",
 		"term.exited":           "shell 已退出；重新打开会得到一个新的 shell。",
+		"term.lost":             "运行你终端的那台机器出了故障（不再应答，或越过了限制），原来的 shell 已经结束，里面的文件也没有了。正在另一台机器上为你启动新的虚拟机……",
+		"term.lost.new":         "这是另一台机器上的新虚拟机：原来那台机器出了故障，之前的 shell 和文件都随它丢失了。",
 		"term.closed":           "连接已断开。",
 		"term.off":              "这个实验室没有开启学员终端。",
 		"term.noscript":         "终端需要 JavaScript。",
@@ -365,6 +416,8 @@ var terminalStrings = uiTable{
 		"term.full":             "All %d terminals are in use; try again in a few minutes.",
 		"term.failed":           "The terminal could not open: %s",
 		"term.exited":           "The shell exited; open the terminal again for a new one.",
+		"term.lost":             "The machine your terminal ran on failed (it stopped answering, or broke a limit): that shell has ended and its files are gone. Starting a new machine for you on another one…",
+		"term.lost.new":         "This is a new machine on another computer: the one your terminal ran on failed, and the shell and files you had there went with it.",
 		"term.closed":           "The connection was closed.",
 		"term.off":              "Learner terminals are not enabled on this lab.",
 		"term.noscript":         "The terminal needs JavaScript.",

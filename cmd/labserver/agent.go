@@ -101,6 +101,7 @@ type labSandbox struct {
 	Hub       *web.RunHub
 	Runner    *sandbox.Runner
 	RDMA      sandbox.Backend
+	Fleet     *fleet.Server // the workers; nil without --workers-listen
 	closeRDMA func() error
 }
 
@@ -191,7 +192,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Logger:      log,
 		Expect:      expect,
 	})
-	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, closeRDMA: closeRDMA}, nil
+	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, Fleet: fl, closeRDMA: closeRDMA}, nil
 }
 
 // Close ends every active run as interrupted (killing its processes, so

@@ -148,8 +148,10 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Terms.Keep = m.Config.Keep.keep(m.Config.DBPath, m.Log)
 	}
 	var terms web.Terminals
-	if m.Terms != nil {
-		terms = webTerminals{m.Terms, sizing}
+	if m.Terms != nil || sb.Fleet != nil && m.Config.Terminals != 0 {
+		// Placed here while this machine has room, else on the workers
+		// that host terminals (`labserver worker --terminals`).
+		terms = newWebTerminals(m.Terms, sb.Fleet, sizing)
 	}
 
 	// Learner cookies are signed with a key kept in the database, so a

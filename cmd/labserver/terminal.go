@@ -52,22 +52,20 @@ func parseTerminals(v string) (int, error) {
 }
 
 // learnerTerminals returns the terminals for rdma, nil when there are none,
-// and how their number was chosen when it was (--terminals auto).
+// and how their number was chosen when it was (--terminals auto). They
+// live beside a guest pool (sandbox.GuestPool), sized from it.
 func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) (*vm.Terminals, web.TermSizing) {
 	if n == 0 {
 		return nil, web.TermSizing{}
 	}
-	if mix, ok := rdma.(*fleet.Mix); ok {
-		rdma = mix.Local
-	}
-	pool, ok := rdma.(*vm.Pool)
-	if !ok {
-		log.Info("learner terminals off: they need the vm backend (a guest per learner)")
+	pool, ok := rdma.(sandbox.GuestPool)
+	if !ok || pool.Guests() == 0 {
+		log.Info("learner terminals off here: they need the vm backend (a guest per learner)")
 		return nil, web.TermSizing{}
 	}
 	var sizing web.TermSizing
 	if n == TerminalsAuto {
-		sz := vm.AutoTerminals(pool.Slots())
+		sz := vm.AutoTerminals(pool.Guests())
 		n = sz.Max
 		sizing = web.TermSizing{Auto: true, AvailableMiB: sz.AvailableMiB, CPUs: sz.CPUs, PoolGuests: sz.PoolGuests,
 			ByMemory: sz.ByMemory, ByCPU: sz.ByCPU}
@@ -79,52 +77,104 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 	return &vm.Terminals{Cfg: cfg, Max: n}, sizing
 }
 
-// webTerminals adapts *vm.Terminals to web.Terminals.
-type webTerminals struct {
-	t      *vm.Terminals
-	sizing web.TermSizing // how --terminals auto chose the cap
-}
+// vmTermHost adapts *vm.Terminals to fleet.TermHost: the lab server's own
+// terminals in its Placement, and a worker's that it hosts for the lab.
+type vmTermHost struct{ t *vm.Terminals }
 
-// Sizing is how the cap was chosen (web.TerminalSizing).
-func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
-
-func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(web.TermQueue)) (web.TermAttachment, error) {
+func (h vmTermHost) Attach(ctx context.Context, key string, rows, cols uint16, wait func(fleet.TermQueue)) (fleet.TermConn, error) {
 	var told func(vm.Queue)
 	if wait != nil {
-		told = func(q vm.Queue) { wait(web.TermQueue(q)) }
+		told = func(q vm.Queue) { wait(fleet.TermQueue(q)) }
 	}
-	a, err := w.t.AttachWait(ctx, learner, rows, cols, told)
+	a, err := h.t.AttachWait(ctx, key, rows, cols, told)
 	if err != nil {
 		if fe, ok := errors.AsType[*vm.FullError](err); ok {
-			return nil, &web.TerminalsFullError{Max: fe.Max, Waiting: fe.Waiting}
+			return nil, &fleet.TermsFullError{Max: fe.Max, Waiting: fe.Waiting}
 		}
 		return nil, err
 	}
 	return a, nil
 }
 
-func (w webTerminals) InUse() (int, int) { return w.t.InUse() }
+func (h vmTermHost) InUse() (int, int)                           { return h.t.InUse() }
+func (h vmTermHost) Waiting() int                                { return h.t.Waiting() }
+func (h vmTermHost) Holds(key string) bool                       { return h.t.Holds(key) }
+func (h vmTermHost) Reset(ctx context.Context, key string) error { return h.t.Reset(ctx, key) }
 
-func (w webTerminals) Waiting() int { return w.t.Waiting() }
+func (h vmTermHost) Verify(ctx context.Context, key string, script []byte, lang string) (fleet.TermVerdict, error) {
+	res, err := h.t.Verify(ctx, key, script, lang)
+	if errors.Is(err, vm.ErrNoTerminal) {
+		return fleet.TermVerdict{}, fleet.ErrNoTerminal
+	}
+	if err != nil {
+		return fleet.TermVerdict{}, err
+	}
+	return fleet.TermVerdict{Passed: res.Passed, Output: res.Output, Detail: res.Detail}, nil
+}
 
-func (w webTerminals) Holds(learner string) bool { return w.t.Holds(learner) }
+// webTerminals adapts the lab's terminals — this machine's and the
+// workers', placed by fleet.Placement — to web.Terminals.
+type webTerminals struct {
+	place  *fleet.Placement
+	local  *vm.Terminals  // nil: terminals only on workers
+	sizing web.TermSizing // how --terminals auto chose the local cap
+}
+
+// newWebTerminals places terminals on local (nil: none here) and fl's
+// workers (nil: none).
+func newWebTerminals(local *vm.Terminals, fl *fleet.Server, sizing web.TermSizing) webTerminals {
+	p := &fleet.Placement{}
+	if local != nil {
+		p.Local = vmTermHost{local}
+	}
+	if fl != nil {
+		p.Fleet = fl
+	}
+	return webTerminals{place: p, local: local, sizing: sizing}
+}
+
+// Sizing is how the cap was chosen (web.TerminalSizing).
+func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
+
+func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(web.TermQueue)) (web.TermAttachment, error) {
+	var told func(fleet.TermQueue)
+	if wait != nil {
+		told = func(q fleet.TermQueue) { wait(web.TermQueue(q)) }
+	}
+	a, err := w.place.Attach(ctx, learner, rows, cols, told)
+	if err != nil {
+		if fe, ok := errors.AsType[*fleet.TermsFullError](err); ok {
+			return nil, &web.TerminalsFullError{Max: fe.Max, Waiting: fe.Waiting}
+		}
+		return nil, err
+	}
+	return a, nil // a worker's (*fleet.RemoteTerm) says when it was lost (web.TermLoser)
+}
+
+func (w webTerminals) InUse() (int, int) { return w.place.InUse() }
+
+func (w webTerminals) Waiting() int { return w.place.Waiting() }
+
+func (w webTerminals) Holds(learner string) bool { return w.place.Holds(learner) }
 
 func (w webTerminals) Reset(ctx context.Context, learner string) error {
-	return w.t.Reset(ctx, learner)
+	return w.place.Reset(ctx, learner)
 }
 
-// KeepsFor is how long a reclaimed machine waits (0: not kept).
+// KeepsFor is how long a reclaimed machine waits (0: not kept). Machines
+// on workers are not kept (docs/operations.md).
 func (w webTerminals) KeepsFor() time.Duration {
-	if w.t.Keep == nil {
+	if w.local == nil || w.local.Keep == nil {
 		return 0
 	}
-	return w.t.Keep.Expire
+	return w.local.Keep.Expire
 }
 
-// VerifyTask runs a lesson task's verify script in learner's own guest.
+// VerifyTask runs a lesson task's verify script in learner's own guest,
+// where it lives (here or on a worker).
 func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {
-	res, err := w.t.Verify(ctx, learner, script, lang)
-	if errors.Is(err, vm.ErrNoTerminal) {
+	res, err := w.place.Verify(ctx, learner, script, lang)
+	if errors.Is(err, fleet.ErrNoTerminal) {
 		return web.TaskVerdict{}, web.ErrNoTerminal
 	}
 	if err != nil {
@@ -136,15 +186,21 @@ func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []b
 // RunProgram runs a lesson's :::program in learner's own guest. A learner
 // who has no guest yet gets one as the terminal would (the same queue and
 // limits): their shell starts and stays, detached, for the terminal widget.
+//
+// Programs run in a guest on this machine, also for a learner whose
+// terminal lives on a worker (a guest of their own here then).
 func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
-	end, err := w.t.RunProgram(ctx, learner, prog, lang, emit)
+	if w.local == nil {
+		return vmproto.ProgramEnd{}, errors.New("programs need the vm backend on the lab server; terminals here are on workers only")
+	}
+	end, err := w.local.RunProgram(ctx, learner, prog, lang, emit)
 	if !errors.Is(err, vm.ErrNoTerminal) {
 		return end, err
 	}
-	a, err := w.t.Attach(ctx, learner, 24, 80)
+	a, err := w.local.Attach(ctx, learner, 24, 80)
 	if err != nil {
 		return end, err
 	}
 	a.Detach()
-	return w.t.RunProgram(ctx, learner, prog, lang, emit)
+	return w.local.RunProgram(ctx, learner, prog, lang, emit)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
 const workerUsage = `usage: labserver worker --join nats://HOST:4222 (--token T | --nkey-seed FILE) [flags]
@@ -32,6 +33,9 @@ flags (environment fallbacks in brackets):
   --backend B       auto|host|vm|none: where RDMA runs go here [LAB_BACKEND]
   --guests N        Soft-RoCE guests (vm backend) [LAB_GUESTS] (0: one per two CPUs, as memory allows)
   --host-slots N    host experiments at once (default: one per CPU; 0 takes none)
+  --terminals N     learner terminals this worker hosts for the lab, each in a Soft-RoCE
+                    guest of its own: auto (from free memory and CPUs), a number, or 0
+                    (none) [LAB_WORKER_TERMINALS] (default 0)
 `
 
 // runWorker is `labserver worker`.
@@ -49,6 +53,18 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fset.StringVar(&sb.Backend, "backend", osEnvOr("LAB_BACKEND", "auto"), "auto|host|vm|none")
 	guests := fset.Int("guests", 0, "Soft-RoCE guests")
 	hostSlots := fset.Int("host-slots", runtime.NumCPU(), "host experiments at once")
+	terms, err := parseTerminals(osEnvOr("LAB_WORKER_TERMINALS", "0"))
+	if err != nil {
+		fmt.Fprintln(stderr, "labserver worker: LAB_WORKER_TERMINALS:", err)
+		return 2
+	}
+	fset.Func("terminals", "learner terminals hosted here: auto, a number, or 0", func(v string) error {
+		t, err := parseTerminals(v)
+		if err == nil {
+			terms = t
+		}
+		return err
+	})
 	if err := fset.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -60,6 +76,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	sb.Guests = *guests
+	sb.VMAccel = osEnvOr("LAB_VM_ACCEL", "auto")
+	sb.VMMemory = vmMemory(osEnvOr)
+	sb.VMSnapshot = osEnvOr("LAB_VM_SNAPSHOT", "") != "off"
 	if sb.Guests == 0 {
 		sb.Guests = atoiEnv("LAB_GUESTS")
 	}
@@ -92,11 +111,37 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		cfg.Slots[sandbox.NeedRDMA] = n
 	}
+	if terms != 0 {
+		// Learner guests for the lab's terminals (fleet/term.go), beside
+		// this worker's pool when it has one. Kept machines stay on the
+		// lab server: a reclaimed guest here is gone.
+		t := workerTerminals(terms, sb, rdma, log)
+		defer t.Close()
+		cfg.Terms = vmTermHost{t}
+	}
 	if err := fleet.RunWorker(ctx, cfg); err != nil {
 		fmt.Fprintln(stderr, "labserver worker:", err)
 		return 1
 	}
 	return 0
+}
+
+// workerTerminals are the learner guests a worker hosts: n, or sized to
+// the machine beside its pool's guests (auto).
+func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
+	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+	if n == TerminalsAuto {
+		guests := 0
+		if p, ok := rdma.(sandbox.GuestPool); ok {
+			guests = p.Guests()
+		}
+		sz := vm.AutoTerminals(guests)
+		n = sz.Max
+		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
+	} else {
+		log.Info("learner terminals", "max", n)
+	}
+	return &vm.Terminals{Cfg: cfg, Max: n}
 }
 
 func atoiEnv(key string) int {

@@ -19,8 +19,11 @@ import (
 // fetching from and acknowledging the two work consumers the server
 // creates), nor touch another worker's subjects: each worker's subjects
 // carry its name (lab.ev.<name>.<run>, …), and a credential's permissions
-// hold only its own name. The server checks the rest: events count only on
-// the subject of the worker whose claim it granted for that run.
+// hold only its own name — its learner terminals' keystrokes and output
+// too (lab.tin.<name>.…, lab.tout.<name>.…, term.go). The server checks
+// the rest: events count only on the subject of the worker whose claim it
+// granted for that run, terminal output only from the worker the terminal
+// was opened on.
 //
 // Credentials: an nkey per worker (WorkerKey: a name bound to a public key;
 // the seed stays on the worker), or one shared token. A token is one
@@ -84,6 +87,7 @@ func workerPerms(name string, deny []string) *server.Permissions {
 		subjHeartbeat + name,
 		subjClaim + name + ".*",
 		subjEvents + name + ".*",
+		subjTermOut + name + ".>",
 	}
 	for _, need := range []sandbox.Need{sandbox.NeedHost, sandbox.NeedRDMA} {
 		c := stream + "." + consumerName(need)
@@ -92,6 +96,7 @@ func workerPerms(name string, deny []string) *server.Permissions {
 	sub := []string{
 		subjCancel + name + ".*",
 		subjCommands + name + ".*",
+		subjTermIn + name + ".>",
 		inboxPrefix(name) + ".>",
 	}
 	p := &server.Permissions{
@@ -99,8 +104,8 @@ func workerPerms(name string, deny []string) *server.Permissions {
 		Subscribe: &server.SubjectPermission{Allow: sub},
 	}
 	for _, d := range deny {
-		p.Publish.Deny = append(p.Publish.Deny, subjHeartbeat+d, subjClaim+d+".*", subjEvents+d+".*")
-		p.Subscribe.Deny = append(p.Subscribe.Deny, subjCancel+d+".*", subjCommands+d+".*", inboxPrefix(d)+".>")
+		p.Publish.Deny = append(p.Publish.Deny, subjHeartbeat+d, subjClaim+d+".*", subjEvents+d+".*", subjTermOut+d+".>")
+		p.Subscribe.Deny = append(p.Subscribe.Deny, subjCancel+d+".*", subjCommands+d+".*", subjTermIn+d+".>", inboxPrefix(d)+".>")
 	}
 	return p
 }

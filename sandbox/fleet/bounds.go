@@ -66,6 +66,10 @@ func sanitize(hb Worker) Worker {
 		out.Devices = append(out.Devices, sandbox.Device{Name: lineio.Clip(d.Name, 32), Netdev: lineio.Clip(d.Netdev, 32),
 			GID: lineio.Clip(d.GID, 64), GIDIndex: d.GIDIndex})
 	}
+	if hb.Terms != nil && hb.Terms.Max > 0 {
+		m := min(hb.Terms.Max, termPerHost)
+		out.Terms = &TermLoad{Max: m, InUse: min(max(hb.Terms.InUse, 0), m)}
+	}
 	out.Running = min(max(hb.Running, 0), 1024)
 	out.CPUs = min(max(hb.CPUs, 0), 1<<16)
 	if hb.Load1 >= 0 && hb.Load1 < 1e6 {

@@ -93,5 +93,6 @@ type Worker struct {
 	Running  int              `json:"running"`
 	Load1    float64          `json:"load1"`
 	CPUs     int              `json:"cpus"`
+	Terms    *TermLoad        `json:"terms,omitempty"` // learner terminals it hosts (term.go)
 	Seen     time.Time        `json:"seen"`
 }

@@ -22,6 +22,10 @@ import (
 // bin is labserver, built on first use into TestMain's folder.
 var bin labproc.Once
 
+// guestCache is the guest image's folder the worker processes with guests
+// share (LAB_VM_DIR): the first one builds it, the others restore from it.
+var guestCache string
+
 // TestMain makes the folder labserver is built into, on first use.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fleet-test-")
@@ -29,6 +33,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin.Dir = dir
+	guestCache = dir + "/vm"
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -367,8 +372,7 @@ func TestBurstOverGuestAndHostWorkers(t *testing.T) {
 	}
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
-	cache := t.TempDir()
-	startWorkerEnv(t, []string{"LAB_VM_DIR=" + cache, "LAB_VM_ACCEL=tcg"}, s.Addr(), "guesty", token, "--backend", "vm", "--guests", "1")
+	startWorkerEnv(t, []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}, s.Addr(), "guesty", token, "--backend", "vm", "--guests", "1")
 	startWorker(t, s.Addr(), "h1", token)
 	startWorker(t, s.Addr(), "h2", token)
 	waitWorkers(t, s, 3)

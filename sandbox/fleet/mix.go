@@ -40,6 +40,14 @@ func (m *Mix) Slots() int {
 	return max(n, 1)
 }
 
+// Guests implements sandbox.GuestPool for the local backend.
+func (m *Mix) Guests() int {
+	if g, ok := m.Local.(sandbox.GuestPool); ok {
+		return g.Guests()
+	}
+	return 0
+}
+
 // Lab implements sandbox.Backend: the local lab with the workers listed.
 func (m *Mix) Lab(ctx context.Context) sandbox.Lab {
 	var lab sandbox.Lab

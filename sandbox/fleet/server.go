@@ -58,6 +58,10 @@ type Server struct {
 	workers map[string]*Worker
 	runs    map[string]*remoteRun // by run id, while Exec waits
 	subs    []*nats.Subscription
+
+	tmu     sync.Mutex // guards ts; taken before mu, never after
+	ts      termState  // learner terminals on workers (term_server.go)
+	closing chan struct{}
 }
 
 type remoteRun struct {
@@ -123,7 +127,8 @@ func Start(cfg ServerConfig) (*Server, error) {
 	epoch := make([]byte, 8)
 	_, _ = rand.Read(epoch)
 	s := &Server{cfg: cfg, log: cfg.Logger, ns: ns, opts: opts, epoch: hex.EncodeToString(epoch),
-		workers: map[string]*Worker{}, runs: map[string]*remoteRun{}, abuse: rate.Sometimes{Interval: 10 * time.Second}}
+		workers: map[string]*Worker{}, runs: map[string]*remoteRun{}, abuse: rate.Sometimes{Interval: 10 * time.Second},
+		closing: make(chan struct{})}
 	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("labserver"), nats.MaxReconnects(-1),
 		nats.UserInfo("lab", labPass), nats.ErrorHandler(s.natsError))
 	if err != nil {
@@ -175,6 +180,10 @@ func Start(cfg ServerConfig) (*Server, error) {
 		_ = sub.SetPendingLimits(pendingMsgs, pendingBytes)
 		s.subs = append(s.subs, sub)
 	}
+	if err := s.termsInit(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.log.Info("listening for workers", "addr", cfg.Listen, "tls", cfg.TLSCert != "", "nkey_workers", len(cfg.Workers), "token", cfg.Token != "")
 	return s, nil
 }
@@ -222,6 +231,11 @@ func (s *Server) Close() {
 	runs := s.runs
 	s.runs = map[string]*remoteRun{}
 	s.mu.Unlock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
 	for _, r := range runs {
 		select {
 		case r.end <- sandbox.End{Kind: sandbox.EndError, Error: "the lab server is shutting down", Zh: "实验服务器正在关闭"}:

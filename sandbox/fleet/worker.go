@@ -29,7 +29,10 @@ type WorkerConfig struct {
 	// Backends are what this worker runs, per need, with their slots.
 	Backends map[sandbox.Need]sandbox.Backend
 	Slots    map[sandbox.Need]int
-	Logger   *slog.Logger
+	// Terms, when set, are learner terminals this worker hosts for the
+	// lab (term.go); nil: none.
+	Terms  TermHost
+	Logger *slog.Logger
 }
 
 // Connect joins the lab's NATS server as worker cfg.Name; wrong
@@ -88,7 +91,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		return err
 	}
 	defer sub.Unsubscribe()
-	cfg.Logger.Info("worker joined", "url", cfg.URL, "name", cfg.Name, "slots", cfg.Slots)
+	if cfg.Terms != nil {
+		stop, err := w.serveTerms(ctx, cfg.Terms)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	cfg.Logger.Info("worker joined", "url", cfg.URL, "name", cfg.Name, "slots", cfg.Slots, "terminals", cfg.Terms != nil)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.heartbeat(ctx) })
 	for need, n := range cfg.Slots {
@@ -151,6 +161,10 @@ func (w *worker) heartbeat(ctx context.Context) {
 		w.mu.Lock()
 		hb.Running = w.running
 		w.mu.Unlock()
+		if w.cfg.Terms != nil {
+			n, max := w.cfg.Terms.InUse()
+			hb.Terms = &TermLoad{Max: max, InUse: n}
+		}
 		hb.Load1 = load1()
 		b, _ := json.Marshal(hb)
 		_ = w.nc.Publish(subjHeartbeat+w.cfg.Name, b)

@@ -127,6 +127,9 @@ func (p *Pool) Name() string { return "vm" }
 // Slots is how many runs the pool takes at once: one per guest.
 func (p *Pool) Slots() int { return len(p.members) }
 
+// Guests implements sandbox.GuestPool.
+func (p *Pool) Guests() int { return len(p.members) }
+
 // Members are the pool's guests' backends (for tests and benchmarks).
 func (p *Pool) Members() []*Backend { return p.members }
 

@@ -1,0 +1,141 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+)
+
+// Learner terminals on workers. A worker started with --terminals hosts
+// learner guests as the lab server does (sandbox/vm Terminals); the
+// server places each new terminal (place.go) and relays its bytes over
+// the worker's NATS connection — the one it already holds, authenticated
+// by its own credential, with subjects that carry its name:
+//
+//	lab.tin.<w>.<id>.<op>   server → worker: open, in (keystrokes, raw),
+//	                        size, detach (a terminal's id), verify, reset
+//	                        (a request's id)
+//	lab.tout.<w>.<id>.<op>  worker → server: ready (the attach's answer),
+//	                        out (shell output, raw), end (the shell ended),
+//	                        result (a verify's or reset's answer)
+//
+// Keystrokes and output travel as raw bytes (no JSON, no base64): one NATS
+// hop each way beside the local path. The worker learns no learner id,
+// only a key the server derives from it with a secret of its own
+// (Server.termKey). The server bounds everything a worker sends back
+// (termBounds); a worker's credential lets it hear and answer only its own
+// subjects (auth.go). A worker that stops sending heartbeats ends its
+// terminals with a reason the learner's page words (TermLost).
+const (
+	subjTermIn  = "lab.tin."
+	subjTermOut = "lab.tout."
+)
+
+// What the server accepts from a worker's terminals (the guest's own
+// bounds, sandbox/vm/bounds.go, are the same figures: a guest holds a
+// shell at 256 KiB/s in 4 KiB chunks).
+const (
+	termChunk   = 32 << 10  // one out message
+	termRate    = 512 << 10 // a terminal's output, bytes per second …
+	termBurst   = 1 << 20   // … and how far ahead of that rate it may get
+	termTotal   = 1 << 30   // one attach's output in all
+	termRecent  = 64 << 10  // the scrollback an attach starts with
+	termResult  = 16 << 10  // a verify's answer (its output is at most 4 KiB)
+	termPerHost = 64        // terminals a worker may say it hosts
+	termOutBuf  = 256       // out messages waiting for the learner's tab
+)
+
+// TermLoad is what a worker says of its learner terminals in heartbeats.
+type TermLoad struct {
+	Max   int `json:"max"`
+	InUse int `json:"in_use"`
+}
+
+// termOpen asks a worker for a learner's shell (op open).
+type termOpen struct {
+	Key  string `json:"key"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
+}
+
+// termSize resizes a shell (op size).
+type termSize struct {
+	Rows, Cols uint16
+}
+
+// termReady answers an open: the scrollback and the kept-machine note, or
+// why there is no shell.
+type termReady struct {
+	Recent []byte `json:"recent,omitempty"`
+	Note   string `json:"note,omitempty"`
+	Err    string `json:"err,omitempty"`
+}
+
+// termCall is a verify or a reset (the op says which).
+type termCall struct {
+	Key    string `json:"key"`
+	Script []byte `json:"script,omitempty"`
+	Lang   string `json:"lang,omitempty"`
+}
+
+// termResultMsg answers a termCall.
+type termResultMsg struct {
+	Passed bool   `json:"passed,omitempty"`
+	Output []byte `json:"output,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	NoTerm bool   `json:"noterm,omitempty"` // the learner has no shell there
+	Err    string `json:"err,omitempty"`
+}
+
+// TermHost is one machine's learner terminals, by learner key: the lab
+// server's own and each worker's (cmd/labserver adapts *vm.Terminals).
+type TermHost interface {
+	// Attach returns key's shell, starting their guest if needed; when
+	// every guest is taken it waits in the host's queue, telling wait (if
+	// not nil) the place each time it changes.
+	Attach(ctx context.Context, key string, rows, cols uint16, wait func(TermQueue)) (TermConn, error)
+	InUse() (n, max int)
+	Waiting() int
+	Holds(key string) bool
+	Reset(ctx context.Context, key string) error
+	// Verify runs a task's check script in key's guest; ErrNoTerminal when
+	// they have none there.
+	Verify(ctx context.Context, key string, script []byte, lang string) (TermVerdict, error)
+}
+
+// TermQueue is a waiting learner's place (Position 1 is next).
+type TermQueue struct{ Position, InUse, Max int }
+
+// TermConn is one tab's view of a shell.
+type TermConn interface {
+	Recent() []byte
+	Output() <-chan []byte // closed when the shell or the view ends
+	Write(keys []byte) error
+	Resize(rows, cols uint16) error
+	Detach()
+	KeptNote() string
+}
+
+// TermVerdict is what a task's check script said.
+type TermVerdict struct {
+	Passed bool
+	Output []byte
+	Detail string
+}
+
+// ErrNoTerminal: the learner has no shell on that machine.
+var ErrNoTerminal = errors.New("no terminal is open")
+
+// TermLost is why a worker's terminal ended without its shell exiting:
+// the worker stopped answering, or broke a bound. The learner's page says
+// so in their language and opens a new machine elsewhere.
+type TermLost struct {
+	Worker string
+	Broken string // the bound the worker broke; "" when it died
+}
+
+func (e *TermLost) Error() string {
+	if e.Broken != "" {
+		return "worker " + e.Worker + " broke a bound: " + e.Broken
+	}
+	return "worker " + e.Worker + " stopped answering"
+}

@@ -1,0 +1,190 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// handWorker is a worker's side of terminals driven by hand over a real
+// NATS connection with the worker's credential: the hostile worker of
+// these tests. It says it hosts max terminals and answers each open with
+// ready, then calls onOpen with the terminal's id.
+func handWorker(t *testing.T, r *rogue, name string, max int, onOpen func(id string)) {
+	t.Helper()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			b, _ := json.Marshal(Worker{Name: name, Backends: map[string]int{}, Terms: &TermLoad{Max: max}})
+			_ = r.nc.Publish(subjHeartbeat+name, b)
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	_, err := r.nc.Subscribe(subjTermIn+name+".>", func(m *nats.Msg) {
+		id, op, _ := strings.Cut(m.Subject[len(subjTermIn)+len(name)+1:], ".")
+		if op != "open" {
+			return
+		}
+		b, _ := json.Marshal(termReady{Recent: []byte("$ ")})
+		_ = r.nc.Publish(subjTermOut+name+"."+id+".ready", b)
+		go onOpen(id)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRogueWorkerCannotTouchOthersTerminals: a worker's credential (its
+// own nkey, or the shared token) cannot hear another worker's terminal
+// keystrokes, send output into its terminals, or act as the server
+// toward it (send it keystrokes or opens, hear its output); output a
+// rogue sends on its own subject for a terminal opened on another worker
+// is dropped, and the learner's shell sees only its worker's bytes.
+func TestRogueWorkerCannotTouchOthersTerminals(t *testing.T) {
+	seed1, k1 := newKey(t, "w1")
+	seedR, kR := newKey(t, "rogue")
+	var logs syncBuffer
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k1, kR}, Token: token, StoreDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w1 := connectRogue(t, s.Addr(), "w1", nkeyOpt(t, seed1))
+	opened := make(chan string, 1)
+	handWorker(t, w1, "w1", 1, func(id string) { opened <- id })
+	var keys atomic.Int64 // keystrokes w1 received
+	_, _ = w1.nc.Subscribe(subjTermIn+"w1.*.in", func(m *nats.Msg) { keys.Add(int64(len(m.Data))) })
+	waitTermWorker(t, s, "w1")
+	p := &Placement{Fleet: s}
+	c, err := p.Attach(t.Context(), "ann", 24, 80, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Detach()
+	id := <-opened
+	sc := watch(c)
+
+	byKey := connectRogue(t, s.Addr(), "rogue", nkeyOpt(t, seedR))
+	byToken := connectRogue(t, s.Addr(), "w1", nats.UserInfo(tokenUser, token))
+	var heard atomic.Int64
+	for _, rg := range []*rogue{byKey, byToken} {
+		// hear w1's keystrokes, or the output of anyone's terminals (as the server does)
+		_, _ = rg.nc.Subscribe(subjTermIn+"w1.>", func(*nats.Msg) { heard.Add(1) })
+		_, _ = rg.nc.Subscribe(subjTermOut+"w1.>", func(*nats.Msg) { heard.Add(1) })
+		// write into w1's terminal as w1, or as the server toward w1
+		_ = rg.nc.Publish(subjTermOut+"w1."+id+".out", []byte("FORGED-OUT"))
+		_ = rg.nc.Publish(subjTermIn+"w1."+id+".in", []byte("FORGED-KEYS"))
+		_ = rg.nc.Publish(subjTermIn+"w1.x.open", []byte(`{"key":"k"}`))
+	}
+	// allowed on its own subject, but the terminal is not the rogue's
+	_ = byKey.nc.Publish(subjTermOut+"rogue."+id+".out", []byte("FORGED-OWN"))
+	_ = byKey.nc.Publish(subjTermOut+"rogue."+id+".end", nil)
+	for name, rg := range map[string]*rogue{"nkey": byKey, "token": byToken} {
+		if n := rg.refusals(); n < 5 {
+			t.Fatalf("%s rogue: %d publishes/subscriptions refused, want 5: %v", name, n, rg.denied)
+		}
+	}
+	// The real path still works both ways.
+	if err := c.Write([]byte("ls\r")); err != nil {
+		t.Fatal(err)
+	}
+	_ = w1.nc.Publish(subjTermOut+"w1."+id+".out", []byte("REAL-OUT"))
+	sc.waitFor(t, "REAL-OUT")
+	for i := 0; keys.Load() != 3; i++ {
+		if i > 100 {
+			t.Fatalf("w1 got %d bytes of keystrokes, want the learner's 3", keys.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(sc.buf.String(), "FORGED") {
+		t.Fatalf("forged output reached the learner: %q", sc.buf.String())
+	}
+	if heard.Load() != 0 {
+		t.Fatalf("a rogue heard %d terminal messages", heard.Load())
+	}
+	if c.(*RemoteTerm).Lost() || !strings.Contains(logs.String(), "output for another worker's terminal") {
+		t.Fatalf("the rogue's own-subject output: lost %v, log:\n%s", c.(*RemoteTerm).Lost(), logs.String())
+	}
+}
+
+// TestWorkerTerminalFloodBounded: a worker that floods a terminal's
+// output (far past its rate), sends a chunk over the size bound, or
+// answers an open with an oversized scrollback ends that terminal as lost
+// (the bound named), is logged once per burst of abuse, gets no more
+// terminals, and does not grow the server's heap with what it sent.
+func TestWorkerTerminalFloodBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, bound string
+		send        func(r *rogue, id string)
+	}{
+		{"rate", "output faster than", func(r *rogue, id string) {
+			chunk := make([]byte, termChunk)
+			for range 8000 { // 256 MiB
+				if r.nc.Publish(subjTermOut+"evil."+id+".out", chunk) != nil {
+					return
+				}
+			}
+			_ = r.nc.Flush()
+		}},
+		{"size", "an output message over", func(r *rogue, id string) {
+			_ = r.nc.Publish(subjTermOut+"evil."+id+".out", make([]byte, termChunk+1))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed, k := newKey(t, "evil")
+			var logs syncBuffer
+			s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k}, StoreDir: t.TempDir(),
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			evil := connectRogue(t, s.Addr(), "evil", nkeyOpt(t, seed))
+			handWorker(t, evil, "evil", 4, func(id string) { tc.send(evil, id) })
+			waitTermWorker(t, s, "evil")
+			p := &Placement{Fleet: s}
+			var c TermConn
+			grew := heapPeak(func() {
+				c, err = p.Attach(t.Context(), "ann", 24, 80, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for b := range c.Output() {
+					n += len(b)
+				}
+				t.Logf("the learner's tab got %d bytes before the terminal ended", n)
+			})
+			if !c.(*RemoteTerm).Lost() {
+				t.Fatal("the flooded terminal ended, but not as lost")
+			}
+			if got := strings.Count(logs.String(), "broke a terminal bound"); got != 1 || !strings.Contains(logs.String(), tc.bound) {
+				t.Fatalf("logged %d times, want once naming %q:\n%s", got, tc.bound, logs.String())
+			}
+			if grew > 200<<20 { // less than the 256 MiB it sent: not kept
+				t.Fatalf("the server's heap grew %d MiB under the flood", grew>>20)
+			}
+			if _, ok := s.TermWorkers()["evil"]; ok {
+				t.Fatal("a worker that broke a bound is still offered terminals")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := p.Attach(ctx, "bob", 24, 80, nil); !errors.As(err, new(*TermsFullError)) {
+				t.Fatalf("a new terminal with only the bad worker: %v, want TermsFullError", err)
+			}
+		})
+	}
+}
