@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -87,5 +88,49 @@ func TestLabCrowdWarning(t *testing.T) {
 	write(off, 12)
 	if n := labDoc(t, off, "en").Find(`[data-testid=lab-crowd]`).Length(); n != 0 {
 		t.Error("warned with the per-address limits off")
+	}
+}
+
+type spareTerms struct {
+	*fakeTerms
+	sp   TermSpares
+	kept TermKept
+}
+
+func (s spareTerms) Spares() TermSpares     { return s.sp }
+func (s spareTerms) Kept() (TermKept, bool) { return s.kept, s.kept.Machines >= 0 }
+func (s spareTerms) Sizing() TermSizing     { return TermSizing{} }
+
+// /lab shows the paused spares (what --spares keeps and what memory
+// holds) and the kept machines' disk against their budget, in zh without
+// English prose; not kept machines: no line.
+func TestLabSparesAndKept(t *testing.T) {
+	fake := &fakeTerms{max: 50, queueMax: 4, sessions: map[string]*fakeShell{}}
+	ts := labClassServer(t, spareTerms{fake, TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true},
+		TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
+	for lang, want := range map[string][2]string{
+		"en": {"17 ready, 1 restoring; target 20 (kept for 20 learners opening their terminals at once, less the learners in, within the places left); free memory holds 9 more learner machines",
+			"3, taking 99 MiB of disk (of 4096 MiB in all; the oldest go first when over it; 2 removed since the start)"},
+		"zh": {"17 台就绪，1 台正在恢复；目标 20 台（为 20 人同时打开终端准备，减去已在用的学员，不超过剩余名额）；可用内存还能再容纳 9 台学员虚拟机",
+			"3 台，占用磁盘 99 MiB（总上限 4096 MiB，超出时先删除最旧的；启动以来已删除 2 台）"},
+	} {
+		d := labDoc(t, ts, lang)
+		for i, id := range []string{"lab-spares", "lab-kept"} {
+			got := d.Find(`[data-testid=` + id + `]`).Text()
+			if got != want[i] {
+				t.Errorf("%s %s: %q, want %q", lang, id, got, want[i])
+			}
+			if lang == "zh" && len(zhcheck.Prose(got)) > 0 {
+				t.Errorf("zh %s has English: %q", id, zhcheck.Prose(got))
+			}
+		}
+	}
+	off := labClassServer(t, spareTerms{fake, TermSpares{Ready: 1, Target: 1, Class: 1}, TermKept{Machines: -1}}, Limits{})
+	d := labDoc(t, off, "en")
+	if got := d.Find(`[data-testid=lab-spares]`).Text(); got != "1 ready, 0 restoring; target 1 (kept for 1 learners opening their terminals at once, less the learners in, within the places left)" {
+		t.Errorf("no memory bound: %q", got)
+	}
+	if d.Find(`[data-testid=lab-kept]`).Length() != 0 {
+		t.Error("machines not kept, yet /lab shows a kept line")
 	}
 }

@@ -64,6 +64,7 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 			v.Terminals += trf(lang, "lab.terminals.waiting", lt.Waiting)
 		}
 		v.Terminals += s.labTerminalSizing(lang) // lab_class.go
+		v.Spares, v.Kept = s.labSpares(lang)
 	}
 	v.Crowd = s.labCrowdWarning(lang)
 	for _, w := range l.Workers {

@@ -437,7 +437,7 @@ var terminalStrings = uiTable{
 // ("" when nothing was kept).
 func keptText(lang, note string) string {
 	switch note {
-	case "restored", "unreadable", "stale":
+	case "restored", "unreadable", "stale", "evicted": // evicted: lab_class.go
 		return tr(lang)("term.kept." + note)
 	case "too-big":
 		return tr(lang)("term.kept.toobig")

@@ -11,7 +11,7 @@ import (
 // vm package gives; nothing for none.
 func TestKeptText(t *testing.T) {
 	latin := regexp.MustCompile(`[A-Za-z]`)
-	for _, note := range []string{"restored", "unreadable", "too-big", "stale"} {
+	for _, note := range []string{"restored", "unreadable", "too-big", "stale", "evicted"} {
 		zh, en := keptText("zh", note), keptText("en", note)
 		if zh == "" || en == "" || zh == en {
 			t.Errorf("%s: zh %q, en %q", note, zh, en)

@@ -30,6 +30,7 @@ type Config struct {
 	Limits     limitsConfig
 	Terminals  int        // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
 	Keep       keepConfig // kept learner machines (terminal_keep.go)
+	Spares     int        // LAB_SPARES: the class paused spare guests are kept for; -1 none (terminal_spares.go)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -93,6 +94,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	limitFlags(fset, &m.Config.Limits, m.envOr)
 	terminalFlags(fset, &m.Config.Terminals, m.envOr)
 	keepFlags(fset, &m.Config.Keep, m.envOr)
+	spareFlags(fset, &m.Config.Spares, m.envOr)
 	return fset
 }
 
@@ -146,6 +148,12 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Terms, sizing = learnerTerminals(m.Config.Terminals, m.Config.Sandbox, sb.RDMA, m.Log)
 	if m.Terms != nil {
 		m.Terms.Keep = m.Config.Keep.keep(m.Config.DBPath, m.Log)
+		m.Terms.Spares = m.Config.Spares
+		if m.Config.Spares > 1 {
+			// A class's guests are restored before it comes; a single
+			// spare waits for the first terminal, as it always did.
+			m.Terms.Warm()
+		}
 	}
 	var terms web.Terminals
 	if m.Terms != nil || sb.Fleet != nil && m.Config.Terminals != 0 {
@@ -222,7 +230,7 @@ func (m *Main) Close() error {
 	// Runs first: their event streams end with an interrupted status, so
 	// the HTTP shutdown below does not wait on open streams.
 	if m.Terms != nil {
-		errs = append(errs, m.Terms.Close())
+		errs = append(errs, m.closeTerminals())
 		m.Terms = nil
 	}
 	if m.Sandbox != nil {

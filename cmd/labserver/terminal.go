@@ -74,7 +74,7 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 		log.Info("learner terminals", "max", n)
 	}
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
-	return &vm.Terminals{Cfg: cfg, Max: n}, sizing
+	return &vm.Terminals{Cfg: cfg, Max: n, Room: vm.AutoRoom(pool.Guests())}, sizing
 }
 
 // vmTermHost adapts *vm.Terminals to fleet.TermHost: the lab server's own

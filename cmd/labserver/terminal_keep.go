@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"log/slog"
 	"path/filepath"
@@ -15,9 +16,11 @@ import (
 // attach. The admin sets how long a machine waits, its size cap and where
 // the files go.
 type keepConfig struct {
-	Expire time.Duration // LAB_KEEP_MACHINES: how long a reclaimed machine waits; 0: not kept
-	MaxMiB int           // LAB_KEEP_MACHINE_MAX: one learner's saved state at most
-	Dir    string        // LAB_KEEP_DIR: "" = kept-machines beside the database
+	Expire   time.Duration // LAB_KEEP_MACHINES: how long a reclaimed machine waits; 0: not kept
+	MaxMiB   int           // LAB_KEEP_MACHINE_MAX: one learner's saved state at most
+	TotalMiB int           // LAB_KEEP_TOTAL_MAX: all kept machines together at most (oldest deleted first); 0: no bound
+	StopWait time.Duration // LAB_KEEP_STOP_WAIT: how long a stop may take saving the machines in use; 0: not saved
+	Dir      string        // LAB_KEEP_DIR: "" = kept-machines beside the database
 }
 
 func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) string) {
@@ -34,6 +37,18 @@ func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) stri
 		"how long a learner's reclaimed terminal machine is kept (saved to disk, restored at their next attach); 0: not kept [LAB_KEEP_MACHINES]")
 	fset.IntVar(&c.MaxMiB, "keep-machine-max", maxMiB,
 		"MiB of disk one learner's kept machine may take (compressed); a larger one is not kept and the learner is told [LAB_KEEP_MACHINE_MAX]")
+	totalMiB, err := strconv.Atoi(env("LAB_KEEP_TOTAL_MAX", "4096"))
+	if err != nil || totalMiB < 0 {
+		totalMiB = 4096
+	}
+	stopWait, err := time.ParseDuration(env("LAB_KEEP_STOP_WAIT", "60s"))
+	if err != nil || stopWait < 0 {
+		stopWait = time.Minute
+	}
+	fset.IntVar(&c.TotalMiB, "keep-total-max", totalMiB,
+		"MiB of disk all kept machines may take together; over it the oldest are deleted first (logged, the learner told; shown on /lab); 0: no bound [LAB_KEEP_TOTAL_MAX]")
+	fset.DurationVar(&c.StopWait, "keep-stop-wait", stopWait,
+		"on SIGTERM/SIGINT, how long labserver may take saving the terminal machines in use before it exits (what is not saved by then is logged); 0: not saved [LAB_KEEP_STOP_WAIT]")
 	fset.StringVar(&c.Dir, "keep-dir", env("LAB_KEEP_DIR", ""),
 		"where kept machines go (default: kept-machines beside --db) [LAB_KEEP_DIR]")
 }
@@ -48,9 +63,22 @@ func (c keepConfig) keep(dbPath string, log *slog.Logger) *vm.Keep {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(dbPath), "kept-machines")
 	}
-	k := &vm.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire}
+	k := &vm.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20, Logger: log}
+	k.Enforce() // a budget lowered since the last start
 	bytes, n := k.Usage()
 	log.Info("learner machines are kept when reclaimed", "dir", dir, "max_mib", c.MaxMiB, "expire", c.Expire,
-		"kept_now", n, "disk_mib", bytes>>20)
+		"total_max_mib", c.TotalMiB, "kept_now", n, "disk_mib", bytes>>20, "saved_on_stop_within", c.StopWait)
 	return k
+}
+
+// closeTerminals stops the learner terminals, saving the machines in use
+// first (within --keep-stop-wait) when machines are kept.
+func (m *Main) closeTerminals() error {
+	wait := m.Config.Keep.StopWait
+	if m.Terms.Keep == nil || wait <= 0 {
+		return m.Terms.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return m.Terms.Shutdown(ctx)
 }

@@ -100,8 +100,10 @@ var servingRE = regexp.MustCompile(`msg=serving url=(http://\S+)`)
 // Start starts `labserver serve` on 127.0.0.1:0 and returns once it
 // answers /healthz. The child leads its own process group (its agents
 // join it), so Kill can take everything down at once. By default no
-// Soft-RoCE guest boots (LAB_BACKEND=none) and no run is shared
-// (LAB_SHARE_RUNS=0); pass others in Env to change that.
+// Soft-RoCE guest boots (LAB_BACKEND=none), no run is shared
+// (LAB_SHARE_RUNS=0) and one paused spare terminal guest is kept, after
+// the first terminal (LAB_SPARES=1: a test's lab does not restore a
+// class of spares it never uses); pass others in Env to change that.
 func Start(opt Options) (*Server, error) {
 	if opt.Bin == "" {
 		return nil, errors.New("labproc: Options.Bin is required")
@@ -121,7 +123,7 @@ func Start(opt Options) (*Server, error) {
 	// Runs are not shared between learners (LAB_SHARE_RUNS=0): a test's
 	// learners each get the run they asked for; a test of shared runs
 	// passes its own LAB_SHARE_RUNS in Env.
-	cmd.Env = append(os.Environ(), "LAB_VM_DIR="+filepath.Join(opt.Dir, "vm"), "LAB_BACKEND=none", "LAB_SHARE_RUNS=0")
+	cmd.Env = append(os.Environ(), "LAB_VM_DIR="+filepath.Join(opt.Dir, "vm"), "LAB_BACKEND=none", "LAB_SHARE_RUNS=0", "LAB_SPARES=1")
 	cmd.Env = append(cmd.Env, opt.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s := &Server{DB: opt.DB, cmd: cmd, logs: &logBuffer{tee: opt.Output}, done: make(chan error, 1)}

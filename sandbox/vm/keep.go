@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,9 +44,17 @@ type Keep struct {
 	Dir      string        // one state file and one note per learner
 	MaxBytes int64         // a learner's compressed state at most (64 MiB); over it, the machine is not kept
 	Expire   time.Duration // a state not restored this long is deleted (7 days)
+	// TotalMax bounds the disk all kept machines take together: after a
+	// save that goes over it, the oldest are deleted (each learner told
+	// at their next attach) until they fit. 0: no total bound.
+	TotalMax int64
+	// Logger says what the budget evicted (nil: not logged).
+	Logger *slog.Logger
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
+	budgetMu  sync.Mutex
+	evicted   int // machines deleted for TotalMax since the start
 }
 
 // KeepNote is what became of a learner's kept machine at their attach.
@@ -57,6 +67,7 @@ const (
 	KeepUnreadable KeepNote = "unreadable" // the saved state did not restore: a fresh machine
 	KeepTooBig     KeepNote = "too-big"    // it was over the size cap when reclaimed: not kept
 	KeepStale      KeepNote = "stale"      // the lab's guest changed since (an upgrade): not restorable
+	KeepEvicted    KeepNote = "evicted"    // deleted, the oldest, when the kept machines went over TotalMax
 )
 
 // keptMeta is the note beside a state file (or alone, when it was dropped).
@@ -135,7 +146,67 @@ func (k *Keep) save(ctx context.Context, g *Guest, learner, key string, nextID u
 		os.Remove(stem + ".zst")
 		return KeptSave{}, err
 	}
+	k.Enforce()
 	return KeptSave{Bytes: n, Raw: raw, Took: m.Took}, nil
+}
+
+// Enforce deletes the oldest kept machines while all of them together
+// take more than TotalMax, leaving each learner a note that says so.
+// Called after every save, and at start (a lowered budget).
+func (k *Keep) Enforce() {
+	if k.TotalMax <= 0 {
+		return
+	}
+	k.budgetMu.Lock()
+	defer k.budgetMu.Unlock()
+	type kept struct {
+		stem string
+		size int64
+		mod  time.Time
+	}
+	var all []kept
+	var total int64
+	ents, _ := os.ReadDir(k.Dir)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".zst") {
+			continue
+		}
+		stem := filepath.Join(k.Dir, strings.TrimSuffix(e.Name(), ".zst"))
+		if _, err := os.Stat(stem + ".json"); err != nil {
+			continue // being restored: it goes when that ends (done)
+		}
+		if fi, err := e.Info(); err == nil {
+			all = append(all, kept{stem, fi.Size(), fi.ModTime()})
+			total += fi.Size()
+		}
+	}
+	if total <= k.TotalMax {
+		return
+	}
+	slices.SortFunc(all, func(a, b kept) int { return a.mod.Compare(b.mod) })
+	for _, m := range all {
+		if total <= k.TotalMax {
+			break
+		}
+		if os.Remove(m.stem+".zst") != nil {
+			continue
+		}
+		total -= m.size
+		k.evicted++
+		_ = k.writeMeta(m.stem, keptMeta{Dropped: KeepEvicted, Created: time.Now().UTC()})
+		if k.Logger != nil {
+			k.Logger.Warn("a kept learner machine deleted: the kept machines are over their disk budget (oldest first)",
+				"file", filepath.Base(m.stem), "bytes", m.size, "saved", m.mod.UTC().Format(time.RFC3339),
+				"total_max_mib", k.TotalMax>>20, "total_now_mib", total>>20)
+		}
+	}
+}
+
+// Evicted is how many kept machines the budget deleted since the start.
+func (k *Keep) Evicted() int {
+	k.budgetMu.Lock()
+	defer k.budgetMu.Unlock()
+	return k.evicted
 }
 
 func (k *Keep) writeMeta(stem string, m keptMeta) error {

@@ -1,11 +1,16 @@
 package vm
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestKeptMachine: a learner's machine reclaimed with Keep set comes back
@@ -16,6 +21,8 @@ import (
 func TestKeptMachine(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Accel = AccelTCG
+	var logs lockedBuffer // what the shutdown says
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &logs), nil))
 	keep := &Keep{Dir: t.TempDir()}
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
 	defer terms.Close()
@@ -140,4 +147,64 @@ func TestKeptMachine(t *testing.T) {
 	if _, n := keep.Usage(); n != 0 || keep.Has(who) {
 		t.Fatalf("after Reset %d states are kept", n)
 	}
+
+	// labserver stops (SIGTERM): the machine in use is saved first and
+	// comes back in the next process's terminals.
+	a = attach(KeepNone)
+	say(a, "echo stop-$((5*5)) > ~/stop.txt; echo wrote-$((4+4))", "wrote-8")
+	logs.Reset()
+	stop, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := terms.Shutdown(stop); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := keep.Usage(); n != 1 || !strings.Contains(logs.String(), "saved=1 not_saved=0") {
+		t.Fatalf("after the shutdown %d states are kept; log:\n%s", n, logs.String())
+	}
+	next := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
+	defer next.Close()
+	b, err := next.Attach(ctx, who, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kept != KeepRestored {
+		t.Fatalf("after a restart: kept note %q, want restored", b.Kept)
+	}
+	say(b, "cat ~/stop.txt", "stop-25")
+	// A stop with no time left: nothing is saved, and the log says whose
+	// machine was lost.
+	logs.Reset()
+	late, cancelLate := context.WithCancel(ctx)
+	cancelLate()
+	if err := next.Shutdown(late); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := keep.Usage(); n != 0 || !strings.Contains(logs.String(), "not saved before the stop") ||
+		!strings.Contains(logs.String(), "learner="+who) {
+		t.Errorf("a stop out of time: %d states kept; log:\n%s", n, logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger shared by goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }

@@ -119,11 +119,17 @@ type Terminals struct {
 	// and unused this long gives its guest up (2 min): a closed tab must not
 	// hold a place for the full Idle while others queue.
 	DetachedGrace time.Duration
-	// Spares is how many learner guests are kept ahead of demand: restored,
-	// their shell started, then paused (QMP stop: memory, no CPU), so that
-	// a new learner's terminal opens with a resume instead of a restore
-	// (1; -1: none). They count in memory, not in Max.
+	// Spares is the class learner guests are kept ahead of demand for:
+	// restored, their shell started, then paused (QMP stop: memory, no
+	// CPU), so that a new learner's terminal opens with a resume instead
+	// of a restore. Spares − the learners in are kept, at least one, at
+	// most the places left (1; -1: none; terminal_spares.go). They count
+	// in memory, not in Max.
 	Spares int
+	// Room, when set, is how many more learner guests free memory holds
+	// now: spares start only while it is above 0 and are given back below
+	// it (AutoRoom).
+	Room func() int
 	// Keep, when set, keeps a reclaimed learner's machine (keep.go) and
 	// restores it at their next attach; nil: a reclaimed machine is gone.
 	Keep *Keep
@@ -147,6 +153,15 @@ type Terminals struct {
 	closed   bool
 	stop     chan struct{}
 	once     sync.Once
+
+	// Spares (terminal_spares.go).
+	kick         chan struct{} // wakes the refiller
+	warmOnce     sync.Once     // starts the refiller
+	ownStarting  int           // learners' own guests starting: no spare starts meanwhile
+	fromSpare    int           // attaches served from a spare
+	startedOwn   int           // learner guests started on demand
+	prewarm      int           // a pre-warm's class, until prewarmUntil
+	prewarmUntil time.Time
 }
 
 // termWaiter is one Attach waiting for a place.
@@ -212,6 +227,7 @@ func (t *Terminals) init() {
 		t.saving = map[string]chan struct{}{}
 		t.changed = make(chan struct{})
 		t.stop = make(chan struct{})
+		t.kick = make(chan struct{}, 1)
 		go t.reap()
 	})
 }
@@ -294,16 +310,35 @@ func (t *Terminals) newSession(learner string) *termSession {
 	var s *termSession
 	if t.Keep != nil && t.Keep.Has(learner) {
 		s = t.startGuest(learner) // their kept machine, not a spare
-	} else if len(t.spares) > 0 {
-		s, t.spares = t.spares[0], t.spares[1:]
+	} else if i := t.readySpare(); i >= 0 {
+		s = t.spares[i]
+		t.spares = append(t.spares[:i], t.spares[i+1:]...)
+		t.fromSpare++
 		s.mu.Lock()
 		s.owner, s.lastUse = learner, time.Now()
 		s.mu.Unlock()
 	} else {
+		t.startedOwn++
 		s = t.startGuest(learner)
 	}
 	t.sessions[learner] = s
+	t.kickRefill()
 	return s
+}
+
+// readySpare is the index of a spare to hand out: a paused (ready) one
+// first, else the one restoring (it is ahead of a new restore), -1 when
+// there is none. t.mu held.
+func (t *Terminals) readySpare() int {
+	for i, s := range t.spares {
+		if s.backend.paused.Load() {
+			return i
+		}
+	}
+	if len(t.spares) > 0 {
+		return 0
+	}
+	return -1
 }
 
 // startGuest starts a learner guest for owner ("" for a spare). t.mu held.
@@ -321,7 +356,18 @@ func (t *Terminals) startGuest(owner string) *termSession {
 	if owner != "" && t.Keep != nil {
 		s.backend.keep, s.backend.keepFor = t.Keep, owner
 	}
+	if owner != "" {
+		t.ownStarting++
+	}
 	go func() {
+		if owner != "" {
+			defer func() {
+				t.mu.Lock()
+				t.ownStarting--
+				t.mu.Unlock()
+				t.kickRefill()
+			}()
+		}
 		// A slot from the start to a ready agent (StartsAtOnce).
 		select {
 		case t.starts <- struct{}{}:
@@ -337,26 +383,15 @@ func (t *Terminals) startGuest(owner string) *termSession {
 	return s
 }
 
-// refill starts spare guests up to Spares. Called once a learner guest is
-// ready, so that the snapshot they restore from exists.
-func (t *Terminals) refill() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for !t.closed && len(t.spares) < t.Spares {
-		s := t.startGuest("")
-		t.spares = append(t.spares, s)
-		go s.prepare()
-	}
-}
-
 // prepare readies a spare: its guest up, its shell started and showing its
-// prompt, then paused until a learner takes it.
-func (s *termSession) prepare() {
+// prompt, then paused until a learner takes it. A learner may take it
+// meanwhile (then it is theirs, running).
+func (s *termSession) prepare() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	g, err := s.backend.WaitReady(ctx)
 	if err != nil {
-		return // a learner who takes it meets the same error in Attach
+		return err // a learner who took it meets the same error in Attach
 	}
 	s.mu.Lock()
 	if s.term == nil {
@@ -376,6 +411,7 @@ func (s *termSession) prepare() {
 	}
 	s.use()
 	s.unuse() // nobody took it meanwhile: paused
+	return nil
 }
 
 // use marks the guest in use and resumes it if it was paused.
@@ -505,7 +541,7 @@ func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16)
 	if err != nil {
 		return nil, err
 	}
-	t.refill()
+	t.Warm() // the first guest up made the snapshot spares restore from
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUse = time.Now()
@@ -626,7 +662,7 @@ func (t *Terminals) reap() {
 				go s.discard()
 				continue
 			}
-			go func() { _ = t.keepSession(s) }()
+			go func() { _ = t.keepSession(context.Background(), s) }()
 		}
 	}
 }
@@ -656,10 +692,14 @@ func (s *termSession) discard() {
 	s.backend.Close()
 }
 
-// Close stops every learner guest.
+// Close stops every learner guest (nothing is kept: Shutdown keeps them).
 func (t *Terminals) Close() error {
 	t.init()
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil // after Shutdown
+	}
 	t.closed = true
 	all := slices.Collect(maps.Values(t.sessions))
 	all = append(all, t.spares...)
@@ -802,7 +842,7 @@ func (t *Terminals) Reclaim(learner string) KeptSave {
 	case t.Keep == nil:
 		s.discard()
 	default:
-		return t.keepSession(s)
+		return t.keepSession(context.Background(), s)
 	}
 	return KeptSave{}
 }
@@ -810,7 +850,7 @@ func (t *Terminals) Reclaim(learner string) KeptSave {
 // keepSession saves s's machine for its learner (Keep), then stops it.
 // Whatever goes wrong, the guest stops and the learner's next attach
 // starts from what was kept, or fresh.
-func (t *Terminals) keepSession(s *termSession) KeptSave {
+func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
 	defer func() {
 		s.discard()
 		t.mu.Lock()
@@ -839,7 +879,7 @@ func (t *Terminals) keepSession(s *termSession) KeptSave {
 	next := g.client.nextID + 64 // room for requests sent as the guest stops
 	g.client.mu.Unlock()
 	s.backend.paused.Store(true) // no health pings at a stopped guest
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	res, err := t.Keep.save(ctx, g, s.owner, key, next, terms, keptRawMax(t.Cfg))
 	log := t.Cfg.Logger

@@ -55,3 +55,21 @@ func AutoTerminals(poolGuests int) TermSizing {
 	s.Max = max(1, min(s.ByMemory, s.ByCPU))
 	return s
 }
+
+// AutoRoom is Terminals.Room sized to this machine: how many more learner
+// guests its available memory holds now, leaving what AutoTerminals
+// leaves (the headroom and poolGuests experiment guests, whose translation
+// caches grow after they boot). Unknown memory: no bound.
+func AutoRoom(poolGuests int) func() int {
+	return func() int {
+		avail := memAvailableMiB()
+		if avail <= 0 {
+			return unbounded
+		}
+		free := avail - termHeadroom - int64(poolGuests*poolGuestMiB)
+		if free < 0 {
+			return int(free/termGuestMiB) - 1
+		}
+		return int(free / termGuestMiB)
+	}
+}
