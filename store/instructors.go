@@ -459,7 +459,9 @@ func (db *DB) SetDisplayName(ctx context.Context, learner, name string) error {
 		return err
 	}
 	var seats int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM roster_seats WHERE learner = ?`, learner).Scan(&seats); err != nil {
+	// A roster seat's name is the roster's; an LMS user's is the LMS's.
+	if err := db.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM roster_seats WHERE learner = ?1)
+		+ (SELECT COUNT(*) FROM lti_users WHERE learner = ?1)`, learner).Scan(&seats); err != nil {
 		return fmt.Errorf("store: set display name: %w", err)
 	}
 	if seats > 0 {

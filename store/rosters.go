@@ -407,6 +407,8 @@ var mergeSQL = map[string][]string{
 		`DELETE FROM cohort_members WHERE learner = ?1`},
 	"staff_learners": {}, // a staff id is never merged (checked first)
 	"roster_seats":   {`UPDATE roster_seats SET learner = ?2 WHERE learner = ?1`},
+	// A platform user stays one user: their link moves to the merged learner.
+	"lti_users": {`UPDATE lti_users SET learner = ?2 WHERE learner = ?1`},
 }
 
 // MergeLearners moves everything learner from did into learner into and

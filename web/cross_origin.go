@@ -10,7 +10,17 @@ import (
 // to comparing Origin with Host. Requests without either header (curl,
 // scripts) are not browser-driven cross-site requests and pass; the
 // SameSite cookies keep them from riding on a victim's session anyway.
-var crossOrigin = http.NewCrossOriginProtection()
+//
+// Two routes are exempt: the LTI login initiation and launch (lti_launch.go)
+// are form posts from the LMS's page, cross-site by design; a launch is
+// trusted only once its signed id_token verifies, and a login only
+// redirects to a registered platform.
+var crossOrigin = func() *http.CrossOriginProtection {
+	c := http.NewCrossOriginProtection()
+	c.AddInsecureBypassPattern("POST /lti/login")
+	c.AddInsecureBypassPattern("POST /lti/launch")
+	return c
+}()
 
 // crossOriginProtection refuses state-changing requests (anything but GET,
 // HEAD, OPTIONS) that a browser marks as coming from another site. It wraps

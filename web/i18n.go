@@ -25,7 +25,7 @@ var uiStrings = mergeStrings(coreStrings,
 	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
 	taskStrings, terminalStrings, visualStrings, writeGuardStrings,
-	draftStrings, labClassStrings, programStrings, rosterStrings, roleStrings,
+	draftStrings, labClassStrings, programStrings, rosterStrings, roleStrings, ltiStrings,
 )
 
 // coreStrings are the UI texts shared by every page (layout, home, lesson, errors).

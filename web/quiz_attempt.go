@@ -249,6 +249,9 @@ func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, l
 	seen := qc.policy().Seen(quiz.Record{Attempts: before.Attempts, Correct: before.Best != nil, Revealed: revealed})
 	res := quiz.Grade(q, a, lang)
 	att, err := s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
+	if err == nil {
+		s.ltiQueueScores(r, learner, q.ID, false) // a graded LMS link's score (lti_launch.go)
+	}
 	return att, res, err
 }
 

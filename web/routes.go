@@ -15,8 +15,8 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.requestDeadline) // a request's body has one deadline, refused or not (body_limit.go)
 	r.Use(middleware.RequestID)
-	r.Use(securityHeaders)  // CSP, no framing, nosniff, referrer policy (security_headers.go)
-	r.Use(s.withClientAddr) // the real client address, behind a trusted proxy too (client_addr.go)
+	r.Use(s.securityHeaders) // CSP, no framing, nosniff, referrer policy (security_headers.go)
+	r.Use(s.withClientAddr)  // the real client address, behind a trusted proxy too (client_addr.go)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
 	r.Use(redirectTrailingSlash)   // /lessons/x/ → /lessons/x (trailing_slash.go)
@@ -33,6 +33,19 @@ func (s *Server) routes() http.Handler {
 	r.Get("/favicon.ico", s.favicon) // static.go
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
+
+	// LTI 1.3 (lti_*.go): the tool's endpoints an LMS calls. Login and
+	// launch are cross-site by design (cross_origin.go lets them through;
+	// the launch is trusted only once its signed id_token verifies).
+	r.Group(func(r chi.Router) {
+		r.Use(s.withLang)
+		r.Get("/lti/jwks", s.ltiJWKS)
+		r.Get("/lti/login", s.ltiLogin)
+		r.Post("/lti/login", s.ltiLogin)
+		r.Post("/lti/launch", s.ltiLaunch)
+		r.Get("/lti/deep-link/{token}", s.ltiDeepLinkShow) // lti_deeplink.go
+		r.Post("/lti/deep-link/{token}", s.ltiDeepLinkPost)
+	})
 
 	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go, drafts.go).
 	r.Group(func(r chi.Router) {
@@ -78,6 +91,9 @@ func (s *Server) routes() http.Handler {
 				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
 				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
 				r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
+				r.Get("/instructor/lti", s.ltiAdmin) // lti_admin.go: LMS platforms, the tool's URLs, scores not delivered
+				r.Post("/instructor/lti", s.ltiPlatformAdd)
+				r.Post("/instructor/lti/{id}/remove", s.ltiPlatformRemove)
 			})
 			// Any other instructor URL is guarded too (403/redirect before 404).
 			r.HandleFunc("/instructor/*", s.notFound)

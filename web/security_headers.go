@@ -1,11 +1,20 @@
 package web
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
 
 // contentSecurityPolicy is what every page satisfies: scripts, styles,
 // images and connections from this origin only, no inline script (the
 // theme script is a file too), no inline style attribute (the dashboard's
-// bars use classes), no plugins, and no framing by other sites.
+// bars use classes), no plugins, and no framing by other sites — except
+// by the LMSs registered for LTI (frameAncestors).
 // Scripts may still set element.style (uPlot, the reload overlay):
 // CSSOM changes are not governed by style-src. data: images are the
 // charts' exported PNGs.
@@ -15,14 +24,68 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // securityHeaders sets the headers every answer carries: the CSP, no
 // framing (also for browsers without frame-ancestors), no content-type
 // sniffing, and no full URLs (run ids, lesson anchors) in Referer to
-// other sites.
-func securityHeaders(next http.Handler) http.Handler {
+// other sites. With LTI platforms registered, their origins may frame the
+// lab (an LMS shows a tool in an iframe): frame-ancestors names them and
+// X-Frame-Options, which cannot name an origin, is left out.
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Frame-Options", "DENY")
+		if anc := s.frames.get(r.Context(), s); anc != "" {
+			h.Set("Content-Security-Policy", strings.Replace(contentSecurityPolicy, "frame-ancestors 'none'", "frame-ancestors "+anc, 1))
+		} else {
+			h.Set("Content-Security-Policy", contentSecurityPolicy)
+			h.Set("X-Frame-Options", "DENY")
+		}
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// frameTTL is how long the framing origins are cached: `labserver lti
+// add` in another process takes effect within it.
+const frameTTL = 30 * time.Second
+
+// frameAncestors caches the origins allowed to frame the lab.
+type frameAncestors struct {
+	mu    sync.Mutex
+	value string
+	at    time.Time
+}
+
+func (f *frameAncestors) forget() {
+	f.mu.Lock()
+	f.at = time.Time{}
+	f.mu.Unlock()
+}
+
+// get is "" (no framing) or "'self' ORIGIN…": the origins of each
+// registered platform's issuer and auth URL and its extra frame origins.
+func (f *frameAncestors) get(ctx context.Context, s *Server) string {
+	if s.cfg.LTI == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.at) < frameTTL {
+		return f.value
+	}
+	ps, err := s.cfg.Store.LTIPlatforms(ctx)
+	if err != nil {
+		return f.value // the last known list; asked again next time
+	}
+	var origins []string
+	for _, p := range ps {
+		for _, u := range append([]string{p.Issuer, p.AuthURL}, p.FrameOrigins...) {
+			if o, err := url.Parse(u); err == nil && o.Host != "" && !slices.Contains(origins, o.Scheme+"://"+o.Host) {
+				origins = append(origins, o.Scheme+"://"+o.Host)
+			}
+		}
+	}
+	f.value = ""
+	if len(origins) > 0 {
+		f.value = "'self' " + strings.Join(origins, " ")
+	}
+	f.at = time.Now()
+	return f.value
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// Terminals gives each learner a shell in a guest of their own
 	// (terminal.go); nil: the terminal widget says terminals are off.
 	Terminals Terminals
+
+	// LTI makes the lab an LTI 1.3 tool (lti_*.go); nil: off.
+	LTI *LTI
 }
 
 // Server serves the lab. It is safe for concurrent use.
@@ -64,10 +67,12 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 
-	skeletons   skeletonCache // lesson pages, rendered once per content load
-	limits      *limiters     // per-address and per-learner limits (limits.go)
-	termClients termClients   // who holds terminals, per address (terminal_fair.go)
-	crowd       addrCrowd     // learners per client address, for /lab (lab_class.go)
+	skeletons   skeletonCache  // lesson pages, rendered once per content load
+	limits      *limiters      // per-address and per-learner limits (limits.go)
+	termClients termClients    // who holds terminals, per address (terminal_fair.go)
+	crowd       addrCrowd      // learners per client address, for /lab (lab_class.go)
+	deepLinks   deepLinks      // deep-linking pickers waiting for a choice (lti_deeplink.go)
+	frames      frameAncestors // LMS origins that may frame the lab (security_headers.go)
 }
 
 // New checks cfg and builds the router.

@@ -25,6 +25,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument; add --ta: a TA)
        labserver roster import|codes --class CODE   a class's roster from CSV, its personal codes as CSV
        labserver import aiken|gift FILE [--prefix P] [--lang L]   Moodle questions → quiz.yaml on stdout
+       labserver lti add|list|remove|urls ...   register LMS platforms (LTI 1.3)
 
 environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
@@ -50,6 +51,7 @@ var commands = map[string]Command{
 	"user":   runUser,
 	"import": runImport,
 	"roster": runRoster,
+	"lti":    runLTI,
 }
 
 func main() {

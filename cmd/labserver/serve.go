@@ -31,6 +31,7 @@ type Config struct {
 	Terminals  int        // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
 	Keep       keepConfig // kept learner machines (terminal_keep.go)
 	Spares     int        // LAB_SPARES: the class paused spare guests are kept for; -1 none (terminal_spares.go)
+	PublicURL  string     // LAB_PUBLIC_URL: the lab's address as browsers and an LMS reach it (LTI)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -47,6 +48,7 @@ type Main struct {
 	Terms   *vm.Terminals // learner terminals; nil when off
 	Course  atomic.Pointer[lessons.Course]
 	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
+	lti     ltiRun     // the LTI score deliverer (serve_lti.go)
 	HTTP    *http.Server
 	ln      net.Listener
 	served  chan error
@@ -89,6 +91,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	fset.SetOutput(out)
 	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address [LAB_ADDR]")
 	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file [LAB_DB]")
+	fset.StringVar(&m.Config.PublicURL, "public-url", m.envOr("LAB_PUBLIC_URL", ""), "the lab's address as browsers and an LMS reach it, e.g. https://lab.example.edu (LTI URLs; default: from each request) [LAB_PUBLIC_URL]")
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder, watched: saving a file reloads open pages (default: the built-in course) [LAB_LESSONS]")
 	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
 	limitFlags(fset, &m.Config.Limits, m.envOr)
@@ -174,7 +177,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
 		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA,
-		ClientAddr: clientAddr, Limits: limits, Terminals: terms})
+		ClientAddr: clientAddr, Limits: limits, Terminals: terms, LTI: m.lti.start(ctx, m)})
 	if err != nil {
 		return err
 	}
@@ -237,6 +240,7 @@ func (m *Main) Close() error {
 		errs = append(errs, m.Sandbox.Close())
 		m.Sandbox = nil
 	}
+	m.lti.stop() // pending scores stay in the outbox for the next start
 	if m.HTTP != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
