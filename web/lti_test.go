@@ -77,7 +77,7 @@ func (e *ltiEnv) start() {
 		t.Fatal(err)
 	}
 	e.HTTP = httptest.NewServer(srv.Handler())
-	e.Platform.ToolJWKS = e.HTTP.URL + "/lti/jwks"
+	e.Platform.SetToolJWKS(e.HTTP.URL + "/lti/jwks")
 	t.Cleanup(e.stopServing)
 }
 
@@ -200,35 +200,32 @@ func TestLTIRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.Platform
+	tamper := func(f func(c map[string]any)) ltitest.Forge { return ltitest.Forge{Tamper: f} }
 	cases := []struct {
-		name string
-		arm  func()
-		kind lti.Kind
+		name  string
+		forge ltitest.Forge
+		kind  lti.Kind
 	}{
-		{"wrong key", func() { p.SignWith = forger }, lti.KindSignature},
-		{"alg none", func() { p.AlgNone = true }, lti.KindSignature},
-		{"wrong aud", func() { p.Tamper = func(c map[string]any) { c["aud"] = "someone-else" } }, lti.KindAudience},
-		{"wrong azp", func() {
-			p.Tamper = func(c map[string]any) { c["aud"] = []string{p.ClientID, "other"}; c["azp"] = "other" }
-		}, lti.KindAudience},
-		{"wrong iss", func() { p.Tamper = func(c map[string]any) { c["iss"] = "https://evil.example" } }, lti.KindAudience},
-		{"unknown deployment", func() { p.Tamper = func(c map[string]any) { c[lti.ClaimDeploymentID] = "dep-x" } }, lti.KindDeployment},
-		{"expired", func() {
-			p.Tamper = func(c map[string]any) {
-				c["exp"] = time.Now().Add(-2 * time.Minute).Unix()
-				c["iat"] = time.Now().Add(-10 * time.Minute).Unix()
-			}
-		}, lti.KindExpired},
-		{"issued in the future", func() { p.Tamper = func(c map[string]any) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() } }, lti.KindExpired},
-		{"other nonce", func() { p.Tamper = func(c map[string]any) { c["nonce"] = "not-the-login-nonce" } }, lti.KindReplay},
-		{"no sub", func() { p.Tamper = func(c map[string]any) { delete(c, "sub") } }, lti.KindClaims},
-		{"version 1.1", func() { p.Tamper = func(c map[string]any) { c[lti.ClaimVersion] = "1.1" } }, lti.KindClaims},
-		{"no roles", func() { p.Tamper = func(c map[string]any) { delete(c, lti.ClaimRoles) } }, lti.KindClaims},
+		{"wrong key", ltitest.Forge{SignWith: forger}, lti.KindSignature},
+		{"alg none", ltitest.Forge{AlgNone: true}, lti.KindSignature},
+		{"wrong aud", tamper(func(c map[string]any) { c["aud"] = "someone-else" }), lti.KindAudience},
+		{"wrong azp", tamper(func(c map[string]any) { c["aud"] = []string{p.ClientID, "other"}; c["azp"] = "other" }), lti.KindAudience},
+		{"wrong iss", tamper(func(c map[string]any) { c["iss"] = "https://evil.example" }), lti.KindAudience},
+		{"unknown deployment", tamper(func(c map[string]any) { c[lti.ClaimDeploymentID] = "dep-x" }), lti.KindDeployment},
+		{"expired", tamper(func(c map[string]any) {
+			c["exp"] = time.Now().Add(-2 * time.Minute).Unix()
+			c["iat"] = time.Now().Add(-10 * time.Minute).Unix()
+		}), lti.KindExpired},
+		{"issued in the future", tamper(func(c map[string]any) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() }), lti.KindExpired},
+		{"other nonce", tamper(func(c map[string]any) { c["nonce"] = "not-the-login-nonce" }), lti.KindReplay},
+		{"no sub", tamper(func(c map[string]any) { delete(c, "sub") }), lti.KindClaims},
+		{"version 1.1", tamper(func(c map[string]any) { c[lti.ClaimVersion] = "1.1" }), lti.KindClaims},
+		{"no roles", tamper(func(c map[string]any) { delete(c, lti.ClaimRoles) }), lti.KindClaims},
 	}
 	msg := tr(defaultLang) // the launch carries no language: the lab's default
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.arm()
+			p.Forge(tc.forge)
 			l := e.launch(e.browser(), ltitest.Message{Sub: "victim"})
 			if l.Resp.StatusCode != http.StatusForbidden || !strings.Contains(l.Body, msg("lti.refused."+string(tc.kind))) {
 				t.Errorf("status %d, want 403 with the %s message; body:\n%s", l.Resp.StatusCode, tc.kind, l.Body)
@@ -274,7 +271,7 @@ func TestLTIRefusals(t *testing.T) {
 		t.Errorf("expired state: %d, want 403 with the state message", old.Resp.StatusCode)
 	}
 	// The refusal page in Chinese is Chinese.
-	p.SignWith = forger
+	p.Forge(ltitest.Forge{SignWith: forger})
 	zh := e.loginOnly(c, ltitest.Message{Sub: "u-1"})
 	req, _ := http.NewRequest("POST", zh.Action, strings.NewReader(zh.Form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

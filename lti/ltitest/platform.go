@@ -57,25 +57,18 @@ type DeepLink struct {
 	Items  []map[string]any
 }
 
-// Platform is the test LMS. Exported knobs change the next id_token: set
-// them before a launch, under no lock (tests drive one launch at a time).
+// Platform is the test LMS. Forge changes the next id_token.
 type Platform struct {
 	Server       *httptest.Server
 	ClientID     string
 	DeploymentID string
-	// ToolJWKS is the tool's JWKS URL: the token and deep-linking
-	// endpoints verify the tool's JWTs against it.
-	ToolJWKS string
 
-	// Tamper, when set, edits the next id_token's claims before signing.
-	Tamper func(claims map[string]any)
-	// SignWith, when set, signs the next id_token with this key (a forger's)
-	// under the platform's kid.
-	SignWith *rsa.PrivateKey
-	// AlgNone sends the next id_token unsigned (alg "none").
-	AlgNone bool
+	mu       sync.Mutex
+	toolJWKS string                      // the tool's JWKS URL (SetToolJWKS)
+	tamper   func(claims map[string]any) // the next id_token's knobs (Forge)
+	signWith *rsa.PrivateKey
+	algNone  bool
 
-	mu        sync.Mutex
 	key       *rsa.PrivateKey
 	kid       string
 	oldKeys   []jose.JSONWebKey // rotated out, still published
@@ -102,6 +95,30 @@ func New() *Platform {
 	mux.HandleFunc("POST /deeplink/return", p.deepLinkReturn)
 	p.Server = httptest.NewServer(mux)
 	return p
+}
+
+// Forge is what the next id_token does wrong: Tamper edits its claims
+// before signing, SignWith signs it with another key (a forger's) under
+// the platform's kid, AlgNone sends it unsigned (alg "none").
+type Forge struct {
+	Tamper   func(claims map[string]any)
+	SignWith *rsa.PrivateKey
+	AlgNone  bool
+}
+
+// Forge arms f for the next id_token only.
+func (p *Platform) Forge(f Forge) {
+	p.mu.Lock()
+	p.tamper, p.signWith, p.algNone = f.Tamper, f.SignWith, f.AlgNone
+	p.mu.Unlock()
+}
+
+// SetToolJWKS tells the platform the tool's JWKS URL: the token and
+// deep-linking endpoints verify the tool's JWTs against it.
+func (p *Platform) SetToolJWKS(u string) {
+	p.mu.Lock()
+	p.toolJWKS = u
+	p.mu.Unlock()
 }
 
 // Close stops the server.
@@ -271,13 +288,13 @@ func (p *Platform) Claims(m Message, nonce, target string) map[string]any {
 	return c
 }
 
-// IDToken signs m's claims as the platform would, applying the knobs
-// (Tamper, SignWith, AlgNone) once.
+// IDToken signs m's claims as the platform would, applying the armed
+// Forge once.
 func (p *Platform) IDToken(m Message, nonce, target string) (string, error) {
 	c := p.Claims(m, nonce, target)
 	p.mu.Lock()
-	tamper, with, none := p.Tamper, p.SignWith, p.AlgNone
-	p.Tamper, p.SignWith, p.AlgNone = nil, nil, false
+	tamper, with, none := p.tamper, p.signWith, p.algNone
+	p.tamper, p.signWith, p.algNone = nil, nil, false
 	key, kid := p.key, p.kid
 	p.mu.Unlock()
 	if tamper != nil {
@@ -308,7 +325,10 @@ func sign(key *rsa.PrivateKey, kid string, claims any) (string, error) {
 // Framework §6.3: the tool's key set URL).
 func (p *Platform) toolKeys() (jose.JSONWebKeySet, error) {
 	var set jose.JSONWebKeySet
-	resp, err := http.Get(p.ToolJWKS)
+	p.mu.Lock()
+	u := p.toolJWKS
+	p.mu.Unlock()
+	resp, err := http.Get(u)
 	if err != nil {
 		return set, err
 	}
