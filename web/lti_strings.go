@@ -6,6 +6,7 @@ package web
 var ltiStrings = uiTable{
 	"zh": {
 		"lti.colon":              "：",
+		"lti.link":               "学习平台",
 		"lti.refused":            "无法从学习平台进入实验室",
 		"lti.refused.state":      "这次登录已经用过或已经过期（每次登录只能用一次，五分钟内有效）。请回到课程页面，重新点击这个链接。",
 		"lti.refused.platform":   "这个学习平台没有在实验室登记，或者登记已被删除。请让实验室管理员登记它。",
@@ -61,6 +62,7 @@ var ltiStrings = uiTable{
 	},
 	"en": {
 		"lti.colon":              ": ",
+		"lti.link":               "LMS",
 		"lti.refused":            "The lab could not be opened from your LMS",
 		"lti.refused.state":      "This login was used already or has expired (each login works once, for five minutes). Go back to the course page and click the link again.",
 		"lti.refused.platform":   "This LMS is not registered with the lab, or its registration was removed. Ask the lab's admin to register it.",

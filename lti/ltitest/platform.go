@@ -59,7 +59,10 @@ type DeepLink struct {
 
 // Platform is the test LMS. Forge changes the next id_token.
 type Platform struct {
-	Server       *httptest.Server
+	Server *httptest.Server
+	// URL is the platform's base URL: the server's, or the same port
+	// under another host name (UseHost).
+	URL          string
 	ClientID     string
 	DeploymentID string
 
@@ -94,7 +97,16 @@ func New() *Platform {
 	mux.HandleFunc("POST /lineitems/{id}/scores", p.scoresEndpoint)
 	mux.HandleFunc("POST /deeplink/return", p.deepLinkReturn)
 	p.Server = httptest.NewServer(mux)
+	p.URL = p.Server.URL
 	return p
+}
+
+// UseHost makes the platform's URLs name host (e.g. "localhost") instead
+// of 127.0.0.1, before it is registered: a browser then sees the platform
+// and a tool on 127.0.0.1 as different sites, as an LMS and a tool are.
+func (p *Platform) UseHost(host string) {
+	u, _ := url.Parse(p.Server.URL)
+	p.URL = "http://" + host + ":" + u.Port()
 }
 
 // Forge is what the next id_token does wrong: Tamper edits its claims
@@ -125,11 +137,11 @@ func (p *Platform) SetToolJWKS(u string) {
 func (p *Platform) Close() { p.Server.Close() }
 
 // Issuer is the platform's iss (its base URL).
-func (p *Platform) Issuer() string { return p.Server.URL }
+func (p *Platform) Issuer() string { return p.URL }
 
 // Registration is what an admin types into `labserver lti add`.
 func (p *Platform) Registration() lti.Platform {
-	u := p.Server.URL
+	u := p.URL
 	return lti.Platform{Issuer: u, ClientID: p.ClientID, AuthURL: u + "/auth", TokenURL: u + "/token",
 		JWKSURL: u + "/jwks", Deployments: []string{p.DeploymentID}}
 }
@@ -173,7 +185,7 @@ func (p *Platform) NewLineItem(label string) string {
 	p.nextItem++
 	id := fmt.Sprint(p.nextItem)
 	p.lineItems[id] = label
-	return p.Server.URL + "/lineitems/" + id
+	return p.URL + "/lineitems/" + id
 }
 
 // Scores returns what the scores endpoint received, in order.
@@ -278,10 +290,10 @@ func (p *Platform) Claims(m Message, nonce, target string) map[string]any {
 		c[lti.ClaimResourceLink] = map[string]any{"id": id, "title": "RDMA"}
 		if m.LineItem != "" {
 			c[lti.ClaimAGS] = map[string]any{"scope": []string{lti.ScopeLineItem, lti.ScopeScore},
-				"lineitems": p.Server.URL + "/lineitems", "lineitem": m.LineItem}
+				"lineitems": p.URL + "/lineitems", "lineitem": m.LineItem}
 		}
 	case lti.MsgDeepLinking:
-		c[lti.ClaimDLSettings] = map[string]any{"deep_link_return_url": p.Server.URL + "/deeplink/return",
+		c[lti.ClaimDLSettings] = map[string]any{"deep_link_return_url": p.URL + "/deeplink/return",
 			"accept_types": []string{"ltiResourceLink"}, "accept_presentation_document_targets": []string{"iframe", "window"},
 			"accept_multiple": false, "accept_lineitem": true, "data": "opaque-" + nonce[:4]}
 	}
@@ -391,7 +403,7 @@ func (p *Platform) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: p.ClientID, Subject: p.ClientID,
-		AnyAudience: jwt.Audience{p.Server.URL + "/token"}, Time: time.Now()}, time.Minute); err != nil {
+		AnyAudience: jwt.Audience{p.URL + "/token"}, Time: time.Now()}, time.Minute); err != nil {
 		bad("client_assertion claims: " + err.Error())
 		return
 	}
@@ -437,7 +449,7 @@ func (p *Platform) scoresEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
-	p.scores = append(p.scores, Score{LineItem: p.Server.URL + "/lineitems/" + r.PathValue("id"), ContentType: r.Header.Get("Content-Type"), Score: s})
+	p.scores = append(p.scores, Score{LineItem: p.URL + "/lineitems/" + r.PathValue("id"), ContentType: r.Header.Get("Content-Type"), Score: s})
 	p.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
