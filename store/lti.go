@@ -74,7 +74,7 @@ const platformCols = `p.id, p.issuer, p.client_id, p.auth_url, p.token_url, p.jw
 
 func scanPlatform(sc interface{ Scan(...any) error }) (lti.Platform, error) {
 	var (
-		p                 lti.Platform
+		p                lti.Platform
 		frames, ts, deps string
 	)
 	if err := sc.Scan(&p.ID, &p.Issuer, &p.ClientID, &p.AuthURL, &p.TokenURL, &p.JWKSURL, &frames, &ts, &deps); err != nil {
