@@ -52,6 +52,25 @@ type Task struct {
 	Path   string // the script's path in the lesson folder (tasks/memlock.sh)
 	Script []byte // its text, read at load: a reload picks up edits
 	Line   int    // the directive's line in the first language's page
+	// SetupPath and Setup, from `setup=tasks/S.sh`, are a script the lab
+	// runs as root in the learner's guest each time a terminal is opened
+	// on the lesson's page, before it takes keystrokes: it prepares what
+	// the task needs and the learner's shell may not do (load modules,
+	// export a target) and grants the learner exactly the right the task
+	// needs. Lesson code, never learner input; it must be idempotent.
+	SetupPath string
+	Setup     []byte
+}
+
+// Setups are the lesson's task setup scripts, in task order.
+func (l *Lesson) Setups() [][]byte {
+	var out [][]byte
+	for _, t := range l.Tasks {
+		if t.Setup != nil {
+			out = append(out, t.Setup)
+		}
+	}
+	return out
 }
 
 // Task returns the lesson's task with this id, or nil.
@@ -105,6 +124,8 @@ type Segment struct {
 	// folder (HTML holds the task's rendered text); for SegProgram, the
 	// program's folder.
 	Script string
+	// Setup, for SegTask, is the setup script's path (setup=…), or "".
+	Setup string
 
 	// Questions, for SegCheckpoint, are the ids of the lesson's questions
 	// (quiz.yaml order) it asks: those no ::quiz directive places on the

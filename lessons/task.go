@@ -61,9 +61,18 @@ func (r *pageRenderer) openTask(p piece) {
 		r.programArgs(p, t, args) // program.go
 		return
 	}
+	setup := ""
+	if len(args) == 3 {
+		v, ok := strings.CutPrefix(args[2], "setup=")
+		if !ok || v == "" {
+			r.errAt(p.line, ":::task: the third word must be setup=tasks/SETUP.sh (a script run as root before the terminal takes keystrokes), not %q", args[2])
+			return
+		}
+		setup, args = v, args[:2]
+	}
 	switch {
 	case len(args) != 2:
-		r.errAt(p.line, ":::task needs an id and a verify script: :::task ID tasks/SCRIPT.sh")
+		r.errAt(p.line, ":::task needs an id and a verify script: :::task ID tasks/SCRIPT.sh [setup=tasks/SETUP.sh]")
 		return
 	case !idPattern.MatchString(args[0]):
 		r.errAt(p.line, ":::task: id %q must be lower case letters, digits and dashes", args[0])
@@ -82,7 +91,13 @@ func (r *pageRenderer) openTask(p piece) {
 		r.errAt(p.line, ":::task %s: %s", id, msg)
 		return
 	}
-	t.seg.ID, t.seg.Script, t.ok = id, script, true
+	if setup != "" {
+		if _, msg := r.ld.taskScript(r.lesson.Slug, setup); msg != "" {
+			r.errAt(p.line, ":::task %s: setup: %s", id, msg)
+			return
+		}
+	}
+	t.seg.ID, t.seg.Script, t.seg.Setup, t.ok = id, script, setup, true
 }
 
 // closeTask ends the open task: its text, rendered since openTask, becomes
@@ -231,18 +246,30 @@ func (ld *loader) lessonTasks(l *Lesson) {
 			if s.ID != f.ID || s.Script != f.Script {
 				ld.errAt(p.File, s.Line, ":::task %s %s differs from %s:%d (:::task %s %s): every language needs the same ids, in the same order, with the same scripts",
 					s.ID, s.Script, first.File, f.Line, f.ID, f.Script)
+			} else if s.Setup != f.Setup {
+				ld.errAt(p.File, s.Line, ":::task %s: setup %q differs from %s:%d (setup %q): every language needs the same setup",
+					s.ID, s.Setup, first.File, f.Line, f.Setup)
 			}
 		}
 	}
 	for _, s := range firstTasks {
 		data, _ := ld.taskScript(l.Slug, s.Script)
-		l.Tasks = append(l.Tasks, &Task{ID: s.ID, Path: s.Script, Script: data, Line: s.Line})
-		if data != nil && ld.opt.CheckScript != nil {
+		task := &Task{ID: s.ID, Path: s.Script, Script: data, Line: s.Line}
+		if s.Setup != "" {
+			task.SetupPath = s.Setup
+			task.Setup, _ = ld.taskScript(l.Slug, s.Setup)
+		}
+		l.Tasks = append(l.Tasks, task)
+		for _, sc := range []struct{ path, what string }{{s.Script, "verify script"}, {s.Setup, "setup script"}} {
+			data, _ := ld.taskScript(l.Slug, sc.path)
+			if sc.path == "" || data == nil || ld.opt.CheckScript == nil {
+				continue
+			}
 			// A syntax error would reach the learner as the hint
 			// ("Syntax error: …") instead of failing here.
 			line, msg, err := ld.opt.CheckScript(data)
 			if err != nil {
-				ld.errAt(l.Slug+"/"+s.Script, max(line, 1), "verify script: %s (checked with sh -n; the guest runs it with /bin/sh)", msg)
+				ld.errAt(l.Slug+"/"+sc.path, max(line, 1), "%s: %s (checked with sh -n; the guest runs it with /bin/sh)", sc.what, msg)
 			}
 		}
 	}

@@ -62,3 +62,59 @@ func TestWriteBWScript(t *testing.T) {
 		})
 	}
 }
+
+// TestNVMeRDMAScript runs lesson 08's nvme-rdma verify script with dash
+// against a stand-in for sysfs (SYSFS): a controller of the task's NQN
+// over rdma passes; one over tcp, one of another subsystem, none, and a
+// target that was never exported fail with what to do.
+func TestNVMeRDMAScript(t *testing.T) {
+	sh, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal("the guest's /bin/sh is dash (apt-get install dash): ", err)
+	}
+	script, err := filepath.Abs("course/08-upper-layers/tasks/nvme-rdma.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nqn = "nqn.2026-12.lab.rdmalab.task:nvme-rdma"
+	for _, c := range []struct {
+		name, subnqn, transport string
+		exported                bool
+		lang                    string
+		pass                    bool
+		want                    string
+	}{
+		{"rdma", nqn, "rdma", true, "en", true, "controller nvme0 of " + nqn + " with transport rdma (traddr=10.0.0.1,trsvcid=4421), state live"},
+		{"rdma zh", nqn, "rdma", true, "zh", true, "传输为 rdma"},
+		{"tcp", nqn, "tcp", true, "en", false, "but over tcp, not rdma"},
+		{"another subsystem", "nqn.2026-12.lab.rdmalab:null0", "rdma", true, "en", false, "No controller of " + nqn + " is connected yet"},
+		{"none", "", "", true, "zh", false, "还没有连接"},
+		{"not exported", "", "", false, "en", false, "not exported in your machine"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.exported {
+				if err := os.MkdirAll(filepath.Join(dir, "kernel/config/nvmet/subsystems", nqn), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.subnqn != "" {
+				ctrl := filepath.Join(dir, "class/nvme/nvme0")
+				if err := os.MkdirAll(ctrl, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for f, v := range map[string]string{"subsysnqn": c.subnqn, "transport": c.transport, "address": "traddr=10.0.0.1,trsvcid=4421", "state": "live"} {
+					if err := os.WriteFile(filepath.Join(ctrl, f), []byte(v+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			cmd := exec.Command(sh, script)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "LAB_LANG=" + c.lang, "SYSFS=" + dir}
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != c.pass || !strings.Contains(string(out), c.want) {
+				t.Errorf("passed=%v (want %v), said:\n%s\nwant it to contain %q", err == nil, c.pass, out, c.want)
+			}
+		})
+	}
+}

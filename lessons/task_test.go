@@ -33,6 +33,9 @@ func TestTasksLoad(t *testing.T) {
 	if got := string(l.Task("bw").Script); got != "test -s /root/bw.txt\n" || l.Task("bw").Path != "tasks/bw.sh" {
 		t.Errorf("bw script %q path %q", got, l.Task("bw").Path)
 	}
+	if l.Task("memlock").Setup != nil || len(l.Setups()) != 0 {
+		t.Errorf("a task without setup= has a setup: %q", l.Task("memlock").Setup)
+	}
 	if l.Task("nope") != nil {
 		t.Error("unknown task found")
 	}
@@ -54,6 +57,25 @@ func TestTasksLoad(t *testing.T) {
 	}
 }
 
+// TestTaskSetupLoad: setup= gives the task a setup script, the same in
+// both languages, listed by Lesson.Setups.
+func TestTaskSetupLoad(t *testing.T) {
+	en := "::terminal\n\n:::task nv tasks/nv.sh setup=tasks/target.sh\nConnect.\n:::\n"
+	zh := "::terminal\n\n:::task nv tasks/nv.sh setup=tasks/target.sh\n连接。\n:::\n"
+	c, err := Load(taskCourse(en, zh, map[string]string{"tasks/nv.sh": "exit 0\n", "tasks/target.sh": "modprobe nvmet_rdma\n"}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Lesson("01-t")
+	task := l.Task("nv")
+	if task == nil || task.SetupPath != "tasks/target.sh" || string(task.Setup) != "modprobe nvmet_rdma\n" || string(task.Script) != "exit 0\n" {
+		t.Fatalf("task %+v", task)
+	}
+	if s := l.Setups(); len(s) != 1 || string(s[0]) != "modprobe nvmet_rdma\n" {
+		t.Errorf("Setups %q", s)
+	}
+}
+
 // TestTasksCheck: mistakes across languages and mistyped containers.
 func TestTasksCheck(t *testing.T) {
 	ok := "#!/bin/sh\nexit 0\n"
@@ -65,6 +87,15 @@ func TestTasksCheck(t *testing.T) {
 		{"script differs", "::terminal\n\n:::task a tasks/a.sh\nA.\n:::\n", "::terminal\n\n:::task a tasks/b.sh\n甲。\n:::\n",
 			map[string]string{"tasks/a.sh": ok, "tasks/b.sh": ok},
 			"01-t/index.en.md:11: :::task a tasks/a.sh differs from 01-t/index.zh.md:11 (:::task a tasks/b.sh)"},
+		{"setup differs", "::terminal\n\n:::task a tasks/a.sh setup=tasks/s.sh\nA.\n:::\n", "::terminal\n\n:::task a tasks/a.sh\n甲。\n:::\n",
+			map[string]string{"tasks/a.sh": ok, "tasks/s.sh": ok},
+			"01-t/index.en.md:11: :::task a: setup \"tasks/s.sh\" differs from 01-t/index.zh.md:11 (setup \"\")"},
+		{"third word not setup=", "::terminal\n\n:::task a tasks/a.sh tasks/s.sh\nA.\n:::\n", "::terminal\n\n:::task a tasks/a.sh tasks/s.sh\n甲。\n:::\n",
+			map[string]string{"tasks/a.sh": ok, "tasks/s.sh": ok},
+			"01-t/index.en.md:11: :::task: the third word must be setup=tasks/SETUP.sh"},
+		{"setup outside the lesson", "::terminal\n\n:::task a tasks/a.sh setup=../x.sh\nA.\n:::\n", "::terminal\n\n:::task a tasks/a.sh setup=../x.sh\n甲。\n:::\n",
+			map[string]string{"tasks/a.sh": ok},
+			"01-t/index.en.md:11: :::task a: setup: script \"../x.sh\" must be a plain path inside the lesson folder"},
 		{"indented", "::terminal\n\n  :::task a tasks/a.sh\nA.\n:::\n", "::terminal\n",
 			map[string]string{"tasks/a.sh": ok},
 			"01-t/index.en.md:11: \":::task a tasks/a.sh\" is shown as text, not run as a directive: a directive must start at column 1: remove the indentation before :::task"},

@@ -24,7 +24,7 @@ var uiStrings = mergeStrings(coreStrings,
 	accountStrings, answerKeyStrings, bodyLimitStrings, cohortStrings, commandStrings,
 	gradebookStrings, instructorStrings, labStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
-	taskStrings, terminalStrings, visualStrings, writeGuardStrings,
+	taskStrings, terminalStrings, termSetupStrings, visualStrings, writeGuardStrings,
 	draftStrings, labClassStrings, programStrings, rosterStrings, roleStrings, ltiStrings,
 )
 

@@ -73,7 +73,7 @@ func (e *TerminalsFullError) Error() string { return "all terminals are in use" 
 func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	t := tr(lr.Lang)
 	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"),
-		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: "/api/terminal",
+		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: terminalEndpoint(lr),
 		Reset: t("term.reset"), ResetConfirm: t("term.resetconfirm"), ResetDone: t("term.resetdone"), ResetFailed: t("term.resetfailed")}
 	if s.cfg.Terminals == nil {
 		w.Unavailable = t("term.off")
@@ -252,7 +252,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}()
 	note := "" // said with the shell once it is there
 	for lost := 0; ; lost++ {
-		a, err := s.attachTerminal(ctx, learner, lang, send, &mu, &att, &rows, &cols, lost > 0)
+		a, err := s.attachTerminal(ctx, learner, lang, r.URL.Query().Get("lesson"), send, &mu, &att, &rows, &cols, lost > 0)
 		if err != nil {
 			if ctx.Err() == nil {
 				ws.Close(websocket.StatusTryAgainLater, "unavailable")
@@ -285,9 +285,10 @@ type TermLoser interface{ Lost() bool }
 
 // attachTerminal attaches learner's shell for the WebSocket handler,
 // telling the tab its place in the queue, and makes it the one keystrokes
-// go to (*att, under mu). again: a new machine after a lost one. A
-// failure is said to the tab and ends the socket.
-func (s *Server) attachTerminal(ctx context.Context, learner, lang string, send func(termMsg) error, mu *sync.Mutex, att *TermAttachment, rows, cols *uint16, again bool) (TermAttachment, error) {
+// go to (*att, under mu). again: a new machine after a lost one. lesson
+// (the page's slug, or ""): its task setups run first. A failure is said
+// to the tab and ends the socket.
+func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson string, send func(termMsg) error, mu *sync.Mutex, att *TermAttachment, rows, cols *uint16, again bool) (TermAttachment, error) {
 	msg := tr(lang)("term.starting")
 	if again {
 		msg = tr(lang)("term.lost")
@@ -314,6 +315,10 @@ func (s *Server) attachTerminal(ctx context.Context, learner, lang string, send 
 		}
 		_ = send(termMsg{T: "error", Msg: msg})
 		return nil, err
+	}
+	if lesson != "" {
+		// before keystrokes are taken (*att is not set yet): terminal_setup.go
+		s.runTaskSetups(ctx, learner, lesson, lang, func(m string) { _ = send(termMsg{T: "status", Msg: m}) })
 	}
 	if queued {
 		s.log.Info("terminal: a learner waited in the queue", "learner", learner)

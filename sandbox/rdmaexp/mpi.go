@@ -97,6 +97,9 @@ int main(int argc, char **argv) {
 }
 `
 
+// mpiProgName is the MPI program's name (and its ranks' comm).
+const mpiProgName = "pingreduce"
+
 // mpiInclude is where Debian keeps mpi.h (libopenmpi-dev).
 const mpiInclude = "/usr/lib/x86_64-linux-gnu/openmpi/include"
 
@@ -165,6 +168,7 @@ func (r *mpiRun) run(ctx context.Context, emit sandbox.Emitter, mpirun, prog, di
 
 func runMPI(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	n := int(p["iterations"].(int64))
+	left := toolsLeft()
 	top, err := pickTopology()
 	if err != nil {
 		return err
@@ -188,7 +192,7 @@ func runMPI(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	src, prog := filepath.Join(dir, "pingreduce.c"), filepath.Join(dir, "pingreduce")
+	src, prog := filepath.Join(dir, mpiProgName+".c"), filepath.Join(dir, mpiProgName)
 	if err := os.WriteFile(src, []byte(mpiProgram), 0o644); err != nil {
 		return err
 	}
@@ -250,6 +254,7 @@ func runMPI(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		"default_ucx": b2f(def.PML == "ucx"), "ucx_pml": b2f(ucx.PML == "ucx"), "ucx_on_rxe": b2f(ucx.UCXOnRxe),
 		"tcp_ping_us": tcp.PingUs, "ucx_ping_us": ucx.PingUs, "default_ping_us": def.PingUs,
 		"tcp_reduce_us": tcp.ReduceUs, "ucx_reduce_us": ucx.ReduceUs, "default_reduce_us": def.ReduceUs,
+		"left_procs_at_start": float64(left),
 	}
 	ok := ucx.PML == "ucx" && ucx.UCXOnRxe && ucx.Sum == 3 && tcp.Sum == 3
 	result(emit, ok, mpiVerdict(def, tcp, ucx), figs)

@@ -267,6 +267,13 @@ func testPerfMTU(t *testing.T, ex executor) {
 // begins; it reports whether that happened.
 func runUntil(t *testing.T, ex executor, id string, raw map[string]any, phase string) bool {
 	t.Helper()
+	return runUntilAfter(t, ex, id, raw, phase, 0)
+}
+
+// runUntilAfter is runUntil cancelling wait after the phase began (a
+// phase is announced before its tools start).
+func runUntilAfter(t *testing.T, ex executor, id string, raw map[string]any, phase string, wait time.Duration) bool {
+	t.Helper()
 	g, ok := ex.(guestExec)
 	if !ok {
 		t.Skip("cancelling mid-run is tested in the guest")
@@ -282,7 +289,7 @@ func runUntil(t *testing.T, ex executor, id string, raw map[string]any, phase st
 	_ = g.b.Exec(ctx, sandbox.NewSession(sandbox.Request{RunID: fmt.Sprintf("test-%d", time.Now().UnixNano()), Experiment: id, Params: p}, nil, func(ev sandbox.Event) {
 		if ev.Type == sandbox.EvPhase && ev.Name == phase && !seen {
 			seen = true
-			cancel()
+			time.AfterFunc(wait, cancel)
 		}
 	}))
 	return seen

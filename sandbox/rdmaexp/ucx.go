@@ -194,6 +194,7 @@ func (r *ucxRun) once(ctx context.Context, emit sandbox.Emitter, bin string) err
 func runUCX(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	gid := p["gid"].(string)
 	iters := int(p["iterations"].(int64))
+	left := toolsLeft()
 	top, err := pickTopology()
 	if err != nil {
 		return err
@@ -287,6 +288,7 @@ func runUCX(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		"rc_lat_us": rcLat.Perf.LatP50, "tcp_lat_us": tcpLat.Perf.LatP50, "own_lat_us": own.Perf.LatP50,
 		"rc_bw_MBps": rcBW.Perf.BWOverall, "tcp_bw_MBps": tcpBW.Perf.BWOverall,
 		"rc_on_rxe": b2f(rcUsed), "own_shm": b2f(shm), "rc_transports_found": float64(rcOnRxe),
+		"left_procs_at_start": float64(left),
 	}
 	result(emit, rcUsed && rcLat.Perf.LatP50 > 0 && tcpLat.Perf.LatP50 > 0, ucxVerdict(own, rcLat, rcBW, tcpLat, tcpBW, shm, rcUsed), figs)
 	return nil

@@ -3,6 +3,7 @@ package rdmaexp
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 )
@@ -16,9 +17,18 @@ import (
 func TestUpperLibsOnDevices(t *testing.T) {
 	ex := pickExecutor(t)
 	before := ex.run(t, "rdma-resource", nil).result(t).Figures
+	// A cancelled run (the agent is SIGKILLed with its process group; the
+	// tools run in groups of their own) must leave no tool process: the
+	// next run counts them at its start.
+	t.Run("ucx-perf/cancelled", func(t *testing.T) {
+		cancelMidTool(t, ex, "ucx-perf", map[string]any{"iterations": 5000}, "rc")
+	})
 	t.Run("ucx-perf", func(t *testing.T) {
 		rec := ex.run(t, "ucx-perf", map[string]any{"iterations": 100})
 		f := upperResult(t, rec)
+		if f["left_procs_at_start"] != 0 {
+			t.Errorf("the cancelled ucx-perf run left %v tool processes behind", f["left_procs_at_start"])
+		}
 		if f["rc_on_rxe"] != 1 || f["rc_transports_found"] < 1 || f["rc_lat_us"] <= 0 || f["tcp_lat_us"] <= 0 || f["rc_bw_MBps"] <= 0 {
 			rec.dump(t)
 			t.Fatalf("ucx-perf did not measure rc_verbs on rxe and tcp: %v", f)
@@ -49,9 +59,15 @@ func TestUpperLibsOnDevices(t *testing.T) {
 		}
 		checkVerdictFigures(t, rec)
 	})
+	t.Run("mpi-transport/cancelled", func(t *testing.T) {
+		cancelMidTool(t, ex, "mpi-transport", map[string]any{"iterations": 2000}, "tcp")
+	})
 	t.Run("mpi-transport", func(t *testing.T) {
 		rec := ex.run(t, "mpi-transport", map[string]any{"iterations": 40})
 		f := upperResult(t, rec)
+		if f["left_procs_at_start"] != 0 {
+			t.Errorf("the cancelled mpi-transport run left %v processes (mpirun, orted, ranks) behind", f["left_procs_at_start"])
+		}
 		if f["ucx_pml"] != 1 || f["ucx_on_rxe"] != 1 || f["ucx_ping_us"] <= 0 || f["tcp_ping_us"] <= 0 {
 			rec.dump(t)
 			t.Fatalf("MPI's transport check did not report UCX on rxe: %v", f)
@@ -64,6 +80,16 @@ func TestUpperLibsOnDevices(t *testing.T) {
 			t.Errorf("resource leak after lesson 08's library experiments: %s was %v, now %v", k, v, after[k])
 		}
 	}
+}
+
+// cancelMidTool cancels a run of id a few seconds into phase, while its
+// tools run (a phase is announced before they start).
+func cancelMidTool(t *testing.T, ex executor, id string, raw map[string]any, phase string) {
+	t.Helper()
+	if !runUntilAfter(t, ex, id, raw, phase, 4*time.Second) {
+		t.Fatalf("%s ended before its %s phase", id, phase)
+	}
+	time.Sleep(time.Second) // what the kill leaves has a moment to go
 }
 
 // upperResult logs the run's tables and verdict and returns its figures.

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,6 +83,28 @@ func (t tool) command(ctx context.Context, out *capped) *exec.Cmd {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
+}
+
+// upperProcs are the names (/proc/PID/comm) of lesson 08's tools and of
+// what they start: mpirun's ranks run the program the MPI experiment
+// compiled (mpiProgName). A cancelled run must leave none of them behind.
+var upperProcs = []string{"ucx_perftest", "ucx_info", "fi_pingpong", "fi_info", "orterun", "mpirun", "orted", "tcc", mpiProgName}
+
+// toolsLeft counts the running processes named in upperProcs. The
+// experiments report it at their start (left_procs_at_start): the guest
+// tests cancel a run mid-tool and read it from the next run. (Another
+// run in the same guest at the same time would be counted too; these
+// experiments do not share their guest while they run.)
+func toolsLeft() int {
+	n := 0
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, c := range comms {
+		b, err := os.ReadFile(c)
+		if err == nil && slices.Contains(upperProcs, strings.TrimSpace(string(b))) {
+			n++
+		}
+	}
+	return n
 }
 
 // runTool runs t to the end, at most limit.

@@ -14,7 +14,13 @@ import (
 // lessonScript reads a verify script of the built-in lesson 01.
 func lessonScript(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../../lessons/course/01-why-rdma/tasks/" + name)
+	return courseScript(t, "01-why-rdma", name)
+}
+
+// courseScript reads a task script of a built-in lesson.
+func courseScript(t *testing.T, lesson, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../lessons/course/" + lesson + "/tasks/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +92,8 @@ func TestTerminalVerify(t *testing.T) {
 	check(bw, "en", true, "rxe0 sent 200 RDMA WRITEs of 64 KiB")
 	check(bw, "zh", true, "rxe0 发出了 200 个 64 KiB 的 RDMA WRITE")
 
+	testNVMeTask(t, terms, a, check)
+
 	// Output is bounded; a script's own exit status is its verdict.
 	res, err := terms.Verify(ctx, "learner-v", []byte("yes hello | head -c 100000; exit 3\n"), "en")
 	if err != nil {
@@ -154,3 +162,61 @@ done
 // termShell is how the learner's shell's command line starts
 // (vmguest.termShell: bash when the image has it).
 func termShell() string { return "/usr/bin/bash --login" }
+
+// testNVMeTask walks lesson 08's terminal task in the learner's guest (the
+// shell is uid 1000): before the setup the check says the target is
+// missing; the setup (run as root, as the lab runs it when the terminal
+// opens on that page) exports it; unconnected the check fails; the
+// learner connects with nvme connect -t rdma and the check passes. The
+// right the setup grants (write on /dev/nvme-fabrics) must not reach
+// further than docs/operations.md says: no configfs, no module loading,
+// no other transport, no reading the namespace, no deleting or resetting
+// the controller.
+func testNVMeTask(t *testing.T, terms *Terminals, a *Attachment, check func([]byte, string, bool, string)) {
+	t.Helper()
+	ctx := context.Background()
+	const nqn = "nqn.2026-12.lab.rdmalab.task:nvme-rdma"
+	setup, task := courseScript(t, "08-upper-layers", "nvme-target.sh"), courseScript(t, "08-upper-layers", "nvme-rdma.sh")
+	check(task, "en", false, "not exported in your machine")
+	res, err := terms.Verify(ctx, "learner-v", setup, "en")
+	if err != nil || !res.Passed {
+		t.Fatalf("the setup as root: %v %q %s", err, res.Detail, res.Output)
+	}
+	t.Logf("setup: %s", res.Output)
+	// run twice, as a reopened terminal does: idempotent
+	if res, err := terms.Verify(ctx, "learner-v", setup, "en"); err != nil || !res.Passed {
+		t.Fatalf("the setup a second time: %v %q %s", err, res.Detail, res.Output)
+	}
+	check(task, "en", false, "No controller of "+nqn)
+	check(task, "zh", false, "还没有连接")
+
+	// what the learner cannot do before and after connecting; each line
+	// prints a marker computed by the shell, so the echoed command line
+	// cannot match it
+	refused := func(what, cmd string, n int) {
+		t.Helper()
+		_ = a.Write([]byte(fmt.Sprintf("%s && echo ALLOWED-$((%d+1)) || echo refused-$((%d+1))\n", cmd, n, n)))
+		out := readUntil(t, a, fmt.Sprintf("-%d", n+1))
+		if strings.Contains(out, fmt.Sprintf("ALLOWED-%d", n+1)) {
+			t.Errorf("the learner could %s: %s", what, out)
+		}
+	}
+	refused("create a subsystem in configfs", "mkdir /sys/kernel/config/nvmet/subsystems/mine 2>/dev/null", 100)
+	refused("load a module", "modprobe nvme_tcp 2>/dev/null", 110)
+
+	_ = a.Write([]byte("nvme connect -t rdma -a 10.0.0.1 -s 4421 -n " + nqn + " && nvme list -v && echo conn-$((60+7))\n"))
+	out := readUntil(t, a, "conn-67")
+	t.Logf("the learner's nvme connect and nvme list -v:\n%s", out)
+	if !strings.Contains(out, "rdma") || !strings.Contains(out, nqn) {
+		t.Errorf("nvme list -v as the learner shows no rdma controller of %s", nqn)
+	}
+	check(task, "en", true, "with transport rdma")
+	check(task, "zh", true, "传输为 rdma")
+
+	refused("connect over tcp", "nvme connect -t tcp -a 10.0.0.1 -s 4421 -n "+nqn+" >/dev/null 2>&1", 120)
+	refused("read the namespace's block device", "head -c 4096 /dev/nvme0n1 >/dev/null 2>&1", 130)
+	refused("delete the controller", "sh -c 'for f in /sys/class/nvme/nvme*/delete_controller; do echo 1 > $f; done' 2>/dev/null", 140)
+	refused("reset the controller", "sh -c 'for f in /sys/class/nvme/nvme*/reset_controller; do echo 1 > $f; done' 2>/dev/null", 150)
+	refused("unexport the target", "rm /sys/kernel/config/nvmet/ports/2711/subsystems/"+nqn+" 2>/dev/null", 160)
+	check(task, "en", true, "with transport rdma")
+}

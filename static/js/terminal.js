@@ -113,8 +113,9 @@
         term.reset();
       }
       var scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      ws = new WebSocket(scheme + '//' + location.host + box.dataset.endpoint +
-        '?rows=' + term.rows + '&cols=' + term.cols);
+      var ep = box.dataset.endpoint;
+      ws = new WebSocket(scheme + '//' + location.host + ep + (ep.indexOf('?') < 0 ? '?' : '&') +
+        'rows=' + term.rows + '&cols=' + term.cols);
       ws.binaryType = 'arraybuffer';
       ws.onopen = function () { localStorage.setItem(KEY, '1'); };
       ws.onmessage = function (e) {
