@@ -277,15 +277,7 @@ func TestLTIRefusals(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept-Language", "zh-CN,zh;q=0.9")
 	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := goquery.NewDocumentFromReader(res.Body)
-	res.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := doc.Find("main").Text()
+	text := pageOf(t, res, err).Find("main").Text()
 	if !strings.Contains(text, tr("zh")("lti.refused.signature")) {
 		t.Errorf("zh refusal page lacks the zh message: %s", text)
 	}
@@ -364,16 +356,21 @@ func (e *ltiEnv) waitScores(n int) []ltitest.Score {
 
 func (e *ltiEnv) answer(c *http.Client, id, body string) {
 	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.HTTP.URL+attemptsPath(id), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.Do(req)
+	postAnswer(e.t, e.HTTP.URL, c, id, body)
+}
+
+// pageOf parses a response (and the error of its request) as HTML.
+func pageOf(t *testing.T, res *http.Response, err error) *goquery.Document {
+	t.Helper()
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		e.t.Fatalf("answer %s: %d", id, res.StatusCode)
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return doc
 }
 
 func TestLTIScoreReachesThePlatform(t *testing.T) {
@@ -438,14 +435,7 @@ func TestLTIScoreSurvivesRestart(t *testing.T) {
 	}
 	res.Body.Close()
 	res, err = in.Get(e.HTTP.URL + "/instructor/lti?lang=en")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := goquery.NewDocumentFromReader(res.Body)
-	res.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := pageOf(t, res, err)
 	row := doc.Find("[data-testid=lti-outbox-row]")
 	if row.Length() != 1 || !strings.Contains(row.Text(), "Lin") || !strings.Contains(row.Text(), "503") {
 		t.Errorf("outbox on the LTI page: %q", row.Text())
