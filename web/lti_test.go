@@ -560,3 +560,39 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// TestLTIPagesInChinese: the deep-linking picker and the admin page in
+// Chinese carry no English prose or Western punctuation (question ids,
+// URLs and the LMS's own error text aside).
+func TestLTIPagesInChinese(t *testing.T) {
+	old := store.PasswordCost
+	store.PasswordCost = bcrypt.MinCost
+	t.Cleanup(func() { store.PasswordCost = old })
+	e := newLTIEnv(t)
+	c := e.browser()
+	l := e.launch(c, ltitest.Message{Type: lti.MsgDeepLinking, Sub: "t-1", Roles: []string{lti.RoleInstructor}})
+	res, err := c.Get(e.HTTP.URL + l.Resp.Header.Get("Location") + "?lang=zh")
+	doc := pageOf(t, res, err)
+	// Lesson titles are the course's (the fixture's are "Quiz zh"), and a
+	// question shows "id — prompt": ids are identifiers.
+	doc.Find("[data-testid=lti-pick-question], [data-testid=lti-pick-lesson]").Parent().Remove()
+	pick := doc.Find("main").Text()
+	if _, err := e.DB.CreateInstructor(context.Background(), "teacher", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	in := e.browser()
+	res, err = in.PostForm(e.HTTP.URL+"/instructor/login", url.Values{"username": {"teacher"}, "password": {"correct horse battery"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = in.Get(e.HTTP.URL + "/instructor/lti?lang=zh")
+	doc = pageOf(t, res, err)
+	doc.Find("code, [lang=en]").Remove()
+	admin := doc.Find("main").Text()
+	for name, text := range map[string]string{"picker": pick, "admin": admin} {
+		if leaks := append(zhcheck.Prose(text), zhcheck.Leaks(text)...); len(leaks) > 0 {
+			t.Errorf("%s page in Chinese: %q", name, leaks)
+		}
+	}
+}
