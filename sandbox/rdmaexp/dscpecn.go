@@ -117,21 +117,14 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	mark := int(p["mark"].(int64))
 	n := int(p["messages"].(int64))
 	tclass := dscp<<2 | ecn
-	top, err := pickTopology()
+	link, err := shapeLink(emit, say("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link",
+		"这个实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：它在服务端的链路上抓包"))
 	if err != nil {
 		return err
 	}
-	if !top.Wire() {
-		return explained(emit, say("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link",
-			"这个实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：它在服务端的链路上抓包"))
-	}
-	if err := shapeable(emit, top); err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	cdev, sdev := top.Client.GID.Netdev, top.Server.GID.Netdev
-	cleanAtStart := linksClean(emit, cdev, sdev)
-	defer netshape.Reset(cdev)
+	defer link.reset(emit, false)
+	top, cleanAtStart := link.top, link.clean
+	cdev, sdev := link.dev, top.Server.GID.Netdev
 
 	phase(emit, "connect", say(fmt.Sprintf("client QP: traffic class 0x%02x = DSCP %d, ECN %s; server QP: traffic class 0 (default)", tclass, dscp, ecnNames[ecn]),
 		fmt.Sprintf("客户端 QP：traffic class 0x%02x = DSCP %d，ECN %s；服务端 QP：traffic class 0（默认）", tclass, dscp, ecnNames[ecn])))

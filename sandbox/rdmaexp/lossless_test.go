@@ -90,20 +90,7 @@ func testLossSweep(t *testing.T, ex executor) {
 			f = g
 		}
 	}
-	firm := 0
-	for _, k := range kinds {
-		if k != 0 {
-			firm++
-		}
-	}
-	for i := range kinds {
-		for j := range kinds {
-			if kinds[i]*kinds[j] < 0 {
-				t.Errorf("the verdict flipped between runs %d and %d of the same preset: %v (1 RDMA resent more in every round, -1 less, 0 too noisy to say)", i, j, kinds)
-			}
-		}
-	}
-	t.Logf("verdicts over three runs: %v (%d firm)", kinds, firm)
+	checkNoFlip(t, kinds, "1 RDMA resent more in every round, -1 less, 0 too noisy to say")
 	// Go-back-N resends the window behind each drop, SACK the drop only.
 	if f["rdma_resent_1"] <= 2*f["tcp_resent_1"] || f["rdma_resent_1"] < 3 {
 		t.Errorf("at 1 %% loss RDMA resent %v %% and TCP %v %% (medians): want RDMA > 3 %% and > twice TCP", f["rdma_resent_1"], f["tcp_resent_1"])

@@ -96,42 +96,17 @@ func (p sweepPoint) of(f func(sweepSample) float64) floatSpread {
 	return floatSpreadOf(v)
 }
 
-// pctRange prints a spread of percentages as the table does: "median
-// (min–max)", with prec decimals.
-func pctRange(s floatSpread, prec int) string {
-	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Med, prec, s.Min, prec, s.Max)
-}
-
-// pctRangeZh is pctRange in Chinese punctuation: "median（min–max）".
-func pctRangeZh(s floatSpread, prec int) string {
-	return fmt.Sprintf("%.*f（%.*f–%.*f）", prec, s.Med, prec, s.Min, prec, s.Max)
-}
-
 func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	steps := lossSteps(p["losses"].(string))
 	size := int(p["size"].(int64))
 	dur := time.Duration(p["ms"].(int64)) * time.Millisecond
-	top, err := pickTopology()
+	link, err := shapeLink(emit, say("the loss sweep needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
+		"丢包扫描需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
 	if err != nil {
 		return err
 	}
-	if !top.Wire() {
-		return explained(emit, say("the loss sweep needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
-			"丢包扫描需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
-	}
-	if err := shapeable(emit, top); err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	dev := top.Client.GID.Netdev
-	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)
-	defer func() {
-		if err := netshape.Reset(dev); err != nil {
-			note(emit, "warn", say("could not remove the loss: "+err.Error(), "无法撤销丢包设置："+quoteZh(err)))
-		} else {
-			note(emit, "info", say("loss removed: the link is as it was before the run", "已撤销丢包：链路恢复到运行前的状态"))
-		}
-	}()
+	defer link.reset(emit, true)
+	top, dev, cleanAtStart := link.top, link.dev, link.clean
 
 	pair, err := newWritePair(top, size, sweepTimeout, 7)
 	if err != nil {
@@ -201,14 +176,10 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			{"rdma_rel", "% of 0%", say("RDMA WRITE (go-back-N)", "RDMA WRITE（go-back-N）"), rr},
 			{"tcp_rel", "% of 0%", say("TCP (SACK)", "TCP（SACK）"), tr},
 		} {
-			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series, X: loss, Y: round2(m.sp.Med), Unit: m.unit, Messages: m.label})
-			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series + "_lo", X: loss, Y: round2(m.sp.Min), Unit: m.unit,
-				Messages: say(m.label["en"]+", lowest round", m.label["zh"]+"，最低一轮")})
-			emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: m.series + "_hi", X: loss, Y: round2(m.sp.Max), Unit: m.unit,
-				Messages: say(m.label["en"]+", highest round", m.label["zh"]+"，最高一轮")})
+			metricSpread(emit, m.series, m.label, loss, m.sp, m.unit)
 		}
-		note(emit, "info", say(fmt.Sprintf("%s %% loss, %d rounds: resent RDMA %s %%, TCP %s %% of the packets the data needed; goodput RDMA %s %%, TCP %s %% of 0 %% loss (median, lowest–highest)", pctKey(loss), len(pt.samples), pctRange(rs, 1), pctRange(ts, 1), pctRange(rr, 0), pctRange(tr, 0)),
-			fmt.Sprintf("丢包率 %s %%，%d 轮：重发报文占数据所需报文的比例，RDMA %s %%，TCP %s %%；有效吞吐占 0 %% 丢包时的比例，RDMA %s %%，TCP %s %%（中位数，最低–最高）", pctKey(loss), len(pt.samples), pctRangeZh(rs, 1), pctRangeZh(ts, 1), pctRangeZh(rr, 0), pctRangeZh(tr, 0))))
+		note(emit, "info", say(fmt.Sprintf("%s %% loss, %d rounds: resent RDMA %s %%, TCP %s %% of the packets the data needed; goodput RDMA %s %%, TCP %s %% of 0 %% loss (median, lowest–highest)", pctKey(loss), len(pt.samples), rs.say(1)["en"], ts.say(1)["en"], rr.say(0)["en"], tr.say(0)["en"]),
+			fmt.Sprintf("丢包率 %s %%，%d 轮：重发报文占数据所需报文的比例，RDMA %s %%，TCP %s %%；有效吞吐占 0 %% 丢包时的比例，RDMA %s %%，TCP %s %%（中位数，最低–最高）", pctKey(loss), len(pt.samples), rs.say(1)["zh"], ts.say(1)["zh"], rr.say(0)["zh"], tr.say(0)["zh"])))
 	}
 
 	// Results table: the spread of every ratio over the rounds, then the
@@ -245,7 +216,7 @@ func runLossSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		if len(errs) > 0 {
 			cnt = sandbox.Text{"en": cnt["en"] + "; WRITE failed: " + strings.Join(errs, ", "), "zh": cnt["zh"] + "；WRITE 失败：" + strings.Join(errs, "、")}
 		}
-		t.AddRow(same(k), say(pctRange(st.rs, 1), pctRangeZh(st.rs, 1)), say(pctRange(st.ts, 1), pctRangeZh(st.ts, 1)), say(pctRange(st.rr, 0), pctRangeZh(st.rr, 0)), say(pctRange(st.tr, 0), pctRangeZh(st.tr, 0)),
+		t.AddRow(same(k), st.rs.say(1), st.ts.say(1), st.rr.say(0), st.tr.say(0),
 			same(fmt.Sprintf("%.1f", st.rm.Med)), same(fmt.Sprintf("%.1f", st.tm.Med)), cnt)
 		figs["rdma_mbps_"+k] = round2(st.rm.Med)
 		figs["tcp_mbps_"+k] = round2(st.tm.Med)
@@ -276,25 +247,25 @@ func lossVerdict(k string, baseR, baseT float64, rs, ts, rr, tr floatSpread) (sa
 			"无丢包那一档没有传出数据，无从比较；请在更空闲的机器上重跑。"), false, 0
 	}
 	n := rs.N
-	resEn := fmt.Sprintf("RDMA resent %s %% more packets than its data needed, TCP %s %% (median of %d rounds, lowest–highest)", pctRange(rs, 1), pctRange(ts, 1), n)
-	resZh := fmt.Sprintf("RDMA 比数据本身所需多发了 %s %% 的报文，TCP 多发了 %s %%（%d 轮的中位数，最低–最高）", pctRangeZh(rs, 1), pctRangeZh(ts, 1), n)
+	resEn := fmt.Sprintf("RDMA resent %s %% more packets than its data needed, TCP %s %% (median of %d rounds, lowest–highest)", rs.say(1)["en"], ts.say(1)["en"], n)
+	resZh := fmt.Sprintf("RDMA 比数据本身所需多发了 %s %% 的报文，TCP 多发了 %s %%（%d 轮的中位数，最低–最高）", rs.say(1)["zh"], ts.say(1)["zh"], n)
 	var gEn, gZh string
 	switch {
-	case rr.Max < tr.Min:
-		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — RDMA lower in every round.", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 RDMA 都更低。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
-	case tr.Max < rr.Min:
-		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — TCP lower in every round.", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 TCP 都更低。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
+	case order(rr, tr, 0) < 0:
+		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — RDMA lower in every round.", rr.say(0)["en"], tr.say(0)["en"])
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 RDMA 都更低。", rr.say(0)["zh"], tr.say(0)["zh"])
+	case order(rr, tr, 0) > 0:
+		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs — TCP lower in every round.", rr.say(0)["en"], tr.say(0)["en"])
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）——每一轮 TCP 都更低。", rr.say(0)["zh"], tr.say(0)["zh"])
 	default:
-		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs; the ranges overlap, so which kept more is too noisy on this machine to say (goodput depends on how busy the shared, emulated machine was; the resent counts do not).", pctRange(rr, 0), pctRange(tr, 0))
-		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）；两者的范围互相重叠，在这台机器上噪声太大，说不出谁保住得更多（有效吞吐取决于共享的模拟机器当时有多忙，重发的报文数则不受影响）。", pctRangeZh(rr, 0), pctRangeZh(tr, 0))
+		gEn = fmt.Sprintf("Goodput kept: RDMA %s %%, TCP %s %% of their loss-free runs; the ranges overlap, so which kept more is too noisy on this machine to say (goodput depends on how busy the shared, emulated machine was; the resent counts do not).", rr.say(0)["en"], tr.say(0)["en"])
+		gZh = fmt.Sprintf("有效吞吐保住了：RDMA %s %%，TCP %s %%（相对各自无丢包时）；两者的范围互相重叠，在这台机器上噪声太大，说不出谁保住得更多（有效吞吐取决于共享的模拟机器当时有多忙，重发的报文数则不受影响）。", rr.say(0)["zh"], tr.say(0)["zh"])
 	}
-	switch {
-	case rs.Min > ts.Max:
+	switch order(rs, ts, 1) {
+	case 1:
 		return say(fmt.Sprintf("At %s %% loss %s: more in every round. Each drop made the RDMA receiver discard everything after the gap (out-of-sequence) and the sender resend from the lost packet on (go-back-N); TCP's SACK resends only what was lost. %s Measured here on Soft-RoCE: compare these ratios, not the MB/s, with hardware.", k, resEn, gEn),
 			fmt.Sprintf("在 %s %% 丢包下，%s：每一轮都更多。每丢一个包，RDMA 接收端就丢弃缺口之后的全部报文（乱序），发送端从丢失的那个包起全部重发（go-back-N）；TCP 的 SACK 只重发丢了的部分。%s这是在 Soft-RoCE 上实测的：与硬件比较时看这些比例，不看 MB/s。", k, resZh, gZh)), true, 1
-	case rs.Max < ts.Min:
+	case -1:
 		return say(fmt.Sprintf("At %s %% loss %s: go-back-N cost less than SACK in every round this time. %s Run it again, or with bigger WRITEs.", k, resEn, gEn),
 			fmt.Sprintf("在 %s %% 丢包下，%s：这次每一轮 go-back-N 的代价都比 SACK 低。%s请重跑，或换更大的 WRITE。", k, resZh, gZh)), false, -1
 	}
@@ -364,44 +335,6 @@ func rel(v, base float64) float64 {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-// shapeable refuses devices that are not on the lab's own veth links: the
-// lesson 02 experiments add loss to a link, and a host's real NIC with an
-// rxe device on it must never get that.
-func shapeable(emit sandbox.Emitter, top topology) error {
-	for _, d := range []string{top.Client.GID.Netdev, top.Server.GID.Netdev} {
-		if !netshape.Ours(d) {
-			return explained(emit, say(fmt.Sprintf("the RDMA devices sit on %s, which is not one of the lab's own veth links (%v in the guest, %v on a host): this experiment changes the link, so it only runs on those",
-				d, netshape.GuestLinks, netshape.HostLinks),
-				fmt.Sprintf("RDMA 设备位于 %s 上，它不是实验室自己的 veth 链路（虚拟机里是 %v，主机上是 %v）：这个实验会改动链路，所以只在这些链路上运行",
-					d, netshape.GuestLinks, netshape.HostLinks)))
-		}
-	}
-	return nil
-}
-
-// linksClean reports (and logs) whether the links carry no shaping left
-// over from an earlier run, then resets them anyway.
-func linksClean(emit sandbox.Emitter, devs ...string) bool {
-	clean := true
-	for _, d := range devs {
-		s, err := netshape.State(d)
-		if err != nil {
-			note(emit, "warn", say(fmt.Sprintf("state of %s: %v", d, err), fmt.Sprintf("读取 %s 的状态失败：%s", d, quoteZh(err))))
-			continue
-		}
-		if s != "" {
-			clean = false
-			note(emit, "warn", say("left over from an earlier run: "+s+" — removing it", "上一次运行遗留的设置："+s+"——正在撤销"))
-		}
-	}
-	if clean {
-		note(emit, "info", say(fmt.Sprintf("links %s: no qdisc or GSO limit left over from earlier runs", strings.Join(devs, ", ")),
-			fmt.Sprintf("链路 %s：没有以前运行遗留的 qdisc 或 GSO 限制", strings.Join(devs, ", "))))
-	}
-	_ = netshape.Reset(devs...)
-	return clean
-}
 
 // counters of both devices, prefixed "srv." and "cli." for the diff.
 type bothCounters struct{ srv, cli map[string]int64 }

@@ -40,6 +40,68 @@ func TestPerfOnDevices(t *testing.T) {
 	}
 }
 
+// perfReruns is how often TestPerfVerdictsHold runs each preset.
+const perfReruns = 3
+
+// TestPerfVerdictsHold runs every preset of the perf-* family perfReruns
+// times in the shared guest and fails when a firm verdict of one run is
+// the opposite firm verdict of another (DESIGN.md: a verdict must survive
+// a rerun). A firm verdict beside "too noisy to say" is allowed — that is
+// what the spread is for — and logged.
+func TestPerfVerdictsHold(t *testing.T) {
+	ex := pickExecutor(t)
+	start := time.Now()
+	for _, d := range perfFamily {
+		for _, pr := range d.presets {
+			t.Run(d.id+"/"+pr.ID, func(t *testing.T) {
+				var kinds []float64
+				for i := range perfReruns {
+					t0 := time.Now()
+					rec := ex.run(t, d.id, pr.Values)
+					r := rec.result(t)
+					k, ok := r.Figures["verdict"]
+					if !ok {
+						t.Fatalf("run %d has no verdict figure: %v", i, r.Figures)
+					}
+					v := r.Messages["en"]
+					if n := strings.Index(v, " In general"); n > 0 {
+						v = v[:n]
+					}
+					t.Logf("run %d (%.1f s): verdict %v: %s", i, time.Since(t0).Seconds(), k, v)
+					kinds = append(kinds, k)
+				}
+				checkNoFlip(t, kinds, "1 and -1 are opposite firm verdicts, 0 too noisy to say")
+			})
+		}
+	}
+	t.Logf("%d runs of the perf-* presets: %v", perfReruns, time.Since(start).Round(time.Second))
+}
+
+// checkNoFlip fails when one run's firm verdict (1 or -1) is the opposite
+// of another's, and logs how many runs were firm; meaning says what the
+// kinds stand for.
+func checkNoFlip(t *testing.T, kinds []float64, meaning string) {
+	t.Helper()
+	firm := 0
+	for _, k := range kinds {
+		if k != 0 {
+			firm++
+		}
+	}
+	for i := range kinds {
+		for j := i + 1; j < len(kinds); j++ {
+			if kinds[i]*kinds[j] < 0 {
+				t.Errorf("the verdict flipped between runs %d and %d of the same preset: %v (%s)", i, j, kinds, meaning)
+			}
+		}
+	}
+	if firm > 0 && firm < len(kinds) {
+		t.Logf("firm in %d of %d runs, too noisy to say in the others: %v (%s)", firm, len(kinds), kinds, meaning)
+	} else {
+		t.Logf("verdicts over %d runs: %v (%d firm; %s)", len(kinds), kinds, firm, meaning)
+	}
+}
+
 func logResult(t *testing.T, rec *recorder) map[string]float64 {
 	t.Helper()
 	r := rec.result(t)
@@ -139,6 +201,7 @@ func checkPerftestCurve(t *testing.T, rec *recorder, f map[string]float64, max i
 func testPerfInline(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-inline", map[string]any{"iterations": 200, "max_inline": 64})
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, "6.1") // the guest's kernel
 	if f["above_refused"] != 1 {
 		t.Errorf("an inline post above max_inline (%v B) was not refused", f["max_inline"])
 	}
@@ -157,6 +220,7 @@ func testPerfInline(t *testing.T, ex executor) {
 func testPerfSignal(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-signal", map[string]any{"every": 16, "size": 64, "seconds": 1})
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, f2(f["speedup"]))
 	if f["cqe_per_msg_all"] != 1 || f["cqe_per_msg_sel"] > 1.0/16+0.01 {
 		t.Errorf("completions per message: %v signaling all, %v every 16th", f["cqe_per_msg_all"], f["cqe_per_msg_sel"])
 	}
@@ -207,6 +271,8 @@ func testPerfWait(t *testing.T, ex executor) {
 func testPerfMRCost(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-mr-cost", map[string]any{"max_size": 16 << 20, "repeats": 3})
 	f := logResult(t, rec)
+	// the growth and the page ratio are derived from two printed figures
+	checkVerdictFigures(t, rec, fmtFig(f["growth"], 0), fmtFig(f["growth"], 1), fmtFig(f["size_ratio"], 0), "12.5")
 	// 16 MiB is 4096× the pages of 4 KiB: registration must grow with it
 	if f["growth"] < 5 {
 		t.Errorf("registering 16 MiB took only ×%.1f the time of the cheapest small size", f["growth"])
@@ -222,6 +288,7 @@ func testPerfMRCost(t *testing.T, ex executor) {
 func testPerfDepth(t *testing.T, ex executor) {
 	rec := ex.run(t, "perf-depth", map[string]any{"size": 16 << 10, "max_depth": 16})
 	f := logResult(t, rec)
+	checkVerdictFigures(t, rec, "6.1")
 	t.Logf("depth gain ×%.2f (best depth %v), ready at the first poll %.2f", f["gain"], f["best_depth"], f["ready_at_first_poll"])
 	for _, d := range []string{"1", "2", "4", "8", "16"} {
 		if f["mbps_"+d] <= 0 {

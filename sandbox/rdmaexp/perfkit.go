@@ -279,19 +279,6 @@ func lockThread() func() {
 }
 
 // tcgNote says, in the run's log, how to read the absolute figures.
-// perfSetup is the opening every lesson-06 experiment shares: the setup
-// phase, the devices picked and said, and the note on emulation.
-func perfSetup(emit sandbox.Emitter) (topology, error) {
-	phase(emit, "setup", say("Connecting two queue pairs", "连接两个队列对"))
-	top, err := pickTopology()
-	if err != nil {
-		return top, err
-	}
-	note(emit, "info", top.describe())
-	tcgNote(emit)
-	return top, nil
-}
-
 func tcgNote(emit sandbox.Emitter) {
 	if emulated() {
 		note(emit, "info", say("Measured here: Soft-RoCE in a QEMU guest whose CPU is emulated (TCG). Every figure is many times slower than on hardware — read the ratios between the rows, never the absolute numbers.",

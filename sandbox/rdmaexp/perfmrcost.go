@@ -10,43 +10,34 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
 
-// PerfMRCost is lesson 05's "memory registration cost": ibv_reg_mr and
+// perfMRCostDecl is lesson 05's "memory registration cost": ibv_reg_mr and
 // ibv_dereg_mr timed at sizes from 4 KiB up, then one message sent the
 // wrong way (register, send, deregister) against the right way (send from
 // memory registered once).
-func PerfMRCost() *sandbox.Experiment {
-	return &sandbox.Experiment{
-		ID:    "perf-mr-cost",
-		Title: say("What registering memory costs", "注册内存的代价"),
-		Summary: say("Times ibv_reg_mr and ibv_dereg_mr for buffers from 4 KiB up to the chosen size (registration pins every page), then compares registering for each message with registering once and reusing the buffer.",
-			"对从 4 KiB 到所选大小的缓冲区计时 ibv_reg_mr 和 ibv_dereg_mr（注册要钉住每一页），再比较“每条消息都注册一次”与“注册一次、反复使用”。"),
-		Needs:   sandbox.NeedRDMA,
-		Sharing: sandbox.Timing, // figures need the machine alone
-		Params: []sandbox.Param{
-			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest buffer", "最大缓冲区"), Help: say("Sizes run from 4 KiB, ×4 each step, up to this.", "大小从 4 KiB 起每次乘 4，直到这个值。"), Min: 64 << 10, Max: 64 << 20, Default: int64(16 << 20)},
-			{Name: "repeats", Kind: sandbox.ParamInt, Title: say("Registrations per size", "每种大小的注册次数"), Min: 1, Max: 20, Default: int64(5)},
-		},
-		Presets: []sandbox.Preset{{ID: "default", Title: say("up to 16 MiB", "直到 16 MiB"), Values: map[string]any{"max_size": int64(16 << 20)}}},
-		Timeout: 60 * time.Second,
-		Run:     runPerfMRCost,
-	}
+var perfMRCostDecl = perfDecl{
+	id:    "perf-mr-cost",
+	title: say("What registering memory costs", "注册内存的代价"),
+	summary: say("Times ibv_reg_mr and ibv_dereg_mr for buffers from 4 KiB up to the chosen size (registration pins every page), then compares registering for each message with registering once and reusing the buffer.",
+		"对从 4 KiB 到所选大小的缓冲区计时 ibv_reg_mr 和 ibv_dereg_mr（注册要钉住每一页），再比较“每条消息都注册一次”与“注册一次、反复使用”。"),
+	params: []sandbox.Param{
+		{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest buffer", "最大缓冲区"), Help: say("Sizes run from 4 KiB, ×4 each step, up to this.", "大小从 4 KiB 起每次乘 4，直到这个值。"), Min: 64 << 10, Max: 64 << 20, Default: int64(16 << 20)},
+		{Name: "repeats", Kind: sandbox.ParamInt, Title: say("Registrations per size", "每种大小的注册次数"), Min: 1, Max: 20, Default: int64(5)},
+	},
+	presets: []sandbox.Preset{{ID: "default", Title: say("up to 16 MiB", "直到 16 MiB"), Values: map[string]any{"max_size": int64(16 << 20)}}},
+	setup: say("Opening the device", "打开设备"),
+	timeout: 60 * time.Second,
+	run:     runPerfMRCost,
 }
 
 type mrRow struct {
 	Size       int
 	Reg, Dereg time.Duration // medians
+	RegUS      floatSpread   // ibv_reg_mr µs over the repeats
 }
 
-func runPerfMRCost(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+func runPerfMRCost(ctx context.Context, p sandbox.Params, top topology, emit sandbox.Emitter) error {
 	maxSize := int(p["max_size"].(int64))
 	reps := int(p["repeats"].(int64))
-	phase(emit, "setup", say("Opening the device", "打开设备"))
-	top, err := pickTopology()
-	if err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	tcgNote(emit)
 	var sizes []int
 	for s := 4 << 10; s < maxSize; s *= 4 {
 		sizes = append(sizes, s)
@@ -98,9 +89,13 @@ func runPerfMRCost(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) 
 			}
 			reg, dereg = append(reg, clk.Duration(c1-c0)), append(dereg, clk.Duration(c2-c1))
 		}
-		row := mrRow{Size: size, Reg: medianOf(reg), Dereg: medianOf(dereg)}
+		regUS := make([]float64, len(reg))
+		for i, d := range reg {
+			regUS[i] = us(d)
+		}
+		row := mrRow{Size: size, Reg: medianOf(reg), Dereg: medianOf(dereg), RegUS: floatSpreadOf(regUS)}
 		rows = append(rows, row)
-		metric(emit, "reg", say("ibv_reg_mr", "ibv_reg_mr"), float64(size), us(row.Reg), "µs")
+		metricSpread(emit, "reg", say("ibv_reg_mr", "ibv_reg_mr"), float64(size), row.RegUS, "µs")
 		metric(emit, "dereg", say("ibv_dereg_mr", "ibv_dereg_mr"), float64(size), us(row.Dereg), "µs")
 		note(emit, "info", say(fmt.Sprintf("%s: ibv_reg_mr %.1f µs, ibv_dereg_mr %.1f µs (%.2f µs per 4 KiB page)", human(int64(size)), us(row.Reg), us(row.Dereg), us(row.Reg)/float64(size/4096)),
 			fmt.Sprintf("%s：ibv_reg_mr %.1f µs，ibv_dereg_mr %.1f µs（每个 4 KiB 页 %.2f µs）", human(int64(size)), us(row.Reg), us(row.Dereg), us(row.Reg)/float64(size/4096))))
@@ -184,11 +179,13 @@ func waitOK(ctx context.Context, pr *pair) error {
 }
 
 func reportMRCost(emit sandbox.Emitter, rows []mrRow, perMsg, once, regOnly time.Duration) error {
-	t := sandbox.NewTable(say("registration cost (medians)", "注册代价（中位数）"), say("size", "大小"), say("pages", "页数"), sandbox.Same("ibv_reg_mr µs"), sandbox.Same("ibv_dereg_mr µs"), say("reg µs per page", "每页注册 µs"))
+	t := sandbox.NewTable(say("registration cost (medians)", "注册代价（中位数）"), say("size", "大小"), say("pages", "页数"),
+		say(fmt.Sprintf("ibv_reg_mr µs, median (lowest–highest of %d)", rows[0].RegUS.N), fmt.Sprintf("ibv_reg_mr µs，中位数（%d 次中最低–最高）", rows[0].RegUS.N)), sandbox.Same("ibv_dereg_mr µs"), say("reg µs per page", "每页注册 µs"))
 	figs := map[string]float64{}
 	for _, r := range rows {
 		pages := r.Size / 4096
-		sameRow(t, human(int64(r.Size)), fmt.Sprint(pages), f1(us(r.Reg)), f1(us(r.Dereg)), fmt.Sprintf("%.2f", us(r.Reg)/float64(pages)))
+		t.AddRow(sandbox.Same(human(int64(r.Size))), sandbox.Same(fmt.Sprint(pages)), r.RegUS.say(1), sandbox.Same(f1(us(r.Dereg))), sandbox.Same(fmt.Sprintf("%.2f", us(r.Reg)/float64(pages))))
+		figs[fmt.Sprintf("reg_min_us_%d", r.Size)], figs[fmt.Sprintf("reg_max_us_%d", r.Size)] = r.RegUS.Min, r.RegUS.Max
 		figs[fmt.Sprintf("reg_us_%d", r.Size)], figs[fmt.Sprintf("dereg_us_%d", r.Size)] = us(r.Reg), us(r.Dereg)
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
@@ -209,6 +206,10 @@ func reportMRCost(emit sandbox.Emitter, rows []mrRow, perMsg, once, regOnly time
 	figs["reg_small_us"], figs["reg_big_us"], figs["growth"], figs["size_ratio"] = us(small.Reg), us(big.Reg), growth, float64(big.Size)/float64(small.Size)
 	figs["per_msg_us"], figs["once_us"], figs["per_msg_slowdown"] = us(perMsg), us(once), slow
 	figs["reg_dereg_64k_us"] = us(regOnly)
+	// firm when every registration of the largest size took at least
+	// twice (or every one less than twice) every one of the smallest
+	kind := order(big.RegUS, small.RegUS.scaled(2), 1)
+	figs["verdict"] = kind
 	share := ratio(us(regOnly), us(once))
 	// A 64 KiB WRITE at 100 Gb/s takes about 5 µs on the wire (64 KiB ÷
 	// 12.5 GB/s). The µs measured here come from an emulated CPU, so the
@@ -220,12 +221,18 @@ func reportMRCost(emit sandbox.Emitter, rows []mrRow, perMsg, once, regOnly time
 	rxe := say("Specific to rxe: there is no NIC table to write — rxe keeps the page list in kernel memory — so what you measured is the system call and the per-page pinning, without the device's share.",
 		"rxe 特有：没有网卡表需要写——rxe 把页列表存在内核内存里——所以这里测到的是系统调用和逐页钉住的开销，不含设备那一份。")
 	var v sandbox.Text
-	if growth >= 2 {
-		v = say(fmt.Sprintf("Registration grew with the size: %.1f µs for %s, %.0f µs for %s (×%.0f for ×%.0f the pages). A 64 KiB WRITE with its own registration took %.0f µs, from memory registered once %.0f µs.", us(small.Reg), human(int64(small.Size)), us(big.Reg), human(int64(big.Size)), growth, figs["size_ratio"], us(perMsg), us(once))+hw["en"]+" "+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("注册的代价随大小增长：%s 用 %.1f µs，%s 用 %.0f µs（页数 ×%.0f，时间 ×%.0f）。每次都注册的 64 KiB WRITE 用了 %.0f µs，从只注册一次的内存发送用了 %.0f µs。", human(int64(small.Size)), us(small.Reg), human(int64(big.Size)), us(big.Reg), figs["size_ratio"], growth, us(perMsg), us(once))+hw["zh"]+gen["zh"]+rxe["zh"])
-	} else {
-		v = say(fmt.Sprintf("Registration barely grew here: %.1f µs for %s, %.1f µs for %s (×%.1f) — a fixed cost per call dominated.", us(small.Reg), human(int64(small.Size)), us(big.Reg), human(int64(big.Size)), growth)+hw["en"]+" "+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("这里注册代价几乎没有随大小增长：%s 用 %.1f µs，%s 用 %.1f µs（×%.1f）——每次调用的固定开销占了主导。", human(int64(small.Size)), us(small.Reg), human(int64(big.Size)), us(big.Reg), growth)+hw["zh"]+gen["zh"]+rxe["zh"])
+	switch kind {
+	case 1:
+		v = say(fmt.Sprintf("Registration grew with the size: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.0f for ×%.0f the pages). A 64 KiB WRITE with its own registration took %.0f µs, from memory registered once %.0f µs.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth, figs["size_ratio"], us(perMsg), us(once))+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("注册的代价随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；页数 ×%.0f，时间 ×%.0f）。每次都注册的 64 KiB WRITE 用了 %.0f µs，从只注册一次的内存发送用了 %.0f µs。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, figs["size_ratio"], growth, us(perMsg), us(once))+hw["zh"]+gen["zh"]+rxe["zh"])
+	case -1:
+		v = say(fmt.Sprintf("Registration barely grew here: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.1f) — a fixed cost per call dominated.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth)+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("这里注册代价几乎没有随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；×%.1f）——每次调用的固定开销占了主导。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, growth)+hw["zh"]+gen["zh"]+rxe["zh"])
+	default:
+		why := tooNoisy(say(fmt.Sprintf("over %d registrations each, the range of %s overlaps twice the range of %s, so whether it took twice as long or more is not settled", big.RegUS.N, human(int64(big.Size)), human(int64(small.Size))),
+			fmt.Sprintf("各注册 %d 次中，%s 的范围与 %s 范围的两倍互相重叠，是否达到两倍以上还定不下来", big.RegUS.N, human(int64(big.Size)), human(int64(small.Size)))))
+		v = say(fmt.Sprintf("Whether registration grew with the size is %s: %s µs for %s, %s µs for %s (median, lowest–highest; ×%.1f).", why["en"], small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), growth)+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("注册代价是否随大小增长，%s。%s 用 %s µs，%s 用 %s µs（中位数，最低–最高；×%.1f）。", why["zh"], human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], growth)+hw["zh"]+gen["zh"]+rxe["zh"])
 	}
 	result(emit, true, v, figs)
 	return nil

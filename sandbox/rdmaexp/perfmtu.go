@@ -19,26 +19,23 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// PerfMTU is lesson 05's "path MTU": the same WRITE stream over a path MTU
+// perfMTUDecl is lesson 05's "path MTU": the same WRITE stream over a path MTU
 // of 1024 (the veth pair at its usual 1500-byte MTU) and of 4096 (the veth
 // MTU raised to 9000 inside the guest, put back afterwards — also when the
 // run fails or is cancelled).
-func PerfMTU() *sandbox.Experiment {
-	return &sandbox.Experiment{
-		ID:    "perf-mtu",
-		Title: say("Path MTU 1024 vs 4096", "路径 MTU：1024 对比 4096"),
-		Summary: say("Streams large RDMA WRITEs at path MTU 1024, then raises the veth pair's MTU to 9000 so Soft-RoCE offers 4096 and streams again; counts the packets per message on the device counters and compares the bandwidth. The MTU is put back afterwards.",
-			"先在路径 MTU 1024 下流式发送大的 RDMA WRITE，再把 veth 对的 MTU 提高到 9000，让 Soft-RoCE 提供 4096，再发一次；从设备计数器数出每条消息的报文数，比较带宽。结束后恢复原来的 MTU。"),
-		Needs:   sandbox.NeedRDMA,
-		Sharing: sandbox.Timing, // figures need the machine alone
-		Params: []sandbox.Param{
-			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 4 << 10, Max: 256 << 10, Default: int64(64 << 10)},
-			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per MTU", "每种 MTU 的秒数"), Min: 1, Max: 4, Default: int64(2)},
-		},
-		Presets: []sandbox.Preset{{ID: "default", Title: say("64 KiB", "64 KiB"), Values: map[string]any{"size": int64(64 << 10)}}},
-		Timeout: 60 * time.Second,
-		Run:     runPerfMTU,
-	}
+var perfMTUDecl = perfDecl{
+	id:    "perf-mtu",
+	title: say("Path MTU 1024 vs 4096", "路径 MTU：1024 对比 4096"),
+	summary: say("Streams large RDMA WRITEs at path MTU 1024, then raises the veth pair's MTU to 9000 so Soft-RoCE offers 4096 and streams again; counts the packets per message on the device counters and compares the bandwidth. The MTU is put back afterwards.",
+		"先在路径 MTU 1024 下流式发送大的 RDMA WRITE，再把 veth 对的 MTU 提高到 9000，让 Soft-RoCE 提供 4096，再发一次；从设备计数器数出每条消息的报文数，比较带宽。结束后恢复原来的 MTU。"),
+	params: []sandbox.Param{
+		{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 4 << 10, Max: 256 << 10, Default: int64(64 << 10)},
+		{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per MTU", "每种 MTU 的秒数"), Min: 1, Max: 4, Default: int64(2)},
+	},
+	presets: []sandbox.Preset{{ID: "default", Title: say("64 KiB", "64 KiB"), Values: map[string]any{"size": int64(64 << 10)}}},
+	setup: say("Finding the veth pair under the RDMA devices", "找到 RDMA 设备下面的 veth 对"),
+	timeout: 60 * time.Second,
+	run:     runPerfMTU,
 }
 
 // jumboMTU is the netdev MTU that lets rxe offer a 4096-byte path MTU:
@@ -49,20 +46,14 @@ const jumboMTU = 9000
 // mtuRow is one path MTU's stream and packet count.
 type mtuRow struct {
 	PathMTU int
-	St      streamStats
+	St      streamStats // the rounds together
+	BW      floatSpread // MB/s per round
 	Pkts    int64
 }
 
-func runPerfMTU(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+func runPerfMTU(ctx context.Context, p sandbox.Params, top topology, emit sandbox.Emitter) error {
 	size := int(p["size"].(int64))
 	secs := time.Duration(p["seconds"].(int64)) * time.Second
-	phase(emit, "setup", say("Finding the veth pair under the RDMA devices", "找到 RDMA 设备下面的 veth 对"))
-	top, err := pickTopology()
-	if err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	tcgNote(emit)
 	if !top.Wire() {
 		err := errors.New("perf-mtu needs two RDMA devices on the two ends of a veth pair (the lab guest has them)")
 		return failWith(emit, err, say(err.Error(), "perf-mtu 需要分别位于 veth 对两端的两个 RDMA 设备（实验室的虚拟机里有）。"))
@@ -153,39 +144,44 @@ func mtuStream(ctx context.Context, emit sandbox.Emitter, top topology, size int
 	if err != nil {
 		return mtuRow{}, err
 	}
+	// perfRounds short streams, each charted on its own: their spread is
+	// what the verdict weighs (changing the MTU takes seconds, so the
+	// rounds of one MTU run back to back rather than alternating)
 	var total streamStats
-	const slices = 4
-	for i := 0; i < slices; i++ {
-		st, err := pr.stream(ctx, streamOpts{Size: size, Depth: 16, SignalEvery: 8, Budget: secs / slices})
+	var bw []float64
+	for i := 0; i < perfRounds; i++ {
+		st, err := pr.stream(ctx, streamOpts{Size: size, Depth: 16, SignalEvery: 8, Budget: secs / perfRounds})
 		if err != nil {
 			return mtuRow{}, err
 		}
-		total = addStats(total, st)
-		metric(emit, fmt.Sprintf("bw_%d", path), say(fmt.Sprintf("path MTU %d", path), fmt.Sprintf("路径 MTU %d", path)), float64(i+1)*secs.Seconds()/slices, total.MBps(), "MB/s")
+		total, bw = addStats(total, st), append(bw, st.MBps())
+		metric(emit, fmt.Sprintf("bw_%d", path), say(fmt.Sprintf("path MTU %d", path), fmt.Sprintf("路径 MTU %d", path)), float64(i+1)*secs.Seconds()/perfRounds, st.MBps(), "MB/s")
 	}
 	c1, err := verbs.Counters(top.Client.Dev, 1)
 	if err != nil {
 		return mtuRow{}, err
 	}
-	row := mtuRow{PathMTU: path, St: total, Pkts: c1["sent_pkts"] - c0["sent_pkts"]}
-	note(emit, "info", say(fmt.Sprintf("path MTU %d: %d WRITEs of %d B, %d packets sent (%.1f per WRITE), %.1f MB/s", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), total.MBps()),
-		fmt.Sprintf("路径 MTU %d：%d 个 %d B 的 WRITE，发出 %d 个报文（每个 WRITE %.1f 个），%.1f MB/s", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), total.MBps())))
+	row := mtuRow{PathMTU: path, St: total, BW: floatSpreadOf(bw), Pkts: c1["sent_pkts"] - c0["sent_pkts"]}
+	note(emit, "info", say(fmt.Sprintf("path MTU %d: %d WRITEs of %d B, %d packets sent (%.1f per WRITE), %s MB/s (median, lowest–highest of %d rounds)", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), row.BW.say(1)["en"], row.BW.N),
+		fmt.Sprintf("路径 MTU %d：%d 个 %d B 的 WRITE，发出 %d 个报文（每个 WRITE %.1f 个），%s MB/s（%d 轮的中位数，最低–最高）", path, total.Msgs, size, row.Pkts, ratio(float64(row.Pkts), float64(total.Msgs)), row.BW.say(1)["zh"], row.BW.N)))
 	return row, nil
 }
 
 func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error {
-	t := sandbox.NewTable(say("path MTU", "路径 MTU"), say("path MTU", "路径 MTU"), sandbox.Same("MB/s"), say("WRITEs", "WRITE 数"), say("packets sent", "发出的报文"), say("packets per WRITE", "每个 WRITE 的报文数"), say("CPU µs per WRITE", "每个 WRITE 的 CPU µs"))
+	t := sandbox.NewTable(say("path MTU", "路径 MTU"), say("path MTU", "路径 MTU"), say(fmt.Sprintf("MB/s, median (lowest–highest of %d rounds)", rows[0].BW.N), fmt.Sprintf("MB/s，中位数（%d 轮中最低–最高）", rows[0].BW.N)), say("WRITEs", "WRITE 数"), say("packets sent", "发出的报文"), say("packets per WRITE", "每个 WRITE 的报文数"), say("CPU µs per WRITE", "每个 WRITE 的 CPU µs"))
 	figs := map[string]float64{"size": float64(size), "raised_at_start": b2f(raised)}
 	for _, r := range rows {
 		ppw := ratio(float64(r.Pkts), float64(r.St.Msgs))
-		sameRow(t, fmt.Sprint(r.PathMTU), f1(r.St.MBps()), fmt.Sprint(r.St.Msgs), fmt.Sprint(r.Pkts), f1(ppw), f1(us(r.St.CPUPerMsg())))
+		t.AddRow(sandbox.Same(fmt.Sprint(r.PathMTU)), r.BW.say(1), sandbox.Same(fmt.Sprint(r.St.Msgs)), sandbox.Same(fmt.Sprint(r.Pkts)), sandbox.Same(f1(ppw)), sandbox.Same(f1(us(r.St.CPUPerMsg()))))
 		k := fmt.Sprint(r.PathMTU)
-		figs["mbps_"+k], figs["pkts_per_msg_"+k], figs["cpu_us_"+k] = r.St.MBps(), ppw, us(r.St.CPUPerMsg())
+		figs["mbps_"+k], figs["pkts_per_msg_"+k], figs["cpu_us_"+k] = r.BW.Med, ppw, us(r.St.CPUPerMsg())
+		figs["mbps_min_"+k], figs["mbps_max_"+k] = r.BW.Min, r.BW.Max
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	lo, hi := rows[0], rows[1]
-	gain := ratio(hi.St.MBps(), lo.St.MBps())
-	figs["gain"] = gain
+	gain := ratio(hi.BW.Med, lo.BW.Med)
+	kind := order(hi.BW, lo.BW, 1)
+	figs["gain"], figs["verdict"] = gain, kind
 	plo, phi := figs[fmt.Sprintf("pkts_per_msg_%d", lo.PathMTU)], figs[fmt.Sprintf("pkts_per_msg_%d", hi.PathMTU)]
 	// the general rule is arithmetic, not a measurement: a measured
 	// average (retransmissions, a counter read mid-packet) printed 65 in
@@ -196,15 +192,24 @@ func reportMTU(emit sandbox.Emitter, size int, rows []mtuRow, raised bool) error
 		fmt.Sprintf("一般规律：消息按路径 MTU 切成报文，每个报文都有自己的报头（在 RoCE 上还有自己的 ICRC）——%d B 在路径 MTU %d 时是 ⌈%d ÷ %d⌉ = %d 个报文，在 %d 时是 ⌈%d ÷ %d⌉ = %d 个。硬件用芯片做逐包处理，所以更大的 MTU 主要省下报头字节（百分之几）；路径上每台交换机和网卡都必须接受更大的帧。", size, lo.PathMTU, size, lo.PathMTU, nlo, hi.PathMTU, size, hi.PathMTU, nhi))
 	rxe := say("Specific to rxe: every packet is an skb the kernel allocates, fills, checksums and hands through the veth pair, and the receiver parses and ACKs — per-packet work on the CPU, so fewer, larger packets pay off far more than on hardware.",
 		"rxe 特有：每个报文都是内核分配、填充、计算校验并经 veth 对递交的一个 skb，接收方还要解析并回 ACK——这是 CPU 上的逐包开销，所以更少、更大的报文在这里的收益远大于硬件。")
+	bEn := fmt.Sprintf("%s MB/s at path MTU %d against %s MB/s at %d (median, lowest–highest of %d rounds; ×%.2f)", hi.BW.say(1)["en"], hi.PathMTU, lo.BW.say(1)["en"], lo.PathMTU, hi.BW.N, gain)
+	bZh := fmt.Sprintf("路径 MTU %d 下 %s MB/s，%d 下 %s MB/s（%d 轮的中位数，最低–最高；×%.2f）", hi.PathMTU, hi.BW.say(1)["zh"], lo.PathMTU, lo.BW.say(1)["zh"], hi.BW.N, gain)
 	var v sandbox.Text
-	if gain >= 1.1 {
-		v = say(fmt.Sprintf("Path MTU %d moved %s WRITEs at %.1f MB/s against %.1f MB/s at %d (×%.2f), with %.1f packets per WRITE instead of %.1f. ", hi.PathMTU, human(int64(size)), hi.St.MBps(), lo.St.MBps(), lo.PathMTU, gain, phi, plo)+rxe["en"]+" "+gen["en"],
-			fmt.Sprintf("路径 MTU %d 下 %s 的 WRITE 达到 %.1f MB/s，%d 下为 %.1f MB/s（×%.2f），每个 WRITE 的报文数从 %.1f 降到 %.1f。", hi.PathMTU, human(int64(size)), hi.St.MBps(), lo.PathMTU, lo.St.MBps(), gain, plo, phi)+rxe["zh"]+gen["zh"])
-	} else {
+	switch kind {
+	case 1:
+		v = say(fmt.Sprintf("Path MTU %d moved %s WRITEs faster in every round: %s, with %.1f packets per WRITE instead of %.1f. ", hi.PathMTU, human(int64(size)), bEn, phi, plo)+rxe["en"]+" "+gen["en"],
+			fmt.Sprintf("路径 MTU %d 下 %s 的 WRITE 每一轮都更快：%s，每个 WRITE 的报文数从 %.1f 降到 %.1f。", hi.PathMTU, human(int64(size)), bZh, plo, phi)+rxe["zh"]+gen["zh"])
+	default:
 		rxeLow := say("Specific to rxe: every packet is CPU work (an skb built, checksummed, passed through the veth pair, parsed and ACKed), so fewer packets usually pay off well here; this time the time went elsewhere — a shared, emulated machine is noisy: run it again.",
 			"rxe 特有：每个报文都是 CPU 的工作（构造 skb、计算校验、经 veth 对递交、解析并回 ACK），所以在这里报文少了通常收益明显；这次时间花在了别处——共享的模拟机器噪声很大，请再运行一次。")
-		v = say(fmt.Sprintf("Fewer packets (%.1f per WRITE at %d, %.1f at %d) but little more bandwidth this time: %.1f MB/s against %.1f MB/s (×%.2f) — something other than per-packet work limited the stream. ", phi, hi.PathMTU, plo, lo.PathMTU, hi.St.MBps(), lo.St.MBps(), gain)+gen["en"]+" "+rxeLow["en"],
-			fmt.Sprintf("报文少了（%d 时每个 WRITE %.1f 个，%d 时 %.1f 个），这次带宽却没涨多少：%.1f MB/s 对 %.1f MB/s（×%.2f）——限制速度的不是逐包开销。", hi.PathMTU, phi, lo.PathMTU, plo, hi.St.MBps(), lo.St.MBps(), gain)+gen["zh"]+rxeLow["zh"])
+		if kind < 0 {
+			v = say(fmt.Sprintf("Fewer packets (%.1f per WRITE at %d, %.1f at %d) but less bandwidth in every round this time: %s — something other than per-packet work limited the stream. ", phi, hi.PathMTU, plo, lo.PathMTU, bEn)+gen["en"]+" "+rxeLow["en"],
+				fmt.Sprintf("报文少了（%d 时每个 WRITE %.1f 个，%d 时 %.1f 个），这次每一轮带宽却都更低：%s——限制速度的不是逐包开销。", hi.PathMTU, phi, lo.PathMTU, plo, bZh)+gen["zh"]+rxeLow["zh"])
+			break
+		}
+		why := overlapWhy(say("the two MTUs' bandwidth", "两种 MTU 的带宽"), hi.BW.N)
+		v = say(fmt.Sprintf("Fewer packets (%.1f per WRITE at %d, %.1f at %d): %s. Whether that moved more data is %s. ", phi, hi.PathMTU, plo, lo.PathMTU, bEn, why["en"])+gen["en"]+" "+rxeLow["en"],
+			fmt.Sprintf("报文少了（%d 时每个 WRITE %.1f 个，%d 时 %.1f 个）：%s。是否因此搬了更多数据，%s。", hi.PathMTU, phi, lo.PathMTU, plo, bZh, why["zh"])+gen["zh"]+rxeLow["zh"])
 	}
 	result(emit, true, v, figs)
 	return nil

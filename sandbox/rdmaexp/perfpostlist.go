@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// PerfPostList is lesson 06's "post lists": the same WRITEs posted one
+// perfPostListDecl is lesson 06's "post lists": the same WRITEs posted one
 // work request per ibv_post_send call, then as linked lists of N in one
 // call. rdma-core's rxe provider queues every request of a list and then
 // rings the doorbell once, with one write() on the uverbs file; strace
@@ -26,35 +25,28 @@ import (
 // What a hardware RNIC does instead (rdma-core providers/mlx5: the doorbell
 // is a store to a mapped page, no system call; a list still rings it once)
 // is said beside the measurement, not measured.
-func PerfPostList() *sandbox.Experiment {
-	return &sandbox.Experiment{
-		ID:    "perf-postlist",
-		Title: say("Post lists: one doorbell for many work requests", "投递链表：多个工作请求只敲一次门铃"),
-		Summary: say("Posts small RDMA WRITEs one work request per ibv_post_send call, then as linked lists of N per call; strace counts the doorbell write()s on the uverbs file for both, then both ways are timed without strace.",
-			"把小的 RDMA WRITE 先按每次 ibv_post_send 调用一个工作请求投递，再按每次调用一条 N 个请求的链表投递；用 strace 数出两种方式在 uverbs 文件上的门铃 write() 次数，再在没有 strace 的情况下给两种方式计时。"),
-		Needs:   sandbox.NeedRDMA,
-		Sharing: sandbox.Timing, // the rate needs the machine alone
-		Params: []sandbox.Param{
-			{Name: "list", Kind: sandbox.ParamInt, Title: say("Work requests per list", "每条链表的工作请求数"), Min: 2, Max: 32, Default: int64(16),
-				Help: say("How many WRITEs one ibv_post_send call carries in the list pass.", "链表方式下，一次 ibv_post_send 调用带多少个 WRITE。")},
-			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 8, Max: 4 << 10, Default: int64(64)},
-			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per way", "每种方式的秒数"), Min: 1, Max: 4, Default: int64(1)},
-		},
-		Presets: []sandbox.Preset{
-			{ID: "default", Title: say("lists of 16, 64 B", "每条 16 个，64 B"), Values: map[string]any{"list": int64(16), "size": int64(64)}},
-			{ID: "short", Title: say("lists of 4, 64 B", "每条 4 个，64 B"), Values: map[string]any{"list": int64(4), "size": int64(64)}},
-		},
-		Timeout: 2 * time.Minute,
-		Run:     runPerfPostList,
-	}
+var perfPostListDecl = perfDecl{
+	id:    "perf-postlist",
+	title: say("Post lists: one doorbell for many work requests", "投递链表：多个工作请求只敲一次门铃"),
+	summary: say("Posts small RDMA WRITEs one work request per ibv_post_send call, then as linked lists of N per call; strace counts the doorbell write()s on the uverbs file for both, then both ways are timed without strace.",
+		"把小的 RDMA WRITE 先按每次 ibv_post_send 调用一个工作请求投递，再按每次调用一条 N 个请求的链表投递；用 strace 数出两种方式在 uverbs 文件上的门铃 write() 次数，再在没有 strace 的情况下给两种方式计时。"),
+	params: []sandbox.Param{
+		{Name: "list", Kind: sandbox.ParamInt, Title: say("Work requests per list", "每条链表的工作请求数"), Min: 2, Max: 32, Default: int64(16),
+			Help: say("How many WRITEs one ibv_post_send call carries in the list pass.", "链表方式下，一次 ibv_post_send 调用带多少个 WRITE。")},
+		{Name: "size", Kind: sandbox.ParamBytes, Title: say("Message size", "消息大小"), Min: 8, Max: 4 << 10, Default: int64(64)},
+		{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per way", "每种方式的秒数"), Min: 1, Max: 4, Default: int64(1)},
+	},
+	presets: []sandbox.Preset{
+		{ID: "default", Title: say("lists of 16, 64 B", "每条 16 个，64 B"), Values: map[string]any{"list": int64(16), "size": int64(64)}},
+		{ID: "short", Title: say("lists of 4, 64 B", "每条 4 个，64 B"), Values: map[string]any{"list": int64(4), "size": int64(64)}},
+	},
+	timeout: 2 * time.Minute,
+	run:     runPerfPostList,
 }
 
 // postListBatches is how many batches of N WRs each way posts under strace.
 const postListBatches = 8
 
-// postListRounds alternates the two ways this often while timing, so
-// drift on a shared machine hits both alike and the spread shows.
-const postListRounds = 4
 
 // batchPoster posts one batch of n WRITEs — one per call, or one list —
 // signaling only the last, and waits for its completion: both ways post
@@ -120,17 +112,13 @@ type doorbells struct {
 	WRs, Calls, Writes int
 }
 
-func runPerfPostList(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+func runPerfPostList(ctx context.Context, p sandbox.Params, top topology, emit sandbox.Emitter) error {
 	n := int(p["list"].(int64))
 	size := int(p["size"].(int64))
 	secs := time.Duration(p["seconds"].(int64)) * time.Second
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		return fmt.Errorf("perf-postlist: strace is not installed where the experiment runs (apt-get install strace): %w", err)
-	}
-	top, err := perfSetup(emit)
-	if err != nil {
-		return err
 	}
 	pr, err := openPair(top, rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite, SendWR: 2 * n, RecvWR: 1},
 		rcOpts{BufSize: 64 << 10, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 1, RecvWR: 1})
@@ -183,8 +171,10 @@ func runPerfPostList(ctx context.Context, p sandbox.Params, emit sandbox.Emitter
 	var rates [2][]float64
 	labels := [2]sandbox.Text{say("one WR per ibv_post_send", "每次 ibv_post_send 一个 WR"), say(fmt.Sprintf("a list of %d per ibv_post_send", n), fmt.Sprintf("每次 ibv_post_send 一条 %d 个的链表", n))}
 	series := [2]string{"single", "list"}
-	per := secs / postListRounds
-	for r := range postListRounds {
+	// perfRounds rounds alternating the two ways: drift on a shared
+	// machine hits both alike and the spread shows
+	per := secs / perfRounds
+	for r := range perfRounds {
 		for i, asList := range []bool{false, true} {
 			msgs, t0 := 0, time.Now()
 			for time.Since(t0) < per {
@@ -252,14 +242,16 @@ func emitDoorbells(emit sandbox.Emitter, n int, c [2]doorbells) {
 func reportPostList(emit sandbox.Emitter, n, size int, c [2]doorbells, rates [2][]float64) error {
 	emitDoorbells(emit, n, c)
 	single, list := c[0], c[1]
-	medS, medL := medianFloat(rates[0]), medianFloat(rates[1])
-	minL, maxS := slices.Min(rates[1]), slices.Max(rates[0])
-	minS, maxL := slices.Min(rates[0]), slices.Max(rates[1])
+	ss, sl := floatSpreadOf(rates[0]), floatSpreadOf(rates[1])
+	medS, medL, minS, maxS, minL, maxL := ss.Med, sl.Med, ss.Min, ss.Max, sl.Min, sl.Max
 	speed := ratio(medL, medS)
+	rounds := ss.N
+	// compared as the table prints them (k msg/s, one decimal)
+	kind := order(sl.scaled(1e-3), ss.scaled(1e-3), 1)
 	t := sandbox.NewTable(say("message rate, measured without strace", "消息速率（没有 strace 时测得）"), say("way", "方式"),
-		say("median k msg/s", "中位数（千条/秒）"), say(fmt.Sprintf("lowest–highest of %d rounds", postListRounds), fmt.Sprintf("%d 轮中的最低–最高", postListRounds)))
-	t.AddRow(say("one WR per call", "每次调用一个 WR"), sandbox.Same(f1(medS/1000)), sandbox.Same(f1(minS/1000)+"–"+f1(maxS/1000)))
-	t.AddRow(say(fmt.Sprintf("lists of %d", n), fmt.Sprintf("每条链表 %d 个", n)), sandbox.Same(f1(medL/1000)), sandbox.Same(f1(minL/1000)+"–"+f1(maxL/1000)))
+		say("median k msg/s", "中位数（千条/秒）"), say(fmt.Sprintf("lowest–highest of %d rounds", rounds), fmt.Sprintf("%d 轮中的最低–最高", rounds)))
+	t.AddRow(say("one WR per call", "每次调用一个 WR"), sandbox.Same(f1(medS/1000)), sandbox.Same(ss.scaled(1e-3).rangeText(1)))
+	t.AddRow(say(fmt.Sprintf("lists of %d", n), fmt.Sprintf("每条链表 %d 个", n)), sandbox.Same(f1(medL/1000)), sandbox.Same(sl.scaled(1e-3).rangeText(1)))
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	figs := map[string]float64{
 		"list": float64(n), "size": float64(size), "batches": postListBatches,
@@ -267,7 +259,7 @@ func reportPostList(emit sandbox.Emitter, n, size int, c [2]doorbells, rates [2]
 		"list_wrs": float64(list.WRs), "list_calls": float64(list.Calls), "list_writes": float64(list.Writes),
 		"single_writes_per_call": ratio(float64(single.Writes), float64(single.Calls)), "list_writes_per_call": ratio(float64(list.Writes), float64(list.Calls)),
 		"rate_single": medS, "rate_list": medL, "speedup": speed,
-		"rate_single_min": minS, "rate_single_max": maxS, "rate_list_min": minL, "rate_list_max": maxL,
+		"rate_single_min": minS, "rate_single_max": maxS, "rate_list_min": minL, "rate_list_max": maxL, "verdict": kind, "rounds": float64(rounds),
 	}
 	oneEach := single.Writes == single.Calls && list.Writes == list.Calls
 	count := say(fmt.Sprintf("strace counted %d write()s on the uverbs file for %d WRITEs posted one per call (%.2f per call), and %d for the same %d WRITEs posted as %d lists of %d (%.2f per call, %.2f per WR): rdma-core's rxe provider puts every request of a list in the send queue, then rings the doorbell once.",
@@ -279,33 +271,20 @@ func reportPostList(emit sandbox.Emitter, n, size int, c [2]doorbells, rates [2]
 			fmt.Sprintf("strace 数出：每次一个 WR 的 %d 次调用 write() 了 %d 次，%d 次链表调用 write() 了 %d 次——与 rxe 用户态驱动源码所说的每次调用一次不符；见表格。", single.Calls, single.Writes, list.Calls, list.Writes))
 	}
 	var rate sandbox.Text
-	switch {
-	case minL > maxS:
-		rate = say(fmt.Sprintf(" Without strace, lists of %d moved %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f), and every list round beat every single round.", n, medL/1000, medS/1000, postListRounds, speed),
-			fmt.Sprintf("没有 strace 时，每条 %d 个的链表每秒发出 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f），而且每一轮链表都快过每一轮单个投递。", n, medL/1000, medS/1000, postListRounds, speed))
-	case maxL < minS:
-		rate = say(fmt.Sprintf(" Without strace, lists of %d were slower here: %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f) — on this busy emulated machine the packet work, not the system call, set the pace.", n, medL/1000, medS/1000, postListRounds, speed),
-			fmt.Sprintf("没有 strace 时，每条 %d 个的链表在这里反而更慢：每秒 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f）——在这台繁忙的模拟机器上，决定速度的是报文处理，而不是系统调用。", n, medL/1000, medS/1000, postListRounds, speed))
+	switch kind {
+	case 1:
+		rate = say(fmt.Sprintf(" Without strace, lists of %d moved %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f), and every list round beat every single round.", n, medL/1000, medS/1000, rounds, speed),
+			fmt.Sprintf("没有 strace 时，每条 %d 个的链表每秒发出 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f），而且每一轮链表都快过每一轮单个投递。", n, medL/1000, medS/1000, rounds, speed))
+	case -1:
+		rate = say(fmt.Sprintf(" Without strace, lists of %d were slower here: %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f) — on this busy emulated machine the packet work, not the system call, set the pace.", n, medL/1000, medS/1000, rounds, speed),
+			fmt.Sprintf("没有 strace 时，每条 %d 个的链表在这里反而更慢：每秒 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f）——在这台繁忙的模拟机器上，决定速度的是报文处理，而不是系统调用。", n, medL/1000, medS/1000, rounds, speed))
 	default:
-		rate = say(fmt.Sprintf(" Without strace, lists of %d moved %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f), but the rounds overlap (%.1f–%.1f against %.1f–%.1f k/s): this run cannot tell the two rates apart — run it again.", n, medL/1000, medS/1000, postListRounds, speed, minL/1000, maxL/1000, minS/1000, maxS/1000),
-			fmt.Sprintf("没有 strace 时，每条 %d 个的链表每秒发出 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f），但各轮的范围相互重叠（%.1f–%.1f 对 %.1f–%.1f 千个/秒）：这次运行分不出两者的快慢——再跑一次。", n, medL/1000, medS/1000, postListRounds, speed, minL/1000, maxL/1000, minS/1000, maxS/1000))
+		rate = say(fmt.Sprintf(" Without strace, lists of %d moved %.1f k WRITEs/s against %.1f k/s one per call (median of %d rounds, ×%.2f), but the rounds overlap (%.1f–%.1f against %.1f–%.1f k/s): this run cannot tell the two rates apart — too noisy on this machine to say; run it again.", n, medL/1000, medS/1000, rounds, speed, minL/1000, maxL/1000, minS/1000, maxS/1000),
+			fmt.Sprintf("没有 strace 时，每条 %d 个的链表每秒发出 %.1f 千个 WRITE，每次一个时是 %.1f 千个（%d 轮的中位数，×%.2f），但各轮的范围相互重叠（%.1f–%.1f 对 %.1f–%.1f 千个/秒）：这次运行分不出两者的快慢——在这台机器上噪声太大，说不准；请再跑一次。", n, medL/1000, medS/1000, rounds, speed, minL/1000, maxL/1000, minS/1000, maxS/1000))
 	}
 	hw := say(" Specific to rxe: each doorbell is a system call, and on the lab guest's Linux 6.1 the kernel also builds and sends the packets inside it. On a hardware RNIC (mlx5) the doorbell is a store to a page mapped into the process — no system call — yet a list still rings it once for N requests, which saves PCIe writes: Kalia et al. (USENIX ATC 2016) measured doorbell batching raising the message rate.",
 		"rxe 特有：每次敲门铃都是一次系统调用，而且在本实验室虚拟机的 Linux 6.1 上，内核还在这次调用里构造并发出报文。在硬件网卡（mlx5）上，门铃是对映射进进程的页的一次写入——没有系统调用——但链表仍然只为 N 个请求敲一次门铃，省下 PCIe 写操作：Kalia 等（USENIX ATC 2016）测得门铃批处理能提高消息速率。")
 	v := sandbox.Text{"en": count["en"] + rate["en"] + hw["en"], "zh": count["zh"] + rate["zh"] + hw["zh"]}
 	result(emit, oneEach, v, figs)
 	return nil
-}
-
-// medianFloat is the median of v (the mean of the middle two for an even
-// count); v is not changed.
-func medianFloat(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

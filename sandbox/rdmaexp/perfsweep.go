@@ -14,60 +14,50 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// PerfSweep is lesson 05's message-size sweep: latency (post → completion
+// perfSweepDecl is lesson 05's message-size sweep: latency (post → completion
 // of one WRITE) and bandwidth (a stream of WRITEs) at sizes from 64 B up,
 // with perftest's ib_write_bw -a curve (stopped at the same largest size)
 // from the same devices for comparison.
-func PerfSweep() *sandbox.Experiment {
-	return &sandbox.Experiment{
-		ID:    "perf-sweep",
-		Title: say("Message size: latency and bandwidth, ours and perftest's", "消息大小：时延与带宽，我们的程序与 perftest"),
-		Summary: say("Times one RDMA WRITE from post to completion and streams WRITEs for bandwidth at sizes from 64 B, ×4 each step, up to the chosen size; then runs perftest's ib_write_bw -a with the same queue depth on the same devices, stops it after the largest size, and draws its curve on the same chart.",
-			"在从 64 B 起每次乘 4 直到所选大小的各种消息大小上，计时单个 RDMA WRITE 从投递到完成的时间，并流式发送 WRITE 测带宽；然后在同样的设备上、以同样的队列深度运行 perftest 的 ib_write_bw -a，到最大消息为止，把它的曲线画在同一张图上。"),
-		Needs:   sandbox.NeedRDMA,
-		Sharing: sandbox.Timing, // figures need the machine alone
-		Params: []sandbox.Param{
-			{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"), Help: say("Sizes run from 64 B, ×4 each step, up to this.", "大小从 64 B 起每次乘 4，直到这个值。"), Min: 256, Max: 1 << 20, Default: int64(64 << 10)},
-			{Name: "perftest", Kind: sandbox.ParamEnum, Title: say("perftest's curve", "perftest 的曲线"),
-				Help:    say("ib_write_bw -a on the same devices, stopped after the largest size; none skips it.", "在同样的设备上运行 ib_write_bw -a，到最大消息为止；none 表示不运行。"),
-				Default: "curve", Choices: []sandbox.Choice{
-					{Value: "curve", Title: say("ib_write_bw -a", "ib_write_bw -a")},
-					{Value: "none", Title: say("none", "不运行")},
-				}},
-		},
-		Presets: []sandbox.Preset{
-			{ID: "default", Title: say("64 B – 64 KiB", "64 B – 64 KiB"), Values: map[string]any{"max_size": int64(64 << 10)}},
-			{ID: "large", Title: say("up to 1 MiB, no perftest", "直到 1 MiB，不运行 perftest"), Values: map[string]any{"max_size": int64(1 << 20), "perftest": "none"}},
-		},
-		Timeout: 90 * time.Second,
-		Run:     runPerfSweep,
-	}
+var perfSweepDecl = perfDecl{
+	id:    "perf-sweep",
+	title: say("Message size: latency and bandwidth, ours and perftest's", "消息大小：时延与带宽，我们的程序与 perftest"),
+	summary: say("Times one RDMA WRITE from post to completion and streams WRITEs for bandwidth at sizes from 64 B, ×4 each step, up to the chosen size; then runs perftest's ib_write_bw -a with the same queue depth on the same devices, stops it after the largest size, and draws its curve on the same chart.",
+		"在从 64 B 起每次乘 4 直到所选大小的各种消息大小上，计时单个 RDMA WRITE 从投递到完成的时间，并流式发送 WRITE 测带宽；然后在同样的设备上、以同样的队列深度运行 perftest 的 ib_write_bw -a，到最大消息为止，把它的曲线画在同一张图上。"),
+	params: []sandbox.Param{
+		{Name: "max_size", Kind: sandbox.ParamBytes, Title: say("Largest message", "最大消息"), Help: say("Sizes run from 64 B, ×4 each step, up to this.", "大小从 64 B 起每次乘 4，直到这个值。"), Min: 256, Max: 1 << 20, Default: int64(64 << 10)},
+		{Name: "perftest", Kind: sandbox.ParamEnum, Title: say("perftest's curve", "perftest 的曲线"),
+			Help:    say("ib_write_bw -a on the same devices, stopped after the largest size; none skips it.", "在同样的设备上运行 ib_write_bw -a，到最大消息为止；none 表示不运行。"),
+			Default: "curve", Choices: []sandbox.Choice{
+				{Value: "curve", Title: say("ib_write_bw -a", "ib_write_bw -a")},
+				{Value: "none", Title: say("none", "不运行")},
+			}},
+	},
+	presets: []sandbox.Preset{
+		{ID: "default", Title: say("64 B – 64 KiB", "64 B – 64 KiB"), Values: map[string]any{"max_size": int64(64 << 10)}},
+		{ID: "large", Title: say("up to 1 MiB, no perftest", "直到 1 MiB，不运行 perftest"), Values: map[string]any{"max_size": int64(1 << 20), "perftest": "none"}},
+	},
+	timeout: 90 * time.Second,
+	run:     runPerfSweep,
 }
 
 const sweepDepth = 16 // WRs in flight in the bandwidth stream (and ib_write_bw -t)
 
 type sweepRow struct {
 	Size int
-	Lat  spread // post → completion of one WRITE, over the samples
-	St   streamStats
+	Lat  spread      // post → completion of one WRITE, over the samples
+	BW   floatSpread // MB/s over perfRounds short streams
+	St   streamStats // the rounds together
 }
 
-func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
+func runPerfSweep(ctx context.Context, p sandbox.Params, top topology, emit sandbox.Emitter) error {
 	maxSize := int(p["max_size"].(int64))
-	phase(emit, "setup", say("Connecting two queue pairs", "连接两个队列对"))
-	top, err := pickTopology()
-	if err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	tcgNote(emit)
 	var sizes []int
 	for s := 64; s < maxSize; s *= 4 {
 		sizes = append(sizes, s)
 	}
 	sizes = append(sizes, maxSize)
 	var rows []sweepRow
-	err = func() error {
+	err := func() error {
 		pr, err := openPair(top, rcOpts{BufSize: maxSize, Access: verbs.AccessLocalWrite, SendWR: sweepDepth, RecvWR: 1},
 			rcOpts{BufSize: maxSize, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 1, RecvWR: 1})
 		if err != nil {
@@ -75,11 +65,12 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 		}
 		defer pr.Close()
 		defer lockThread()()
-		phase(emit, "sweep", say(fmt.Sprintf("Sizes %s to %s: latency, then bandwidth with %d WRITEs in flight", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth),
-			fmt.Sprintf("大小 %s 到 %s：先测时延，再以 %d 个在途 WRITE 测带宽", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth)))
-		// 2 s of streaming in all: with perftest's curve after it the run
-		// stays within its 15 s under TCG
-		budget := 2 * time.Second / time.Duration(len(sizes))
+		phase(emit, "sweep", say(fmt.Sprintf("Sizes %s to %s: latency, then bandwidth with %d WRITEs in flight, %d rounds", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth, perfRounds),
+			fmt.Sprintf("大小 %s 到 %s：先测时延，再以 %d 个在途 WRITE 测带宽，测 %d 轮", human(int64(sizes[0])), human(int64(maxSize)), sweepDepth, perfRounds)))
+		// 2 s of streaming in all, cut into perfRounds short streams per
+		// size (the spread of the rounds is what the verdict weighs): with
+		// perftest's curve after it the run stays within its 15 s under TCG
+		budget := 2 * time.Second / time.Duration(len(sizes)*perfRounds)
 		for _, size := range sizes {
 			// fewer samples where each takes milliseconds under emulation
 			n := 40
@@ -93,17 +84,22 @@ func runPerfSweep(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 			if err != nil {
 				return err
 			}
-			st, err := pr.stream(ctx, streamOpts{Size: size, Depth: sweepDepth, SignalEvery: sweepDepth / 2, Budget: budget})
-			if err != nil {
-				return err
+			var st streamStats
+			var bw []float64
+			for range perfRounds {
+				one, err := pr.stream(ctx, streamOpts{Size: size, Depth: sweepDepth, SignalEvery: sweepDepth / 2, Budget: budget})
+				if err != nil {
+					return err
+				}
+				st, bw = addStats(st, one), append(bw, one.MBps())
 			}
-			r := sweepRow{Size: size, Lat: spreadOf(lat), St: st}
+			r := sweepRow{Size: size, Lat: spreadOf(lat), BW: floatSpreadOf(bw), St: st}
 			rows = append(rows, r)
 			x := float64(size)
-			metric(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), x, st.MBps(), "MB/s")
+			metricSpread(emit, "bw_ours", say("bandwidth, this program", "带宽，本程序"), x, r.BW, "MB/s")
 			metric(emit, "lat_ours", say("post → completion, this program (median)", "投递→完成，本程序（中位数）"), x, us(r.Lat.Med), "µs")
-			note(emit, "info", say(fmt.Sprintf("%s: post→completion median %.1f µs (middle half %s µs, %d samples), %.1f MB/s (%d WRITEs)", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, st.MBps(), st.Msgs),
-				fmt.Sprintf("%s：投递→完成中位数 %.1f µs（中间一半 %s µs，%d 个样本），%.1f MB/s（%d 个 WRITE）", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, st.MBps(), st.Msgs)))
+			note(emit, "info", say(fmt.Sprintf("%s: post→completion median %.1f µs (middle half %s µs, %d samples), %s MB/s (median, lowest–highest of %d rounds; %d WRITEs)", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, r.BW.say(1)["en"], r.BW.N, st.Msgs),
+				fmt.Sprintf("%s：投递→完成中位数 %.1f µs（中间一半 %s µs，%d 个样本），%s MB/s（%d 轮的中位数，最低–最高；%d 个 WRITE）", human(int64(size)), us(r.Lat.Med), r.Lat.midText(), r.Lat.N, r.BW.say(1)["zh"], r.BW.N, st.Msgs)))
 		}
 		return nil
 	}()
@@ -174,50 +170,50 @@ func reportSweep(emit sandbox.Emitter, rows []sweepRow, pt []ptRow, ran bool) er
 		ptAt[r.Size] = r.MBps
 	}
 	cols := []sandbox.Text{say("size", "大小"), say("post→completion µs (median)", "投递→完成 µs（中位数）"), say("middle half µs (p25–p75)", "中间一半 µs（p25–p75）"), say("µs ÷ smallest", "µs ÷ 最小消息"),
-		sandbox.Same("MB/s"), say("k msg/s", "千条消息/秒"), say("MB/s ÷ smallest", "MB/s ÷ 最小消息")}
+		say(fmt.Sprintf("MB/s, median (lowest–highest of %d rounds)", perfRounds), fmt.Sprintf("MB/s，中位数（%d 轮中最低–最高）", perfRounds)), say("k msg/s", "千条消息/秒"), say("MB/s ÷ smallest", "MB/s ÷ 最小消息")}
 	if len(pt) > 0 {
 		cols = append(cols, say("ib_write_bw MB/s", "ib_write_bw MB/s"), say("ours ÷ ib_write_bw", "本程序 ÷ ib_write_bw"))
 	}
 	t := sandbox.NewTable(say("message size sweep (RDMA WRITE)", "消息大小扫描（RDMA WRITE）"), cols...)
 	figs := map[string]float64{}
-	base, lat0 := rows[0].St.MBps(), us(rows[0].Lat.Med)
+	base, lat0 := rows[0].BW.Med, us(rows[0].Lat.Med)
 	// the verdict quotes these as the table prints them
 	var ratios []string
 	for _, r := range rows {
-		cells := []string{human(int64(r.Size)), f1(us(r.Lat.Med)), r.Lat.midText(), f1(ratio(us(r.Lat.Med), lat0)), f1(r.St.MBps()), f1(r.St.MsgRate() / 1000), f1(ratio(r.St.MBps(), base))}
+		cells := []sandbox.Text{sandbox.Same(human(int64(r.Size))), sandbox.Same(f1(us(r.Lat.Med))), sandbox.Same(r.Lat.midText()), sandbox.Same(f1(ratio(us(r.Lat.Med), lat0))),
+			r.BW.say(1), sandbox.Same(f1(r.St.MsgRate() / 1000)), sandbox.Same(f1(ratio(r.BW.Med, base)))}
 		if len(pt) > 0 {
 			v, ok := ptAt[r.Size]
 			switch {
 			case !ok || v <= 0:
-				cells = append(cells, "–", "–")
+				cells = append(cells, sandbox.Same("–"), sandbox.Same("–"))
 			default:
-				cells = append(cells, f1(v))
-				if r.St.MBps() > 0 {
-					q := fmt.Sprintf("%.2f", r.St.MBps()/v)
-					cells = append(cells, q)
+				cells = append(cells, sandbox.Same(f1(v)))
+				if r.BW.Med > 0 {
+					q := fmt.Sprintf("%.2f", r.BW.Med/v)
+					cells = append(cells, sandbox.Same(q))
 					ratios = append(ratios, q)
 				} else {
-					cells = append(cells, "–")
+					cells = append(cells, sandbox.Same("–"))
 				}
 			}
 		}
-		sameRow(t, cells...)
-		figs[fmt.Sprintf("lat_us_%d", r.Size)], figs[fmt.Sprintf("mbps_%d", r.Size)] = us(r.Lat.Med), r.St.MBps()
+		t.AddRow(cells...)
+		figs[fmt.Sprintf("lat_us_%d", r.Size)], figs[fmt.Sprintf("mbps_%d", r.Size)] = us(r.Lat.Med), r.BW.Med
+		figs[fmt.Sprintf("mbps_min_%d", r.Size)], figs[fmt.Sprintf("mbps_max_%d", r.Size)] = r.BW.Min, r.BW.Max
 		figs[fmt.Sprintf("lat_p25_us_%d", r.Size)], figs[fmt.Sprintf("lat_p75_us_%d", r.Size)] = us(r.Lat.P25), us(r.Lat.P75)
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	small, big := rows[0], rows[len(rows)-1]
 	best := small
 	for _, r := range rows {
-		if r.St.MBps() > best.St.MBps() {
+		if r.BW.Med > best.BW.Med {
 			best = r
 		}
 	}
-	figs["bw_gain"], figs["lat_growth"], figs["best_size"] = ratio(big.St.MBps(), base), ratio(us(big.Lat.Med), lat0), float64(best.Size)
-	v := say(fmt.Sprintf("Small messages are limited by the cost per message, large ones by the cost per byte: %s WRITEs moved %.1f MB/s and took %.1f µs each (median), %s WRITEs moved %.1f MB/s (×%.1f) and took %.1f µs (×%.1f). Bandwidth peaked at %s. ",
-		human(int64(small.Size)), small.St.MBps(), us(small.Lat.Med), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat.Med), figs["lat_growth"], human(int64(best.Size))),
-		fmt.Sprintf("小消息受限于每条消息的开销，大消息受限于每字节的开销：%s 的 WRITE 带宽 %.1f MB/s，每个 %.1f µs（中位数）；%s 的 WRITE 带宽 %.1f MB/s（×%.1f），每个 %.1f µs（×%.1f）。带宽在 %s 时最高。",
-			human(int64(small.Size)), small.St.MBps(), us(small.Lat.Med), human(int64(big.Size)), big.St.MBps(), figs["bw_gain"], us(big.Lat.Med), figs["lat_growth"], human(int64(best.Size))))
+	figs["bw_gain"], figs["lat_growth"], figs["best_size"] = ratio(big.BW.Med, base), ratio(us(big.Lat.Med), lat0), float64(best.Size)
+	v, kind := sweepVerdict(small, big, best, figs)
+	figs["verdict"] = kind
 	if ran {
 		v = say(v["en"]+perftestVerdict(pt, ratios, figs, "en"), v["zh"]+perftestVerdict(pt, ratios, figs, "zh"))
 	}
@@ -313,4 +309,39 @@ func perftestVerdict(pt []ptRow, ratios []string, figs map[string]float64, lang 
 		return s + "两条曲线都是在这里测得的 Soft-RoCE（" + where["zh"] + "），不是硬件：比较它们之间的比例，不要拿绝对值和硬件比。"
 	}
 	return s + "Both curves are Soft-RoCE measured here (" + where["en"] + "), not hardware: compare them with each other, never their absolute figures with hardware's. "
+}
+
+// sweepVerdict words what the sweep's two ends show. Its firm claim —
+// bigger messages moved more — needs every bandwidth round of the largest
+// size above every round of the smallest (order); the latency claim needs
+// their middle halves apart. kind is the bandwidth's order (the figure
+// the rerun test compares).
+func sweepVerdict(small, big, best sweepRow, figs map[string]float64) (sandbox.Text, float64) {
+	kind := order(big.BW, small.BW, 1)
+	sz, bz := human(int64(small.Size)), human(int64(big.Size))
+	bwEn := fmt.Sprintf("%s WRITEs moved %s MB/s, %s WRITEs %s MB/s (×%.1f; median, lowest–highest of %d rounds)", sz, small.BW.say(1)["en"], bz, big.BW.say(1)["en"], figs["bw_gain"], big.BW.N)
+	bwZh := fmt.Sprintf("%s 的 WRITE 带宽 %s MB/s，%s 的 WRITE %s MB/s（×%.1f；%d 轮的中位数，最低–最高）", sz, small.BW.say(1)["zh"], bz, big.BW.say(1)["zh"], figs["bw_gain"], big.BW.N)
+	latEn := fmt.Sprintf(" Each took %.1f µs and %.1f µs from post to completion (median, ×%.1f)", us(small.Lat.Med), us(big.Lat.Med), figs["lat_growth"])
+	latZh := fmt.Sprintf("从投递到完成各用 %.1f µs 和 %.1f µs（中位数，×%.1f）", us(small.Lat.Med), us(big.Lat.Med), figs["lat_growth"])
+	if small.Lat.below(big.Lat) {
+		latEn += fmt.Sprintf(", their middle halves apart (%s against %s µs).", small.Lat.midText(), big.Lat.midText())
+		latZh += fmt.Sprintf("，两者的中间一半互不重叠（%s 对 %s µs）。", small.Lat.midText(), big.Lat.midText())
+	} else {
+		latEn += fmt.Sprintf("; their middle halves overlap (%s against %s µs), so whether the bigger one was slower is too noisy on this machine to say.", small.Lat.midText(), big.Lat.midText())
+		latZh += fmt.Sprintf("；两者的中间一半互相重叠（%s 对 %s µs），所以大消息是否更慢，在这台机器上噪声太大、说不准。", small.Lat.midText(), big.Lat.midText())
+	}
+	var v sandbox.Text
+	switch kind {
+	case 1:
+		v = say(fmt.Sprintf("Small messages are limited by the cost per message, large ones by the cost per byte: %s — more in every round.%s Bandwidth peaked at %s. ", bwEn, latEn, human(int64(best.Size))),
+			fmt.Sprintf("小消息受限于每条消息的开销，大消息受限于每字节的开销：%s——每一轮都更多。%s带宽在 %s 时最高。", bwZh, latZh, human(int64(best.Size))))
+	case -1:
+		v = say(fmt.Sprintf("Bigger messages moved less in every round here: %s — not the usual curve; a machine busy with something else during the large sizes can do that: run it again.%s ", bwEn, latEn),
+			fmt.Sprintf("这里每一轮大消息搬的数据都更少：%s——这不是通常的曲线；测大消息时机器正忙于别的事就会这样，请再运行一次。%s", bwZh, latZh))
+	default:
+		why := overlapWhy(say(fmt.Sprintf("the %s and the %s bandwidth", sz, bz), fmt.Sprintf(" %s 与 %s 的带宽", sz, bz)), big.BW.N)
+		v = say(fmt.Sprintf("%s. Whether bigger messages moved more is %s.%s ", bwEn, why["en"], latEn),
+			fmt.Sprintf("%s。大消息是否搬得更多，%s。%s", bwZh, why["zh"], latZh))
+	}
+	return v, kind
 }

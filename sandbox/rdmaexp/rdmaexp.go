@@ -37,14 +37,9 @@ func Register(reg *sandbox.Registry) {
 	reg.Register(UDvsRC())
 	reg.Register(RDMACM())
 	reg.Register(VerbsSteps())
-	reg.Register(PerfSweep())
-	reg.Register(PerfInline())
-	reg.Register(PerfSignal())
-	reg.Register(PerfPostList())
-	reg.Register(PerfWait())
-	reg.Register(PerfMRCost())
-	reg.Register(PerfDepth())
-	reg.Register(PerfMTU())
+	for _, d := range perfFamily {
+		reg.Register(perfExperiment(d))
+	}
 	registerBeyond(reg)
 	registerUpper(reg)
 	registerUpperLibs(reg)

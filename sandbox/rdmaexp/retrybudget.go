@@ -44,25 +44,13 @@ func RetryBudget() *sandbox.Experiment {
 func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	exp := int(p["timeout"].(int64))
 	retry := int(p["retry_cnt"].(int64))
-	top, err := pickTopology()
+	link, err := shapeLink(emit, say("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
+		"重试预算实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
 	if err != nil {
 		return err
 	}
-	if !top.Wire() {
-		return explained(emit, say("the retry budget needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): loss is added on the client's link",
-			"重试预算实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：丢包加在客户端的链路上"))
-	}
-	if err := shapeable(emit, top); err != nil {
-		return err
-	}
-	note(emit, "info", top.describe())
-	dev := top.Client.GID.Netdev
-	cleanAtStart := linksClean(emit, dev, top.Server.GID.Netdev)
-	defer func() {
-		if err := netshape.Reset(dev); err == nil {
-			note(emit, "info", say("loss removed: the link is as it was before the run", "已撤销丢包：链路恢复到运行前的状态"))
-		}
-	}()
+	defer link.reset(emit, true)
+	top, dev, cleanAtStart := link.top, link.dev, link.clean
 
 	per := ibTimeout(exp)
 	expected := time.Duration(retry+1) * per

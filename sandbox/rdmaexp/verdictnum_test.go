@@ -22,7 +22,7 @@ var decimalRe = regexp.MustCompile(`\d+\.\d+`)
 // verdict quotes is the number shown beside it).
 func checkVerdictFigures(t *testing.T, rec *recorder, derived ...string) {
 	t.Helper()
-	shown := map[string]bool{}
+	shown, shownSpread := map[string]bool{}, map[string]bool{}
 	for _, d := range derived {
 		shown[d] = true
 	}
@@ -40,6 +40,9 @@ func checkVerdictFigures(t *testing.T, rec *recorder, derived ...string) {
 			for _, n := range decimalRe.FindAllString(c, -1) {
 				shown[n] = true
 			}
+			for _, sp := range spreadsIn(c) {
+				shownSpread[sp] = true
+			}
 		}
 	}
 	r := rec.result(t)
@@ -49,7 +52,40 @@ func checkVerdictFigures(t *testing.T, rec *recorder, derived ...string) {
 				t.Errorf("%s verdict quotes %s, which no table of the run prints: %s", lang, n, v)
 			}
 		}
+		// a spread is quoted whole: the same median with the same lowest
+		// and highest round, or the same range, as one table cell prints
+		// it — not three figures gathered from different rows
+		for _, sp := range spreadsIn(v) {
+			if !shownSpread[sp] {
+				t.Errorf("%s verdict quotes the spread %s, which no table cell of the run prints: %s", lang, sp, v)
+			}
+		}
 	}
+}
+
+// spreadRe finds a spread as tables and verdicts print it: "median
+// (lowest–highest)" (full-width parentheses in Chinese) or a bare range
+// "lowest–highest".
+var spreadRe = regexp.MustCompile(`(?:(\d+\.\d+) ?[(（])?(\d+\.\d+)–(\d+\.\d+)`)
+
+// spreadsIn lists the spreads in s, written the same in both languages:
+// "12.3 (11.0–13.5)" and "12.3（11.0–13.5）" are both "12.3 11.0–13.5",
+// "11.0–13.5" alone is "11.0–13.5".
+func spreadsIn(s string) []string {
+	var out []string
+	for _, m := range spreadRe.FindAllStringSubmatch(s, -1) {
+		sp := m[2] + "–" + m[3]
+		if m[1] != "" {
+			sp = m[1] + " " + sp
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// around is perfRounds rounds within ±10 % of med (median med).
+func around(med float64) floatSpread {
+	return floatSpreadOf([]float64{0.9 * med, 0.95 * med, med, 1.05 * med, 1.1 * med})
 }
 
 func durs(us ...float64) []time.Duration {
@@ -65,10 +101,10 @@ func durs(us ...float64) []time.Duration {
 // 30 saw "0.33–0.88 … less than 2× apart").
 func TestSweepVerdictFigures(t *testing.T) {
 	rows := []sweepRow{
-		{Size: 64, Lat: spreadOf(durs(40, 41, 43, 45, 90)), St: streamStats{Msgs: 1000, Bytes: 64000, Elapsed: time.Second}},
-		{Size: 256, Lat: spreadOf(durs(44, 46, 47, 52, 99)), St: streamStats{Msgs: 1000, Bytes: 256000, Elapsed: time.Second}},
-		{Size: 1024, Lat: spreadOf(durs(60, 61, 65, 70, 120)), St: streamStats{Msgs: 1000, Bytes: 1024000, Elapsed: time.Second}},
-		{Size: 4096, Lat: spreadOf(durs(99, 101, 104, 111, 300)), St: streamStats{Msgs: 1000, Bytes: 4096000, Elapsed: time.Second}},
+		{Size: 64, Lat: spreadOf(durs(40, 41, 43, 45, 90)), BW: around(0.064), St: streamStats{Msgs: 1000, Bytes: 64000, Elapsed: time.Second}},
+		{Size: 256, Lat: spreadOf(durs(44, 46, 47, 52, 99)), BW: around(0.256), St: streamStats{Msgs: 1000, Bytes: 256000, Elapsed: time.Second}},
+		{Size: 1024, Lat: spreadOf(durs(60, 61, 65, 70, 120)), BW: around(1.024), St: streamStats{Msgs: 1000, Bytes: 1024000, Elapsed: time.Second}},
+		{Size: 4096, Lat: spreadOf(durs(99, 101, 104, 111, 300)), BW: around(4.096), St: streamStats{Msgs: 1000, Bytes: 4096000, Elapsed: time.Second}},
 	}
 	for _, c := range []struct {
 		name   string
@@ -144,8 +180,8 @@ func TestWaitVerdictFigures(t *testing.T) {
 func TestMTUVerdictRule(t *testing.T) {
 	size := 65536
 	rows := []mtuRow{
-		{PathMTU: 1024, St: streamStats{Msgs: 100, Bytes: 100 * int64(size), Elapsed: time.Second, CPU: 50 * time.Millisecond}, Pkts: 6543},
-		{PathMTU: 4096, St: streamStats{Msgs: 180, Bytes: 180 * int64(size), Elapsed: time.Second, CPU: 60 * time.Millisecond}, Pkts: 2900},
+		{PathMTU: 1024, St: streamStats{Msgs: 100, Bytes: 100 * int64(size), Elapsed: time.Second, CPU: 50 * time.Millisecond}, BW: around(6.5536), Pkts: 6543},
+		{PathMTU: 4096, St: streamStats{Msgs: 180, Bytes: 180 * int64(size), Elapsed: time.Second, CPU: 60 * time.Millisecond}, BW: around(11.79648), Pkts: 2900},
 	}
 	rec := &recorder{}
 	if err := reportMTU(rec, size, rows, false); err != nil {
