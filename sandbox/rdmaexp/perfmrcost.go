@@ -24,7 +24,7 @@ var perfMRCostDecl = perfDecl{
 		{Name: "repeats", Kind: sandbox.ParamInt, Title: say("Registrations per size", "每种大小的注册次数"), Min: 1, Max: 20, Default: int64(5)},
 	},
 	presets: []sandbox.Preset{{ID: "default", Title: say("up to 16 MiB", "直到 16 MiB"), Values: map[string]any{"max_size": int64(16 << 20)}}},
-	setup: say("Opening the device", "打开设备"),
+	setup:   say("Opening the device", "打开设备"),
 	timeout: 60 * time.Second,
 	run:     runPerfMRCost,
 }

@@ -33,7 +33,7 @@ var perfMTUDecl = perfDecl{
 		{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per MTU", "每种 MTU 的秒数"), Min: 1, Max: 4, Default: int64(2)},
 	},
 	presets: []sandbox.Preset{{ID: "default", Title: say("64 KiB", "64 KiB"), Values: map[string]any{"size": int64(64 << 10)}}},
-	setup: say("Finding the veth pair under the RDMA devices", "找到 RDMA 设备下面的 veth 对"),
+	setup:   say("Finding the veth pair under the RDMA devices", "找到 RDMA 设备下面的 veth 对"),
 	timeout: 60 * time.Second,
 	run:     runPerfMTU,
 }

@@ -47,7 +47,6 @@ var perfPostListDecl = perfDecl{
 // postListBatches is how many batches of N WRs each way posts under strace.
 const postListBatches = 8
 
-
 // batchPoster posts one batch of n WRITEs — one per call, or one list —
 // signaling only the last, and waits for its completion: both ways post
 // the same requests and poll the same completions, only the number of

@@ -97,7 +97,10 @@ func (s floatSpread) scaled(k float64) floatSpread {
 // they overlap (too noisy to say). It is the "verdict" figure the rerun
 // test compares: a firm 1 in one run and -1 in another is a flip.
 func order(a, b floatSpread, prec int) float64 {
-	p := func(v float64) float64 { f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64); return f }
+	p := func(v float64) float64 {
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64)
+		return f
+	}
 	switch {
 	case p(a.Min) > p(b.Max):
 		return 1
