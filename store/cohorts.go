@@ -31,6 +31,7 @@ type Cohort struct {
 	CreatedAt  time.Time
 	ArchivedAt time.Time // zero while open
 	Members    int       // counted learners (see Scope)
+	TimeZone   string    // IANA name the class's graded dates are entered and shown in
 }
 
 // Archived reports whether the class is archived.
@@ -148,7 +149,7 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 			return Cohort{}, fmt.Errorf("store: create class: %w", err)
 		}
 		created, _ := parseTime(ts)
-		return Cohort{ID: id, Name: name, Code: code, CreatedAt: created}, nil
+		return Cohort{ID: id, Name: name, Code: code, CreatedAt: created, TimeZone: "UTC"}, nil
 	}
 	return Cohort{}, errors.New("store: create class: no free join code")
 }
@@ -158,7 +159,7 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 func (db *DB) Cohorts(ctx context.Context, withArchived bool) ([]Cohort, error) {
 	rows, err := db.r.QueryContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
-		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id)
+		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id), c.time_zone
 		FROM cohorts c WHERE ? OR c.archived_at IS NULL ORDER BY c.created_at DESC, c.id DESC`, withArchived)
 	if err != nil {
 		return nil, fmt.Errorf("store: list classes: %w", err)
@@ -190,7 +191,7 @@ func scanCohort(s interface{ Scan(...any) error }) (Cohort, error) {
 		c                 Cohort
 		created, archived string
 	)
-	if err := s.Scan(&c.ID, &c.Name, &c.Code, &created, &archived, &c.Members); err != nil {
+	if err := s.Scan(&c.ID, &c.Name, &c.Code, &created, &archived, &c.Members, &c.TimeZone); err != nil {
 		return Cohort{}, err
 	}
 	c.CreatedAt, _ = parseTime(created)
@@ -204,7 +205,7 @@ func scanCohort(s interface{ Scan(...any) error }) (Cohort, error) {
 func (db *DB) Cohort(ctx context.Context, id int64) (Cohort, error) {
 	c, err := scanCohort(db.r.QueryRowContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
-		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id)
+		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id), c.time_zone
 		FROM cohorts c WHERE c.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cohort{}, ErrNoCohort
@@ -221,7 +222,7 @@ func (db *DB) OpenCohortByCode(ctx context.Context, code string) (Cohort, error)
 	if code == "" || len(code) > 32 {
 		return Cohort{}, ErrNoCohort
 	}
-	c, err := scanCohort(db.r.QueryRowContext(ctx, `SELECT id, name, code, created_at, '', 0
+	c, err := scanCohort(db.r.QueryRowContext(ctx, `SELECT id, name, code, created_at, '', 0, time_zone
 		FROM cohorts WHERE code = ? AND archived_at IS NULL`, code))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cohort{}, ErrNoCohort
@@ -292,7 +293,7 @@ func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, err
 
 // LearnerCohorts lists the classes the learner belongs to (names only matter).
 func (db *DB) LearnerCohorts(ctx context.Context, learner string) ([]Cohort, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''), 0
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''), 0, c.time_zone
 		FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id WHERE m.learner = ? ORDER BY m.joined_at`, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: learner classes: %w", err)

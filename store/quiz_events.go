@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Quiz event kinds (quiz_events.kind).
@@ -88,24 +89,30 @@ func (db *DB) AllQuizEventCounts(ctx context.Context) (map[string]QuizEventCount
 // Reveal is one learner's "show answer" at one question.
 type Reveal struct {
 	Learner, QuestionID string
+	At                  time.Time
 }
 
-// ClassRevealsIn returns the questions each learner in scope chose "show
-// answer" at, once per learner and question (gradebook, exports).
+// ClassRevealsIn returns every "show answer" of the learners in scope, by
+// learner and question, then time (gradebook, exports; graded mode
+// counts only those in a lesson's window, so each one is kept).
 func (db *DB) ClassRevealsIn(ctx context.Context, sc Scope) ([]Reveal, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT learner, question_id FROM quiz_events
+	rows, err := db.r.QueryContext(ctx, `SELECT learner, question_id, created_at FROM quiz_events
 		WHERE kind = 'reveal' AND `+sc.rowOf("quiz_events.learner", "1")+`
-		AND `+sc.during("quiz_events.learner", "quiz_events.created_at")+` ORDER BY learner, question_id`)
+		AND `+sc.during("quiz_events.learner", "quiz_events.created_at")+` ORDER BY learner, question_id, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class reveals: %w", err)
 	}
 	defer rows.Close()
 	var out []Reveal
 	for rows.Next() {
-		var r Reveal
-		if err := rows.Scan(&r.Learner, &r.QuestionID); err != nil {
+		var (
+			r  Reveal
+			at string
+		)
+		if err := rows.Scan(&r.Learner, &r.QuestionID, &at); err != nil {
 			return nil, fmt.Errorf("store: class reveals: %w", err)
 		}
+		r.At, _ = parseTime(at)
 		out = append(out, r)
 	}
 	return out, rows.Err()

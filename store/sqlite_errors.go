@@ -32,3 +32,10 @@ func sqliteCode(err error) (int, bool) {
 	}
 	return se.Code() & 0xff, true
 }
+
+// isConstraint reports whether err is SQLite refusing a row for a CHECK,
+// UNIQUE, NOT NULL or foreign key constraint.
+func isConstraint(err error) bool {
+	c, ok := sqliteCode(err)
+	return ok && c == sqlite3.SQLITE_CONSTRAINT
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -35,6 +36,10 @@ type DB struct {
 	// known remembers learners seen to have a row (LearnerKnown): rows are
 	// never deleted, so only the positive answer is kept.
 	known *learnerCache[struct{}]
+	// gradedSlugs is the lessons some class grades (graded.go), so a lesson
+	// page of a lesson no class grades costs no query; nil: not loaded.
+	gradedMu    sync.Mutex
+	gradedSlugs map[string]bool
 }
 
 // dsn builds the connection string. busy_timeout comes first so that the

@@ -77,7 +77,7 @@ func (s *Server) renderCohorts(w http.ResponseWriter, r *http.Request, status in
 		row.ID, row.Name, row.Code = id, c.Name, c.Code
 		row.JoinURL, row.Href = baseURL(r)+"/join/"+c.Code, "/instructor?class="+id
 		row.Members, row.Archived, row.ArchiveAction = c.Members, c.Archived(), "/instructor/classes/"+id+"/archive"
-		row.RosterHref = rosterHref(c)
+		row.RosterHref, row.GradedHref = rosterHref(c), gradedHref(c)
 		v.Classes = append(v.Classes, row)
 	}
 	if hidden > 0 {

@@ -1,9 +1,12 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
@@ -27,6 +30,13 @@ import (
 //     of the tasks the lesson has now (a removed task no longer counts).
 // Learners are those the dashboard counts (store.Scope), most recently
 // active first, as on the dashboard.
+//
+// A lesson the class grades (graded mode, quiz.Graded) is scored by its
+// rules instead: per question the answer that counts (first, last or
+// best) among those made between the open and close dates, at most the
+// attempt limit; a "show answer" in that window scores the question 0
+// (answer_seen counts those, revealed names them); completed is computed
+// from the work (gradedComplete), not the learner's button.
 
 // gradeCell is one learner's record on one lesson.
 type gradeCell struct {
@@ -39,6 +49,10 @@ type gradeCell struct {
 	// the lesson's :::program exercises passed, how many it has, and the
 	// learner's checked runs of them
 	ProgramsPassed, Programs, ProgramRuns int
+	// Graded: the class grades the lesson; Revealed are the questions
+	// whose answer the learner chose to see in its window (scored 0).
+	Graded   *store.GradedLesson
+	Revealed []string
 }
 
 // gradeRow is one learner.
@@ -48,7 +62,7 @@ type gradeRow struct {
 }
 
 // gradebook computes the table for learners over the course.
-func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, reveals []store.Reveal, runs []store.Run, tasks []store.TaskRow, programs []store.ProgramRow) []gradeRow {
+func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []store.ProgressRow, attempts []store.Attempt, reveals []store.Reveal, runs []store.Run, tasks []store.TaskRow, programs []store.ProgramRow, graded map[string]store.GradedLesson) []gradeRow {
 	type key struct{ learner, lesson string }
 	lessonOf := map[string]string{}     // question → lesson
 	expLessons := map[string][]string{} // experiment → lessons showing it
@@ -135,6 +149,25 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			}
 		}
 	}
+	// Graded lessons: each learner's answers and reveals by question, in
+	// time order (attempts and reveals come in id and time order).
+	type lq struct{ learner, question string }
+	tries := map[lq][]quiz.Try{}
+	revealsAt := map[lq][]time.Time{}
+	if len(graded) > 0 {
+		for _, a := range attempts {
+			if _, ok := graded[lessonOf[a.QuestionID]]; ok {
+				k := lq{a.Learner, a.QuestionID}
+				tries[k] = append(tries[k], quiz.Try{At: a.CreatedAt, Correct: a.Correct, Seen: a.Seen})
+			}
+		}
+		for _, rv := range reveals {
+			if _, ok := graded[lessonOf[rv.QuestionID]]; ok {
+				k := lq{rv.Learner, rv.QuestionID}
+				revealsAt[k] = append(revealsAt[k], rv.At)
+			}
+		}
+	}
 	out := make([]gradeRow, 0, len(learners))
 	for _, l := range learners {
 		row := gradeRow{Learner: l.ID, Name: l.DisplayName}
@@ -146,6 +179,18 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			g.Questions = nq[les.Slug]
 			g.Tasks = len(les.Tasks)
 			g.Programs = len(les.Programs)
+			if set, ok := graded[les.Slug]; ok && les.Quiz != nil {
+				ids := make([]string, len(les.Quiz.Questions))
+				qt, qr := map[string][]quiz.Try{}, map[string][]time.Time{}
+				for i, q := range les.Quiz.Questions {
+					ids[i] = q.ID
+					qt[q.ID], qr[q.ID] = tries[lq{l.ID, q.ID}], revealsAt[lq{l.ID, q.ID}]
+				}
+				lg := gradedRules(set).Lesson(ids, qt, qr)
+				g.Graded, g.Score, g.Seen, g.Revealed = &set, lg.Score, len(lg.Revealed), lg.Revealed
+				g.Completed = gradedComplete(lg, lessonWork{TasksDone: g.TasksDone, Tasks: g.Tasks, ProgramsPassed: g.ProgramsPassed, Programs: g.Programs})
+				g.CompletedAt = "" // computed from the work: no moment to report
+			}
 			row.Cells = append(row.Cells, g)
 		}
 		out = append(out, row)
@@ -173,31 +218,80 @@ func (s *Server) gradebookData(w http.ResponseWriter, r *http.Request, limit, of
 	if fail() {
 		return nil, page, sc, cohort, false
 	}
-	progress, err := db.ClassProgressIn(ctx, sc)
+	rows, err = s.gradebookRows(ctx, sc, page.Learners)
 	if fail() {
 		return nil, page, sc, cohort, false
+	}
+	return rows, page, sc, cohort, true
+}
+
+// gradebookRows loads what gradebook needs for learners of scope sc and
+// computes their rows.
+func (s *Server) gradebookRows(ctx context.Context, sc store.Scope, learners []store.LearnerSummary) ([]gradeRow, error) {
+	db := s.cfg.Store
+	progress, err := db.ClassProgressIn(ctx, sc)
+	if err != nil {
+		return nil, err
 	}
 	attempts, err := db.ClassAttemptsIn(ctx, sc)
-	if fail() {
-		return nil, page, sc, cohort, false
+	if err != nil {
+		return nil, err
 	}
 	runs, err := db.ClassRunsIn(ctx, sc)
-	if fail() {
-		return nil, page, sc, cohort, false
+	if err != nil {
+		return nil, err
 	}
 	tasks, err := db.ClassTasksIn(ctx, sc)
-	if fail() {
-		return nil, page, sc, cohort, false
+	if err != nil {
+		return nil, err
 	}
 	reveals, err := db.ClassRevealsIn(ctx, sc)
-	if fail() {
-		return nil, page, sc, cohort, false
+	if err != nil {
+		return nil, err
 	}
 	programs, err := db.ClassProgramsIn(ctx, sc)
-	if fail() {
-		return nil, page, sc, cohort, false
+	if err != nil {
+		return nil, err
 	}
-	return gradebook(s.course(), page.Learners, progress, attempts, reveals, runs, tasks, programs), page, sc, cohort, true
+	var graded map[string]store.GradedLesson
+	if sc.Cohort > 0 {
+		// Graded mode is a class's: the all-learners view scores practice.
+		if graded, err = db.GradedLessons(ctx, sc.Cohort); err != nil {
+			return nil, err
+		}
+	}
+	return gradebook(s.course(), learners, progress, attempts, reveals, runs, tasks, programs, graded), nil
+}
+
+// LessonScore is a learner's result on a lesson in a class, as that
+// class's gradebook computes it: by the graded rules where the class
+// grades the lesson (quiz.Graded), else practice (right at least once
+// without the answer shown). For the LMS grade passback (LTI AGS), so the
+// platform gets the gradebook's figure.
+type LessonScore struct {
+	Score, Questions int
+	Graded           bool     // the class grades the lesson
+	Completed        bool     // graded: computed from the work; practice: marked by the learner
+	Revealed         []string // graded: questions whose answer the learner chose to see (scored 0)
+}
+
+// ErrNoLesson: LessonScore was asked for a lesson the course does not have.
+var ErrNoLesson = errors.New("web: no such lesson")
+
+// LessonScore returns learner's LessonScore on lesson in class cohort
+// (counting, as the gradebook does, only work done in the class's term).
+func (s *Server) LessonScore(ctx context.Context, cohort int64, learner, lesson string) (LessonScore, error) {
+	c := s.course()
+	idx := slices.IndexFunc(c.Lessons, func(l *lessons.Lesson) bool { return l.Slug == lesson })
+	if idx < 0 {
+		return LessonScore{}, ErrNoLesson
+	}
+	rows, err := s.gradebookRows(ctx, store.Scope{Cohort: cohort}, []store.LearnerSummary{{ID: learner}})
+	if err != nil {
+		return LessonScore{}, err
+	}
+	g := rows[0].Cells[idx]
+	return LessonScore{Score: g.Score, Questions: g.Questions, Graded: g.Graded != nil, Completed: g.Completed, Revealed: g.Revealed}, nil
 }
 
 // exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
@@ -209,14 +303,23 @@ func (s *Server) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.course()
 	lang := langOf(r)
-	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs"}}
+	// mode, opens_at, closes_at, attempt_limit, counts: the class's graded
+	// setting of the lesson ("practice" and empty without one); revealed:
+	// the questions whose answer the learner chose to see while graded
+	// (each scored 0), separated by spaces.
+	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
+		"mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
-			out = append(out, []string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
+			mode := []string{"practice", "", "", "", "", ""}
+			if set := g.Graded; set != nil {
+				mode = []string{"graded", csvTime(set.Opens), csvTime(set.Closes), strconv.Itoa(set.Limit), set.Counts, strings.Join(g.Revealed, " ")}
+			}
+			out = append(out, append([]string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
 				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.Itoa(g.Seen), strconv.FormatBool(g.Completed), g.CompletedAt,
 				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks),
-				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)})
+				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)}, mode...))
 		}
 	}
 	s.writeCSV(w, r, "gradebook.csv", out)
@@ -238,6 +341,14 @@ func (s *Server) gradebookShow(w http.ResponseWriter, r *http.Request) {
 		CSV: "/instructor/export/gradebook.csv" + classQuery(sc, "?")}
 	for _, l := range c.Lessons {
 		v.Lessons = append(v.Lessons, views.Link{Href: lessonHref(l.Slug), Title: l.Page(lang).Title})
+	}
+	if sc.Cohort > 0 {
+		var err error
+		if v.Modes, _, err = s.lessonModes(r, cohort); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		v.GradedHref = gradedHref(cohort)
 	}
 	for _, row := range rows {
 		vr := views.GradeRow{Name: row.Name, Short: shortID(row.Learner)}

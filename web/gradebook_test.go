@@ -64,13 +64,14 @@ func TestGradebookScriptedClass(t *testing.T) {
 	}
 	annDone := p["01-alpha"].CompletedAt.UTC().Format(time.RFC3339)
 	want := [][]string{
-		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs"},
+		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
+			"mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed"},
 	}
 	// Most recently active first: bob answered after ann, cat only joined.
 	want = append(want,
-		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "1", "false", "", "4", "0", "0", "0", "0", "0", "0"},
-		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "0", "true", annDone, "4", "0", "0", "0", "0", "0", "0"},
-		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "0", "false", "", "0", "0", "0", "0", "0", "0", "0"},
+		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "1", "false", "", "4", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", ""},
+		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "0", "true", annDone, "4", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", ""},
+		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "0", "false", "", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", ""},
 	)
 	if len(got) != len(want) {
 		t.Fatalf("gradebook has %d rows, want %d:\n%q", len(got), len(want), got)
@@ -114,7 +115,7 @@ func TestGradebookRuns(t *testing.T) {
 		{Slug: "03-c", Pages: page("tcp-cost")},
 	}}
 	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}}, nil, nil, nil,
-		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}}, nil, nil)
+		[]store.Run{{Learner: "L1", Experiment: "memlock"}, {Learner: "L1", Experiment: "memlock"}, {Learner: "L2", Experiment: "tcp-cost"}}, nil, nil, nil)
 	if len(rows) != 1 || rows[0].Cells[0].Runs != 2 || rows[0].Cells[1].Runs != 2 || rows[0].Cells[2].Runs != 0 {
 		t.Errorf("rows = %+v", rows)
 	}
@@ -139,7 +140,7 @@ func TestGradebookTasks(t *testing.T) {
 	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, nil, nil, nil, []store.TaskRow{
 		rec("L1", "01-a", "memlock", true), rec("L1", "01-a", "write-bw", false), rec("L1", "01-a", "gone", true),
 		rec("L2", "01-a", "memlock", true), rec("L2", "01-a", "write-bw", true),
-	}, nil)
+	}, nil, nil)
 	got := func(i, j int) string {
 		g := rows[i].Cells[j]
 		return strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
@@ -160,7 +161,7 @@ func TestGradebookSeenAnswers(t *testing.T) {
 		{Learner: "L1", QuestionID: "a/q2", Correct: true},             // clean
 		{Learner: "L2", QuestionID: "a/q1", Correct: true},
 		{Learner: "L2", QuestionID: "a/q2", Correct: true, Seen: true},
-	}, []store.Reveal{{Learner: "L1", QuestionID: "a/q3"}}, nil, nil, nil)
+	}, []store.Reveal{{Learner: "L1", QuestionID: "a/q3"}}, nil, nil, nil, nil)
 	g1, g2 := rows[0].Cells[0], rows[1].Cells[0]
 	if g1.Score != 1 || g1.Seen != 2 || g1.Attempts != 3 {
 		t.Errorf("L1: score %d, seen %d, attempts %d; want 1, 2, 3", g1.Score, g1.Seen, g1.Attempts)
@@ -185,7 +186,7 @@ func TestGradebookPrograms(t *testing.T) {
 	}
 	rows := gradebook(c, []store.LearnerSummary{{ID: "L1"}, {ID: "L2"}}, nil, nil, nil, nil, nil, []store.ProgramRow{
 		rec("L1", "open", 3, 1), rec("L1", "write", 2, 0), rec("L1", "gone", 5, 5), rec("L2", "open", 1, 0),
-	})
+	}, nil)
 	g1, g2 := rows[0].Cells[0], rows[1].Cells[0]
 	if g1.ProgramsPassed != 1 || g1.Programs != 2 || g1.ProgramRuns != 5 || g2.ProgramsPassed != 0 || g2.ProgramRuns != 1 {
 		t.Errorf("L1 %+v, L2 %+v; want L1 1/2 in 5 runs, L2 0/2 in 1", g1, g2)

@@ -26,6 +26,7 @@ var uiStrings = mergeStrings(coreStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings, storeErrorStrings,
 	taskStrings, terminalStrings, termSetupStrings, visualStrings, writeGuardStrings,
 	draftStrings, labClassStrings, programStrings, rosterStrings, roleStrings, ltiStrings,
+	gradedStrings,
 )
 
 // coreStrings are the UI texts shared by every page (layout, home, lesson, errors).

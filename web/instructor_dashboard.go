@@ -107,6 +107,19 @@ func (s *Server) instructorDashboard(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	if sc.Cohort > 0 {
+		_, graded, err := s.lessonModes(r, cohort)
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		for _, l := range course.Lessons {
+			if m, ok := graded[l.Slug]; ok {
+				v.Graded = append(v.Graded, views.Link{Href: lessonHref(l.Slug), Title: lessonTitle(course, l.Slug, lang) + " · " + m})
+			}
+		}
+		v.GradedHref = gradedHref(cohort)
+	}
 	for i, d := range course.Warnings {
 		if i == maxDashWarnings {
 			v.MoreWarnings = len(course.Warnings) - i

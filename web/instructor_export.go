@@ -12,6 +12,8 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
 )
 
 // The CSV exports give instructors the raw class data. Files start with a
@@ -122,6 +124,18 @@ func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	reveals, err := s.cfg.Store.ClassRevealsIn(ctx, sc)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	var graded map[string]store.GradedLesson
+	if sc.Cohort > 0 {
+		if graded, err = s.cfg.Store.GradedLessons(ctx, sc.Cohort); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+	}
 	course := s.course()
 	lessonOf := map[string]string{}
 	for _, l := range course.Lessons {
@@ -133,15 +147,52 @@ func (s *Server) exportAttempts(w http.ResponseWriter, r *http.Request) {
 	}
 	// answer_seen: the answer was on the learner's screen when they sent
 	// it ("show answer", or shown by itself after wrong tries): a right
-	// answer then earns nothing.
-	out := [][]string{{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "answer_seen", "created_at"}}
+	// answer then earns nothing. mode: the class grades the lesson
+	// (graded) or not (practice); counted: graded, and the answer is one
+	// the rules weigh (made between the open and close dates, within the
+	// attempt limit); revealed: the learner chose "show answer" at the
+	// question (graded: in the window, so it scores 0). event: "answer",
+	// or "reveal" for a graded "show answer", listed so the flag is there
+	// even when no answer followed.
+	type lq struct{ learner, question string }
+	revealsAt := map[lq][]time.Time{}
+	for _, rv := range reveals {
+		k := lq{rv.Learner, rv.QuestionID}
+		revealsAt[k] = append(revealsAt[k], rv.At)
+	}
+	made := map[lq]int{} // counted answers so far, by learner and question
+	out := [][]string{{"attempt", "learner", "display_name", "lesson", "question", "type", "answer", "correct", "answer_seen", "created_at",
+		"mode", "counted", "revealed", "event"}}
 	for _, a := range attempts {
 		typ := ""
 		if q := course.Questions[a.QuestionID]; q != nil {
 			typ = string(q.Type)
 		}
+		k := lq{a.Learner, a.QuestionID}
+		mode, counted, revealed := "practice", "", len(revealsAt[k]) > 0
+		if set, ok := graded[lessonOf[a.QuestionID]]; ok {
+			rules := gradedRules(set)
+			in := rules.PhaseAt(a.CreatedAt) == quiz.Open && made[k] < rules.Limit
+			if in {
+				made[k]++
+			}
+			mode, counted, revealed = "graded", strconv.FormatBool(in), rules.Revealed(revealsAt[k])
+		}
 		out = append(out, []string{strconv.FormatInt(a.ID, 10), a.Learner, csvText(names[a.Learner]), lessonOf[a.QuestionID],
-			a.QuestionID, typ, string(a.Answer), strconv.FormatBool(a.Correct), strconv.FormatBool(a.Seen), csvTime(a.CreatedAt)})
+			a.QuestionID, typ, string(a.Answer), strconv.FormatBool(a.Correct), strconv.FormatBool(a.Seen), csvTime(a.CreatedAt),
+			mode, counted, strconv.FormatBool(revealed), "answer"})
+	}
+	for _, rv := range reveals {
+		set, ok := graded[lessonOf[rv.QuestionID]]
+		if !ok || gradedRules(set).PhaseAt(rv.At) != quiz.Open {
+			continue
+		}
+		typ := ""
+		if q := course.Questions[rv.QuestionID]; q != nil {
+			typ = string(q.Type)
+		}
+		out = append(out, []string{"", rv.Learner, csvText(names[rv.Learner]), lessonOf[rv.QuestionID],
+			rv.QuestionID, typ, "", "", "true", csvTime(rv.At), "graded", "false", "true", "reveal"})
 	}
 	s.writeCSV(w, r, "attempts.csv", out)
 }

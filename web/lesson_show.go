@@ -48,6 +48,9 @@ type lessonRequest struct {
 	Draft bool
 
 	tasks map[string]store.TaskProgress // the learner's :::task records, loaded on first use (task_check.go)
+	// Graded: the lesson is graded work for the learner (graded.go), with
+	// their record in it; nil in practice mode.
+	Graded *gradedLesson
 }
 
 // serveLesson renders the lesson page for st.Slug, or the 404 page.
@@ -126,12 +129,20 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 		s.internalError(w, r, err)
 		return
 	}
+	graded, err := s.learnerGraded(r.Context(), learner, l)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	// A graded lesson's questions and completion box depend on the
+	// learner's class and the time: the per-request path renders them.
+	static = static && graded == nil
 	sk, err := s.skeletons.get(c, l, lang, static, s.buildSkeleton)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: page, State: st}
+	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: page, State: st, Graded: graded}
 	holes := make([]templ.Component, len(sk.holes))
 	for i, h := range sk.holes {
 		holes[i] = s.fillHole(lr, h, progress[l.Slug].Completed())

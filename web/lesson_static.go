@@ -96,13 +96,16 @@ func plainRequest(r *http.Request, st lessonState) bool {
 func (s *Server) fillHole(lr *lessonRequest, h skeletonHole, completed bool) templ.Component {
 	switch h.kind {
 	case holeComplete:
+		if lr.Graded != nil {
+			return s.gradedBox(lr)
+		}
 		return views.CompleteBox(lr.T, completed, lessonHref(lr.Lesson.Slug)+"/complete")
 	case holeQuizStatus:
 		qp, err := s.quizState(lr)
 		if err != nil {
 			return failing(err)
 		}
-		return statusLine(lr.Lang, views.QuizStatus(qp.status[h.id]))
+		return statusLine(lr.Lang, summaryStatus(qp.status[h.id]))
 	case holeQuizScore:
 		qp, err := s.quizState(lr)
 		if err != nil {

@@ -37,6 +37,9 @@ type attemptResponse struct {
 	Attempts  int    `json:"attempts"`     // the learner's attempts at this question so far
 	Best      bool   `json:"ever_correct"` // answered correctly at least once
 	HTML      string `json:"html"`         // the question re-rendered with this result
+	// Graded: the lesson is graded work for the learner (graded.go):
+	// answers used of the limit, what counts, the dates.
+	Graded *gradedInfo `json:"graded,omitempty"`
 }
 
 // quizAttempt is POST /api/quiz/{questionID...}/attempts. Question ids
@@ -86,7 +89,11 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 	if !validAnchor(q.ID, anchor) {
 		anchor = inlinePrefix + q.ID
 	}
-	qc := s.quizCtxFor(r, c, slug, lang)
+	qc, err := s.quizCtxFor(r, c, slug, lang)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if req.Reveal {
 		s.quizRevealJSON(w, r, q, anchor, slug, qc)
 		return
@@ -121,13 +128,14 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 		return
 	}
 	// The JSON tells no more than the page: the same policy on the same result.
-	res, _ := qc.policy().View(q.Type, graded, shownRecord(status, shown))
+	res, _ := qc.policy().View(q.Type, graded, qc.shownRecord(q.ID, status, shown))
 	writeJSON(w, http.StatusOK, attemptResponse{
 		Result:    res,
 		AttemptID: att.ID,
 		Attempts:  st[q.ID].Attempts,
 		Best:      st[q.ID].Best != nil,
 		HTML:      html.String(),
+		Graded:    qc.Graded.info(lang, q.ID),
 	})
 }
 
@@ -135,7 +143,7 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 // with the question showing it.
 func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.Question, anchor, slug string, qc quizCtx) {
 	lang := langOf(r)
-	if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
+	if err := s.addReveal(r, q, qc); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -155,18 +163,41 @@ func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.
 		Attempts: st[q.ID].Attempts,
 		Best:     st[q.ID].Best != nil,
 		HTML:     html.String(),
+		Graded:   qc.Graded.info(lang, q.ID),
 	})
 }
 
-// quizCtxFor is the question context of a submission from lesson slug.
-func (s *Server) quizCtxFor(r *http.Request, c *lessons.Course, slug, lang string) quizCtx {
+// addReveal records the learner's "show answer" at q: in graded mode only
+// while the lesson is open (before, it would hand out the answer; after,
+// the answer shows anyway), and it then scores the question 0.
+func (s *Server) addReveal(r *http.Request, q *quiz.Question, qc quizCtx) error {
+	if g := qc.Graded; g != nil {
+		if err := g.Rules.AdmitReveal(g.Now); err != nil {
+			return refusedError(langOf(r), g, err)
+		}
+	}
+	if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
+		return err
+	}
+	if g := qc.Graded; g != nil {
+		g.Reveals[q.ID] = append(g.Reveals[q.ID], g.Now)
+	}
+	return nil
+}
+
+// quizCtxFor is the question context of a submission from lesson slug,
+// with the learner's graded setting of that lesson, if any.
+func (s *Server) quizCtxFor(r *http.Request, c *lessons.Course, slug, lang string) (quizCtx, error) {
 	qc := quizCtx{Learner: learnerID(r), RevealAfter: lessons.DefaultRevealAfter}
-	if l := c.Lesson(slug); l != nil {
+	l := c.Lesson(slug)
+	if l != nil {
 		if p := l.Page(lang); p != nil {
 			qc.RevealAfter = p.RevealAfter
 		}
 	}
-	return qc
+	g, err := s.learnerGraded(r.Context(), qc.Learner, l)
+	qc.Graded = g
+	return qc, err
 }
 
 // noteFormatError records a numeric answer the server could not read, so
@@ -190,9 +221,14 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 		anchor = "" // show the result at every placement of the question
 	}
 	values := r.PostForm["answer"]
+	qc, err := s.quizCtxFor(r, c, slug, lang)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	if parseErr == nil && r.PostForm.Get("reveal") != "" {
-		if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
-			s.internalError(w, r, err)
+		if err := s.addReveal(r, q, qc); err != nil {
+			s.formRefused(w, r, slug, q, anchor, values, err)
 			return
 		}
 		if anchor == "" {
@@ -218,9 +254,9 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: rejected.Message}}})
 		return
 	}
-	att, _, err := s.saveAttempt(r, q, a, lang, s.quizCtxFor(r, c, slug, lang))
+	att, _, err := s.saveAttempt(r, q, a, lang, qc)
 	if err != nil {
-		s.pageError(w, r, err) // a form: a page even on the /api/ path
+		s.formRefused(w, r, slug, q, anchor, values, err)
 		return
 	}
 	if anchor == "" {
@@ -230,6 +266,20 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	http.Redirect(w, r, lessonAnchorURL(slug, att.ID, anchor), http.StatusSeeOther)
 }
 
+// formRefused answers a form submission that could not be stored: graded
+// mode's refusal is shown at the question on the lesson page (status 409,
+// the learner's input kept); anything else is an error page (a form gets a
+// page even on the /api/ path).
+func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, slug string, q *quiz.Question, anchor string, values []string, err error) {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeConflict {
+		s.serveLesson(w, r, lessonState{Slug: slug, Status: http.StatusConflict,
+			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: e.Message}}})
+		return
+	}
+	s.pageError(w, r, err)
+}
+
 // saveAttempt grades a — the one grading of a submission: the JSON answer
 // and the re-rendered question take the result from here — and stores it
 // for the request's learner, with whether the answer was shown to them
@@ -237,6 +287,11 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 // reads the stored flag).
 func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, lang string, qc quizCtx) (store.Attempt, quiz.Result, error) {
 	learner := learnerID(r)
+	if g := qc.Graded; g != nil {
+		if err := g.admit(q.ID); err != nil {
+			return store.Attempt{}, quiz.Result{}, refusedError(lang, g, err)
+		}
+	}
 	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), learner, []string{q.ID})
 	if err != nil {
 		return store.Attempt{}, quiz.Result{}, err
@@ -245,11 +300,13 @@ func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, l
 	if err != nil {
 		return store.Attempt{}, quiz.Result{}, err
 	}
-	before := st[q.ID]
-	seen := qc.policy().Seen(quiz.Record{Attempts: before.Attempts, Correct: before.Best != nil, Revealed: revealed})
+	seen := qc.policy().Seen(qc.record(q.ID, quizStatusOf(st[q.ID], revealed), revealed))
 	res := quiz.Grade(q, a, lang)
 	att, err := s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
 	if err == nil {
+		if qc.Graded != nil {
+			qc.Graded.Tries[q.ID] = append(qc.Graded.Tries[q.ID], quiz.Try{At: att.CreatedAt, Correct: att.Correct, Seen: att.Seen})
+		}
 		s.ltiQueueScores(r, learner, q.ID, false) // a graded LMS link's score (lti_launch.go)
 	}
 	return att, res, err

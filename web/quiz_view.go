@@ -74,16 +74,36 @@ type quizCtx struct {
 	// Preview: the page is a draft's preview (drafts.go); its questions
 	// cannot be answered.
 	Preview bool
+	// Graded: the lesson is graded work for the learner (graded.go); nil
+	// in practice mode.
+	Graded *gradedLesson
 }
 
 // policy is the quiz.Policy of the lesson the question is answered on.
-func (qc quizCtx) policy() quiz.Policy { return quiz.Policy{RevealAfter: qc.RevealAfter} }
+func (qc quizCtx) policy() quiz.Policy {
+	p := quiz.Policy{RevealAfter: qc.RevealAfter}
+	if qc.Graded != nil {
+		p.Graded, p.Now = &qc.Graded.Rules, qc.Graded.Now
+	}
+	return p
+}
+
+// record is the learner's record on question id as qc's policy judges it:
+// in practice their status (st) and whether they asked for the answer; in
+// graded mode only what they did in the window (practice before it
+// neither shows the answer nor spoils an answer).
+func (qc quizCtx) record(id string, st views.QuizStatus, revealed bool) quiz.Record {
+	if g := qc.Graded; g != nil {
+		return quiz.Record{Attempts: g.Used(id), Revealed: g.Revealed(id)}
+	}
+	return quiz.Record{Attempts: st.Attempts, Correct: st.EverCorrect, Revealed: revealed}
+}
 
 // shownRecord is the learner's record as a shown attempt is judged: their
 // status now (with that attempt counted) and whether they asked for the
 // answer.
-func shownRecord(st views.QuizStatus, shown *quizShown) quiz.Record {
-	return quiz.Record{Attempts: st.Attempts, Correct: st.EverCorrect, Revealed: shown.Revealed}
+func (qc quizCtx) shownRecord(id string, st views.QuizStatus, shown *quizShown) quiz.Record {
+	return qc.record(id, st, shown.Revealed)
 }
 
 // attemptsPath is the endpoint a question's form posts to.
@@ -185,7 +205,7 @@ func (s *Server) quizSegment(lr *lessonRequest, seg lessons.Segment) templ.Compo
 	if n := qp.placedAt[q.ID]; n > 1 {
 		dom += "~" + strconv.Itoa(n)
 	}
-	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, views.QuizStatus(qp.status[q.ID]), s.shownAt(lr, qp, q.ID), lr.quizCtx())
+	v := questionView(lr.Lang, q, dom, lr.Lesson.Slug, 0, summaryStatus(qp.status[q.ID]), s.shownAt(lr, qp, q.ID), lr.quizCtx())
 	if qp.hole != nil {
 		v.StatusSlot = qp.hole(skeletonHole{kind: holeQuizStatus, id: q.ID})
 		if choiceQuestion(q) {
@@ -228,7 +248,7 @@ func (s *Server) checkpointSegment(lr *lessonRequest, seg lessons.Segment) templ
 		}
 	}
 	for i, q := range qs {
-		st := views.QuizStatus(qp.status[q.ID])
+		st := summaryStatus(qp.status[q.ID])
 		dom := checkpointPrefix + q.ID
 		qv := questionView(lr.Lang, q, dom, lr.Lesson.Slug, i+1, st, s.shownAt(lr, qp, q.ID), lr.quizCtx())
 		if qp.hole != nil {
@@ -311,7 +331,7 @@ func choiceQuestion(q *quiz.Question) bool {
 // quizCtx is the request's question context: the learner and the lesson's
 // reveal rule.
 func (lr *lessonRequest) quizCtx() quizCtx {
-	qc := quizCtx{Learner: lr.Learner, RevealAfter: lessons.DefaultRevealAfter, Preview: lr.Draft}
+	qc := quizCtx{Learner: lr.Learner, RevealAfter: lessons.DefaultRevealAfter, Preview: lr.Draft, Graded: lr.Graded}
 	if lr.Page != nil {
 		qc.RevealAfter = lr.Page.RevealAfter
 	}
@@ -343,6 +363,9 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		CanReveal: true,
 		Preview:   qc.Preview,
 	}
+	if g := qc.Graded; g != nil && !qc.Preview {
+		gradedView(&v, lang, q.ID, g)
+	}
 	text := map[string]template.HTML{} // option id → its text, rendered
 	for _, o := range q.OptionsFor(qc.Learner) {
 		h := inlineHTML(o.HTML.Text.Get(lang))
@@ -352,6 +375,11 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		})
 	}
 	if shown == nil || shown.QuestionID != q.ID || (shown.Anchor != "" && shown.Anchor != dom) {
+		if g := qc.Graded; g != nil && !qc.Preview && qc.Learner != "" && g.Phase() == quiz.Closed {
+			// Closed: every question shows its answer, answered or not.
+			revealView(&v, q, lang, text)
+			v.Result.Closed = true
+		}
 		return v
 	}
 	if shown.Error != "" {
@@ -361,6 +389,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	if shown.Reveal {
 		revealView(&v, q, lang, text)
+		v.Result.Closed = qc.Graded != nil && qc.Graded.Phase() == quiz.Closed
 		return v
 	}
 	if shown.Answer == nil {
@@ -374,8 +403,18 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		res = quiz.Grade(q, a, lang)
 	}
 	v.Result = &views.QuizResult{Correct: res.Correct, Seen: shown.Seen}
-	res, withheld := qc.policy().View(q.Type, res, shownRecord(st, shown))
-	if withheld {
+	res, withheld := qc.policy().View(q.Type, res, qc.shownRecord(q.ID, st, shown))
+	if withheld && qc.Graded != nil {
+		// Sealed until the close: right or not, the learner's own choice
+		// kept in the form, no marks.
+		v.Result.Withheld, v.Result.Sealed = true, true
+		v.Result.RevealNote = trf(lang, "graded.sealed.note", zoneTime(lang, qc.Graded.Rules.Closes, qc.Graded.Loc))
+		if q.Type == quiz.Numeric {
+			v.Result.Number = strconv.FormatFloat(a.Number, 'g', -1, 64)
+		}
+		prefill(&v, q, a, v.Result.Number)
+		return v
+	} else if withheld {
 		v.Result.Withheld = true
 		if res.Tally != nil {
 			v.Result.Tally = tallyText(lang, q.Type, *res.Tally)
@@ -414,6 +453,30 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	return v
 }
 
+// gradedView adds graded mode to a question's view: the status line with
+// answers used, what counts and the dates in the class's zone; why it
+// takes no answer now, if so; "show answer" only while it can be taken.
+func gradedView(v *views.QuizQuestion, lang, id string, g *gradedLesson) {
+	v.Graded = true
+	used := g.Used(id)
+	v.Status.GradedUsed, v.Status.GradedLimit = used, g.Rules.Limit
+	v.Status.GradedCounts = tr(lang)("graded.counts." + string(g.Rules.Counts))
+	v.Status.GradedCloses = zoneTime(lang, g.Rules.Closes, g.Loc)
+	v.Status.GradedRevealed = g.Revealed(id)
+	switch g.Phase() {
+	case quiz.BeforeOpen:
+		v.Status.GradedOpens = zoneTime(lang, g.Rules.Opens, g.Loc)
+		v.Locked = trf(lang, "graded.locked.notopen", v.Status.GradedOpens)
+	case quiz.Closed:
+		v.Locked = trf(lang, "graded.locked.closed", v.Status.GradedCloses)
+	default:
+		if used >= g.Rules.Limit {
+			v.Locked = tr(lang)("graded.locked.usedup")
+		}
+	}
+	v.CanReveal = v.Locked == "" && !v.Status.GradedRevealed
+}
+
 // revealView shows q's answer because the learner asked for it: the right
 // options (or order, or number), their feedback and the explanation.
 func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[string]template.HTML) {
@@ -434,6 +497,12 @@ func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[s
 			}
 		}
 	}
+}
+
+// summaryStatus is a learner's cached summary as the status line shows it.
+func summaryStatus(sum store.QuestionSummary) views.QuizStatus {
+	return views.QuizStatus{Attempts: sum.Attempts, EverCorrect: sum.EverCorrect, LatestCorrect: sum.LatestCorrect,
+		Revealed: sum.Revealed, Seen: sum.Seen}
 }
 
 // quizStatusOf is a stored record as the status line shows it.

@@ -73,6 +73,7 @@ func (s *Server) routes() http.Handler {
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
 			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
 			r.Get("/instructor/classes/{id}/roster/codes.csv", s.rosterCodes)
+			r.Get("/instructor/classes/{id}/graded", s.gradedShow) // graded_settings.go: graded mode per lesson
 			// Instructors only: accounts, invitations, classes, rosters, drafts.
 			r.Group(func(r chi.Router) {
 				r.Use(s.instructorsOnly)
@@ -87,6 +88,8 @@ func (s *Server) routes() http.Handler {
 				r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
 				r.Post("/instructor/classes/{id}/tas", s.cohortTA)
 				r.Post("/instructor/classes/{id}/roster", s.rosterImport)
+				r.Post("/instructor/classes/{id}/graded", s.gradedSet)
+				r.Post("/instructor/classes/{id}/graded/zone", s.gradedZone)
 				r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
 				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
 				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)

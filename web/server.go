@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -59,6 +60,10 @@ type Config struct {
 
 	// LTI makes the lab an LTI 1.3 tool (lti_*.go); nil: off.
 	LTI *LTI
+
+	// Now is the time graded lessons' open and close dates are judged
+	// against (graded.go); nil: time.Now. Tests move it past a close date.
+	Now func() time.Time
 }
 
 // Server serves the lab. It is safe for concurrent use.
@@ -98,3 +103,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // course is the current content load.
 func (s *Server) course() *lessons.Course { return s.cfg.Course() }
+
+// now is the time graded mode judges by (Config.Now).
+func (s *Server) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
+}

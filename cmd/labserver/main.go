@@ -12,6 +12,9 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	// Graded lessons show dates in a class's time zone: the zone database
+	// built in, for machines (minimal containers) without tzdata.
+	_ "time/tzdata"
 )
 
 // usage is printed for -h and unknown subcommands.

@@ -64,6 +64,10 @@ type Dashboard struct {
 	Classes       []ClassPick // the class filter (empty when no class exists)
 	ClassName     string      // the class shown, "" for all learners
 	GradebookHref string      // the gradebook of the same learners
+	// Graded: a class's lessons in graded mode, each with its dates,
+	// limit and what counts; GradedHref its settings ("" for all learners).
+	Graded     []Link
+	GradedHref string
 }
 
 // Pager links the previous and next page of a paged table ("" when there
@@ -201,6 +205,7 @@ type CohortRow struct {
 	Archived      bool
 	ArchiveAction string
 	RosterHref    string
+	GradedHref    string
 	TAs           []Option // the class's TA accounts
 	AddTAs        []Option // TA accounts not yet in the class
 	TAAction      string
@@ -273,12 +278,14 @@ type ClassPick struct {
 // Gradebook is learner × lesson, plus the hardest questions.
 type Gradebook struct {
 	Chrome
-	ClassName string
-	CSV       string
-	Lessons   []Link
-	Rows      []GradeRow
-	Pager     Pager
-	Hardest   []HardQuestion
+	ClassName  string
+	CSV        string
+	Lessons    []Link
+	Modes      []string // per lesson, a class's view: practice, or graded with its dates
+	GradedHref string   // the class's graded-mode settings ("" for all learners)
+	Rows       []GradeRow
+	Pager      Pager
+	Hardest    []HardQuestion
 }
 
 // GradeRow is one learner of the gradebook.
