@@ -69,6 +69,7 @@ var benches = []bench{
 	{Pkg: "./sandbox/vm", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/fleet", Name: "BenchmarkTerminalEcho", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.
@@ -351,6 +352,10 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkTerminalClass", "BenchmarkTerminalClass", "p95-s", "p50-s", "", 1, "s", "p95 < 2 s")
 	add("learner's kept machine: attach → shell answers with their file vs a fresh guest restored on demand (TCG)",
 		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "resume-s", "fresh-s", "", 1, "s", "report")
+	add("keystroke echo round trip p50: a terminal on a worker process (NATS) vs on this machine (TCG guests)",
+		"BenchmarkTerminalEcho", "BenchmarkTerminalEcho", "worker-p50-ms", "local-p50-ms", "ratio", 1, "ms", "report")
+	add("keystroke echo round trip p95: on a worker vs on this machine",
+		"BenchmarkTerminalEcho", "BenchmarkTerminalEcho", "worker-p95-ms", "local-p95-ms", "", 1, "ms", "report")
 	add("kept machine on disk per learner (zstd) vs its migration stream",
 		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "disk-MB", "stream-MB", "", 1, "MB", "≤ --keep-machine-max (64 MiB)")
 	if sv, ok := get("BenchmarkKeptMachine", "save-s"); ok {

@@ -51,7 +51,7 @@ func labserverBin(t testing.TB) string {
 
 const token = "s3cret-class-token"
 
-func startServer(t *testing.T, listen string) *Server {
+func startServer(t testing.TB, listen string) *Server {
 	t.Helper()
 	s, err := Start(ServerConfig{Listen: listen, Token: token, StoreDir: t.TempDir()})
 	if err != nil {
@@ -83,19 +83,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startWorker(t *testing.T, addr, name, tok string, extra ...string) *workerProc {
+func startWorker(t testing.TB, addr, name, tok string, extra ...string) *workerProc {
 	t.Helper()
 	return startWorkerEnv(t, nil, addr, name, tok, extra...)
 }
 
-func startWorkerEnv(t *testing.T, env []string, addr, name, tok string, extra ...string) *workerProc {
+func startWorkerEnv(t testing.TB, env []string, addr, name, tok string, extra ...string) *workerProc {
 	t.Helper()
 	args := append([]string{"worker", "--join", "nats://" + addr, "--token", tok, "--name", name, "--backend", "none", "--host-slots", "1"}, extra...)
 	return startWorkerArgs(t, env, name, args...)
 }
 
 // startWorkerArgs starts `labserver ARGS…` as worker name.
-func startWorkerArgs(t *testing.T, env []string, name string, args ...string) *workerProc {
+func startWorkerArgs(t testing.TB, env []string, name string, args ...string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(labserverBin(t), args...)
 	if env != nil {

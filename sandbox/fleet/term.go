@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Learner terminals on workers. A worker started with --terminals hosts
@@ -43,6 +44,10 @@ const (
 	termPerHost = 64        // terminals a worker may say it hosts
 	termOutBuf  = 256       // out messages waiting for the learner's tab
 )
+
+// termOpenWait bounds the wait for a worker's answer to an open: its
+// guest's start (a local one has 5 minutes, sandbox/vm Terminals.open).
+var termOpenWait = 6 * time.Minute
 
 // TermLoad is what a worker says of its learner terminals in heartbeats.
 type TermLoad struct {

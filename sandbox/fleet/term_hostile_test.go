@@ -188,3 +188,41 @@ func TestWorkerTerminalFloodBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSilentWorkerGetsNoMoreTerminals: a worker that says it has room but
+// never answers an open holds the learner only until termOpenWait, then
+// gets no more terminals.
+func TestSilentWorkerGetsNoMoreTerminals(t *testing.T) {
+	defer func(d time.Duration) { termOpenWait = d }(termOpenWait)
+	termOpenWait = time.Second
+	seed, k := newKey(t, "mute")
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k}, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mute := connectRogue(t, s.Addr(), "mute", nkeyOpt(t, seed))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			b, _ := json.Marshal(Worker{Name: "mute", Backends: map[string]int{}, Terms: &TermLoad{Max: 8}})
+			_ = mute.nc.Publish(subjHeartbeat+"mute", b)
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	waitTermWorker(t, s, "mute")
+	p := &Placement{Fleet: s}
+	_, err = p.Attach(t.Context(), "ann", 24, 80, nil)
+	var lost *TermLost
+	if !errors.As(err, &lost) || lost.Worker != "mute" {
+		t.Fatalf("attach on a silent worker: %v, want it lost", err)
+	}
+	if _, ok := s.TermWorkers()["mute"]; ok {
+		t.Fatal("the silent worker is still offered terminals")
+	}
+}

@@ -131,8 +131,15 @@ func (s *Server) TermAttach(ctx context.Context, worker, learner string, rows, c
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	slow := time.NewTimer(termOpenWait)
+	defer slow.Stop()
 	for {
 		select {
+		case <-slow.C:
+			// A worker that says it has room but does not answer would
+			// hold every learner placed there: it gets no more.
+			s.breach(t, fmt.Sprintf("no answer to an open in %s", termOpenWait))
+			return nil, &TermLost{Worker: worker, Broken: "no answer to an open"}
 		case r := <-t.ready:
 			if r.Err != "" {
 				t.Detach()

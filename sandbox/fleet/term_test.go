@@ -29,7 +29,7 @@ func watch(c TermConn) *screen {
 }
 
 // waitFor waits until the screen shows want.
-func (sc *screen) waitFor(t *testing.T, want string) {
+func (sc *screen) waitFor(t testing.TB, want string) {
 	t.Helper()
 	for i := 0; ; i++ {
 		if strings.Contains(sc.buf.String(), want) {
@@ -43,7 +43,7 @@ func (sc *screen) waitFor(t *testing.T, want string) {
 }
 
 // waitTermWorker waits until worker name offers terminals.
-func waitTermWorker(t *testing.T, s *Server, name string) {
+func waitTermWorker(t testing.TB, s *Server, name string) {
 	t.Helper()
 	for i := 0; ; i++ {
 		if _, ok := s.TermWorkers()[name]; ok {
