@@ -130,18 +130,19 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // the machine beside its pool's guests (auto).
 func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+	guests := 0
+	if p, ok := rdma.(sandbox.GuestPool); ok {
+		guests = p.Guests()
+	}
 	if n == TerminalsAuto {
-		guests := 0
-		if p, ok := rdma.(sandbox.GuestPool); ok {
-			guests = p.Guests()
-		}
 		sz := vm.AutoTerminals(guests)
 		n = sz.Max
 		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
 	} else {
 		log.Info("learner terminals", "max", n)
 	}
-	return &vm.Terminals{Cfg: cfg, Max: n}
+	// Spares only while this machine's memory holds them, as on the lab server.
+	return &vm.Terminals{Cfg: cfg, Max: n, Room: vm.AutoRoom(guests)}
 }
 
 func atoiEnv(key string) int {
