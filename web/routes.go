@@ -24,9 +24,7 @@ func (s *Server) routes() http.Handler {
 	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
 	r.Use(s.limitBodies)           // every body read up front, at most maxBody (body_limit.go)
 	if !s.cfg.NoCompress {
-		// text/event-stream is deliberately absent: SSE must not be buffered.
-		r.Use(middleware.Compress(5, "text/html", "text/css", "text/plain", "text/javascript",
-			"application/javascript", "application/json", "image/svg+xml"))
+		r.Use(compressor()) // gzip, deflate; never SSE (compress.go)
 	}
 
 	r.Get("/healthz", s.healthz)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/asynclog"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/store"
@@ -50,6 +51,7 @@ type Main struct {
 	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
 	lti     ltiRun     // the LTI score deliverer (serve_lti.go)
 	HTTP    *http.Server
+	logw    *asynclog.Writer // the log's output, flushed by Close; nil when the caller gave Log
 	ln      net.Listener
 	served  chan error
 }
@@ -120,7 +122,10 @@ func lessonOptions() lessons.Options {
 // errors, a bad database, a busy port); serving continues until Close.
 func (m *Main) Run(ctx context.Context) error {
 	if m.Log == nil {
-		m.Log = slog.New(slog.NewTextHandler(m.Stderr, nil))
+		// Every request logs a line: through asynclog, none waits on a
+		// slow reader of stderr (journald, a pipe).
+		m.logw = asynclog.New(m.Stderr, 4096)
+		m.Log = slog.New(slog.NewTextHandler(m.logw, nil))
 	}
 	fsys, where := courseFS(m.Config.LessonsDir)
 	course, err := lessons.Load(fsys, lessonOptions())
@@ -255,6 +260,9 @@ func (m *Main) Close() error {
 	if m.DB != nil {
 		errs = append(errs, m.DB.Close())
 		m.DB = nil
+	}
+	if m.logw != nil {
+		m.logw.Close() // every line out before the process ends
 	}
 	return errors.Join(errs...)
 }
