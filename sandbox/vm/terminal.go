@@ -155,13 +155,11 @@ type Terminals struct {
 	once     sync.Once
 
 	// Spares (terminal_spares.go).
-	kick         chan struct{} // wakes the refiller
-	warmOnce     sync.Once     // starts the refiller
-	ownStarting  int           // learners' own guests starting: no spare starts meanwhile
-	fromSpare    int           // attaches served from a spare
-	startedOwn   int           // learner guests started on demand
-	prewarm      int           // a pre-warm's class, until prewarmUntil
-	prewarmUntil time.Time
+	kick        chan struct{} // wakes the refiller
+	warmOnce    sync.Once     // starts the refiller
+	ownStarting int           // learners' own guests starting: no spare starts meanwhile
+	fromSpare   int           // attaches served from a spare
+	startedOwn  int           // learner guests started on demand
 }
 
 // termWaiter is one Attach waiting for a place.

@@ -6,13 +6,14 @@ import (
 )
 
 // Sizing learner terminals to the machine (`serve --terminals auto`).
-// Figures from make bench (BenchmarkTerminal, TCG) and docs/operations.md
-// "How many terminals a machine holds": an idle learner guest's QEMU holds
-// 224–296 MiB (300 with room), an experiment guest about 500 MiB with its
+// Figures from make bench (BenchmarkTerminal, BenchmarkTerminalClass,
+// TCG) and docs/operations.md "How many terminals a machine holds": an
+// idle learner guest's QEMU holds 224–296 MiB, a paused spare 330–334 MiB
+// (20 measured; 340 with room), an experiment guest about 500 MiB with its
 // translation cache, and an idle shell with its tab open about 2 % of a
 // core (1.9 % measured; a detached one is paused and costs nothing).
 const (
-	termGuestMiB   = 300 // one learner guest, rounded up from the largest measured
+	termGuestMiB   = 340 // one learner guest, rounded up from the largest measured
 	poolGuestMiB   = 512 // one experiment guest (faults/ measured 482 MiB)
 	termHeadroom   = 512 // left to the system, labserver and page cache
 	termIdleCPUPct = 2   // % of a core per idle learner guest with a tab open

@@ -26,7 +26,7 @@ type SpareStats struct {
 	Ready    int // spares restored and paused, waiting for a learner
 	Starting int // spares being restored
 	Target   int // spares wanted now: the expected class less the learners in, within memory and places
-	Class    int // the class spares are kept for (Spares, or a pre-warm while it lasts)
+	Class    int // the class spares are kept for (Spares)
 	// Room is how many more learner guests free memory holds now (below
 	// 0: fewer than run); Bounded is false when memory does not bound them.
 	Room    int
@@ -34,17 +34,6 @@ type SpareStats struct {
 	// FromSpare and Started count attaches that got a spare and learner
 	// guests started on demand since the start.
 	FromSpare, Started int
-}
-
-// Prewarm keeps spares for a class of n learners for the next d (an
-// instructor about to start a session), on top of Spares; within Max and
-// free memory, like every spare.
-func (t *Terminals) Prewarm(n int, d time.Duration) {
-	t.init()
-	t.mu.Lock()
-	t.prewarm, t.prewarmUntil = n, time.Now().Add(d)
-	t.mu.Unlock()
-	t.Warm()
 }
 
 // Warm starts keeping the spares now rather than at the first attach
@@ -65,13 +54,7 @@ func (t *Terminals) kickRefill() {
 }
 
 // class is the number of learners spares are kept for. t.mu held.
-func (t *Terminals) class() int {
-	n := t.Spares
-	if t.prewarm > n && time.Now().Before(t.prewarmUntil) {
-		n = t.prewarm
-	}
-	return max(n, 0)
-}
+func (t *Terminals) class() int { return max(t.Spares, 0) }
 
 // unbounded is room() without a memory bound.
 const unbounded = 1 << 30
@@ -89,7 +72,7 @@ func (t *Terminals) room() int {
 // already in, at least one, no more than the places left (at least one,
 // for the next learner after a reclaim). t.mu held.
 func (t *Terminals) spareTarget() int {
-	if t.Spares < 0 && t.class() == 0 {
+	if t.Spares < 0 {
 		return 0
 	}
 	in := t.inUse()
@@ -174,7 +157,7 @@ func (t *Terminals) refiller() {
 		case <-t.stop:
 			return
 		case <-t.kick:
-		case <-time.After(spareRetry): // free memory and pre-warms change on their own
+		case <-time.After(spareRetry): // free memory changes on its own
 		}
 	}
 }

@@ -10,23 +10,20 @@ import (
 )
 
 // TestSpareTarget: the spares kept are the class less the learners in, at
-// least one, within the places left; a pre-warm raises the class while it
-// lasts; -1 keeps none unless pre-warmed.
+// least one, within the places left; -1 keeps none.
 func TestSpareTarget(t *testing.T) {
 	for _, c := range []struct {
-		name                string
-		spares, max, in, pw int
-		want                int
+		name            string
+		spares, max, in int
+		want            int
 	}{
-		{"default one", 0, 2, 0, 0, 1},
-		{"class of 20, nobody in", 20, 50, 0, 0, 20},
-		{"class of 20, 15 in", 20, 50, 15, 0, 5},
-		{"class in: one for the next", 20, 50, 25, 0, 1},
-		{"places bound the class", 20, 8, 3, 0, 5},
-		{"full: one for after a reclaim", 20, 8, 8, 0, 1},
-		{"none", -1, 8, 0, 0, 0},
-		{"pre-warmed over none", -1, 40, 2, 30, 28},
-		{"pre-warm over the class", 5, 40, 0, 12, 12},
+		{"default one", 0, 2, 0, 1},
+		{"class of 20, nobody in", 20, 50, 0, 20},
+		{"class of 20, 15 in", 20, 50, 15, 5},
+		{"class in: one for the next", 20, 50, 25, 1},
+		{"places bound the class", 20, 8, 3, 5},
+		{"full: one for after a reclaim", 20, 8, 8, 1},
+		{"none", -1, 8, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			terms := &Terminals{Max: c.max, Spares: c.spares}
@@ -35,9 +32,6 @@ func TestSpareTarget(t *testing.T) {
 			terms.mu.Lock()
 			for i := range c.in {
 				terms.sessions[fmt.Sprint("l", i)] = &termSession{}
-			}
-			if c.pw > 0 {
-				terms.prewarm, terms.prewarmUntil = c.pw, time.Now().Add(time.Hour)
 			}
 			got := terms.spareTarget()
 			terms.sessions = map[string]*termSession{}
