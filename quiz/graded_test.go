@@ -107,13 +107,7 @@ func TestGradedQuestion(t *testing.T) {
 // TestGradedView: before Closes the learner learns right or wrong and
 // nothing else, even for a right answer; "show answer" and Closes show it.
 func TestGradedView(t *testing.T) {
-	q := &Question{ID: "q", Type: Multi, Options: []Option{
-		{ID: "a", Correct: true, Text: Text{"en": "A"}, Feedback: Text{"en": "yes"}},
-		{ID: "b", Correct: true, Text: Text{"en": "B"}},
-		{ID: "c", Text: Text{"en": "C"}, Feedback: Text{"en": "no"}},
-	}, Explanation: Text{"en": "A and B"}}
-	wrong := Grade(q, Answer{Choices: []string{"a", "c"}}, "en")
-	right := Grade(q, Answer{Choices: []string{"a", "b"}}, "en")
+	q, wrong, right := multiAB()
 	g := &Graded{Opens: opens, Closes: closes, Limit: 3, Counts: CountBest}
 	open := Policy{RevealAfter: 1, Graded: g, Now: at(1)}
 	for _, res := range []Result{wrong, right} {

@@ -35,13 +35,7 @@ func TestPolicySeen(t *testing.T) {
 // View is the one reveal/withhold decision: a right answer and a shown
 // answer are given whole, a wrong one before that is withheld.
 func TestPolicyView(t *testing.T) {
-	q := &Question{ID: "q", Type: Multi, Options: []Option{
-		{ID: "a", Correct: true, Text: Text{"en": "A"}, Feedback: Text{"en": "yes"}},
-		{ID: "b", Correct: true, Text: Text{"en": "B"}},
-		{ID: "c", Text: Text{"en": "C"}, Feedback: Text{"en": "no"}},
-	}, Explanation: Text{"en": "A and B"}}
-	wrong := Grade(q, Answer{Choices: []string{"a", "c"}}, "en")
-	right := Grade(q, Answer{Choices: []string{"a", "b"}}, "en")
+	q, wrong, right := multiAB()
 	p := Policy{RevealAfter: 3}
 	for _, c := range []struct {
 		res      Result
@@ -100,4 +94,15 @@ func TestAnswerErrorOptionShort(t *testing.T) {
 	if n := utf8.RuneCountInString(ae.Option); n != 41 || !strings.HasSuffix(ae.Option, "…") {
 		t.Errorf("option echoed as %d characters: %q", n, ae.Option)
 	}
+}
+
+// multiAB is a multi-choice question whose answer is a and b, graded
+// wrong (a, c) and right (a, b).
+func multiAB() (q *Question, wrong, right Result) {
+	q = &Question{ID: "q", Type: Multi, Options: []Option{
+		{ID: "a", Correct: true, Text: Text{"en": "A"}, Feedback: Text{"en": "yes"}},
+		{ID: "b", Correct: true, Text: Text{"en": "B"}},
+		{ID: "c", Text: Text{"en": "C"}, Feedback: Text{"en": "no"}},
+	}, Explanation: Text{"en": "A and B"}}
+	return q, Grade(q, Answer{Choices: []string{"a", "c"}}, "en"), Grade(q, Answer{Choices: []string{"a", "b"}}, "en")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,17 +25,10 @@ const rosterUsage = `usage: labserver roster import --class CODE FILE.csv [--db 
 
 // runRoster is `labserver roster import|codes`.
 func runRoster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, rosterUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	verb, args, fset, code, ok := verbFlags("roster", rosterUsage, args, stderr)
+	if !ok {
+		return code
 	}
-	verb, args := args[0], args[1:]
-	fset := flag.NewFlagSet("labserver roster "+verb, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() { fmt.Fprint(stderr, rosterUsage) }
 	dbPath := fset.String("db", defaultDB(), "database file")
 	class := fset.String("class", "", "the class's join code")
 	files, code, ok := parseInterleaved(fset, args)

@@ -33,17 +33,10 @@ var stdin io.Reader = os.Stdin
 
 // runUser is `labserver user add|passwd|remove|list`.
 func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, userUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	verb, args, fset, code, ok := verbFlags("user", userUsage, args, stderr)
+	if !ok {
+		return code
 	}
-	verb, args := args[0], args[1:]
-	fset := flag.NewFlagSet("labserver user "+verb, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() { fmt.Fprint(stderr, userUsage) }
 	dbPath := fset.String("db", defaultDB(), "database file")
 	ta := fset.Bool("ta", false, "add a TA account")
 	class := fset.String("class", "", "the TA's class (join code)")
@@ -239,6 +232,24 @@ func readLine(in io.Reader) (string, error) {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\r"), nil
+}
+
+// verbFlags starts `labserver NAME VERB [flags]`: usage on stderr for no
+// arguments (exit 2) or -h/--help/help (exit 0); else the verb, the rest
+// of the arguments, and a flag set for the verb that prints usage on a
+// flag error.
+func verbFlags(name, usage string, args []string, stderr io.Writer) (verb string, rest []string, fset *flag.FlagSet, code int, ok bool) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return "", nil, nil, 2, false
+		}
+		return "", nil, nil, 0, false
+	}
+	fset = flag.NewFlagSet("labserver "+name+" "+args[0], flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() { fmt.Fprint(stderr, usage) }
+	return args[0], args[1:], fset, 0, true
 }
 
 // parseInterleaved parses args with fset, letting flags come before, between
