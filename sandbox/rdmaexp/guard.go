@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
@@ -65,8 +66,23 @@ func guardRequest(in io.Reader, v any) (*bufio.Reader, error) {
 // "armed", waits, cleans up when released or orphaned and then says
 // "clean" or what went wrong.
 type cleanGuard struct {
-	p   *agentproc.Proc
-	out *bufio.Reader // its stdout after "armed": "clean" or the error
+	p    *agentproc.Proc
+	out  *bufio.Reader // its stdout after "armed": "clean" or the error
+	once sync.Once
+	err  error
+}
+
+// armUnloadGuard starts the unload guard helper for the modules of all
+// that are not loaded now (those the run will bring in), and returns them.
+func armUnloadGuard(helper, what string, all []string) (*cleanGuard, []string, error) {
+	var unload []string
+	for _, m := range all {
+		if !moduleLoaded(m) {
+			unload = append(unload, m)
+		}
+	}
+	g, err := startCleanGuard(helper, what, unloadGuardReq{Unload: unload})
+	return g, unload, err
 }
 
 // startCleanGuard starts the helper name as a clean-up guard with req.
@@ -79,8 +95,15 @@ func startCleanGuard(name, what string, req any) (*cleanGuard, error) {
 }
 
 // release closes the guard's stdin — it cleans up and exits — and waits
-// for it; what it said on stdout is its clean-up error, if any.
+// for it; what it said on stdout is its clean-up error, if any. Only the
+// first call does this (a run defers one and calls it at its clean-up
+// phase); later calls return the same error.
 func (g *cleanGuard) release() error {
+	g.once.Do(func() { g.err = g.finish() })
+	return g.err
+}
+
+func (g *cleanGuard) finish() error {
 	g.p.CloseInput()
 	res := make(chan string, 1)
 	go func() {

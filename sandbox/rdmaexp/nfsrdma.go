@@ -88,22 +88,11 @@ func runNFSRDMA(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	figs := map[string]float64{"left_mounts_at_start": float64(lmt), "left_exports_at_start": float64(lex), "left_threads_at_start": float64(lth), "left_modules_at_start": float64(lmo)}
 	_ = cleanNFS(nil)
 	unlock()
-	var unload []string
-	for _, m := range nfsUnload {
-		if !moduleLoaded(m) {
-			unload = append(unload, m)
-		}
-	}
-	guard, err := startCleanGuard(helperNFSGuard, "the NFS clean-up guard", unloadGuardReq{Unload: unload})
+	guard, unload, err := armUnloadGuard(helperNFSGuard, "the NFS clean-up guard", nfsUnload)
 	if err != nil {
 		return err
 	}
-	cleaned := false
-	defer func() {
-		if !cleaned {
-			_ = guard.release()
-		}
-	}()
+	defer guard.release()
 
 	phase(emit, "server", say("Server: knfsd with an RDMA and a TCP listener", "服务端：带 RDMA 和 TCP 监听的 knfsd"))
 	if err := loadNFSModules(ctx); err != nil {
@@ -165,7 +154,6 @@ func runNFSRDMA(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	}
 
 	phase(emit, "clean", say("Clean-up: unmount, unexport, stop nfsd, unload the modules", "清理：卸载挂载、撤销导出、停止 nfsd、卸载模块"))
-	cleaned = true
 	if err := guard.release(); err != nil {
 		return fmt.Errorf("clean-up: %w", err)
 	}

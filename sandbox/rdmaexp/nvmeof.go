@@ -81,22 +81,11 @@ func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err
 	figs := map[string]float64{"left_ctrls_at_start": float64(lc), "left_subsystems_at_start": float64(ls), "left_modules_at_start": float64(lm)}
 	_ = cleanNVMeoF(nil)
 	unlock()
-	var unload []string
-	for _, m := range nvmeofUnload {
-		if !moduleLoaded(m) {
-			unload = append(unload, m)
-		}
-	}
-	guard, err := startNVMeoFGuard(unload)
+	guard, unload, err := armUnloadGuard(helperNVMeoFGuard, "the NVMe-oF clean-up guard", nvmeofUnload)
 	if err != nil {
 		return err
 	}
-	cleaned := false
-	defer func() {
-		if !cleaned {
-			_ = guard.release()
-		}
-	}()
+	defer guard.release()
 
 	phase(emit, "target", say("Target: nvmet over RDMA and TCP, a null_blk namespace", "目标端：经 RDMA 和 TCP 的 nvmet，命名空间为 null_blk"))
 	if err := loadNVMeoFModules(ctx); err != nil {
@@ -152,7 +141,6 @@ func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err
 	}
 
 	phase(emit, "clean", say("Clean-up: disconnect, unexport, unload the modules", "清理：断开连接、撤销导出、卸载模块"))
-	cleaned = true
 	if err := guard.release(); err != nil {
 		return fmt.Errorf("clean-up: %w", err)
 	}

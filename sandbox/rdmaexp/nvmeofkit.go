@@ -302,11 +302,6 @@ func nvmeofLeft(unload []string) (ctrls, subs, mods int) {
 	return ctrls, len(s), mods
 }
 
-// startNVMeoFGuard starts the clean-up guard (see startGuard).
-func startNVMeoFGuard(unload []string) (*cleanGuard, error) {
-	return startCleanGuard(helperNVMeoFGuard, "the NVMe-oF clean-up guard", unloadGuardReq{Unload: unload})
-}
-
 // nvmeofGuardHelper is the NVMe-oF run's clean-up guard (see
 // runUnloadGuard).
 func nvmeofGuardHelper(ctx context.Context, in io.Reader, out io.Writer) error {

@@ -60,7 +60,7 @@ func TestUpperLibsOnDevices(t *testing.T) {
 		checkVerdictFigures(t, rec)
 	})
 	t.Run("mpi-transport/cancelled", func(t *testing.T) {
-		cancelMidTool(t, ex, "mpi-transport", map[string]any{"iterations": 2000}, "tcp")
+		cancelMidTool(t, ex, "mpi-transport", map[string]any{"iterations": 2000}, "default")
 	})
 	t.Run("mpi-transport", func(t *testing.T) {
 		rec := ex.run(t, "mpi-transport", map[string]any{"iterations": 40})

@@ -15,6 +15,23 @@ set -e
 nqn=nqn.2026-12.lab.rdmalab.task:nvme-rdma
 port=2711
 cfg=/sys/kernel/config
+# The on-demand modules may sit on the guest's read-only on-demand disk
+# (images that have one name its serial in /etc/rdmalab/demand-disk):
+# mount it as the experiments do (package demanddisk) before modprobe.
+if [ -r /etc/rdmalab/demand-disk ] && ! grep -q ' /opt/rdmalab ' /proc/mounts; then
+	serial=$(cat /etc/rdmalab/demand-disk)
+	modprobe -a virtio_blk squashfs
+	dev=""
+	n=0
+	while [ -z "$dev" ] && [ $n -lt 10 ]; do
+		for s in /sys/block/vd*/serial; do
+			[ "$(cat "$s" 2>/dev/null)" = "$serial" ] && dev=/dev/${s#/sys/block/} && dev=${dev%/serial}
+		done
+		[ -n "$dev" ] && [ -e "$dev" ] || { dev=""; n=$((n + 1)); sleep 1; }
+	done
+	[ -n "$dev" ] || { echo "no on-demand disk with serial $serial"; exit 1; }
+	mount -t squashfs -o ro,nodev,nosuid "$dev" /opt/rdmalab
+fi
 [ -e /dev/nullb0 ] || modprobe null_blk nr_devices=1 gb=1
 modprobe nvmet_rdma
 modprobe nvme_rdma
