@@ -30,11 +30,7 @@ func NFSRDMA() *sandbox.Experiment {
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
-			{Name: "transport", Kind: sandbox.ParamEnum, Title: say("Transport", "传输"), Default: "both", Choices: []sandbox.Choice{
-				{Value: "both", Title: say("RDMA, then TCP", "先 RDMA，再 TCP")},
-				{Value: "rdma", Title: say("RDMA only", "只用 RDMA")},
-				{Value: "tcp", Title: say("TCP only", "只用 TCP")},
-			}},
+			transportParam(),
 			{Name: "size_mib", Kind: sandbox.ParamInt, Title: say("File size (MiB)", "文件大小（MiB）"), Min: 1, Max: 128, Default: int64(16)},
 		},
 		Timeout: 5 * time.Minute,

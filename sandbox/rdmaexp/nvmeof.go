@@ -29,11 +29,7 @@ func NVMeoF() *sandbox.Experiment {
 		Needs:   sandbox.NeedRDMA,
 		Sharing: sandbox.Timing,
 		Params: []sandbox.Param{
-			{Name: "transport", Kind: sandbox.ParamEnum, Title: say("Transport", "传输"), Default: "both", Choices: []sandbox.Choice{
-				{Value: "both", Title: say("RDMA, then TCP", "先 RDMA，再 TCP")},
-				{Value: "rdma", Title: say("RDMA only", "只用 RDMA")},
-				{Value: "tcp", Title: say("TCP only", "只用 TCP")},
-			}},
+			transportParam(),
 			{Name: "max_depth", Kind: sandbox.ParamInt, Title: say("Deepest queue depth (1, 4, 16 up to it)", "最大队列深度（1、4、16，直到它为止）"), Min: 1, Max: 16, Default: int64(16)},
 			{Name: "seconds", Kind: sandbox.ParamInt, Title: say("Seconds per depth", "每种深度的秒数"), Min: 1, Max: 5, Default: int64(2)},
 			{Name: "capture", Kind: sandbox.ParamBool, Title: say("Capture one read on the wire (rxe1 → rxe0)", "抓下线上的一次读取（rxe1 → rxe0）"), Default: true},

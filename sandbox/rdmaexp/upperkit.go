@@ -107,6 +107,16 @@ func toolsLeft() int {
 	return n
 }
 
+// transportParam is the kernel experiments' (nvmeof, nfs-rdma) choice of
+// transports: both in turn, or one.
+func transportParam() sandbox.Param {
+	return sandbox.Param{Name: "transport", Kind: sandbox.ParamEnum, Title: say("Transport", "传输"), Default: "both", Choices: []sandbox.Choice{
+		{Value: "both", Title: say("RDMA, then TCP", "先 RDMA，再 TCP")},
+		{Value: "rdma", Title: say("RDMA only", "只用 RDMA")},
+		{Value: "tcp", Title: say("TCP only", "只用 TCP")},
+	}}
+}
+
 // runTool runs t to the end, at most limit.
 func runTool(ctx context.Context, t tool, limit time.Duration) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, limit)
