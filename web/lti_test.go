@@ -596,3 +596,39 @@ func TestLTIPagesInChinese(t *testing.T) {
 		}
 	}
 }
+
+// TestLTILoginByPost: a login initiation posted cross-site (as Canvas
+// does) passes CrossOriginProtection and answers with the authentication
+// request the spec asks for.
+func TestLTILoginByPost(t *testing.T) {
+	e := newLTIEnv(t)
+	hint := e.Platform.Prepare(ltitest.Message{Sub: "u-1"})
+	req, _ := http.NewRequest("POST", e.HTTP.URL+"/lti/login",
+		strings.NewReader(e.Platform.LoginQuery(hint, e.HTTP.URL+"/").Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Origin", e.Platform.URL)
+	res, err := e.browser().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	u, err := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound || err != nil || u.Scheme+"://"+u.Host+u.Path != e.Platform.URL+"/auth" {
+		t.Fatalf("POST login: %d → %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	q := u.Query()
+	for k, want := range map[string]string{"scope": "openid", "response_type": "id_token", "response_mode": "form_post",
+		"prompt": "none", "client_id": e.Platform.ClientID, "redirect_uri": e.HTTP.URL + "/lti/launch",
+		"login_hint": hint, "lti_message_hint": "mh-" + hint[:6]} {
+		if q.Get(k) != want {
+			t.Errorf("%s = %q, want %q", k, q.Get(k), want)
+		}
+	}
+	if q.Get("state") == "" || q.Get("nonce") == "" || q.Get("state") == q.Get("nonce") {
+		t.Errorf("state %q, nonce %q: want two different random values", q.Get("state"), q.Get("nonce"))
+	}
+	if n := e.count(`SELECT COUNT(*) FROM lti_login_states WHERE state = ? AND nonce = ?`, q.Get("state"), q.Get("nonce")); n != 1 {
+		t.Errorf("the state is stored %d times with its nonce, want once", n)
+	}
+}
