@@ -287,9 +287,14 @@ func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, er
 		}
 	}
 	if l.LineItem != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_grade_links (platform_id, sub, line_item, lesson, question, created_at)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (platform_id, sub, line_item) DO UPDATE SET lesson = excluded.lesson, question = excluded.question`,
-			l.PlatformID, l.Sub, l.LineItem, l.Lesson, l.Question, ts); err != nil {
+		var cohort any
+		if out.Cohort > 0 {
+			cohort = out.Cohort
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_grade_links (platform_id, sub, line_item, lesson, question, created_at, cohort_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform_id, sub, line_item) DO UPDATE SET lesson = excluded.lesson,
+			question = excluded.question, cohort_id = excluded.cohort_id`,
+			l.PlatformID, l.Sub, l.LineItem, l.Lesson, l.Question, ts, cohort); err != nil {
 			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
 	}
@@ -343,12 +348,13 @@ type LTIGradeLink struct {
 	LineItem   string
 	Lesson     string
 	Question   string // "" when the link grades the whole lesson
+	Cohort     int64  // the class of the launch (the LMS course); 0 without one
 }
 
 // LTIGradeLinks lists the graded links of a learner (none for a learner
 // who never launched from an LMS: one indexed lookup).
 func (db *DB) LTIGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT g.platform_id, g.sub, g.line_item, g.lesson, g.question
+	rows, err := db.r.QueryContext(ctx, `SELECT g.platform_id, g.sub, g.line_item, g.lesson, g.question, COALESCE(g.cohort_id, 0)
 		FROM lti_users u JOIN lti_grade_links g ON g.platform_id = u.platform_id AND g.sub = u.sub
 		WHERE u.learner = ? ORDER BY g.created_at`, learner)
 	if err != nil {
@@ -358,7 +364,7 @@ func (db *DB) LTIGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink
 	var out []LTIGradeLink
 	for rows.Next() {
 		var g LTIGradeLink
-		if err := rows.Scan(&g.PlatformID, &g.Sub, &g.LineItem, &g.Lesson, &g.Question); err != nil {
+		if err := rows.Scan(&g.PlatformID, &g.Sub, &g.LineItem, &g.Lesson, &g.Question, &g.Cohort); err != nil {
 			return nil, fmt.Errorf("store: grade links: %w", err)
 		}
 		out = append(out, g)

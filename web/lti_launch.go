@@ -254,7 +254,11 @@ func ltiLanding(c *lessons.Course, slug, question string) string {
 
 // ltiQueueScores puts the learner's current scores in the outbox for
 // their graded links: those grading question, or the lesson holding it
-// ("" with all: every link). A link whose lesson is gone is skipped.
+// ("" with all: every link). A lesson link launched from an LMS course
+// sends that class's gradebook figure (LessonScore: graded mode, terms);
+// a question link, or a launch without a course, the practice rule (right
+// at least once without the answer shown). A link whose lesson is gone
+// is skipped.
 // Failures are logged: the answer itself was saved, and the next answer
 // queues the score again.
 func (s *Server) ltiQueueScores(r *http.Request, learner, question string, all bool) {
@@ -302,6 +306,22 @@ func (s *Server) ltiQueueScores(r *http.Request, learner, question string, all b
 		progress := "InProgress"
 		if tried == max {
 			progress = "Completed"
+		}
+		if g.Question == "" && g.Cohort > 0 {
+			// A lesson link of an LMS course: the figure that course's class
+			// gradebook shows (graded mode's rules and dates, its term).
+			ls, err := s.LessonScore(ctx, g.Cohort, learner, g.Lesson)
+			if err != nil {
+				s.log.Error("lti scores", "learner", learner, "err", err)
+				continue
+			}
+			given, max = float64(ls.Score), float64(ls.Questions)
+			if ls.Graded {
+				progress = "InProgress" // graded: complete is computed from the work
+				if ls.Completed {
+					progress = "Completed"
+				}
+			}
 		}
 		err := s.cfg.Store.QueueScore(ctx, g.PlatformID, g.LineItem, lti.Score{UserID: g.Sub, ScoreGiven: given, ScoreMaximum: max,
 			ActivityProgress: progress, GradingProgress: "FullyGraded", Timestamp: time.Now().UTC()})

@@ -377,7 +377,7 @@ func TestLTIScoreReachesThePlatform(t *testing.T) {
 	e := newLTIEnv(t)
 	item := e.Platform.NewLineItem("Quiz")
 	c := e.browser()
-	e.launch(c, ltitest.Message{Sub: "u-42", LineItem: item, Custom: map[string]string{"lesson": "01-quiz"}})
+	e.launch(c, ltitest.Message{Sub: "u-42", LineItem: item, ContextID: "course-1", Custom: map[string]string{"lesson": "01-quiz"}})
 	if n := len(e.Platform.Scores()); n != 0 {
 		t.Fatalf("%d scores before any answer", n)
 	}
