@@ -34,7 +34,10 @@ var perfMTUDecl = perfDecl{
 	},
 	presets: []sandbox.Preset{{ID: "default", Title: say("64 KiB", "64 KiB"), Values: map[string]any{"size": int64(64 << 10)}}},
 	setup:   say("Finding the veth pair under the RDMA devices", "找到 RDMA 设备下面的 veth 对"),
-	timeout: 60 * time.Second,
+	// a loaded TCG guest (two guests, load 25) needed over 60 s: each
+	// MTU change waits for rxe to follow, and each of the perfRounds
+	// streams drains its 16 WRITEs in flight
+	timeout: 90 * time.Second,
 	run:     runPerfMTU,
 }
 
