@@ -11,8 +11,9 @@ APT_RUN  := gcc libc6-dev rdma-core ibverbs-providers ibverbs-utils libibverbs-d
             kmod cpio xz-utils strace tcpdump nvme-cli
 # Lesson 08's libraries in the guest: UCX (ucx_info, ucx_perftest), libfabric
 # (fi_info, fi_pingpong), Open MPI (mpirun) and mpi.h for the program the
-# guest compiles with tcc.
-APT_RUN  += ucx-utils libfabric-bin openmpi-bin libopenmpi-dev
+# guest compiles with tcc. They go onto the guest's on-demand disk, a
+# squashfs that mksquashfs (squashfs-tools) packs.
+APT_RUN  += ucx-utils libfabric-bin openmpi-bin libopenmpi-dev squashfs-tools
 # Tests also drive a real headless browser.
 APT_TEST := $(APT_RUN) chromium tshark
 

@@ -175,6 +175,9 @@ func vmStatus(ctx context.Context, cfg vm.Config, backend, addr string, stdout i
 	if d.Backend == choose.VM {
 		if im, err := vmimage.LoadImage(cfg.Dir); err == nil {
 			fmt.Fprintf(stdout, "  guest image: kernel %s, %d MB initramfs, built %s in %s\n", im.Release, im.Size>>20, im.Built, cfg.Dir)
+			if im.Disk != "" {
+				fmt.Fprintf(stdout, "  on-demand disk: %s, %d MB (read-only, mounted when an experiment needs it)\n", im.Disk, im.DiskSize>>20)
+			}
 		} else {
 			fmt.Fprintf(stdout, "  guest image: not built yet in %s (labserver vm build)\n", cfg.Dir)
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
 )
 
 // NFS over RDMA plumbing for lesson 08: the kernel's NFS server (knfsd)
@@ -63,6 +65,11 @@ var nfsUnload = []string{"nfsv4", "nfsd", "rpcrdma", "nfs", "lockd", "auth_rpcgs
 // loadNFSModules loads the modules and mounts the nfsd filesystem (the
 // server's control files) if it is not mounted.
 func loadNFSModules(ctx context.Context) error {
+	// The module files are on the guest's on-demand disk (modules.dep,
+	// in the initramfs, names them there).
+	if err := demanddisk.Mount(ctx); err != nil {
+		return err
+	}
 	for _, m := range nfsModules {
 		if moduleLoaded(m) {
 			continue

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
 )
 
 // NVMe over Fabrics plumbing for lesson 08: a target configured through
@@ -57,6 +59,11 @@ func moduleLoaded(name string) bool {
 // loadNVMeoFModules loads the modules with modprobe (busybox's in the
 // guest, which reads the modules.dep the image build wrote).
 func loadNVMeoFModules(ctx context.Context) error {
+	// The module files are on the guest's on-demand disk (modules.dep,
+	// in the initramfs, names them there).
+	if err := demanddisk.Mount(ctx); err != nil {
+		return err
+	}
 	for _, m := range nvmeofModules {
 		if moduleLoaded(m.name) {
 			continue

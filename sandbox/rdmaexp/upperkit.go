@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
 )
 
 // Lesson 08 runs the field's own tools (ucx_perftest, fi_pingpong, mpirun)
@@ -174,8 +175,18 @@ func toolRefused(out string) bool {
 func freePort() int { return 21000 + rand.IntN(4000) }
 
 // lookTool finds a program or says which package brings it and that the
-// guest image is built from the host's packages.
+// guest image is built from the host's packages. In the lab's guest it
+// first mounts the on-demand disk, where lesson 08's programs and
+// libraries live (the first run after a restore pays that); bounded on
+// its own, as a mount is not worth cancelling halfway. The bound is
+// generous: on this 2-core machine at load 30, an emulated guest's
+// modprobe of the disk's two modules once took over 30 s.
 func lookTool(name, pkg string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := demanddisk.Mount(ctx); err != nil {
+		return "", fmt.Errorf("%s lives on the guest's on-demand disk, which did not mount: %w", name, err)
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
 		return "", fmt.Errorf("%s is not installed here: the guest image copies it from the host's Debian package %s (apt-get install %s, then labserver vm build): %w", name, pkg, pkg, err)

@@ -31,11 +31,7 @@ func BenchmarkRestore(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	for _, f := range []string{"manifest.json", "vmlinux", "initramfs.cpio"} {
-		if err := os.Symlink(testImage(b)+"/"+f, dir+"/"+f); err != nil {
-			b.Fatal(err)
-		}
-	}
+	linkImage(b, dir)
 	cfg.Dir = dir
 	im := mustImageB(b, dir)
 	var cold, warm, coldRSS, warmRSS []float64

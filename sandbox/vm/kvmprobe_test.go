@@ -52,11 +52,7 @@ func TestKVMProbeHang(t *testing.T) {
 	cfg.QEMU = qemu
 	cfg.Dir = t.TempDir()
 	// The image in a cache of our own (the verdict file is written there).
-	for _, f := range []string{"manifest.json", "vmlinux", "initramfs.cpio"} {
-		if err := os.Symlink(filepath.Join(testImage(t), f), filepath.Join(cfg.Dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	linkImage(t, cfg.Dir)
 	boot := func() string {
 		b := New(cfg)
 		b.Start()

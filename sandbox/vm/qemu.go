@@ -160,8 +160,22 @@ func qemuArgs(cfg Config, im *vmimage.Image, accel, sock, consoleFIFO string, sh
 		// QMP, for snapshots (migration to a file) and restores.
 		"-qmp", "unix:"+qmpPath(sock)+",server=on,wait=off",
 	)
+	if d := im.DiskPath(); d != "" {
+		// The on-demand disk (vmimage/disk.go), in every guest, cold or
+		// restored: a snapshot restores only into the same set of devices.
+		// readonly=on: QEMU opens the file read-only and fails the guest's
+		// writes, so not even the guest's root can change what every guest
+		// shares; many QEMUs share it (shared locks).
+		a = append(a,
+			"-drive", "file="+qemuOptQuote(d)+",if=none,id=demand,format=raw,readonly=on",
+			"-device", "virtio-blk-pci,drive=demand,serial="+vmproto.DemandDiskSerial)
+	}
 	return a
 }
+
+// qemuOptQuote escapes a value inside a QEMU -drive option list, where a
+// comma separates options and ",," is a literal comma.
+func qemuOptQuote(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // qmpPath is the QMP socket beside the agent socket.
 func qmpPath(agentSock string) string { return filepath.Join(filepath.Dir(agentSock), "qmp.sock") }

@@ -41,7 +41,7 @@ type Snapshot struct {
 }
 
 const (
-	snapshotFormat = 2 // bump when the QEMU command line changes
+	snapshotFormat = 3 // bump when the QEMU command line changes (3: the on-demand disk)
 	snapshotFile   = "snapshot.state"
 	snapshotMeta   = "snapshot.json"
 )

@@ -16,12 +16,24 @@ import (
 func ownCache(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"manifest.json", "vmlinux", "initramfs.cpio"} {
-		if err := os.Symlink(filepath.Join(testImage(t), f), filepath.Join(dir, f)); err != nil {
+	linkImage(t, dir)
+	return dir
+}
+
+// linkImage links the shared test image's files (kernel, initramfs, the
+// on-demand disk, its manifest) into dir.
+func linkImage(t testing.TB, dir string) {
+	t.Helper()
+	src := testImage(t)
+	im, err := vmimage.LoadImage(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range im.Files() {
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // TestRestoreFromSnapshot: the first Restore boots a guest and snapshots

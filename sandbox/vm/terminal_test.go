@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // readUntil collects a's output until it contains every want, or the
@@ -93,6 +96,8 @@ func TestTerminals(t *testing.T) {
 		t.Errorf("tcpdump -D does not list veth0:\n%s", out)
 	}
 	t.Logf("tools:\n%s", out)
+
+	checkDemandDisk(t, terms, b, "learner-b")
 
 	// The shell runs in its own cgroup under the learner's, whose limits
 	// bound processes, CPU and memory (sandbox/vmguest/termlimits.go), as
@@ -251,4 +256,66 @@ func niceOf(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// checkDemandDisk: the on-demand disk (lesson 08's UCX, libfabric, Open
+// MPI; vmimage/disk.go) is in a learner's guest too, and nobody in it can
+// change it. A learner's guest does not mount it by itself (a kept
+// machine is migrated out of QEMU at any moment, and none of its reads
+// should be in flight then): root mounts it here as an experiment would;
+// then the learner (uid 1000) runs its programs but can neither read the
+// device nor write the mount nor mount it again, and root's write to the
+// device fails because QEMU attached it read-only — the file every guest
+// shares is the same bytes afterwards.
+func checkDemandDisk(t *testing.T, terms *Terminals, a *Attachment, learner string) {
+	t.Helper()
+	im, err := vmimage.LoadImage(terms.Cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(im.DiskPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := func(script string) string {
+		t.Helper()
+		res, err := terms.Verify(context.Background(), learner, []byte("set -u\n"+script), "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("root in the guest: passed %v %s: %s", res.Passed, res.Detail, res.Output)
+		if !res.Passed {
+			t.Fatalf("root's script failed: %s %s", res.Detail, res.Output)
+		}
+		return string(res.Output)
+	}
+	root(`modprobe -a virtio_blk squashfs
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+grep -qx ` + vmproto.DemandDiskSerial + ` /sys/block/vda/serial
+mount -t squashfs -o ro,nodev,nosuid /dev/vda ` + vmproto.DemandMount + `
+`)
+	_ = a.Write([]byte("ucx_info -v | head -1; fi_info --version; mpirun --version | head -1; " +
+		"head -c 1 /dev/vda; touch " + vmproto.DemandMount + "/x; mount -o remount,rw " + vmproto.DemandMount + "; echo disk-$((5*5))\n"))
+	out := readUntil(t, a, "disk-25")
+	t.Logf("the on-demand disk in the learner's shell:\n%s", out)
+	for _, want := range []string{"# Version 1.", "libfabric: ", "(Open MPI) ", "/dev/vda: Permission denied", "Read-only file system"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("learner's shell: no %q:\n%s", want, out)
+		}
+	}
+	got := root(`echo "ro flag: $(cat /sys/block/vda/ro)"
+if printf 'hostile' | dd of=/dev/vda conv=notrunc 2>&1; then echo root-wrote; exit 1; fi
+mount -o remount,rw ` + vmproto.DemandMount + ` 2>&1
+grep -q ' ` + vmproto.DemandMount + ` squashfs ro' /proc/mounts || { echo read-write-now; exit 1; }
+`)
+	if !strings.Contains(got, "ro flag: 1") {
+		t.Errorf("the guest's kernel does not see the disk read-only: %s", got)
+	}
+	after, err := os.ReadFile(im.DiskPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("the on-demand disk's file changed on the host")
+	}
 }

@@ -30,7 +30,7 @@ import (
 
 // imageFormat changes whenever the layout of the image changes, so a new
 // labserver rebuilds images made by an older one.
-const imageFormat = "rdmalab-vm-image/3" // 2: labagent instead of labserver; 3: the learner user
+const imageFormat = "rdmalab-vm-image/4" // 2: labagent instead of labserver; 3: the learner user; 4: the on-demand disk (lesson 08's user space and on-demand modules)
 
 // guestPrograms must be in the guest: the experiments and the lab's own
 // tools call them. dash is /bin/sh (Debian's busybox-static prefers its own
@@ -69,8 +69,16 @@ var lateModules = []string{"rdma_ucm", "sch_ingress", "cls_u32", "act_gact"}
 // the target (nvmet over RDMA and TCP), the host (nvme over RDMA and TCP)
 // and null_blk, the namespace's block device. Lesson 08's NFS over RDMA:
 // the server (nfsd), the client (nfsv4) and the RPC-over-RDMA transport
-// of both (rpcrdma: xprtrdma and svcrdma).
+// of both (rpcrdma: xprtrdma and svcrdma). Their files are on the
+// on-demand disk (disk.go; with them 8 MB more of the initramfs would sit
+// in every guest's RAM), so an experiment mounts it
+// (demanddisk.Mount) before its modprobe; modules.dep stays in the
+// initramfs.
 var demandModules = []string{"nvmet_rdma", "nvmet_tcp", "nvme_rdma", "nvme_tcp", "null_blk", "nfsd", "nfsv4", "rpcrdma"}
+
+// diskReaderModules read the on-demand disk, so they are on-demand
+// modules kept in the initramfs.
+var diskReaderModules = []string{"virtio_blk", "squashfs"}
 
 // programDirs is where programs are looked up (root's PATH, merged /usr).
 var programDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
@@ -84,7 +92,11 @@ type Image struct {
 	Kernel  string `json:"kernel"`  // file name in Dir: vmlinux (PVH) or vmlinuz
 	Initrd  string `json:"initrd"`  // file name in Dir
 	Size    int64  `json:"size"`    // initramfs bytes
-	Built   string `json:"built"`   // RFC 3339
+	// Disk is the on-demand disk's file name in Dir (disk.go), "" for an
+	// image without one; DiskSize its bytes.
+	Disk     string `json:"disk,omitempty"`
+	DiskSize int64  `json:"diskSize,omitempty"`
+	Built    string `json:"built"` // RFC 3339
 }
 
 // KernelPath is the kernel QEMU boots.
@@ -92,6 +104,25 @@ func (im *Image) KernelPath() string { return filepath.Join(im.Dir, im.Kernel) }
 
 // InitrdPath is the initramfs QEMU loads.
 func (im *Image) InitrdPath() string { return filepath.Join(im.Dir, im.Initrd) }
+
+// DiskPath is the on-demand disk QEMU attaches read-only, "" if the image
+// has none.
+func (im *Image) DiskPath() string {
+	if im.Disk == "" {
+		return ""
+	}
+	return filepath.Join(im.Dir, im.Disk)
+}
+
+// Files are the file names in Dir that make the image (the manifest
+// first): what a copy of the image needs.
+func (im *Image) Files() []string {
+	f := []string{"manifest.json", im.Kernel, im.Initrd}
+	if im.Disk != "" {
+		f = append(f, im.Disk)
+	}
+	return f
+}
 
 // BuildOptions says where the image goes and what goes into it.
 type BuildOptions struct {
@@ -129,11 +160,13 @@ func AgentBinary() (string, error) {
 // plan is everything the image will contain, resolved on the host.
 type plan struct {
 	kernel  Kernel
-	files   tree     // everything except the module index made by depmod
-	modules []string // host paths of the .ko files, in load order
-	late    int      // modules[late:demand] are loaded after the agent is ready
-	demand  int      // modules[demand:] are loaded by the experiments that need them
-	inputs  []string // host paths whose size+mtime decide a rebuild
+	files   tree            // everything except the module index made by depmod
+	disk    tree            // the on-demand disk's content (disk.go)
+	modules []string        // host paths of the .ko files, in load order
+	late    int             // modules[late:demand] are loaded after the agent is ready
+	demand  int             // modules[demand:] are loaded by the experiments that need them
+	onDisk  map[string]bool // those of modules[demand:] whose files go onto the disk
+	inputs  []string        // host paths whose size+mtime decide a rebuild
 	agent   string
 	hash    string
 	ldd     map[string]lddResult // resolved ahead, see prefetchLdd
@@ -150,7 +183,7 @@ func LoadImage(dir string) (*Image, error) {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	im.Dir = dir
-	for _, f := range []string{im.Kernel, im.Initrd} {
+	for _, f := range im.Files()[1:] {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return nil, fmt.Errorf("image incomplete: %w", err)
 		}
@@ -220,6 +253,10 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	if n, ok := stripAgent(ctx, p, stage); ok {
 		say("labagent without DWARF for the guest: %d MB (stack traces keep working)", n>>20)
 	}
+	// After the modules: some of their files are on the disk too.
+	if err := p.linkDisk(); err != nil {
+		return nil, false, err
+	}
 
 	t = time.Now()
 	out := filepath.Join(opt.Dir, im.Initrd)
@@ -243,6 +280,18 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	}
 	say("wrote initramfs.cpio, %d MB uncompressed (%.1f s)", im.Size>>20, time.Since(t).Seconds())
 
+	if len(p.disk) > 0 {
+		t = time.Now()
+		im.Disk = DiskFile
+		if err := writeDisk(ctx, p.disk, stage, im.DiskPath()); err != nil {
+			return nil, false, fmt.Errorf("write the on-demand disk: %w", err)
+		}
+		if fi, err := os.Stat(im.DiskPath()); err == nil {
+			im.DiskSize = fi.Size()
+		}
+		say("wrote %s, %d files, %d MB (squashfs, %s; %d MB unpacked) (%.1f s)", DiskFile, len(p.disk), im.DiskSize>>20, diskCompression, p.disk.size()>>20, time.Since(t).Seconds())
+	}
+
 	im.Built = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.MarshalIndent(im, "", "  ")
 	if err := WriteFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
@@ -262,7 +311,7 @@ func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan
 	} else if err != nil {
 		return nil, err
 	}
-	p := &plan{kernel: k, files: tree{}, agent: agent}
+	p := &plan{kernel: k, files: tree{}, disk: tree{}, agent: agent}
 	t := p.files
 	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib/x86_64-linux-gnu", "usr/lib64", "etc", "proc", "sys", "dev", "run", "root", "var", "mnt"} {
 		t.dir(d, 0o755)
@@ -281,6 +330,9 @@ func makePlan(ctx context.Context, agent string, extra map[string]string) (*plan
 		if _, err := lookProgram(tool); err != nil {
 			missing = append(missing, &MissingError{What: tool, Packages: []string{programPackage[tool]}})
 		}
+	}
+	if err := checkDiskTool(); err != nil {
+		missing = append(missing, err.(*MissingError))
 	}
 	// ldd starts a process per file; resolve them all at once, in parallel.
 	var elves []string
@@ -365,24 +417,35 @@ func (p *plan) addProgram(ctx context.Context, name string) error {
 
 // addBinary copies an ELF file and the shared libraries ldd resolves for it.
 func (p *plan) addBinary(ctx context.Context, host, guest string) error {
-	p.files.file(guest, host, 0o755)
+	return p.binaryInto(ctx, p.files, host, guest)
+}
+
+// binaryInto puts an ELF file into t (the initramfs or the on-demand
+// disk) at guest, and each library it links that neither the initramfs
+// nor t has yet into t.
+func (p *plan) binaryInto(ctx context.Context, t tree, host, guest string) error {
+	t.file(guest, host, 0o755)
 	p.inputs = append(p.inputs, host)
-	r, ok := p.ldd[host]
-	if !ok {
-		r.libs, r.err = lddLibs(ctx, host)
+	libs, err := p.libsOf(ctx, host)
+	if err != nil {
+		return err
 	}
-	if r.err != nil {
-		return r.err
-	}
-	libs := r.libs
 	for _, l := range libs {
-		g := guestLibPath(l)
-		if !p.files.has(g) {
-			p.files.file(g, l, 0o755)
+		if g := guestLibPath(l); !p.files.has(g) && !t.has(g) {
+			t.file(g, l, 0o755)
 			p.inputs = append(p.inputs, l)
 		}
 	}
 	return nil
+}
+
+// libsOf is lddLibs of host, resolved ahead by prefetchLdd when it was.
+func (p *plan) libsOf(ctx context.Context, host string) ([]string, error) {
+	r, ok := p.ldd[host]
+	if !ok {
+		r.libs, r.err = lddLibs(ctx, host)
+	}
+	return r.libs, r.err
 }
 
 // lddResult is the outcome of lddLibs for one file.
@@ -548,14 +611,19 @@ const libgccPath = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 // modprobe against the guest kernel's module tree.
 func (p *plan) planModules(ctx context.Context) error {
 	seen := map[string]bool{}
-	all := append(append(slices.Clone(guestModules), lateModules...), demandModules...)
+	all := append(append(append(slices.Clone(guestModules), lateModules...), diskReaderModules...), demandModules...)
 	p.late, p.demand = -1, -1
+	p.onDisk = map[string]bool{}
+	diskFrom := -1 // modules[diskFrom:] are demandModules' own, off the disk readers
 	for i, m := range all {
 		if i == len(guestModules) {
 			p.late = len(p.modules)
 		}
 		if i == len(guestModules)+len(lateModules) {
 			p.demand = len(p.modules)
+		}
+		if i == len(guestModules)+len(lateModules)+len(diskReaderModules) {
+			diskFrom = len(p.modules)
 		}
 		out, err := exec.CommandContext(ctx, "modprobe", "-S", p.kernel.Release, "--show-depends", m).Output()
 		if err != nil {
@@ -576,6 +644,11 @@ func (p *plan) planModules(ctx context.Context) error {
 	}
 	if p.demand < 0 {
 		p.demand = len(p.modules)
+	}
+	if diskFrom >= 0 {
+		for _, m := range p.modules[diskFrom:] {
+			p.onDisk[m] = true
+		}
 	}
 	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
 		p.inputs = append(p.inputs, filepath.Join(p.kernel.Modules, f))
@@ -618,13 +691,23 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 	if out, err := exec.CommandContext(ctx, "depmod", "-b", stage, p.kernel.Release).CombinedOutput(); err != nil {
 		return fmt.Errorf("depmod -b: %w: %s", err, strings.TrimSpace(string(out)))
 	}
+	onDisk := map[string]bool{}
+	for m := range p.onDisk {
+		r, _ := filepath.Rel("/lib/modules/"+p.kernel.Release, m)
+		onDisk[filepath.Join(stage, rel, strings.TrimSuffix(r, ".xz"))] = true
+	}
 	return filepath.WalkDir(filepath.Join(stage, rel), func(f string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		r, _ := filepath.Rel(stage, f)
-		// the staged files are read when the archive is written, before stage is removed
-		p.files.file("usr/"+filepath.ToSlash(r), f, 0o644)
+		// the staged files are read when the archive (and the disk) is
+		// written, before stage is removed
+		if onDisk[f] {
+			p.disk.file("usr/"+filepath.ToSlash(r), f, 0o644)
+		} else {
+			p.files.file("usr/"+filepath.ToSlash(r), f, 0o644)
+		}
 		return nil
 	})
 }
@@ -723,6 +806,13 @@ func (p *plan) hashInputs() error {
 	for _, n := range names {
 		e := p.files[n]
 		fmt.Fprintln(h, n, e.kind, e.mode, e.src, e.target, len(e.data))
+		h.Write(e.data)
+	}
+	// The on-demand disk is part of the image: a change to it makes a new
+	// image (and so a new snapshot, whose guest has the new disk attached).
+	for _, n := range p.disk.names() {
+		e := p.disk[n]
+		fmt.Fprintln(h, "disk", n, e.kind, e.mode, e.src, e.target, len(e.data))
 		h.Write(e.data)
 	}
 	a, err := os.Open(p.agent)

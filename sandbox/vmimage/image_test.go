@@ -158,6 +158,7 @@ func TestBuildImage(t *testing.T) {
 			t.Errorf("image lacks %s", want)
 		}
 	}
+	checkDisk(t, im, files)
 	// The guest runs the small agent binary, never the whole labserver.
 	if _, ok := files["usr/bin/labserver"]; ok {
 		t.Error("the image carries labserver; the guest runs labagent only")

@@ -11,7 +11,8 @@ import (
 // through: UCX (ucx_info, ucx_perftest), libfabric (fi_info, fi_pingpong)
 // and Open MPI (mpirun, a small MPI program compiled in the guest with
 // tcc). Each loads parts of itself with dlopen(), which ldd never sees, so
-// those parts are listed here by directory.
+// those parts are listed here by directory. All of it goes onto the
+// on-demand disk (disk.go): 16 MB that only lesson 08's experiments read.
 
 // upperPrograms are the lesson's tools. orterun is Open MPI's launcher;
 // the guest also calls it mpirun, the name everyone types.
@@ -54,13 +55,12 @@ var ompiSkip = []string{"mca_io_", "mca_fcoll_", "mca_fbtl_", "mca_fs_", "mca_sh
 	"mca_mtl_", "mca_vprotocol_", "mca_crs_", "libompi_dbg_msgq"}
 
 // addUpper puts lesson 08's tools, their dlopen()ed parts, Open MPI's data
-// files and mpi.h into the image.
+// files and mpi.h onto the on-demand disk.
 func (p *plan) addUpper(ctx context.Context) error {
 	var missing []*MissingError
 	for _, name := range upperPrograms {
-		if err := p.addProgram(ctx, name); err != nil {
+		if err := p.diskProgram(ctx, name, upperPackages[name]); err != nil {
 			if me, ok := err.(*MissingError); ok {
-				me.Packages = []string{upperPackages[name]}
 				missing = append(missing, me)
 				continue
 			}
@@ -73,27 +73,24 @@ func (p *plan) addUpper(ctx context.Context) error {
 	if m := mergeMissing(missing); m != nil {
 		return m
 	}
-	p.files.symlink("usr/bin/mpirun", "orterun")
+	p.disk.symlink("usr/bin/mpirun", "orterun")
 	for _, f := range upperLibraries() {
-		if err := p.addBinary(ctx, f, guestLibPath(f)); err != nil {
+		if err := p.diskLibrary(ctx, f); err != nil {
 			return err
 		}
 	}
 	for _, g := range ompiDataFiles {
 		files, _ := filepath.Glob(g)
 		for _, f := range files {
-			p.files.file(cleanRel(f), f, 0o644)
-			p.inputs = append(p.inputs, f)
+			p.diskFile(f)
 		}
 	}
 	// mpi.h and what it includes from its own directory; tcc links -lmpi
 	// through the development name.
 	for _, h := range []string{"mpi.h", "mpi_portable_platform.h"} {
-		f := filepath.Join(ompiInclude, h)
-		p.files.file(cleanRel(f), f, 0o644)
-		p.inputs = append(p.inputs, f)
+		p.diskFile(filepath.Join(ompiInclude, h))
 	}
-	p.files.symlink("usr/lib/x86_64-linux-gnu/libmpi.so", "libmpi.so.40")
+	p.disk.symlink("usr/lib/x86_64-linux-gnu/libmpi.so", "libmpi.so.40")
 	return nil
 }
 

@@ -58,3 +58,14 @@ read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
 exec /usr/bin/labagent guest-init "$agent"
 `)
 }
+
+// The on-demand disk (vmimage/disk.go): a read-only squashfs that QEMU
+// attaches as a virtio-blk disk with this serial number; the guest mounts
+// it at DemandMount when an experiment first needs it (package
+// demanddisk). DemandDiskInfo is in images that have one and holds the
+// serial.
+const (
+	DemandDiskSerial = "rdmalab-demand"
+	DemandMount      = "/opt/rdmalab"
+	DemandDiskInfo   = "etc/rdmalab/demand-disk"
+)
