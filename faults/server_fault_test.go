@@ -22,7 +22,7 @@ func startLongRun(t *testing.T, srv *labproc.Server) (*learner, string, int) {
 	l := newLearner(t, srv.URL)
 	l.must("GET", "/", "", 200)
 	id := l.submit(longRun)
-	agent := waitChild(t, srv.Pid, " agent", 30*time.Second)
+	agent := waitChild(t, srv.Pid, "agent", 30*time.Second) // labagent, or `labserver agent` without one beside
 	l.waitRun(id, 30*time.Second, "running", func(v runView) bool { return v.Status == sandbox.StatusRunning })
 	// Let it emit: the events before the fault must survive it.
 	time.Sleep(1500 * time.Millisecond)
@@ -110,7 +110,7 @@ func TestKillAgentMidRun(t *testing.T) {
 	v := killFails(t, l, id, agent, 30*time.Second, "kill")
 	checkKept(t, l, id, sandbox.StatusFailed)
 	waitGone(t, agent, 5*time.Second, "the killed agent")
-	if left := children(srv.Pid, " agent"); len(left) > 0 {
+	if left := children(srv.Pid, "agent"); len(left) > 0 {
 		t.Errorf("agents left running: %v", left)
 	}
 

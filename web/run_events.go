@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/go-chi/chi/v5"
 	"net/http"
 	"time"
 )
@@ -15,34 +16,38 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errSandboxOff)
 		return
 	}
-	run, err := s.loadRun(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id := run.ID
+	id := chi.URLParam(r, "id")
 	after := lastEventID(r)
 
 	// Subscribe before reading the backlog: an event stored in between is
 	// then both in the backlog and on the channel, and the seq check below
-	// drops the copy. The other order could lose it.
-	sub := hub.subscribe(id)
+	// drops the copy. The other order could lose it. A run the hub is
+	// streaming gives its backlog from memory, with no store read at all.
+	sub, frames, live := hub.subscribeAfter(id, after)
 	defer hub.unsubscribe(id, sub)
-
-	backlog, err := s.cfg.Store.RunEventsJSON(r.Context(), id, after, 0)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	if !live {
+		run, err := s.loadRun(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		backlog, err := s.cfg.Store.RunEventsJSON(r.Context(), run.ID, after, 0)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		for _, st := range backlog {
+			frames = append(frames, frameOf(st.Event, st.Data)) // sent as stored
+		}
 	}
 	sse := newSSEWriter(w)
 	_ = sse.retry(2 * time.Second)
 	sent := after
-	for _, st := range backlog {
-		f := frameOf(st.Event, st.Data) // sent as stored
+	for _, f := range frames {
 		if err := sse.frame(f); err != nil {
 			return
 		}
-		sent = st.Event.Seq
+		sent = f.seq
 		if f.final {
 			_ = sse.named("end", `{}`)
 			return

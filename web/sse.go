@@ -35,6 +35,14 @@ type RunHub struct {
 
 	mu   sync.Mutex
 	subs map[string]map[*subscription]struct{}
+	// live holds the frames of the runs being streamed now (and for
+	// liveLinger after their end): a watcher who arrives mid-run gets
+	// its backlog from here. A class opening one shared run at once used
+	// to send every watcher to the store twice (the run, its events), and
+	// those reads queued the whole class's page loads behind them on the
+	// reader connections (block profile under make load).
+	live      map[string]*liveRun
+	liveBytes int
 
 	queue *queueWatch // run_wait.go: words a queued run's wait
 }
@@ -67,13 +75,36 @@ func frameOf(ev sandbox.Event, data []byte) *sseFrame {
 	return &sseFrame{seq: ev.Seq, final: isFinalStatus(ev), b: b}
 }
 
+// liveRun is what the hub keeps of one run it is streaming.
+type liveRun struct {
+	frames []*sseFrame // every frame from seq 1, in order, while whole
+	size   int         // bytes in frames
+	// whole is false once a frame was missed or the run outgrew
+	// liveRunMax: its watchers read their backlog from the store.
+	whole bool
+	final bool
+}
+
+// Bounds of what the hub keeps in memory: a run's frames up to
+// liveRunMax bytes (a lesson's run streams a few KiB to a few hundred),
+// all live runs together up to liveTotalMax; beyond either, watchers read
+// the store as before. A finished run is kept liveLinger for the watchers
+// still arriving.
+const (
+	liveRunMax   = 256 << 10
+	liveTotalMax = 32 << 20
+	liveLinger   = 10 * time.Second
+	liveRunsMax  = 4096 // runs held at once (a run that never ends holds its entry)
+)
+
 // NewRunHub returns a hub storing into db. Pass it as the runner's Sink
 // and as Config.Runs.
 func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{}, queue: newQueueWatch()}
+	return &RunHub{db: db, log: log, subs: map[string]map[*subscription]struct{}{},
+		live: map[string]*liveRun{}, queue: newQueueWatch()}
 }
 
 // RunCreated implements sandbox.RunRecorder: the run row exists before its
@@ -81,7 +112,15 @@ func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
 func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return h.db.CreateRun(ctx, info)
+	if err := h.db.CreateRun(ctx, info); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if h.live[info.ID] == nil && h.liveBytes < liveTotalMax && len(h.live) < liveRunsMax {
+		h.live[info.ID] = &liveRun{whole: true}
+	}
+	h.mu.Unlock()
+	return nil
 }
 
 // RunEvent implements sandbox.Sink.
@@ -103,6 +142,7 @@ func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 	frame := frameOf(ev, data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.keepLocked(runID, frame, err == nil)
 	for sub := range h.subs[runID] {
 		select {
 		case sub.ch <- frame:
@@ -112,16 +152,67 @@ func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 	}
 }
 
-// subscribe starts receiving a run's events as they are stored.
-func (h *RunHub) subscribe(runID string) *subscription {
-	sub := &subscription{ch: make(chan *sseFrame, subscriberBuffer)}
+// keepLocked adds frame to the run's live frames (stored says whether the
+// store has it too: a frame the store missed must not be in a backlog the
+// store could not give, so the run stops being whole).
+func (h *RunHub) keepLocked(runID string, f *sseFrame, stored bool) {
+	lr := h.live[runID]
+	if lr == nil {
+		return
+	}
+	if lr.whole && stored && f.seq == int64(len(lr.frames))+1 &&
+		lr.size+len(f.b) <= liveRunMax && h.liveBytes+len(f.b) <= liveTotalMax {
+		lr.frames = append(lr.frames, f)
+		lr.size += len(f.b)
+		h.liveBytes += len(f.b)
+	} else if lr.whole {
+		lr.whole = false
+		h.liveBytes -= lr.size
+		lr.frames, lr.size = nil, 0
+	}
+	if f.final && !lr.final {
+		lr.final = true
+		time.AfterFunc(liveLinger, func() { h.forget(runID, lr) })
+	}
+}
+
+// forget drops a finished run's frames.
+func (h *RunHub) forget(runID string, lr *liveRun) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.live[runID] == lr {
+		delete(h.live, runID)
+		h.liveBytes -= lr.size
+	}
+}
+
+// subscribe starts receiving a run's events as they are stored.
+func (h *RunHub) subscribe(runID string) *subscription {
+	sub, _, _ := h.subscribeAfter(runID, 0)
+	return sub
+}
+
+// subscribeAfter subscribes to a run's events and, when the hub holds the
+// run whole, returns its frames after seq after, taken under the same lock:
+// nothing is missed or doubled between the backlog and the channel. live
+// is false when the backlog must come from the store.
+func (h *RunHub) subscribeAfter(runID string, after int64) (sub *subscription, backlog []*sseFrame, live bool) {
+	sub = &subscription{ch: make(chan *sseFrame, subscriberBuffer)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if lr := h.live[runID]; lr != nil && lr.whole {
+		live = true
+		for _, f := range lr.frames {
+			if f.seq > after {
+				backlog = append(backlog, f)
+			}
+		}
+	}
 	if h.subs[runID] == nil {
 		h.subs[runID] = map[*subscription]struct{}{}
 	}
 	h.subs[runID][sub] = struct{}{}
-	return sub
+	return sub, backlog, live
 }
 
 func (h *RunHub) unsubscribe(runID string, sub *subscription) {

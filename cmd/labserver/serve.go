@@ -127,6 +127,11 @@ func (m *Main) Run(ctx context.Context) error {
 		m.logw = asynclog.New(m.Stderr, 4096)
 		m.Log = slog.New(slog.NewTextHandler(m.logw, nil))
 	}
+	if addr := os.Getenv("LAB_DEBUG_ADDR"); addr != "" {
+		if err := startDebug(addr, m.Log); err != nil {
+			return err
+		}
+	}
 	fsys, where := courseFS(m.Config.LessonsDir)
 	course, err := lessons.Load(fsys, lessonOptions())
 	if err != nil {
