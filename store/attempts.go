@@ -53,12 +53,7 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 	defer db.quiz.invalidate(learner)
 	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
 	ts := now()
-	err := func() error {
-		tx, err := db.w.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
+	err := db.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
 			return err
@@ -69,11 +64,9 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 		if err != nil {
 			return err
 		}
-		if a.ID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}()
+		a.ID, err = res.LastInsertId()
+		return err
+	})
 	if err != nil {
 		return Attempt{}, fmt.Errorf("store: add attempt at %s: %w", questionID, err)
 	}

@@ -54,20 +54,15 @@ func (db *DB) writeProgress(ctx context.Context, learner, lesson, query string) 
 		return fmt.Errorf("invalid learner id %q", learner)
 	}
 	defer db.progress.invalidate(learner)
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
 	ts := now()
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
+	return db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, query, learner, lesson, ts)
 		return err
-	}
-	if _, err := tx.ExecContext(ctx, query, learner, lesson, ts); err != nil {
-		return err
-	}
-	return tx.Commit()
+	})
 }
 
 // LearnerProgress returns the learner's progress by lesson slug. The map is

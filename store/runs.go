@@ -270,13 +270,5 @@ func scanRun(s interface{ Scan(...any) error }) (Run, error) {
 
 // runsTx runs fn in a write transaction.
 func (db *DB) runsTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return db.write(ctx, fn)
 }

@@ -26,6 +26,7 @@ type DB struct {
 	Path string
 	w    *sql.DB // writer: exactly one connection
 	r    *sql.DB // readers
+	wr   *writer // group commit of the learner-facing writes (writer.go)
 
 	// Per-learner caches of what every lesson page view reads,
 	// invalidated by this process's writes (learner_cache.go).
@@ -110,6 +111,7 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	db.startWriter()
 	return db, nil
 }
 
@@ -186,8 +188,9 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close stops the writer loop (after the batch in hand) and closes both pools.
 func (db *DB) Close() error {
+	db.stopWriter()
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 

@@ -348,7 +348,7 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-p50-s", "own-p50-s", "", 1, "s", "report")
 	add("the same class, press → result of the last learner: shared runs vs each their own",
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-last-s", "own-last-s", "", 1, "s", "shared < 15 s")
-	add("20 learners open their terminals at once (--terminals 20, one spare), open → shell answers: p95 vs p50 (TCG)",
+	add("20 learners open their terminals at once (serve's defaults: --terminals auto, --spares auto), open → shell answers: p95 vs p50 (TCG)",
 		"BenchmarkTerminalClass", "BenchmarkTerminalClass", "p95-s", "p50-s", "", 1, "s", "p95 < 2 s")
 	add("learner's kept machine: attach → shell answers with their file vs a fresh guest restored on demand (TCG)",
 		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "resume-s", "fresh-s", "", 1, "s", "report")
