@@ -79,6 +79,10 @@ type remoteRun struct {
 }
 
 // Start runs the embedded NATS server and subscribes the lab's side.
+
+// natsStartWait bounds the embedded NATS server's start.
+const natsStartWait = 60 * time.Second
+
 func Start(cfg ServerConfig) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -120,9 +124,12 @@ func Start(cfg ServerConfig) (*Server, error) {
 	}
 	ns.SetLoggerV2(newNatsLogger(cfg.Logger), false, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
+	// Starting JetStream (its store directory) took over 10 s at load
+	// average 27-40 on 2 cores, three times in a row once; a server that
+	// truly cannot start still fails here, with its listen address.
+	if !ns.ReadyForConnections(natsStartWait) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("embedded NATS server did not start on %s", cfg.Listen)
+		return nil, fmt.Errorf("embedded NATS server did not start on %s within %s", cfg.Listen, natsStartWait)
 	}
 	epoch := make([]byte, 8)
 	_, _ = rand.Read(epoch)
