@@ -20,6 +20,10 @@ type stepDriver struct {
 	cmds chan sandbox.Command
 	done <-chan error
 	seen int
+	// offers are what the last step offered: the run ignores any other
+	// command (it says so and waits on, until its idle limit tears it
+	// down), so do refuses to send one.
+	offers []string
 	// ended holds the run's end once wait has taken it from done (the
 	// last step's event and the end can arrive together).
 	ended  bool
@@ -44,6 +48,7 @@ func (d *stepDriver) wait() sandbox.Event {
 	for {
 		if evs := d.rec.of(sandbox.EvStep); len(evs) > d.seen {
 			d.seen++
+			d.offers = evs[d.seen-1].Offers
 			return evs[d.seen-1]
 		}
 		if d.ended {
@@ -62,6 +67,11 @@ func (d *stepDriver) wait() sandbox.Event {
 
 func (d *stepDriver) do(cmd string) sandbox.Event {
 	d.t.Helper()
+	if !slices.Contains(d.offers, cmd) {
+		// the run would ignore it and tear down only at its idle limit
+		// (3.5 min), whose teardown step must not pass for cmd's
+		d.t.Fatalf("%s is not offered at this step (offers %v)", cmd, d.offers)
+	}
 	d.cmds <- sandbox.Command{Cmd: cmd}
 	ev := d.wait()
 	d.t.Logf("%-10s → %-11s %s ok=%v offers=%v", cmd, ev.Name, ev.ErrnoName, *ev.OK, ev.Offers)
@@ -207,8 +217,22 @@ func testVerbsSteps(t *testing.T, ex executor) {
 		t.Fatalf("a reconnect after the RNR failure: rnr_retry %q, detail %v", field(ev, "rnr_retry"), ev.Detail)
 	}
 	d.expect("next", "send", "")
-	d.expect("next", "poll-send", "")
-	d.expect("finish", "teardown", "")
+	if ev := d.expect("next", "poll-send", ""); !slices.Equal(ev.Offers, []string{"next"}) {
+		t.Fatalf("after the SEND's completion the offers are %v, want only next (teardown)", ev.Offers)
+	}
+	d.expect("next", "teardown", "")
+	d.finish()
+
+	// finished early, as the Finish button does: what was created is
+	// freed in reverse order, what was not is said so
+	d = startSteps(t, ex)
+	for _, s := range []string{"open", "pd", "mr"} {
+		d.expect("next", s, "")
+	}
+	ev = d.expect("finish", "teardown", "")
+	if field(ev, "ibv_destroy_qp(qp)") != "not created" || field(ev, "ibv_dereg_mr(mr)") != "0" || field(ev, "ibv_dealloc_pd(pd)") != "0" || len(ev.Offers) != 0 {
+		t.Fatalf("finished after the MR: %v, offers %v", ev.Table.Rows, ev.Offers)
+	}
 	d.finish()
 
 	// abandoned half way: the stream closes, the run tears down and ends
