@@ -2,6 +2,7 @@ package rdmalab_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,22 @@ func TestDomainArrows(t *testing.T) {
 			if p == e || strings.HasPrefix(p, e+"/") {
 				t.Errorf("web depends on %s; a page reads a run's figures by the names the domain declares, not from the experiment", p)
 			}
+		}
+	}
+}
+
+// TestAgentCarriesNoQueue: the agent binary performs one run; the queue,
+// its scheduling, shared runs and the wait estimate are the server's
+// (sandbox/runner) and stay out of it, as does anything that would drag
+// them in.
+func TestAgentCarriesNoQueue(t *testing.T) {
+	agent := deps(t, module+"/cmd/labagent")
+	if !slices.Contains(agent, "sandbox") {
+		t.Fatalf("cmd/labagent's dependencies %v lack sandbox: not the agent's list?", agent)
+	}
+	for _, p := range agent {
+		if p == "sandbox/runner" || strings.HasPrefix(p, "sandbox/runner/") {
+			t.Errorf("cmd/labagent depends on %s; the agent performs one run and must carry no queue", p)
 		}
 	}
 }

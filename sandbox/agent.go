@@ -227,7 +227,7 @@ func ErrorEvent(call string, err error) Event {
 	ev := Event{Type: EvError, Message: err.Error(), Call: call}
 	var r *Reason
 	if errors.As(err, &r) { // written in both languages where it was known
-		ev.Messages = failureText(err)
+		ev.Messages = FailureText(err)
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {

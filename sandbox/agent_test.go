@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bufio"
@@ -12,25 +12,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/sandboxtest"
 )
 
 // agentEvents splits an agent's output into its events and its end line,
 // which must be the last.
-func agentEvents(t *testing.T, out string) ([]Event, End) {
+func agentEvents(t *testing.T, out string) ([]sandbox.Event, sandbox.End) {
 	t.Helper()
-	var evs []Event
-	var end *End
+	var evs []sandbox.Event
+	var end *sandbox.End
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		if end != nil {
 			t.Fatalf("line %q after the end line", sc.Text())
 		}
-		var f Frame
+		var f sandbox.Frame
 		if err := json.Unmarshal(sc.Bytes(), &f); err == nil && f.End != nil {
 			end = f.End
 			continue
 		}
-		var e Event
+		var e sandbox.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -45,14 +48,14 @@ func agentEvents(t *testing.T, out string) ([]Event, End) {
 func TestServeAgentValidatesAgain(t *testing.T) {
 	var out strings.Builder
 	in := strings.NewReader(`{"run_id":"r","experiment":"echo","params":{"n":1000}}` + "\n")
-	err := ServeAgent(context.Background(), testRegistry(), in, &out)
-	var af *AgentFailure
+	err := sandbox.ServeAgent(context.Background(), sandboxtest.Registry(), in, &out)
+	var af *sandbox.AgentFailure
 	if !errors.As(err, &af) {
 		t.Fatalf("err %v, want AgentFailure", err)
 	}
 	evs, end := agentEvents(t, out.String())
-	if len(evs) != 1 || evs[0].Type != EvError || !strings.Contains(evs[0].Message, `param "n": must be between 1 and 100`) ||
-		end.Kind != EndFailed {
+	if len(evs) != 1 || evs[0].Type != sandbox.EvError || !strings.Contains(evs[0].Message, `param "n": must be between 1 and 100`) ||
+		end.Kind != sandbox.EndFailed {
 		t.Errorf("events %+v, end %+v", evs, end)
 	}
 }
@@ -65,15 +68,15 @@ func TestServeAgentReadsOneRequestPerCall(t *testing.T) {
 	r := io.Reader(struct{ io.Reader }{in}) // hide ByteReader: exercise the unbuffered path
 	for i, n := range []int{1, 2} {
 		var out strings.Builder
-		if err := ServeAgent(context.Background(), testRegistry(), r, &out); err != nil {
+		if err := sandbox.ServeAgent(context.Background(), sandboxtest.Registry(), r, &out); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		evs, end := agentEvents(t, out.String())
-		if len(evs) != n+1 || end != (End{}) {
+		if len(evs) != n+1 || end != (sandbox.End{}) {
 			t.Errorf("request %d: %+v, end %+v", i, evs, end)
 		}
 	}
-	if err := ServeAgent(context.Background(), testRegistry(), r, io.Discard); !errors.Is(err, io.EOF) {
+	if err := sandbox.ServeAgent(context.Background(), sandboxtest.Registry(), r, io.Discard); !errors.Is(err, io.EOF) {
 		t.Errorf("after the last request: %v, want EOF", err)
 	}
 }
@@ -88,9 +91,9 @@ func TestAgentReaderProtocolErrors(t *testing.T) {
 	}
 	for name, stream := range cases {
 		t.Run(name, func(t *testing.T) {
-			var got []Event
-			err := NewAgentReader(strings.NewReader(stream), 1000).ReadRun(func(e Event) { got = append(got, e) })
-			var pe *ProtocolError
+			var got []sandbox.Event
+			err := sandbox.NewAgentReader(strings.NewReader(stream), 1000).ReadRun(func(e sandbox.Event) { got = append(got, e) })
+			var pe *sandbox.ProtocolError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err %v, want ProtocolError", err)
 			}
@@ -101,50 +104,50 @@ func TestAgentReaderProtocolErrors(t *testing.T) {
 func TestServeAgentSkipsGenericErrorWhenReported(t *testing.T) {
 	// An experiment that explained its failure itself must not be followed
 	// by the agent's generic error event; one that did not still gets it.
-	reg := NewRegistry()
+	reg := sandbox.NewRegistry()
 	for _, reported := range []bool{true, false} {
 		id := "own-error"
 		if !reported {
 			id = "plain-error"
 		}
-		reg.Register(&Experiment{
-			ID: id, Needs: NeedHost, Timeout: 10 * time.Second,
-			Run: func(ctx context.Context, p Params, emit Emitter) error {
+		reg.Register(&sandbox.Experiment{
+			ID: id, Needs: sandbox.NeedHost, Timeout: 10 * time.Second,
+			Run: func(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 				err := fmt.Errorf("reg: %w", syscall.ENOMEM)
 				if !reported {
 					return err
 				}
-				emit.Emit(Event{Type: EvError, Call: "ibv_reg_mr", Message: "explained", Messages: Text{"en": "explained", "zh": "已解释"}})
-				return fmt.Errorf("wrapped: %w", Reported(err))
+				emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_reg_mr", Message: "explained", Messages: sandbox.Text{"en": "explained", "zh": "已解释"}})
+				return fmt.Errorf("wrapped: %w", sandbox.Reported(err))
 			},
 		})
 	}
 	for id, want := range map[string][]string{"own-error": {"explained"}, "plain-error": {"reg: cannot allocate memory"}} {
 		var out strings.Builder
 		in := strings.NewReader(`{"run_id":"r","experiment":"` + id + `","params":{}}` + "\n")
-		err := ServeAgent(context.Background(), reg, in, &out)
-		var af *AgentFailure
+		err := sandbox.ServeAgent(context.Background(), reg, in, &out)
+		var af *sandbox.AgentFailure
 		if !errors.As(err, &af) {
 			t.Fatalf("%s: err %v, want AgentFailure", id, err)
 		}
 		var got []string
 		evs, end := agentEvents(t, out.String())
 		for _, e := range evs {
-			if e.Type == EvError {
+			if e.Type == sandbox.EvError {
 				got = append(got, e.Message)
 			}
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: error events %q, want %q", id, got, want)
 		}
-		if end.Kind != EndFailed || !strings.Contains(end.Error, "cannot allocate memory") {
+		if end.Kind != sandbox.EndFailed || !strings.Contains(end.Error, "cannot allocate memory") {
 			t.Errorf("%s: end %+v, want failed with the error's message", id, end)
 		}
 	}
-	if Reported(nil) != nil {
+	if sandbox.Reported(nil) != nil {
 		t.Error("Reported(nil) is not nil")
 	}
-	if !errors.Is(Reported(syscall.EPERM), syscall.EPERM) {
+	if !errors.Is(sandbox.Reported(syscall.EPERM), syscall.EPERM) {
 		t.Error("Reported hides the error it wraps")
 	}
 }

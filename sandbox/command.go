@@ -19,7 +19,7 @@ import (
 // command travels the same way as the request:
 //
 //	web  POST /api/runs/{id}/commands {"cmd":"next"}
-//	 → Runner.Command (checked against Experiment.Commands; stored as an
+//	 → runner.Runner.Command (checked against Experiment.Commands; stored as an
 //	   EvCommand event before it is delivered)
 //	 → the backend, through Session.Commands: the host backend writes it as
 //	   one more JSON line on the agent's stdin; the vm backend wraps it in a
@@ -60,12 +60,8 @@ type CommandError struct {
 
 func (e *CommandError) Error() string { return e.Message }
 
-// Errors of Runner.Command.
-var (
-	ErrNotInteractive = errors.New("this run takes no commands")
-	ErrNotStarted     = errors.New("the run has not started yet: wait for it to leave the queue")
-	ErrCommandBusy    = errors.New("the run is still busy with your previous commands: wait for its answer")
-)
+// ErrNotInteractive is a command to an experiment that takes none.
+var ErrNotInteractive = errors.New("this run takes no commands")
 
 // Interactive reports whether e accepts commands while it runs.
 func (e *Experiment) Interactive() bool { return len(e.Commands) > 0 }

@@ -1,6 +1,9 @@
 package sandbox
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Reason is why something a learner or an admin reads about went the way it
 // did — a lab that is not ready, a run that could not run or ended early —
@@ -49,4 +52,17 @@ func JoinReasons(ts ...Text) Text {
 		return nil
 	}
 	return Text{"en": strings.Join(en, "; "), "zh": strings.Join(zh, "；")}
+}
+
+// FailureText is why a run failed with err, in both languages: in Chinese,
+// the text of the Reason err carries (a backend or the fleet wrote it in
+// both languages; English keeps any wrapping), else err as a diagnostic
+// after a Chinese lead-in (an error from the agent or the system has no
+// translation).
+func FailureText(err error) Text {
+	var r *Reason
+	if errors.As(err, &r) {
+		return Text{"en": err.Error(), "zh": r.Text.Get("zh")}
+	}
+	return Text{"en": err.Error(), "zh": "原因：" + err.Error()}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -14,6 +15,10 @@ import (
 // CAP_IPC_LOCK) re-executes the agent with EnvHelper set to the helper's
 // name. The helper reads its input from in and writes its answer to out.
 type HelperFunc func(ctx context.Context, in io.Reader, out io.Writer) error
+
+// ErrUnknownExperiment is a request for an experiment the registry does
+// not hold.
+var ErrUnknownExperiment = errors.New("unknown experiment")
 
 // Registry is the set of experiments this binary can run. Experiments are
 // registered once at startup (hostexp.Register, rdmaexp.Register) and the

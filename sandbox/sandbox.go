@@ -1,7 +1,9 @@
-// Package sandbox runs experiments: the registry of experiments and their
-// params, the run lifecycle, a queue with limits, the event model, and the
-// backends (host child process, Soft-RoCE guest) that run `labserver agent`.
-// It never imports web or store: events leave through a Sink.
+// Package sandbox is what the agent that performs a run and the backends
+// that carry it share: the registry of experiments and their params, the
+// event model, the session a backend receives, the agent protocol, how a
+// run ended and the reasons in both languages. The queue that orders runs
+// is package sandbox/runner, which the agent binary does not link. It never
+// imports web or store.
 package sandbox
 
 import (
@@ -138,7 +140,7 @@ type Experiment struct {
 	Sharing Sharing       `json:"sharing"`
 	Params  []Param       `json:"params"`
 	Presets []Preset      `json:"presets"`
-	Timeout time.Duration `json:"-"` // hard limit of one run, enforced by the runner
+	Timeout time.Duration `json:"-"` // hard limit of one run (DefaultTimeout when 0), enforced by the runner
 
 	// Commands makes the experiment interactive: while it runs, the learner
 	// may send these commands (and no others) to it; see command.go.
@@ -152,6 +154,17 @@ type Experiment struct {
 	// an expected failure that the experiment demonstrates (ENOMEM) is an
 	// event, not an error.
 	Run func(ctx context.Context, p Params, emit Emitter) error `json:"-"`
+}
+
+// DefaultTimeout limits an experiment that does not set its own Timeout.
+const DefaultTimeout = time.Minute
+
+// TimeLimit is e.Timeout, or DefaultTimeout when it is not set.
+func (e *Experiment) TimeLimit() time.Duration {
+	if e.Timeout > 0 {
+		return e.Timeout
+	}
+	return DefaultTimeout
 }
 
 // Class is e's sharing class: Sharing, or Timing when it is not set.
@@ -182,6 +195,21 @@ type Backend interface {
 	// It returns End.Err of how the run ended. Cancelling ctx must stop the
 	// run and kill everything it started.
 	Exec(ctx context.Context, s *Session) error
+}
+
+// Slotted is a Backend that takes several runs at once (a pool of guests,
+// a fleet's workers); the runner gives it that many at once.
+type Slotted interface {
+	Slots() int
+}
+
+// GuestPool is a backend whose runs go to guests of its own (sandbox/vm's
+// Pool): learner terminals, guests of the same kind, can live beside it.
+// A backend that wraps another (fleet.Mix) answers for the one it wraps.
+type GuestPool interface {
+	// Guests is how many guests the pool keeps for runs (0: none, this
+	// backend is not a guest pool).
+	Guests() int
 }
 
 // Unavailable is the capability of a backend that can run nothing on this
@@ -229,10 +257,4 @@ type Device struct {
 	GID      string           `json:"gid"`
 	GIDIndex int              `json:"gid_index"` // index of GID in port 1's table (-1: none); tools need it (-x/-g)
 	Counters map[string]int64 `json:"counters,omitempty"`
-}
-
-// Sink receives everything the runner decides and everything a run emits, in
-// order per run. The web layer implements it: it stores, then fans out.
-type Sink interface {
-	RunEvent(runID string, ev Event)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // chartCheckJS measures every chart of the widget: the contrast of its axis
@@ -37,7 +37,7 @@ const chartCheckJS = `(function(){
 // least 4.5:1 on the widget's background, the y-axis title short enough
 // to fit, series labelled in the learner's language (not raw ids).
 func TestChartsReadInBothThemes(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "units"})
 	page := newBrowserPage(t)
 	w := `.experiment[data-experiment=units]`
@@ -112,7 +112,7 @@ const chartAxesJS = `(function(){
 // goodput axis near 100 %, shades each series' spread, and its Chinese
 // legend carries no English unit ("(% resent)").
 func TestChartsSayWhatTheyPlot(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "perf-mr-cost"}, lessons.Segment{Kind: lessons.SegExperiment, ID: "loss-sweep"})
 	page := newBrowserPage(t)
 	type chart struct {
@@ -195,7 +195,7 @@ const legendLayoutJS = `(function(){
 // entry's value falls alone onto the next line, none runs past its chart,
 // and a Chinese legend separates label and value with "：", not ":".
 func TestLegendsOnAPhone(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "loss-sweep"})
 	page := newBrowserPage(t)
 	w := `.experiment[data-experiment=loss-sweep]`

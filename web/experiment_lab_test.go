@@ -9,13 +9,14 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
 // RDMA experiments show the Soft-RoCE lab's state (experiment.js fills it
 // from /api/lab and keeps Run disabled until ready); host experiments don't.
 func TestRDMAWidgetShowsLabState(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Server.cfg.Experiments.Register(&sandbox.Experiment{
 		ID: "needs-rdma", Needs: sandbox.NeedRDMA, Title: sandbox.Text{"en": "RDMA"},
 		Run: func(context.Context, sandbox.Params, sandbox.Emitter) error { return nil },

@@ -20,6 +20,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -169,7 +170,7 @@ func concrete(route, runID string) string {
 // real runner over the in-process agent) and one learner who has data.
 func hostileEnv(t *testing.T) (*runEnv, *http.Client, string) {
 	t.Helper()
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	victim := env.client()
 	runID := env.submit(victim, "ticks", map[string]any{"n": 1})
 	return env, victim, runID
@@ -179,7 +180,7 @@ func hostileEnv(t *testing.T) (*runEnv, *http.Client, string) {
 // marked cross-site (Sec-Fetch-Site) and one from a foreign Origin: each
 // is refused with 403 before its handler runs, and nothing is stored.
 func TestCrossOriginPOSTEveryRoute(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	victim := env.client()
 	ctx := context.Background()
 	// A run held open, so the cancel routes have something to cancel.
@@ -375,7 +376,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 // Retry-After and a message in the learner's language once the burst is
 // spent, on both submit routes; another learner is not affected.
 func TestRunRateLimit(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	hammer := env.client()
 	env.get(hammer, "/?lang=en").Body.Close()
 	codes := map[int]int{}

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -51,7 +52,7 @@ func (pc pageCase) request() *http.Request {
 // and requests with widget queries, a shown attempt, a rejected form.
 func lessonPageCases(t *testing.T) (*runEnv, []pageCase) {
 	t.Helper()
-	env := newRunEnvTB(t, sandbox.RunnerConfig{})
+	env := newRunEnvTB(t, runner.Config{})
 	env.t = t
 	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
 	if err != nil {

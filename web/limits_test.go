@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // postAs posts a JSON body as a cookieless client at addr (through the
@@ -56,7 +56,7 @@ func countRows(t *testing.T, path, table string) int {
 // learner) and then 429 for everyone. Now one address holds at most
 // RunsPerAddr runs, and a learner elsewhere is still queued right behind.
 func TestCookielessRunsCannotTakeTheQueue(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{Concurrency: 1, QueueMax: 20})
+	env := newRunEnv(t, runner.Config{Concurrency: 1, QueueMax: 20})
 	key := 1_000_000 + holdKeys.Add(1)*1000
 	t.Cleanup(func() {
 		for k := key; k < key+30; k++ {
@@ -90,7 +90,7 @@ func TestCookielessRunsCannotTakeTheQueue(t *testing.T) {
 // created one learner row each, without limit. Now the first writes of new
 // learners are bounded per address, and so are all writes.
 func TestCookielessWritesAreBounded(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	url := env.HTTP.URL + "/api/quiz/one/q1/attempts"
 	accepted := 0
 	for range 300 {
@@ -114,7 +114,7 @@ func TestCookielessWritesAreBounded(t *testing.T) {
 // as opened, which creates the learner's row; cookieless readers from one
 // address create at most the new-learner burst, and are still served.
 func TestCookielessReadsCreateBoundedLearners(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	burst := env.Server.Limits().NewLearnerBurst
 	for range burst + 40 {
 		req, _ := http.NewRequest("GET", env.HTTP.URL+"/lessons/01-one", nil)
@@ -138,7 +138,7 @@ func TestCookielessReadsCreateBoundedLearners(t *testing.T) {
 // the body must arrive within BodyTimeout, connections per address are
 // capped, and /healthz keeps answering another address throughout.
 func TestSlowBodiesAreCutOff(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 // one deadline (BodyTimeout, 1 s here) covers it: the connection is closed
 // well before the trickle of 1000 bytes (200 s) could end.
 func TestRefusedTrickledBodyClosed(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	srv := httptest.NewUnstartedServer(env.Server.Handler())
 	env.Server.cfg.Limits.BodyTimeout = time.Second
 	srv.Start()

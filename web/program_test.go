@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // TestProgramCodeSaved: the built-in lesson's exercises render as editors
@@ -16,7 +16,7 @@ import (
 // comes back, another learner starts from the starter; the solution is
 // given on request and recorded.
 func TestProgramCodeSaved(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
 	if err != nil {
 		t.Fatal(err)

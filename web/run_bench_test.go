@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -148,5 +149,5 @@ func benchFanout(b *testing.B, watchers int, pace time.Duration) {
 // newBenchRunEnv is newRunEnv for a benchmark: a real store and hub behind
 // the real handler, no runner needed.
 func newBenchRunEnv(b *testing.B) *runEnv {
-	return newRunEnvTB(b, sandbox.RunnerConfig{})
+	return newRunEnvTB(b, runner.Config{})
 }

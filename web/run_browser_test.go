@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // TestExperimentWidgetInBrowser drives headless Chromium through
@@ -15,7 +15,7 @@ import (
 // phases, a uPlot chart, a table, the verdict), and the replay page shows
 // the same run again from the store.
 func TestExperimentWidgetInBrowser(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	course := fixtureCourse()
 	for _, l := range course.Lessons {
 		for _, p := range l.Pages {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // runCancel is POST /api/runs/{id}/cancel. The run's final status
@@ -47,7 +47,7 @@ func (s *Server) cancel(r *http.Request) (string, error) {
 		return run.ID, Errorf(CodeForbidden, t("run.err.notyours"))
 	}
 	if err := s.cfg.Runner.Cancel(run.ID); err != nil {
-		if errors.Is(err, sandbox.ErrUnknownRun) {
+		if errors.Is(err, runner.ErrUnknownRun) {
 			return run.ID, Errorf(CodeConflict, t("run.err.finished"))
 		}
 		return run.ID, err

@@ -19,6 +19,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/capture"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // goldenWrite is a real capture of a three-MTU RDMA WRITE in the lab's
@@ -68,7 +69,7 @@ func (e *runEnv) waitFinal(c *http.Client, id string) {
 }
 
 func TestRunCaptureAPI(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	id := env.submit(c, "capture-replay", nil)
 	env.waitFinal(c, id)
@@ -127,7 +128,7 @@ func TestRunCaptureAPI(t *testing.T) {
 // lights up exactly its bytes in the hex view, and the .pcap link serves
 // the stored file.
 func TestCaptureViewInBrowser(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	id := env.submit(c, "capture-replay", nil)
 	env.waitFinal(c, id)
@@ -200,7 +201,7 @@ const captureLayoutJS = `(function(){
 // bytes a row, two packet tables), and a capture cut by its snap length
 // says so instead of judging an ICRC it does not have (item 2).
 func TestCaptureViewLayoutAndTruncation(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "capture-replay", Params: map[string]string{"cut": "128"}})
 	page := newBrowserPage(t)
 	w := `.experiment[data-experiment=capture-replay]`

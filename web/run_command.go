@@ -6,9 +6,10 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
-// CommandRunner is the part of sandbox.Runner that delivers learner
+// CommandRunner is the part of runner.Runner that delivers learner
 // commands to interactive runs; a Runner without it has none.
 type CommandRunner interface {
 	Command(runID, learner string, c sandbox.Command) error
@@ -57,11 +58,11 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, Errorf(CodeInvalid, trf(lang, "run.err.cmd.unknown", cmd.Cmd)))
 		case errors.Is(err, sandbox.ErrNotInteractive):
 			s.writeError(w, r, Errorf(CodeInvalid, t("run.err.cmd.none")))
-		case errors.Is(err, sandbox.ErrNotStarted):
+		case errors.Is(err, runner.ErrNotStarted):
 			s.writeError(w, r, Errorf(CodeConflict, t("run.err.cmd.queued")))
-		case errors.Is(err, sandbox.ErrCommandBusy):
+		case errors.Is(err, runner.ErrCommandBusy):
 			s.writeError(w, r, Errorf(CodeBusy, t("run.err.cmd.busy")))
-		case errors.Is(err, sandbox.ErrUnknownRun):
+		case errors.Is(err, runner.ErrUnknownRun):
 			s.writeError(w, r, Errorf(CodeConflict, t("run.err.finished")))
 		default:
 			s.writeError(w, r, err)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.cfg.Runner.Submit(learnerID(r), req.Experiment, req.Params)
 	if err != nil {
-		if errors.Is(err, sandbox.ErrBusy) {
+		if errors.Is(err, runner.ErrBusy) {
 			w.Header().Set("Retry-After", "60")
 		}
 		s.writeError(w, r, submitError(r, err))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -39,7 +40,7 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 	hub := NewRunHub(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	sink := recordSignal{RunHub: hub, entered: make(chan string, 4)}
 	reg := runTestRegistry()
-	runner := sandbox.NewRunner(sandbox.RunnerConfig{
+	rn := runner.New(runner.Config{
 		Registry: reg, Sink: sink, Concurrency: 1,
 		Backend: func(sandbox.Need) sandbox.Backend { return sandbox.InProcess{Registry: reg} },
 	})
@@ -53,7 +54,7 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 
 	// Learner b's run is running (held at its gate).
 	key := int64(7_000_001)
-	b, err := runner.Submit(learnerB, "hold", map[string]any{"key": key})
+	b, err := rn.Submit(learnerB, "hold", map[string]any{"key": key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 	}
 	aDone := make(chan submitted, 1)
 	go func() {
-		info, err := runner.Submit(learnerA, "ticks", map[string]any{"n": 3})
+		info, err := rn.Submit(learnerA, "ticks", map[string]any{"n": 3})
 		aDone <- submitted{info, err}
 	}()
 	if who := <-sink.entered; who != learnerA {
@@ -93,10 +94,10 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 	}
 
 	// b's Lookup and Cancel answer while a's Submit is still writing.
-	if info, ok := runner.Lookup(b.ID); !ok || info.Status != sandbox.StatusRunning {
+	if info, ok := rn.Lookup(b.ID); !ok || info.Status != sandbox.StatusRunning {
 		t.Errorf("Lookup(b) = %+v, %v", info, ok)
 	}
-	if err := runner.Cancel(b.ID); err != nil {
+	if err := rn.Cancel(b.ID); err != nil {
 		t.Errorf("Cancel(b): %v", err)
 	}
 	select {
@@ -113,12 +114,12 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 		t.Fatalf("a's Submit after the lock was released: %v", a.err)
 	}
 	for { // a's run finishes on its own
-		if _, active := runner.Lookup(a.info.ID); !active {
+		if _, active := rn.Lookup(a.info.ID); !active {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	runner.Close() // waits until every event is with the hub
+	rn.Close() // waits until every event is with the hub
 
 	for id, want := range map[string]sandbox.Status{b.ID: sandbox.StatusCancelled, a.info.ID: sandbox.StatusDone} {
 		run, err := db.Run(ctx, id)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -28,7 +29,7 @@ import (
 type runEnv struct {
 	*testEnv
 	Hub    *RunHub
-	Runner *sandbox.Runner
+	Runner *runner.Runner
 }
 
 // holdGates releases "hold" runs: the test closes the channel for a key.
@@ -149,7 +150,7 @@ func runTestRegistry() *sandbox.Registry {
 	return reg
 }
 
-func newRunEnv(t *testing.T, cfg sandbox.RunnerConfig) *runEnv {
+func newRunEnv(t *testing.T, cfg runner.Config) *runEnv {
 	t.Helper()
 	env := newRunEnvTB(t, cfg)
 	env.t = t
@@ -157,7 +158,7 @@ func newRunEnv(t *testing.T, cfg sandbox.RunnerConfig) *runEnv {
 }
 
 // newRunEnvTB builds the environment for a test or a benchmark.
-func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
+func newRunEnvTB(t testing.TB, cfg runner.Config) *runEnv {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
@@ -179,8 +180,8 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 			return be
 		}
 	}
-	runner := sandbox.NewRunner(cfg)
-	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub,
+	rn := runner.New(cfg)
+	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: rn, Runs: hub,
 		// Tests speak for clients at other addresses through the proxy
 		// header (loopback is the trusted proxy).
 		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
@@ -192,10 +193,10 @@ func newRunEnvTB(t testing.TB, cfg sandbox.RunnerConfig) *runEnv {
 	t.Cleanup(func() {
 		env.HTTP.CloseClientConnections()
 		env.HTTP.Close()
-		runner.Close()
+		rn.Close()
 		db.Close()
 	})
-	return &runEnv{testEnv: env, Hub: hub, Runner: runner}
+	return &runEnv{testEnv: env, Hub: hub, Runner: rn}
 }
 
 // postJSON posts body as JSON and decodes the answer into out (may be nil).

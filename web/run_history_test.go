@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // /runs is linked from every page's header and from the lesson; it shows
@@ -15,7 +15,7 @@ import (
 // learner's language; /favicon.ico is served; GET /api/runs/live names the
 // learner's live run.
 func TestRunHistoryLinksParamsFavicon(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	doc := env.doc(c, "/lessons/01-one?lang=zh", http.StatusOK)
 	if doc.Find(`header.site a[href="/runs"]`).Length() != 1 {

@@ -13,10 +13,11 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 func TestExperimentsAPI(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	res := env.get(env.client(), "/api/experiments")
 	defer res.Body.Close()
 	var body struct {
@@ -48,7 +49,7 @@ func TestExperimentsAPI(t *testing.T) {
 }
 
 func TestRunCreateRefusals(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{Concurrency: 1, QueueMax: 1})
+	env := newRunEnv(t, runner.Config{Concurrency: 1, QueueMax: 1})
 	c := env.client()
 	var e errorBody
 	res := env.postJSON(c, "/api/runs", `{"experiment":"ticks","params":{"size":"2MiB"}}`, &e)
@@ -92,7 +93,7 @@ func TestRunCreateRefusals(t *testing.T) {
 }
 
 func TestRunStreamsAndReplays(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	id := env.submit(c, "tcp-cost", map[string]any{"seconds": 1, "msg_size": 4096})
 	evs, ended := env.stream(c, id).events(t)
@@ -162,7 +163,7 @@ func TestRunStreamsAndReplays(t *testing.T) {
 }
 
 func TestSSEResumeFromLastEventID(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	key := time.Now().UnixNano()%(1<<40) + 1
 	id := env.submit(c, "hold", map[string]any{"key": key, "before": 3, "after": 4})
@@ -208,7 +209,7 @@ func TestSSEResumeFromLastEventID(t *testing.T) {
 }
 
 func TestSSEHeartbeatAndLiveDelivery(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Hub.Heartbeat = 30 * time.Millisecond
 	c := env.client()
 	key := time.Now().UnixNano()%(1<<40) + 2
@@ -251,7 +252,7 @@ func waitFinal(t *testing.T, env *runEnv, id string) {
 }
 
 func TestCancelOnlyByOwner(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	owner := env.client()
 	key := time.Now().UnixNano()%(1<<40) + 3
 	id := env.submit(owner, "hold", map[string]any{"key": key})
@@ -275,7 +276,7 @@ func TestCancelOnlyByOwner(t *testing.T) {
 }
 
 func TestRunFormWithoutJavaScript(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	// The lesson page shows the widget with the directive's values.
 	doc := env.doc(c, "/lessons/01-one?lang=en", 200)
@@ -336,7 +337,7 @@ func TestRunFormWithoutJavaScript(t *testing.T) {
 }
 
 func TestSlowSubscriberIsDropped(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	hub := env.Hub
 	sub := hub.subscribe("r-slow")
 	for i := range subscriberBuffer + 1 {
@@ -354,7 +355,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 // TestRunPagesHaveNoMissingStrings renders every sandbox page in both
 // languages and looks for UI keys that have no text.
 func TestRunPagesHaveNoMissingStrings(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	id := env.submit(c, "ticks", map[string]any{"n": 3})
 	waitFinal(t, env, id)

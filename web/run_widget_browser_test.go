@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // widgetCourse places experiments ids on lesson 01-one instead of memlock.
@@ -38,7 +38,7 @@ func widgetCourse(env *runEnv, segs ...lessons.Segment) {
 // refusal never wipes the live output; the form shows the live run's
 // params; a preset cues the learner to press Run.
 func TestRunWidgetKeepsTheLiveRun(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env,
 		lessons.Segment{Kind: lessons.SegExperiment, ID: "ticks", Params: map[string]string{"n": "4"}},
 		lessons.Segment{Kind: lessons.SegExperiment, ID: "hold"})
@@ -164,7 +164,7 @@ func TestRunWidgetKeepsTheLiveRun(t *testing.T) {
 // Cancel by keyboard keeps the focus in the widget (issue 30, item 10: it
 // fell to <body>): on Cancel while the run stops, then on Run.
 func TestCancelKeepsFocus(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "hold", Params: map[string]string{"key": "991"}})
 	page := newBrowserPage(t)
 	w := `.experiment[data-experiment=hold]`
@@ -190,7 +190,7 @@ func TestCancelKeepsFocus(t *testing.T) {
 // the threshold) shows as the intended outcome, not a red failure of the
 // successful run (issue 30, item 10).
 func TestExpectedErrorShownAsIntended(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegExperiment, ID: "provoke"})
 	page := newBrowserPage(t)
 	w := `.experiment[data-experiment=provoke]`

@@ -5,9 +5,10 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
-// Runner is what the run handlers need from sandbox.Runner.
+// Runner is what the run handlers need from runner.Runner.
 type Runner interface {
 	Submit(learner, experiment string, raw map[string]any) (sandbox.RunInfo, error)
 	Cancel(runID string) error
@@ -38,11 +39,11 @@ func submitError(r *http.Request, err error) error {
 		return &Error{Code: CodeBadRequest, Message: trf(langOf(r), "run.err.param", pe.Param, msg), Err: err}
 	case errors.Is(err, sandbox.ErrUnknownExperiment):
 		return &Error{Code: CodeBadRequest, Message: t("run.err.unknown") + ": " + err.Error(), Err: err}
-	case errors.Is(err, sandbox.ErrLearnerActive):
+	case errors.Is(err, runner.ErrLearnerActive):
 		return &Error{Code: CodeConflict, Message: t("run.err.active"), Err: err}
-	case errors.Is(err, sandbox.ErrBusy):
+	case errors.Is(err, runner.ErrBusy):
 		return &Error{Code: CodeBusy, Message: t("run.err.busy"), Err: err}
-	case errors.Is(err, sandbox.ErrClosed):
+	case errors.Is(err, runner.ErrClosed):
 		return &Error{Code: CodeUnavailable, Message: t("run.err.closed"), Err: err}
 	}
 	return err

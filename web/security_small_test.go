@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -36,7 +37,7 @@ func TestCSVFormulaGuard(t *testing.T) {
 // TestDisplayNameRefusesDirectionControls is issue 18.9: U+202E in a name
 // reversed what followed it on the dashboard.
 func TestDisplayNameRefusesDirectionControls(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	id := store.NewLearnerID()
 	for _, name := range []string{"Ada\u202Eevil", "\u2066x\u2069", "a\u200Fb"} {
 		err := env.DB.SetDisplayName(context.Background(), id, name)
@@ -82,7 +83,7 @@ func (noLab) Lab(context.Context) sandbox.Lab {
 // experiment took a queue slot and failed only on its turn. It is refused
 // at submission, on both routes; host experiments still run.
 func TestRDMARefusedWithoutBackend(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Server.cfg.Experiments.Register(&sandbox.Experiment{ID: "needs-rdma", Needs: sandbox.NeedRDMA, Sharing: sandbox.Shareable,
 		Run: func(context.Context, sandbox.Params, sandbox.Emitter) error { return nil }})
 	env.Server.cfg.Lab = noLab{}
@@ -105,7 +106,7 @@ func TestRDMARefusedWithoutBackend(t *testing.T) {
 // TestRunRequestIsStrict is issue 18.9: /api/runs took unknown fields,
 // trailing JSON and any content type.
 func TestRunRequestIsStrict(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	c := env.client()
 	for _, tc := range []struct{ ct, body string }{
 		{"application/json", `{"experiment":"ticks","params":{"n":1},"admin":true}`},

@@ -24,7 +24,7 @@ const DefaultHeartbeat = 15 * time.Second
 // catches up from the store, so a slow client never slows a run.
 const subscriberBuffer = 256
 
-// RunHub is the sandbox.Sink of the web layer: every run event is stored
+// RunHub is the runner.Sink of the web layer: every run event is stored
 // first, then fanned out to the live event streams watching that run, so a
 // replay shows exactly what was streamed.
 type RunHub struct {
@@ -107,7 +107,7 @@ func NewRunHub(db *store.DB, log *slog.Logger) *RunHub {
 		live: map[string]*liveRun{}, queue: newQueueWatch()}
 }
 
-// RunCreated implements sandbox.RunRecorder: the run row exists before its
+// RunCreated implements runner.RunRecorder: the run row exists before its
 // first event.
 func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -123,7 +123,7 @@ func (h *RunHub) RunCreated(info sandbox.RunInfo) error {
 	return nil
 }
 
-// RunEvent implements sandbox.Sink.
+// RunEvent implements runner.Sink.
 func (h *RunHub) RunEvent(runID string, ev sandbox.Event) {
 	ev = h.queue.note(runID, ev)
 	// Encoded once: these bytes are stored and sent to every watcher.

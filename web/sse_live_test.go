@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -54,7 +55,7 @@ func readFrames(t *testing.T, url string, n int) map[int64]string {
 // failed the request before (issue 31: a class opening a shared run at
 // once queued every page load behind their store reads).
 func TestLateWatcherBacklogFromMemory(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	id := "live-run"
 	if err := env.Hub.RunCreated(sandbox.RunInfo{ID: id, Learner: store.NewLearnerID(), Experiment: "ticks", Status: sandbox.StatusRunning}); err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestLateWatcherBacklogFromMemory(t *testing.T) {
 // A run that outgrows what the hub keeps in memory is read from the store
 // again: every event once, in order; and a finished run is forgotten.
 func TestLiveBacklogBounded(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	id := "big-run"
 	if err := env.Hub.RunCreated(sandbox.RunInfo{ID: id, Learner: store.NewLearnerID(), Experiment: "ticks", Status: sandbox.StatusRunning}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // stored bytes (issue 23: SSE frames were marshalled twice, in the store
 // and in the fan-out, and again for a replay).
 func TestRunEventStoredAsSent(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	id := "sent-run"
 	learner := store.NewLearnerID()
 	if err := env.DB.CreateRun(context.Background(), sandbox.RunInfo{ID: id, Learner: learner, Experiment: "ticks", Status: sandbox.StatusRunning}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // fakeSteps is the step-through as the web layer sees it — the real
@@ -128,7 +129,7 @@ func TestStepThroughResultShowsValues(t *testing.T) {
 }
 
 func stepsEnv(t *testing.T) *runEnv {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Server.cfg.Lab = sandbox.InProcess{} // the lab is "ready"
 	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
 	if err != nil {

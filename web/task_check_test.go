@@ -13,7 +13,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // taskTerms are fake terminals that also verify tasks: a learner has a
@@ -61,7 +61,7 @@ func taskTestCourse(t *testing.T) *lessons.Course {
 // and a later failure does not undo; refuses cross-site posts, unknown
 // tasks, and a learner checking too often.
 func TestTaskCheck(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Course.Store(taskTestCourse(t))
 	terms := &taskTerms{fakeTerms: &fakeTerms{max: 2, queueMax: 1, sessions: map[string]*fakeShell{}},
 		open: map[string]bool{}, verdict: map[string]TaskVerdict{}}

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // fakeTerms is a stand-in for the learner guests (sandbox/vm/terminal.go
@@ -190,7 +190,7 @@ const termText = `(function(){ var b = document.querySelector(".term"), t = b &&
 // generated CSS goes through constructed stylesheets); a learner over the
 // cap reads the full message.
 func TestTerminalWidget(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	widgetCourse(env, lessons.Segment{Kind: lessons.SegTerminal})
 	fake := &fakeTerms{max: 1, queueMax: 1, sessions: map[string]*fakeShell{}}
 	env.Server.cfg.Terminals = fake

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // termDial opens the terminal WebSocket as client c from address addr
@@ -63,7 +63,7 @@ func learnerFrom(t *testing.T, env *runEnv, addr string) *http.Client {
 // terminals, one learner opens at most termTabsPerLearner tabs, and fresh
 // cookies opening terminals count against the new-learner limit.
 func TestTerminalFairness(t *testing.T) {
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	fake := &fakeTerms{max: 2, queueMax: 4, sessions: map[string]*fakeShell{}}
 	env.Server.cfg.Terminals = fake
 	const attacker, victim = "203.0.113.9", "198.51.100.7"

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // lostTerms gives each learner's first attach a machine that is then lost
@@ -51,7 +51,7 @@ func TestTerminalLostMachine(t *testing.T) {
 			t.Errorf("zh %q: %v", s, l)
 		}
 	}
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Server.cfg.Terminals = &lostTerms{fakeTerms: &fakeTerms{max: 2, queueMax: 4, sessions: map[string]*fakeShell{}}, lost: map[string]bool{}}
 	ws, said := termDial(t, env, learnerFrom(t, env, "192.0.2.8"), "192.0.2.8")
 	defer ws.CloseNow()

@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // TestTerminalTaskSetup: a lesson whose :::task names setup= gives its
@@ -37,7 +37,7 @@ func TestTerminalTaskSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newRunEnv(t, sandbox.RunnerConfig{})
+	env := newRunEnv(t, runner.Config{})
 	env.Course.Store(c)
 	terms := &taskTerms{fakeTerms: &fakeTerms{max: 2, queueMax: 1, sessions: map[string]*fakeShell{}},
 		open: map[string]bool{}, verdict: map[string]TaskVerdict{}}

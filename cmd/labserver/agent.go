@@ -18,6 +18,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/agentcmd"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
 )
@@ -40,7 +41,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // DefaultShareRuns is --share-runs: a class pressing Run within seconds
-// of each other shares one run (sandbox/runner_share.go); 5 s covers a
+// of each other shares one run (sandbox/runner/share.go); 5 s covers a
 // class told "now press Run" without sharing a run that is half over.
 const DefaultShareRuns = 5 * time.Second
 
@@ -99,7 +100,7 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 type labSandbox struct {
 	Registry  *sandbox.Registry
 	Hub       *web.RunHub
-	Runner    *sandbox.Runner
+	Runner    *runner.Runner
 	RDMA      sandbox.Backend
 	Fleet     *fleet.Server // the workers; nil without --workers-listen
 	closeRDMA func() error
@@ -176,7 +177,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		log.Warn("run durations unread: queued learners get no wait estimate until runs finish", "err", err)
 	}
-	runner := sandbox.NewRunner(sandbox.RunnerConfig{
+	rn := runner.New(runner.Config{
 		Registry: reg,
 		Backend: func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {
@@ -192,7 +193,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Logger:      log,
 		Expect:      expect,
 	})
-	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, Fleet: fl, closeRDMA: closeRDMA}, nil
+	return &labSandbox{Registry: reg, Hub: hub, Runner: rn, RDMA: rdma, Fleet: fl, closeRDMA: closeRDMA}, nil
 }
 
 // Close ends every active run as interrupted (killing its processes, so

@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/sandbox/sandboxtest"
 )
 
 // These tests run this test binary as the agent, in real child processes,
@@ -123,58 +124,9 @@ func sleeper(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 	return nil
 }
 
-// recorder is a Sink that keeps every event.
-type recorder struct {
-	t       testing.TB
-	mu      sync.Mutex
-	events  map[string][]sandbox.Event
-	changed chan struct{}
-}
-
-func (r *recorder) RunEvent(id string, ev sandbox.Event) {
-	r.mu.Lock()
-	r.events[id] = append(r.events[id], ev)
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (r *recorder) get(id string) []sandbox.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]sandbox.Event(nil), r.events[id]...)
-}
-
-// waitFor waits until cond holds on the run's events, or fails the test.
-func (r *recorder) waitFor(id, what string, cond func([]sandbox.Event) bool) []sandbox.Event {
-	r.t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		if evs := r.get(id); cond(evs) {
-			return evs
-		}
-		select {
-		case <-r.changed:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			r.t.Fatalf("run %s: no %s; events: %+v", id, what, r.get(id))
-		}
-	}
-}
-
-func (r *recorder) final(id string) sandbox.Event {
-	r.t.Helper()
-	evs := r.waitFor(id, "final status", func(evs []sandbox.Event) bool {
-		return len(evs) > 0 && evs[len(evs)-1].Type == sandbox.EvStatus && evs[len(evs)-1].Status.Final()
-	})
-	return evs[len(evs)-1]
-}
-
-func newTestRunner(t *testing.T, be sandbox.Backend) (*sandbox.Runner, *recorder) {
-	rec := &recorder{t: t, events: map[string][]sandbox.Event{}, changed: make(chan struct{}, 1)}
-	r := sandbox.NewRunner(sandbox.RunnerConfig{
+func newTestRunner(t *testing.T, be sandbox.Backend) (*runner.Runner, *sandboxtest.Recorder) {
+	rec := sandboxtest.NewRecorder(t)
+	r := runner.New(runner.Config{
 		Registry: testRegistry(),
 		Backend:  func(sandbox.Need) sandbox.Backend { return be },
 		Sink:     rec,
@@ -184,7 +136,7 @@ func newTestRunner(t *testing.T, be sandbox.Backend) (*sandbox.Runner, *recorder
 }
 
 // hostRunner runs this test binary as the agent, in a real child process.
-func hostRunner(t *testing.T) (*sandbox.Runner, *recorder) {
+func hostRunner(t *testing.T) (*runner.Runner, *sandboxtest.Recorder) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -194,8 +146,8 @@ func hostRunner(t *testing.T) (*sandbox.Runner, *recorder) {
 }
 
 // pidsOf waits for the sleeper's "pids AGENT SLEEPER" log line.
-func pidsOf(t *testing.T, rec *recorder, id string) (agent, sleeper int) {
-	evs := rec.waitFor(id, "the pids log line", func(evs []sandbox.Event) bool {
+func pidsOf(t *testing.T, rec *sandboxtest.Recorder, id string) (agent, sleeper int) {
+	evs := rec.WaitFor(id, "the pids log line", func(evs []sandbox.Event) bool {
 		for _, e := range evs {
 			if strings.HasPrefix(e.Message, "pids ") {
 				return true
@@ -282,7 +234,7 @@ func TestHostCancelKillsProcessGroup(t *testing.T) {
 	if err := r.Cancel(info.ID); err != nil {
 		t.Fatal(err)
 	}
-	if f := rec.final(info.ID); f.Status != sandbox.StatusCancelled {
+	if f := rec.Final(info.ID); f.Status != sandbox.StatusCancelled {
 		t.Errorf("final %s %q, want cancelled", f.Status, f.Message)
 	}
 	checkGroupGone(t, agent, sleeper)
@@ -295,7 +247,7 @@ func TestHostTimeoutKillsProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent, sleeper := pidsOf(t, rec, info.ID)
-	f := rec.final(info.ID)
+	f := rec.Final(info.ID)
 	if f.Status != sandbox.StatusTimedOut || !strings.Contains(f.Message, "time limit of 8s") {
 		t.Errorf("final %s %q, want timed-out", f.Status, f.Message)
 	}
@@ -305,12 +257,12 @@ func TestHostTimeoutKillsProcessGroup(t *testing.T) {
 func TestHostAgentGarbageFailsReadably(t *testing.T) {
 	r, rec := hostRunner(t)
 	info, _ := r.Submit("x", "garbage", nil)
-	f := rec.final(info.ID)
+	f := rec.Final(info.ID)
 	if f.Status != sandbox.StatusFailed || !strings.Contains(f.Message, `not an event: "Segmentation fault (not really)`) {
 		t.Errorf("final %s %q", f.Status, f.Message)
 	}
 	// The events before the garbage were kept.
-	if evs := rec.get(info.ID); evs[2].Message != "about to misbehave" {
+	if evs := rec.Events(info.ID); evs[2].Message != "about to misbehave" {
 		t.Errorf("events %+v", evs)
 	}
 }
@@ -318,12 +270,12 @@ func TestHostAgentGarbageFailsReadably(t *testing.T) {
 func TestHostAgentCrashFailsReadably(t *testing.T) {
 	r, rec := hostRunner(t)
 	info, _ := r.Submit("x", "crash", nil)
-	f := rec.final(info.ID)
+	f := rec.Final(info.ID)
 	if f.Status != sandbox.StatusFailed || !strings.Contains(f.Message, "exit status 3") || !strings.Contains(f.Message, "lost its marbles") {
 		t.Errorf("final %s %q", f.Status, f.Message)
 	}
 	var stderr bool
-	for _, e := range rec.get(info.ID) {
+	for _, e := range rec.Events(info.ID) {
 		stderr = stderr || (e.Type == sandbox.EvLog && e.Level == "stderr" && strings.Contains(e.Message, "marbles"))
 	}
 	if !stderr {
@@ -334,11 +286,11 @@ func TestHostAgentCrashFailsReadably(t *testing.T) {
 func TestHostEchoRunsToDone(t *testing.T) {
 	r, rec := hostRunner(t)
 	info, _ := r.Submit("x", "echo", map[string]any{"n": 5})
-	f := rec.final(info.ID)
+	f := rec.Final(info.ID)
 	if f.Status != sandbox.StatusDone || f.Backend != "host" {
 		t.Fatalf("final %+v", f)
 	}
-	evs := rec.get(info.ID)
+	evs := rec.Events(info.ID)
 	// queued, running, 5 logs, result, done
 	if len(evs) != 9 || evs[7].Type != sandbox.EvResult {
 		t.Errorf("events %+v", evs)
@@ -351,14 +303,14 @@ func TestRunnerCloseInterruptsActiveRuns(t *testing.T) {
 	b, _ := r.Submit("b", "echo", nil)
 	agent, sleeper := pidsOf(t, rec, a.ID)
 	r.Close()
-	if f := rec.final(a.ID); f.Status != sandbox.StatusInterrupted {
+	if f := rec.Final(a.ID); f.Status != sandbox.StatusInterrupted {
 		t.Errorf("running run: %s", f.Status)
 	}
-	if f := rec.final(b.ID); f.Status != sandbox.StatusInterrupted {
+	if f := rec.Final(b.ID); f.Status != sandbox.StatusInterrupted {
 		t.Errorf("queued run: %s", f.Status)
 	}
 	checkGroupGone(t, agent, sleeper)
-	if _, err := r.Submit("c", "echo", nil); !errors.Is(err, sandbox.ErrClosed) {
+	if _, err := r.Submit("c", "echo", nil); !errors.Is(err, runner.ErrClosed) {
 		t.Errorf("submit after close: %v", err)
 	}
 }
@@ -372,7 +324,7 @@ func TestHostInteractiveRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i <= 2; i++ {
-		rec.waitFor(info.ID, fmt.Sprintf("%d steps", i+1), func(evs []sandbox.Event) bool {
+		rec.WaitFor(info.ID, fmt.Sprintf("%d steps", i+1), func(evs []sandbox.Event) bool {
 			n := 0
 			for _, e := range evs {
 				if e.Type == sandbox.EvStep {
@@ -389,11 +341,11 @@ func TestHostInteractiveRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f := rec.final(info.ID); f.Status != sandbox.StatusDone {
+	if f := rec.Final(info.ID); f.Status != sandbox.StatusDone {
 		t.Fatalf("final %+v", f)
 	}
 	var last string
-	for _, e := range rec.get(info.ID) {
+	for _, e := range rec.Events(info.ID) {
 		if e.Type == sandbox.EvLog {
 			last = e.Message
 		}

@@ -53,16 +53,16 @@ func TestAgentEndlessStderrLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rec.final(info.ID)
+	f := rec.Final(info.ID)
 	if f.Status != sandbox.StatusDone {
 		t.Fatalf("final %s %q", f.Status, f.Message)
 	}
 	var warned bool
-	for _, e := range rec.get(info.ID) {
+	for _, e := range rec.Events(info.ID) {
 		warned = warned || (e.Level == "warn" && strings.Contains(e.Message, "bytes of agent stderr were dropped"))
 	}
 	if !warned {
-		t.Errorf("no dropped-bytes warning in %d events", len(rec.get(info.ID)))
+		t.Errorf("no dropped-bytes warning in %d events", len(rec.Events(info.ID)))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // bin is labserver, built on first use into TestMain's folder.
@@ -161,13 +162,13 @@ func (s *sink) get(id string) []sandbox.Event {
 func last(evs []sandbox.Event) sandbox.Event { return evs[len(evs)-1] }
 
 // newRunner runs every experiment on the workers only.
-func newRunner(s *Server, sk *sink) *sandbox.Runner {
+func newRunner(s *Server, sk *sink) *runner.Runner {
 	reg := sandbox.NewRegistry()
 	hostexp.Register(reg)
 	rdmaexp.Register(reg)
 	host := &Mix{Need: sandbox.NeedHost, Fleet: s}
 	rdma := &Mix{Need: sandbox.NeedRDMA, Fleet: s}
-	return sandbox.NewRunner(sandbox.RunnerConfig{Registry: reg, Sink: sk, Concurrency: 64, QueueMax: 100,
+	return runner.New(runner.Config{Registry: reg, Sink: sk, Concurrency: 64, QueueMax: 100,
 		Backend: func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {
 				return rdma
@@ -433,7 +434,7 @@ func TestBurstOverGuestAndHostWorkers(t *testing.T) {
 // driveVerbsSteps walks verbs-steps on a worker as the lesson page does,
 // with the post-before-RTS mistake on the way, and checks each step's
 // answer and the run's end.
-func driveVerbsSteps(t *testing.T, r *sandbox.Runner, sk *sink) {
+func driveVerbsSteps(t *testing.T, r *runner.Runner, sk *sink) {
 	info, err := r.Submit("stepper", "verbs-steps", nil)
 	if err != nil {
 		t.Fatal(err)

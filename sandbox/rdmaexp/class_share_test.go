@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // classSink records, per run, when its result and its final status came.
@@ -44,7 +45,7 @@ func (s *classSink) RunEvent(id string, ev sandbox.Event) {
 func classBurst(t testing.TB, be sandbox.Backend, n int, share time.Duration) ([]time.Duration, int) {
 	sink := &classSink{result: map[string]time.Time{}, final: map[string]sandbox.Status{},
 		shared: map[string]bool{}, all: make(chan struct{}), want: n}
-	r := sandbox.NewRunner(sandbox.RunnerConfig{Registry: registry(), Sink: sink, QueueMax: n, Share: share,
+	r := runner.New(runner.Config{Registry: registry(), Sink: sink, QueueMax: n, Share: share,
 		Backend: func(sandbox.Need) sandbox.Backend { return be }})
 	defer r.Close()
 	params := map[string]any{"mode": "write", "messages": 10, "size": 4096}

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
+	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
@@ -131,7 +132,7 @@ func runBurst(b *testing.B, rdma sandbox.Backend, host sandbox.Backend, concurre
 	hostexp.Register(reg)
 	rdmaexp.Register(reg)
 	sink := &burstSink{final: map[string]sandbox.Status{}, figures: map[string]map[string]float64{}, done: make(chan struct{}), want: len(runs)}
-	r := sandbox.NewRunner(sandbox.RunnerConfig{
+	r := runner.New(runner.Config{
 		Registry: reg, Sink: sink, Concurrency: concurrency, QueueMax: len(runs),
 		Backend: func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {

@@ -1,9 +1,19 @@
-package sandbox
+package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// Errors of Runner.Command besides ErrUnknownRun and the experiment's own
+// (sandbox.ErrNotInteractive, a *sandbox.CommandError).
+var (
+	ErrNotStarted  = errors.New("the run has not started yet: wait for it to leave the queue")
+	ErrCommandBusy = errors.New("the run is still busy with your previous commands: wait for its answer")
 )
 
 // commandQueue is how many accepted commands may wait for the experiment.
@@ -13,7 +23,7 @@ const commandQueue = 4
 // session's Commands) and starts its idle watch. Called with r.mu held,
 // from start.
 func (r *Runner) startCommands(ctx context.Context, ru *run) {
-	ru.cmds = make(chan Command, commandQueue)
+	ru.cmds = make(chan sandbox.Command, commandQueue)
 	ru.lastCmd = time.Now()
 	go r.watchIdle(ctx, ru)
 }
@@ -22,8 +32,8 @@ func (r *Runner) startCommands(ctx context.Context, ru *run) {
 // must be the learner's, running, and the command one of the experiment's;
 // it is stored as an EvCommand event before it is delivered, so a replay
 // shows it ahead of the run's answer. Errors: ErrUnknownRun, a
-// *CommandError, ErrNotInteractive, ErrNotStarted, ErrCommandBusy.
-func (r *Runner) Command(runID, learner string, c Command) error {
+// *sandbox.CommandError, sandbox.ErrNotInteractive, ErrNotStarted, ErrCommandBusy.
+func (r *Runner) Command(runID, learner string, c sandbox.Command) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru := r.runs[runID]
@@ -33,7 +43,7 @@ func (r *Runner) Command(runID, learner string, c Command) error {
 	if err := ru.exp.ValidateCommand(c); err != nil {
 		return err
 	}
-	if ru.info.Status != StatusRunning || ru.cmds == nil {
+	if ru.info.Status != sandbox.StatusRunning || ru.cmds == nil {
 		return ErrNotStarted
 	}
 	if ru.cmdsClosed || ru.stop != "" {
@@ -43,7 +53,7 @@ func (r *Runner) Command(runID, learner string, c Command) error {
 		return ErrCommandBusy
 	}
 	ru.lastCmd = time.Now()
-	r.emit(ru, Event{Type: EvCommand, Name: c.Cmd})
+	r.emit(ru, sandbox.Event{Type: sandbox.EvCommand, Name: c.Cmd})
 	ru.cmds <- c // never blocks: only we send, under r.mu, with room left
 	return nil
 }
@@ -102,19 +112,19 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		limit, msg := ru.exp.IdleLimit(), Text(nil)
+		limit, msg := ru.exp.IdleLimit(), sandbox.Text(nil)
 		idle := time.Since(ru.lastCmd)
 		if r.contendedLocked(ru) {
 			limit = min(limit, r.cfg.ContendedIdle)
 			if idle >= limit {
-				msg = Text{"en": fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit),
+				msg = sandbox.Text{"en": fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit),
 					"zh": fmt.Sprintf("%s 内没有命令，而别人在等这台机器：运行已清理并结束", limit)}
 			} else if time.Since(ru.began) >= r.cfg.ContendedRun {
-				msg = Text{"en": fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun),
+				msg = sandbox.Text{"en": fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun),
 					"zh": fmt.Sprintf("别人在等这台机器，而这次运行已占用它 %s：运行已清理并结束", r.cfg.ContendedRun)}
 			}
 		} else if idle >= limit {
-			msg = Text{"en": fmt.Sprintf("no command for %s: the run cleaned up and ended", limit),
+			msg = sandbox.Text{"en": fmt.Sprintf("no command for %s: the run cleaned up and ended", limit),
 				"zh": fmt.Sprintf("%s 内没有命令：运行已清理并结束", limit)}
 		}
 		if msg == nil {
@@ -123,7 +133,7 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 			continue
 		}
 		if ru.stop == "" {
-			ru.stop = StatusTimedOut
+			ru.stop = sandbox.StatusTimedOut
 			ru.stopMsg = msg
 		}
 		if !ru.cmdsClosed {
@@ -133,7 +143,7 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
-		case <-time.After(IdleGrace):
+		case <-time.After(sandbox.IdleGrace):
 			ru.cancel()
 		}
 		return

@@ -1,49 +1,43 @@
-package sandbox
+package runner
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/sandboxtest"
 )
 
-func newTestRunner(t *testing.T, cfg RunnerConfig) (*Runner, *recorder) {
+// newTestRunner is a runner over the test experiments (sandboxtest), run
+// by the in-process backend; RDMA experiments have no backend.
+func newTestRunner(t *testing.T, cfg Config) (*Runner, *sandboxtest.Recorder) {
 	t.Helper()
-	rec := newRecorder(t)
-	reg := testRegistry()
+	rec := sandboxtest.NewRecorder(t)
+	reg := sandboxtest.Registry()
 	if cfg.Registry == nil {
 		cfg.Registry = reg
 	}
 	if cfg.Backend == nil {
-		be := InProcess{Registry: cfg.Registry}
-		cfg.Backend = func(n Need) Backend {
-			if n == NeedRDMA {
-				return NoBackend{Reason: Text{"en": "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built", "zh": "本机内核没有 rdma_rxe，Soft-RoCE 虚拟机也没有构建"}}
+		be := sandbox.InProcess{Registry: cfg.Registry}
+		cfg.Backend = func(n sandbox.Need) sandbox.Backend {
+			if n == sandbox.NeedRDMA {
+				return sandbox.NoBackend{Reason: sandbox.Text{"en": "this machine's kernel has no rdma_rxe and the Soft-RoCE guest is not built", "zh": "本机内核没有 rdma_rxe，Soft-RoCE 虚拟机也没有构建"}}
 			}
 			return be
 		}
 	}
 	cfg.Sink = rec
-	r := NewRunner(cfg)
+	r := New(cfg)
 	t.Cleanup(r.Close)
 	return r, rec
 }
 
-var gateSeq int64 = 100
-
-// newGate returns a gate id and a func that opens it.
-func newGate() (int64, func()) {
-	gateSeq++
-	id := gateSeq
-	ch := make(chan struct{})
-	gates.Store(id, ch)
-	return id, func() { close(ch) }
-}
-
-func positions(evs []Event) []int {
+func positions(evs []sandbox.Event) []int {
 	var ps []int
 	for _, e := range evs {
-		if e.Type == EvStatus && e.Status == StatusQueued {
+		if e.Type == sandbox.EvStatus && e.Status == sandbox.StatusQueued {
 			ps = append(ps, e.Position)
 		}
 	}
@@ -51,56 +45,54 @@ func positions(evs []Event) []int {
 }
 
 func TestRunnerQueueOrderAndPositions(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{})
+	r, rec := newTestRunner(t, Config{})
 	var ids []string
 	var opens []func()
 	for i := range 3 {
-		g, open := newGate()
+		g, open := sandboxtest.NewGate()
 		opens = append(opens, open)
 		info, err := r.Submit(fmt.Sprintf("learner%d", i), "gate", map[string]any{"id": g})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, info.ID)
-		wantStatus, wantPos := StatusQueued, i
+		wantStatus, wantPos := sandbox.StatusQueued, i
 		if i == 0 {
-			wantStatus, wantPos = StatusRunning, 0
+			wantStatus, wantPos = sandbox.StatusRunning, 0
 		}
 		if info.Status != wantStatus || info.Position != wantPos {
 			t.Errorf("submit %d: status %s position %d, want %s %d", i, info.Status, info.Position, wantStatus, wantPos)
 		}
 	}
-	rec.waitFor(ids[0], "phase waiting", func(evs []Event) bool { return len(evs) >= 3 })
+	rec.WaitFor(ids[0], "phase waiting", func(evs []sandbox.Event) bool { return len(evs) >= 3 })
 	for i, open := range opens {
 		open()
-		if f := rec.final(ids[i]); f.Status != StatusDone {
+		if f := rec.Final(ids[i]); f.Status != sandbox.StatusDone {
 			t.Fatalf("run %d: final %s (%s)", i, f.Status, f.Message)
 		}
 	}
 	// FIFO: each run started only after the previous one finished.
 	var order []string
-	rec.mu.Lock()
-	for _, s := range rec.all {
+	for _, s := range rec.Statuses() {
 		if strings.HasSuffix(s, ":running") {
 			order = append(order, strings.TrimSuffix(s, ":running"))
 		}
 	}
-	rec.mu.Unlock()
 	if strings.Join(order, ",") != strings.Join(ids, ",") {
 		t.Errorf("start order %v, want %v", order, ids)
 	}
 	// The last run moved from position 2 to 1 as the queue advanced.
-	if got := positions(rec.get(ids[2])); fmt.Sprint(got) != "[2 1]" {
+	if got := positions(rec.Events(ids[2])); fmt.Sprint(got) != "[2 1]" {
 		t.Errorf("positions of third run: %v, want [2 1]", got)
 	}
-	if got := positions(rec.get(ids[0])); fmt.Sprint(got) != "[1]" {
+	if got := positions(rec.Events(ids[0])); fmt.Sprint(got) != "[1]" {
 		t.Errorf("positions of first run: %v, want [1]", got)
 	}
 }
 
 func TestRunnerOneActiveRunPerLearner(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{Concurrency: 2})
-	g, open := newGate()
+	r, rec := newTestRunner(t, Config{Concurrency: 2})
+	g, open := sandboxtest.NewGate()
 	a, err := r.Submit("ann", "gate", map[string]any{"id": g})
 	if err != nil {
 		t.Fatal(err)
@@ -112,22 +104,22 @@ func TestRunnerOneActiveRunPerLearner(t *testing.T) {
 		t.Fatalf("another learner: %v", err)
 	}
 	open()
-	rec.final(a.ID)
+	rec.Final(a.ID)
 	b, err := r.Submit("ann", "echo", nil)
 	if err != nil {
 		t.Fatalf("after the first run finished: %v", err)
 	}
-	if f := rec.final(b.ID); f.Status != StatusDone {
+	if f := rec.Final(b.ID); f.Status != sandbox.StatusDone {
 		t.Errorf("final %s", f.Status)
 	}
 }
 
 func TestRunnerQueueBound(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{Concurrency: 1, QueueMax: 2})
+	r, rec := newTestRunner(t, Config{Concurrency: 1, QueueMax: 2})
 	var opens []func()
 	var ids []string
 	for i := range 3 { // one running + two waiting
-		g, open := newGate()
+		g, open := sandboxtest.NewGate()
 		opens = append(opens, open)
 		info, err := r.Submit(fmt.Sprint("l", i), "gate", map[string]any{"id": g})
 		if err != nil {
@@ -146,12 +138,12 @@ func TestRunnerQueueBound(t *testing.T) {
 	if err := r.Cancel(ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	if f := rec.final(ids[1]); f.Status != StatusCancelled {
+	if f := rec.Final(ids[1]); f.Status != sandbox.StatusCancelled {
 		t.Errorf("cancelled queued run: %s", f.Status)
 	}
 	// The third run's new position comes through its own ordered writer,
 	// which may deliver it after the cancelled run's final status.
-	evs := rec.waitFor(ids[2], "a second position", func(evs []Event) bool { return len(positions(evs)) >= 2 })
+	evs := rec.WaitFor(ids[2], "a second position", func(evs []sandbox.Event) bool { return len(positions(evs)) >= 2 })
 	if got := positions(evs); fmt.Sprint(got) != "[2 1]" {
 		t.Errorf("positions after cancel: %v", got)
 	}
@@ -164,12 +156,12 @@ func TestRunnerQueueBound(t *testing.T) {
 }
 
 func TestRunnerRejectsBadInput(t *testing.T) {
-	r, _ := newTestRunner(t, RunnerConfig{})
-	if _, err := r.Submit("x", "nope", nil); !errors.Is(err, ErrUnknownExperiment) {
+	r, _ := newTestRunner(t, Config{})
+	if _, err := r.Submit("x", "nope", nil); !errors.Is(err, sandbox.ErrUnknownExperiment) {
 		t.Errorf("unknown experiment: %v", err)
 	}
 	_, err := r.Submit("x", "echo", map[string]any{"n": 1000.0})
-	var pe *ParamError
+	var pe *sandbox.ParamError
 	if !errors.As(err, &pe) || pe.Param != "n" || !strings.Contains(pe.Message, "between 1 and 100") {
 		t.Errorf("bad param: %v", err)
 	}
@@ -179,31 +171,31 @@ func TestRunnerRejectsBadInput(t *testing.T) {
 }
 
 func TestRunnerNoBackendFailsWithReason(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{})
+	r, rec := newTestRunner(t, Config{})
 	info, err := r.Submit("x", "needs-rdma", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rec.final(info.ID)
-	if f.Status != StatusFailed || !strings.Contains(f.Message, "no rdma_rxe") {
+	f := rec.Final(info.ID)
+	if f.Status != sandbox.StatusFailed || !strings.Contains(f.Message, "no rdma_rxe") {
 		t.Errorf("final %s %q", f.Status, f.Message)
 	}
-	evs := rec.get(info.ID)
+	evs := rec.Events(info.ID)
 	if evs[1].Backend != "none" {
 		t.Errorf("running event backend %q, want none", evs[1].Backend)
 	}
 }
 
 func TestRunnerReportsExperimentErrorWithCall(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{})
+	r, rec := newTestRunner(t, Config{})
 	info, _ := r.Submit("x", "fails", nil)
-	f := rec.final(info.ID)
-	if f.Status != StatusFailed || !strings.Contains(f.Message, "boom") {
+	f := rec.Final(info.ID)
+	if f.Status != sandbox.StatusFailed || !strings.Contains(f.Message, "boom") {
 		t.Fatalf("final %s %q", f.Status, f.Message)
 	}
-	var errs []Event
-	for _, e := range rec.get(info.ID) {
-		if e.Type == EvError {
+	var errs []sandbox.Event
+	for _, e := range rec.Events(info.ID) {
+		if e.Type == sandbox.EvError {
 			errs = append(errs, e)
 		}
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package runner
 
 import (
 	"time"
@@ -18,20 +18,6 @@ import (
 //   - A timing run needs the machine to itself: it starts only when
 //     nothing runs, nothing starts beside it, and no run behind it in the
 //     queue overtakes it while it waits for the machine to empty.
-
-// Slotted is a Backend that takes several runs at once (a pool of guests).
-type Slotted interface {
-	Slots() int
-}
-
-// GuestPool is a backend whose runs go to guests of its own (sandbox/vm's
-// Pool): learner terminals, guests of the same kind, can live beside it.
-// A backend that wraps another (fleet.Mix) answers for the one it wraps.
-type GuestPool interface {
-	// Guests is how many guests the pool keeps for runs (0: none, this
-	// backend is not a guest pool).
-	Guests() int
-}
 
 // schedItem is one run as the rules see it.
 type schedItem struct {

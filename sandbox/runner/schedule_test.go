@@ -1,10 +1,13 @@
-package sandbox
+package runner
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/sandboxtest"
 )
 
 func TestAdmit(t *testing.T) {
@@ -56,38 +59,29 @@ func TestEstimate(t *testing.T) {
 }
 
 // schedRegistry adds a shareable and a timing variant of the gate.
-func schedRegistry() *Registry {
-	reg := testRegistry()
+func schedRegistry() *sandbox.Registry {
+	reg := sandboxtest.Registry()
 	for _, v := range []struct {
 		id string
-		sh Sharing
-	}{{"gate-share", Shareable}, {"gate-timing", Timing}} {
-		reg.Register(&Experiment{
-			ID: v.id, Needs: NeedHost, Sharing: v.sh, Timeout: 30 * time.Second,
-			Params: []Param{{Name: "id", Kind: ParamInt, Min: 0, Max: 1000, Default: int64(0)}},
+		sh sandbox.Sharing
+	}{{"gate-share", sandbox.Shareable}, {"gate-timing", sandbox.Timing}} {
+		reg.Register(&sandbox.Experiment{
+			ID: v.id, Needs: sandbox.NeedHost, Sharing: v.sh, Timeout: 30 * time.Second,
+			Params: []sandbox.Param{{Name: "id", Kind: sandbox.ParamInt, Min: 0, Max: 1000, Default: int64(0)}},
 			Run:    reg.Get("gate").Run,
 		})
 	}
 	return reg
 }
 
-func isRunning(evs []Event) bool {
-	for _, e := range evs {
-		if e.Type == EvStatus && e.Status == StatusRunning {
-			return true
-		}
-	}
-	return false
-}
-
 // TestRunnerSharingClasses: shareable runs go side by side up to the
 // backend's slots; a timing run waits for the machine to empty, runs
 // alone, and a shareable run submitted after it does not overtake it.
 func TestRunnerSharingClasses(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 8, QueueMax: 10,
-		Slots: func(Backend) int { return 2 }})
+	r, rec := newTestRunner(t, Config{Registry: schedRegistry(), Concurrency: 8, QueueMax: 10,
+		Slots: func(sandbox.Backend) int { return 2 }})
 	submit := func(who, exp string) (string, func()) {
-		g, open := newGate()
+		g, open := sandboxtest.NewGate()
 		info, err := r.Submit(who, exp, map[string]any{"id": g})
 		if err != nil {
 			t.Fatal(err)
@@ -96,30 +90,30 @@ func TestRunnerSharingClasses(t *testing.T) {
 	}
 	s1, open1 := submit("ann", "gate-share")
 	s2, open2 := submit("bob", "gate-share")
-	rec.waitFor(s1, "running", isRunning)
-	rec.waitFor(s2, "running", isRunning)
+	rec.WaitFor(s1, "running", sandboxtest.IsRunning)
+	rec.WaitFor(s2, "running", sandboxtest.IsRunning)
 	tm, openT := submit("cat", "gate-timing")
 	s3, open3 := submit("dan", "gate-share")
-	if info, _ := r.Lookup(tm); info.Status != StatusQueued || info.Position != 1 {
+	if info, _ := r.Lookup(tm); info.Status != sandbox.StatusQueued || info.Position != 1 {
 		t.Fatalf("timing run beside two shareable ones: %s at %d, want queued at 1", info.Status, info.Position)
 	}
 	open1()
-	rec.final(s1)
+	rec.Final(s1)
 	// A slot is free, but the timing run ahead holds dan's run back.
-	if info, _ := r.Lookup(s3); info.Status != StatusQueued {
+	if info, _ := r.Lookup(s3); info.Status != sandbox.StatusQueued {
 		t.Fatalf("shareable run behind a waiting timing run: %s, want queued", info.Status)
 	}
 	open2()
-	rec.final(s2)
-	rec.waitFor(tm, "running", isRunning)
-	if info, _ := r.Lookup(s3); info.Status != StatusQueued {
+	rec.Final(s2)
+	rec.WaitFor(tm, "running", sandboxtest.IsRunning)
+	if info, _ := r.Lookup(s3); info.Status != sandbox.StatusQueued {
 		t.Fatalf("shareable run while a timing run runs: %s, want queued", info.Status)
 	}
 	openT()
-	rec.final(tm)
-	rec.waitFor(s3, "running", isRunning)
+	rec.Final(tm)
+	rec.WaitFor(s3, "running", sandboxtest.IsRunning)
 	open3()
-	if f := rec.final(s3); f.Status != StatusDone {
+	if f := rec.Final(s3); f.Status != sandbox.StatusDone {
 		t.Fatalf("last run: %s", f.Status)
 	}
 }
@@ -127,18 +121,18 @@ func TestRunnerSharingClasses(t *testing.T) {
 // TestRunnerWaitEstimate: once runs of an experiment have finished, a
 // queued run's status carries an estimated wait played forward from them.
 func TestRunnerWaitEstimate(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10})
+	r, rec := newTestRunner(t, Config{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10})
 	first, err := r.Submit("ann", "echo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.final(first.ID)
-	g, open := newGate()
+	rec.Final(first.ID)
+	g, open := sandboxtest.NewGate()
 	busy, err := r.Submit("bob", "gate", map[string]any{"id": g})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(busy.ID, "running", isRunning)
+	rec.WaitFor(busy.ID, "running", sandboxtest.IsRunning)
 	var ids []string
 	for i := range 2 {
 		info, err := r.Submit(fmt.Sprint("l", i), "echo", nil)
@@ -150,8 +144,8 @@ func TestRunnerWaitEstimate(t *testing.T) {
 	var waits []float64
 	for _, id := range ids {
 		// Events reach the Sink on the run's writer, just after Submit.
-		evs := rec.waitFor(id, "its first event", func(evs []Event) bool { return len(evs) > 0 })
-		if evs[0].Status != StatusQueued {
+		evs := rec.WaitFor(id, "its first event", func(evs []sandbox.Event) bool { return len(evs) > 0 })
+		if evs[0].Status != sandbox.StatusQueued {
 			t.Fatalf("first event of a queued run: %+v", evs)
 		}
 		waits = append(waits, evs[0].Wait)
@@ -163,7 +157,7 @@ func TestRunnerWaitEstimate(t *testing.T) {
 	}
 	open()
 	for _, id := range ids {
-		rec.final(id)
+		rec.Final(id)
 	}
 }
 
@@ -172,22 +166,22 @@ func TestRunnerWaitEstimate(t *testing.T) {
 // their wait before any run has finished in this process: 40 s of the
 // running gate plus nothing ahead in the queue.
 func TestRunnerExpectSeeded(t *testing.T) {
-	r, rec := newTestRunner(t, RunnerConfig{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10,
+	r, rec := newTestRunner(t, Config{Registry: schedRegistry(), Concurrency: 1, QueueMax: 10,
 		Expect: map[string]time.Duration{"gate": 40 * time.Second, "echo": 0}})
-	g, open := newGate()
+	g, open := sandboxtest.NewGate()
 	busy, err := r.Submit("bob", "gate", map[string]any{"id": g})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(busy.ID, "running", isRunning)
+	rec.WaitFor(busy.ID, "running", sandboxtest.IsRunning)
 	queued, err := r.Submit("ann", "echo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := rec.waitFor(queued.ID, "its first event", func(evs []Event) bool { return len(evs) > 0 })
-	if evs[0].Status != StatusQueued || evs[0].Wait < 35 || evs[0].Wait > 40 {
+	evs := rec.WaitFor(queued.ID, "its first event", func(evs []sandbox.Event) bool { return len(evs) > 0 })
+	if evs[0].Status != sandbox.StatusQueued || evs[0].Wait < 35 || evs[0].Wait > 40 {
 		t.Fatalf("first event of the queued run: %+v; want queued with a wait of about 40 s", evs[0])
 	}
 	open()
-	rec.final(queued.ID)
+	rec.Final(queued.ID)
 }

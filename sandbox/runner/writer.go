@@ -1,8 +1,10 @@
-package sandbox
+package runner
 
 import (
 	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
 )
 
 // maxPending bounds the events of one run waiting for the Sink before an
@@ -24,7 +26,7 @@ type runWriter struct {
 	mu      sync.Mutex
 	drained *sync.Cond // signalled when pending shrinks
 	seq     int64
-	pending []Event
+	pending []sandbox.Event
 	open    bool // events may go out
 	dropped bool // never: the run was not recorded
 	sending bool // a goroutine is delivering
@@ -37,7 +39,7 @@ func newRunWriter(sink Sink, runID string, wg *sync.WaitGroup) *runWriter {
 }
 
 // add numbers ev and queues it; it never waits.
-func (w *runWriter) add(ev Event) {
+func (w *runWriter) add(ev sandbox.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.addLocked(ev)
@@ -45,7 +47,7 @@ func (w *runWriter) add(ev Event) {
 
 // addPaced is add for an experiment's events: it waits while the run has
 // maxPending events not yet written.
-func (w *runWriter) addPaced(ev Event) {
+func (w *runWriter) addPaced(ev sandbox.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.open && len(w.pending) >= maxPending {
@@ -54,7 +56,7 @@ func (w *runWriter) addPaced(ev Event) {
 	w.addLocked(ev)
 }
 
-func (w *runWriter) addLocked(ev Event) {
+func (w *runWriter) addLocked(ev sandbox.Event) {
 	if w.dropped {
 		return
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package runner
 
 import (
 	"fmt"
@@ -6,13 +6,15 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
 )
 
 // Shared runs: a class presses Run on the same experiment within seconds.
 // Run one after another, the last learner waits for all the others' runs
 // (30 × 4 s under TCG); run side by side, they share the same two cores.
 // So a request with the same experiment and parameters as a run that is
-// queued, or that started less than RunnerConfig.Share ago, joins it: it
+// queued, or that started less than Config.Share ago, joins it: it
 // gets a run of its own (an id, a record, a replay page, a line in the
 // learner's history and the gradebook), whose events are a copy of the
 // shared run's from its first one, with a line first saying so. The shared
@@ -29,10 +31,10 @@ import (
 // may not hold the runner's lock (the experiment's events).
 type share struct {
 	mu     sync.Mutex
-	closes time.Time // when joining ends (zero: queued, open)
-	log    []Event   // the events so far, while others may join
-	joined []*run    // runs receiving a copy of every event
-	left   bool      // the starting learner left: their own record has ended
+	closes time.Time       // when joining ends (zero: queued, open)
+	log    []sandbox.Event // the events so far, while others may join
+	joined []*run          // runs receiving a copy of every event
+	left   bool            // the starting learner left: their own record has ended
 }
 
 // startedAt closes joining at t (the run has started).
@@ -53,7 +55,7 @@ func (sh *share) openLocked(now time.Time) bool {
 // out hands ev to ru's own writer (unless its learner left it) and a copy
 // to every run that joined it. paced: an experiment's event, which waits
 // while the run's writer is far behind.
-func (r *Runner) out(ru *run, ev Event, paced bool) {
+func (r *Runner) out(ru *run, ev sandbox.Event, paced bool) {
 	sh := ru.share
 	var joined []*run
 	left := false
@@ -84,7 +86,7 @@ func ownKey(learner, experiment string) string { return learner + "\x00" + exper
 
 // hostForLocked is the run learner's request of exp with params joins, or
 // nil when it runs its own. It consumes the learner's ownNext.
-func (r *Runner) hostForLocked(learner string, exp *Experiment, params Params) *run {
+func (r *Runner) hostForLocked(learner string, exp *sandbox.Experiment, params sandbox.Params) *run {
 	if r.cfg.Share <= 0 || exp.Interactive() || r.closed {
 		return nil
 	}
@@ -110,8 +112,8 @@ func (r *Runner) hostForLocked(learner string, exp *Experiment, params Params) *
 
 // join gives learner a run of their own that receives a copy of host's
 // events, from its first. It is called with r.mu held and unlocks it.
-func (r *Runner) join(host *run, learner string, exp *Experiment, params Params) (RunInfo, error) {
-	ru := &run{exp: exp, host: host, info: RunInfo{
+func (r *Runner) join(host *run, learner string, exp *sandbox.Experiment, params sandbox.Params) (sandbox.RunInfo, error) {
+	ru := &run{exp: exp, host: host, info: sandbox.RunInfo{
 		ID: r.cfg.NewID(), Learner: learner, Experiment: exp.ID, Params: params,
 		Status: host.info.Status, Position: host.info.Position, Backend: host.info.Backend, Created: time.Now(),
 	}}
@@ -136,7 +138,7 @@ func (r *Runner) join(host *run, learner string, exp *Experiment, params Params)
 	defer r.wg.Done()
 
 	if err := r.record(ru, info, func() { r.detachLocked(ru); r.removeLocked(ru) }); err != nil {
-		return RunInfo{}, err
+		return sandbox.RunInfo{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -146,13 +148,13 @@ func (r *Runner) join(host *run, learner string, exp *Experiment, params Params)
 }
 
 // sharedNote is the line a joined run starts with.
-func sharedNote(n int) Event {
+func sharedNote(n int) sandbox.Event {
 	en := fmt.Sprintf("You are watching a run shared with %d classmates — same parameters. Press Run again for your own.", n)
 	if n == 1 {
 		en = "You are watching a run shared with 1 classmate — same parameters. Press Run again for your own."
 	}
 	zh := fmt.Sprintf("你正在观看与 %d 位同学共享的一次运行——参数相同。再按一次「运行」，就是你自己的运行。", n)
-	return Event{Type: EvLog, Level: "info", Name: "shared", Message: en, Messages: Text{"en": en, "zh": zh}}
+	return sandbox.Event{Type: sandbox.EvLog, Level: "info", Name: "shared", Message: en, Messages: sandbox.Text{"en": en, "zh": zh}}
 }
 
 // detachLocked stops copying host events to a joined run.
@@ -167,14 +169,14 @@ func (r *Runner) detachLocked(ru *run) {
 // reports true, or reports false when ru is not shared (then it must be
 // stopped). A joined run leaves its host; a run others joined goes on for
 // them, and only its starter's record ends.
-func (r *Runner) leaveLocked(ru *run, why Status) bool {
-	var final Event
+func (r *Runner) leaveLocked(ru *run, why sandbox.Status) bool {
+	var final sandbox.Event
 	switch {
 	case ru.host != nil:
 		r.detachLocked(ru)
 		ru.info.Status = why
-		final = Event{Type: EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled}
-		if why == StatusInterrupted {
+		final = sandbox.Event{Type: sandbox.EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled}
+		if why == sandbox.StatusInterrupted {
 			final.Message, final.Messages = msgStoppedDuring.Get("en"), msgStoppedDuring
 		}
 		ru.w.add(final)
@@ -190,7 +192,7 @@ func (r *Runner) leaveLocked(ru *run, why Status) bool {
 		if !others {
 			return false
 		}
-		ru.w.add(Event{Type: EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled})
+		ru.w.add(sandbox.Event{Type: sandbox.EvStatus, Status: why, Message: msgCancelled.Get("en"), Messages: msgCancelled})
 		// Its record ends; the run stays queued or running for the others.
 		delete(r.runs, ru.info.ID)
 		if r.learners[ru.info.Learner] == ru {
@@ -205,7 +207,7 @@ func (r *Runner) leaveLocked(ru *run, why Status) bool {
 
 // endJoinedLocked ends the runs that joined host, which has just ended
 // with status (its final event was copied to them).
-func (r *Runner) endJoinedLocked(host *run, status Status) {
+func (r *Runner) endJoinedLocked(host *run, status sandbox.Status) {
 	if host.share == nil {
 		return
 	}
@@ -231,7 +233,7 @@ func (r *Runner) ownNextLocked(ru *run) {
 
 // infoLocked is ru's info; a joined run's status, position and backend
 // are its host's.
-func (r *Runner) infoLocked(ru *run) RunInfo {
+func (r *Runner) infoLocked(ru *run) sandbox.RunInfo {
 	info := ru.info
 	if h := ru.host; h != nil && r.runs[ru.info.ID] == ru {
 		info.Status, info.Position, info.Backend = h.info.Status, h.info.Position, h.info.Backend

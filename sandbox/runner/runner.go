@@ -1,4 +1,12 @@
-package sandbox
+// Package runner is the lab server's queue of experiment runs: it
+// validates a learner's request, orders it with everyone else's (one active
+// run per learner, the scheduling rules of schedule.go, a bound on waiting
+// runs), shares a run among classmates who asked for the same one
+// (share.go), delivers an interactive run's commands (command.go), hands
+// each run to the backend of its experiment's need as a sandbox.Session, and
+// numbers every event for the Sink (writer.go). It lives apart from package
+// sandbox so that the agent, which only performs one run, links no queue.
+package runner
 
 import (
 	"context"
@@ -9,31 +17,29 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox"
 )
 
 // Errors of Submit and Cancel. The web layer maps them to status codes;
 // their text is what the learner reads.
 var (
-	ErrBusy              = errors.New("the lab is busy, try again in a minute")
-	ErrLearnerActive     = errors.New("you already have a run queued or running: wait for it to finish, or cancel it")
-	ErrUnknownExperiment = errors.New("unknown experiment")
-	ErrUnknownRun        = errors.New("no such active run")
-	ErrClosed            = errors.New("the lab is shutting down")
+	ErrBusy          = errors.New("the lab is busy, try again in a minute")
+	ErrLearnerActive = errors.New("you already have a run queued or running: wait for it to finish, or cancel it")
+	ErrUnknownRun    = errors.New("no such active run")
+	ErrClosed        = errors.New("the lab is shutting down")
 )
 
-// DefaultTimeout limits an experiment that does not set its own Timeout.
-const DefaultTimeout = time.Minute
-
-// RunnerConfig configures a Runner. Zero values take the defaults.
-type RunnerConfig struct {
-	Registry *Registry
+// Config configures a Runner. Zero values take the defaults.
+type Config struct {
+	Registry *sandbox.Registry
 	// Backend picks where an experiment of a given need runs. It may return
 	// nil or a backend with the Unavailable capability (NoBackend): the run
 	// then fails at once with its reason.
-	Backend func(Need) Backend
+	Backend func(sandbox.Need) sandbox.Backend
 	// Slots is how many runs a backend takes at once; default: Slots()
 	// of a Slotted backend, else 1.
-	Slots       func(Backend) int
+	Slots       func(sandbox.Backend) int
 	Concurrency int  // runs executing at once, whatever their backends; default 1
 	QueueMax    int  // runs waiting beyond those; default 20, then ErrBusy
 	Sink        Sink // receives every event, numbered, in order per run
@@ -41,14 +47,14 @@ type RunnerConfig struct {
 	// NewID makes run ids; default 16 random hex characters.
 	NewID func() string
 	// ContendedIdle and ContendedRun bound an interactive run while a
-	// waiting run needs its place (runner_command.go): no command for
+	// waiting run needs its place (command.go): no command for
 	// ContendedIdle, or ContendedRun since it started, and it ends.
 	// Defaults DefaultContendedIdle, DefaultContendedRun.
 	ContendedIdle time.Duration
 	ContendedRun  time.Duration
 	// Share lets a run request join, as a watcher, a run of the same
 	// experiment with the same parameters that is queued or started less
-	// than Share ago (runner_share.go). Zero: every request runs its own.
+	// than Share ago (share.go). Zero: every request runs its own.
 	Share time.Duration
 	// Expect seeds how long runs of each experiment take (by id), from
 	// runs before this process started (store.RunDurations): the first
@@ -57,18 +63,24 @@ type RunnerConfig struct {
 	Expect map[string]time.Duration
 }
 
+// Sink receives everything the runner decides and everything a run emits, in
+// order per run. The web layer implements it: it stores, then fans out.
+type Sink interface {
+	RunEvent(runID string, ev sandbox.Event)
+}
+
 // RunRecorder is an optional interface of a Sink: the runner calls
 // RunCreated in Submit, before the run's first event, so the sink can store
 // the run row its events belong to. An error refuses the submission.
 type RunRecorder interface {
-	RunCreated(RunInfo) error
+	RunCreated(sandbox.RunInfo) error
 }
 
 // Runner owns the queue: FIFO order, one active run per learner, a global
 // concurrency limit, a bound on waiting runs, and a time limit per run.
 // A run continues whether or not anyone watches it.
 type Runner struct {
-	cfg RunnerConfig
+	cfg Config
 	log *slog.Logger
 
 	mu       sync.Mutex
@@ -87,28 +99,28 @@ type Runner struct {
 // run is one active run. Its writer numbers its events and hands them to
 // the Sink in that order, outside the runner's lock.
 type run struct {
-	info     RunInfo
-	exp      *Experiment
+	info     sandbox.RunInfo
+	exp      *sandbox.Experiment
 	w        *runWriter
 	recorded bool // the Sink has its record: it may start
 
 	cancel context.CancelFunc // set when it starts
-	stop   Status             // why it was stopped: cancelled, interrupted or timed-out (idle)
-	be     Backend            // where it runs, set when it starts
+	stop   sandbox.Status     // why it was stopped: cancelled, interrupted or timed-out (idle)
+	be     sandbox.Backend    // where it runs, set when it starts
 	began  time.Time          // when it started
 	wait   time.Duration      // the wait last told to the learner (queued)
-	// interactive runs (runner_command.go), guarded by Runner.mu
-	cmds       chan Command
+	// interactive runs (command.go), guarded by Runner.mu
+	cmds       chan sandbox.Command
 	cmdsClosed bool
 	lastCmd    time.Time
-	stopMsg    Text
-	// shared runs (runner_share.go)
+	stopMsg    sandbox.Text
+	// shared runs (share.go)
 	host  *run   // a joined run: the run whose events it receives
 	share *share // a run others may join (Runner.cfg.Share > 0)
 }
 
-// NewRunner returns a runner; call Close to stop it.
-func NewRunner(cfg RunnerConfig) *Runner {
+// New returns a runner; call Close to stop it.
+func New(cfg Config) *Runner {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
@@ -128,7 +140,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.NewID = randomID
 	}
 	if cfg.Registry == nil {
-		cfg.Registry = NewRegistry()
+		cfg.Registry = sandbox.NewRegistry()
 	}
 	expect := map[string]time.Duration{}
 	for id, d := range cfg.Expect {
@@ -148,16 +160,16 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Submit validates and queues a run. It returns ErrUnknownExperiment, a
+// Submit validates and queues a run. It returns sandbox.ErrUnknownExperiment, a
 // *ParamError, ErrLearnerActive, ErrBusy or ErrClosed without queueing.
-func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo, error) {
+func (r *Runner) Submit(learner, experiment string, raw map[string]any) (sandbox.RunInfo, error) {
 	exp := r.cfg.Registry.Get(experiment)
 	if exp == nil {
-		return RunInfo{}, fmt.Errorf("%w %q", ErrUnknownExperiment, experiment)
+		return sandbox.RunInfo{}, fmt.Errorf("%w %q", sandbox.ErrUnknownExperiment, experiment)
 	}
 	params, err := exp.Validate(raw)
 	if err != nil {
-		return RunInfo{}, err
+		return sandbox.RunInfo{}, err
 	}
 
 	// Order is assigned under the lock; the run's record is written
@@ -166,10 +178,10 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	switch {
 	case r.closed:
 		r.mu.Unlock()
-		return RunInfo{}, ErrClosed
+		return sandbox.RunInfo{}, ErrClosed
 	case r.learners[learner] != nil:
 		r.mu.Unlock()
-		return RunInfo{}, ErrLearnerActive
+		return sandbox.RunInfo{}, ErrLearnerActive
 	}
 	if host := r.hostForLocked(learner, exp, params); host != nil {
 		return r.join(host, learner, exp, params) // unlocks r.mu
@@ -177,11 +189,11 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	switch {
 	case r.running >= r.cfg.Concurrency && len(r.queue) >= r.cfg.QueueMax:
 		r.mu.Unlock()
-		return RunInfo{}, ErrBusy
+		return sandbox.RunInfo{}, ErrBusy
 	}
-	ru := &run{exp: exp, info: RunInfo{
+	ru := &run{exp: exp, info: sandbox.RunInfo{
 		ID: r.cfg.NewID(), Learner: learner, Experiment: exp.ID, Params: params,
-		Status: StatusQueued, Created: time.Now(),
+		Status: sandbox.StatusQueued, Created: time.Now(),
 	}}
 	ru.w = newRunWriter(r.cfg.Sink, ru.info.ID, &r.writers)
 	if r.cfg.Share > 0 && !exp.Interactive() {
@@ -192,7 +204,7 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	r.learners[learner] = ru
 	ru.info.Position = len(r.queue)
 	waits, known := r.waitsLocked()
-	ev := Event{Type: EvStatus, Status: StatusQueued, Position: ru.info.Position}
+	ev := sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusQueued, Position: ru.info.Position}
 	if i := len(r.queue) - 1; known[i] {
 		ru.wait, ev.Wait = waits[i], waits[i].Seconds()
 	}
@@ -203,7 +215,7 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 	defer r.wg.Done()
 
 	if err := r.record(ru, info, func() { r.removeLocked(ru); r.dispatchLocked() }); err != nil {
-		return RunInfo{}, err
+		return sandbox.RunInfo{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -215,7 +227,7 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (RunInfo
 // record has the Sink store the run's record (RunRecorder), then lets its
 // events out; if the Sink refuses, it drops them and calls undoLocked
 // with r.mu held. Called without r.mu.
-func (r *Runner) record(ru *run, info RunInfo, undoLocked func()) error {
+func (r *Runner) record(ru *run, info sandbox.RunInfo, undoLocked func()) error {
 	if rec, ok := r.cfg.Sink.(RunRecorder); ok {
 		if err := rec.RunCreated(info); err != nil {
 			ru.w.discard()
@@ -270,7 +282,7 @@ func (r *Runner) dispatchLocked() {
 	r.renumberLocked()
 }
 
-func (r *Runner) backendFor(n Need) Backend {
+func (r *Runner) backendFor(n sandbox.Need) sandbox.Backend {
 	if r.cfg.Backend == nil {
 		return nil
 	}
@@ -278,11 +290,11 @@ func (r *Runner) backendFor(n Need) Backend {
 }
 
 // itemLocked is ru as the scheduling rules see it.
-func (r *Runner) itemLocked(ru *run, be Backend) schedItem {
-	it := schedItem{key: be, slots: 1, timing: ru.exp.Class() == Timing, expect: r.expectLocked(ru.exp.ID)}
+func (r *Runner) itemLocked(ru *run, be sandbox.Backend) schedItem {
+	it := schedItem{key: be, slots: 1, timing: ru.exp.Class() == sandbox.Timing, expect: r.expectLocked(ru.exp.ID)}
 	if ru.exp.Interactive() {
 		// How long a learner drives it is theirs to say: while others
-		// wait, ContendedRun is what it may take (runner_command.go).
+		// wait, ContendedRun is what it may take (command.go).
 		it.expect = r.cfg.ContendedRun
 	}
 	switch {
@@ -291,11 +303,11 @@ func (r *Runner) itemLocked(ru *run, be Backend) schedItem {
 	case r.cfg.Slots != nil:
 		it.slots = r.cfg.Slots(be)
 	default:
-		if sl, ok := be.(Slotted); ok {
+		if sl, ok := be.(sandbox.Slotted); ok {
 			it.slots = sl.Slots()
 		}
 	}
-	if ru.info.Status == StatusRunning {
+	if ru.info.Status == sandbox.StatusRunning {
 		it.left = remaining(it.expect, time.Since(ru.began))
 	}
 	return it
@@ -345,22 +357,19 @@ func (r *Runner) renumberLocked() {
 		if ru.info.Position != i+1 || moved {
 			ru.info.Position = i + 1
 			ru.wait = w
-			r.emit(ru, Event{Type: EvStatus, Status: StatusQueued, Position: i + 1, Wait: w.Seconds()})
+			r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusQueued, Position: i + 1, Wait: w.Seconds()})
 		}
 	}
 }
 
-func (r *Runner) start(ru *run, be Backend) {
-	timeout := ru.exp.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+func (r *Runner) start(ru *run, be sandbox.Backend) {
+	timeout := ru.exp.TimeLimit()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	ru.cancel = cancel
 	if ru.exp.Interactive() {
 		r.startCommands(ctx, ru)
 	}
-	ru.info.Status = StatusRunning
+	ru.info.Status = sandbox.StatusRunning
 	ru.info.Position = 0
 	ru.be, ru.began = be, time.Now()
 	ru.share.startedAt(ru.began.Add(r.cfg.Share))
@@ -380,33 +389,33 @@ func (r *Runner) start(ru *run, be Backend) {
 
 // execute runs one run on its backend and decides its final status and
 // why (nil for a run that simply ended).
-func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.Duration) (Status, Text) {
-	unavailable, refuses := be.(Unavailable)
+func (r *Runner) execute(ctx context.Context, ru *run, be sandbox.Backend, timeout time.Duration) (sandbox.Status, sandbox.Text) {
+	unavailable, refuses := be.(sandbox.Unavailable)
 	if be == nil || refuses {
-		reason := Text{"en": "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine",
+		reason := sandbox.Text{"en": "no backend can run experiments that need " + string(ru.exp.Needs) + " on this machine",
 			"zh": "这台机器上没有能运行需要 " + string(ru.exp.Needs) + " 的实验的后端"}
 		if refuses && unavailable.Unavailable().Get("en") != "" {
 			reason = unavailable.Unavailable()
 		}
-		r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: "none"})
-		r.emit(ru, Event{Type: EvError, Message: reason.Get("en"), Messages: reason})
-		return StatusFailed, reason
+		r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: "none"})
+		r.emit(ru, sandbox.Event{Type: sandbox.EvError, Message: reason.Get("en"), Messages: reason})
+		return sandbox.StatusFailed, reason
 	}
-	r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: be.Name()})
-	var cmds <-chan Command
+	r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: be.Name()})
+	var cmds <-chan sandbox.Command
 	if ru.cmds != nil {
 		cmds = ru.cmds
 	}
-	req := Request{RunID: ru.info.ID, Experiment: ru.exp.ID, Params: ru.info.Params}
-	err := be.Exec(ctx, NewSession(req, cmds, func(ev Event) {
-		if ev.Type == EvStatus {
+	req := sandbox.Request{RunID: ru.info.ID, Experiment: ru.exp.ID, Params: ru.info.Params}
+	err := be.Exec(ctx, sandbox.NewSession(req, cmds, func(ev sandbox.Event) {
+		if ev.Type == sandbox.EvStatus {
 			// The runner alone decides the lifecycle; a backend may only
 			// say where the run really runs (a worker: "vm@lab-2").
-			if ev.Status == StatusRunning && ev.Backend != "" {
+			if ev.Status == sandbox.StatusRunning && ev.Backend != "" {
 				r.mu.Lock()
 				ru.info.Backend = ev.Backend
 				r.mu.Unlock()
-				r.emit(ru, Event{Type: EvStatus, Status: StatusRunning, Backend: ev.Backend})
+				r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: ev.Backend})
 			}
 			return
 		}
@@ -416,15 +425,15 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 	stop, stopMsg := ru.stop, ru.stopMsg
 	r.mu.Unlock()
 	if err == nil {
-		if stop == StatusTimedOut { // an idle interactive run that cleaned up
+		if stop == sandbox.StatusTimedOut { // an idle interactive run that cleaned up
 			return stop, stopMsg
 		}
-		return StatusDone, nil
+		return sandbox.StatusDone, nil
 	}
 	switch {
 	case stop != "":
 		why := msgCancelled
-		if stop == StatusInterrupted {
+		if stop == sandbox.StatusInterrupted {
 			why = msgStoppedDuring
 		}
 		if stopMsg != nil {
@@ -432,25 +441,25 @@ func (r *Runner) execute(ctx context.Context, ru *run, be Backend, timeout time.
 		}
 		return stop, why
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		why := Text{"en": fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout),
+		why := sandbox.Text{"en": fmt.Sprintf("the run reached its time limit of %s and was stopped", timeout),
 			"zh": fmt.Sprintf("运行达到了 %s 的时间上限，已被停止", timeout)}
-		r.emit(ru, Event{Type: EvError, Message: why.Get("en"), Messages: why})
-		return StatusTimedOut, why
+		r.emit(ru, sandbox.Event{Type: sandbox.EvError, Message: why.Get("en"), Messages: why})
+		return sandbox.StatusTimedOut, why
 	}
-	var af *AgentFailure
+	var af *sandbox.AgentFailure
 	if !errors.As(err, &af) { // an agent failure was already reported as an event
-		r.emit(ru, ErrorEvent("", err))
+		r.emit(ru, sandbox.ErrorEvent("", err))
 	}
 	r.log.Info("run failed", "run", ru.info.ID, "experiment", ru.exp.ID, "err", err)
-	return StatusFailed, failureText(err)
+	return sandbox.StatusFailed, sandbox.FailureText(err)
 }
 
 // finish emits the final status and frees the learner's slot.
-func (r *Runner) finish(ru *run, status Status, why Text) {
+func (r *Runner) finish(ru *run, status sandbox.Status, why sandbox.Text) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.info.Status = status
-	r.emit(ru, Event{Type: EvStatus, Status: status, Message: why.Get("en"), Messages: why, Backend: ru.info.Backend})
+	r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: status, Message: why.Get("en"), Messages: why, Backend: ru.info.Backend})
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, status)
 	r.running--
@@ -460,7 +469,7 @@ func (r *Runner) finish(ru *run, status Status, why Text) {
 			break
 		}
 	}
-	if status == StatusDone {
+	if status == sandbox.StatusDone {
 		// A moving average: recent runs count most (a loaded machine).
 		took := time.Since(ru.began)
 		if old, ok := r.expect[ru.exp.ID]; ok {
@@ -473,11 +482,11 @@ func (r *Runner) finish(ru *run, status Status, why Text) {
 
 // emit numbers ev and queues it for the Sink, in order for this run; it
 // never waits for the Sink.
-func (r *Runner) emit(ru *run, ev Event) { r.out(ru, ev, false) }
+func (r *Runner) emit(ru *run, ev sandbox.Event) { r.out(ru, ev, false) }
 
 // isUnavailable reports whether be has the Unavailable capability.
-func isUnavailable(be Backend) bool {
-	_, ok := be.(Unavailable)
+func isUnavailable(be sandbox.Backend) bool {
+	_, ok := be.(sandbox.Unavailable)
 	return ok
 }
 
@@ -490,17 +499,17 @@ func (r *Runner) Cancel(runID string) error {
 	if ru == nil {
 		return ErrUnknownRun
 	}
-	if r.leaveLocked(ru, StatusCancelled) { // a shared run goes on for the others
+	if r.leaveLocked(ru, sandbox.StatusCancelled) { // a shared run goes on for the others
 		return nil
 	}
-	r.stopLocked(ru, StatusCancelled)
+	r.stopLocked(ru, sandbox.StatusCancelled)
 	return nil
 }
 
 // stopLocked removes a waiting run at once, or asks a running one to stop
 // (its goroutine emits the final status after the backend killed it).
-func (r *Runner) stopLocked(ru *run, why Status) {
-	if ru.info.Status == StatusRunning {
+func (r *Runner) stopLocked(ru *run, why sandbox.Status) {
+	if ru.info.Status == sandbox.StatusRunning {
 		if ru.stop == "" {
 			ru.stop = why
 		}
@@ -509,10 +518,10 @@ func (r *Runner) stopLocked(ru *run, why Status) {
 	}
 	ru.info.Status = why
 	msg := msgCancelledEarly
-	if why == StatusInterrupted {
+	if why == sandbox.StatusInterrupted {
 		msg = msgStoppedBefore
 	}
-	r.emit(ru, Event{Type: EvStatus, Status: why, Message: msg.Get("en"), Messages: msg})
+	r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: why, Message: msg.Get("en"), Messages: msg})
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, why)
 	r.dispatchLocked() // a waiting timing run may have held others back
@@ -533,12 +542,12 @@ func (r *Runner) removeLocked(ru *run) {
 }
 
 // Lookup returns an active (queued or running) run.
-func (r *Runner) Lookup(runID string) (RunInfo, bool) {
+func (r *Runner) Lookup(runID string) (sandbox.RunInfo, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru := r.runs[runID]
 	if ru == nil {
-		return RunInfo{}, false
+		return sandbox.RunInfo{}, false
 	}
 	return r.infoLocked(ru), true
 }
@@ -549,14 +558,14 @@ func (r *Runner) Close() {
 	r.mu.Lock()
 	r.closed = true
 	for len(r.queue) > 0 {
-		r.stopLocked(r.queue[0], StatusInterrupted)
+		r.stopLocked(r.queue[0], sandbox.StatusInterrupted)
 	}
 	for _, ru := range r.runs {
 		if ru.host != nil {
-			r.leaveLocked(ru, StatusInterrupted)
+			r.leaveLocked(ru, sandbox.StatusInterrupted)
 			continue
 		}
-		r.stopLocked(ru, StatusInterrupted)
+		r.stopLocked(ru, sandbox.StatusInterrupted)
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
@@ -565,20 +574,8 @@ func (r *Runner) Close() {
 
 // The runner's own final status messages, in both languages.
 var (
-	msgCancelled      = Text{"en": "cancelled", "zh": "已按你的请求停止"}
-	msgCancelledEarly = Text{"en": "cancelled before it started", "zh": "还没开始就取消了"}
-	msgStoppedDuring  = Text{"en": "the lab server stopped while this run was going", "zh": "运行途中实验服务器停止了"}
-	msgStoppedBefore  = Text{"en": "the lab server stopped before this run started", "zh": "运行开始前实验服务器停止了"}
+	msgCancelled      = sandbox.Text{"en": "cancelled", "zh": "已按你的请求停止"}
+	msgCancelledEarly = sandbox.Text{"en": "cancelled before it started", "zh": "还没开始就取消了"}
+	msgStoppedDuring  = sandbox.Text{"en": "the lab server stopped while this run was going", "zh": "运行途中实验服务器停止了"}
+	msgStoppedBefore  = sandbox.Text{"en": "the lab server stopped before this run started", "zh": "运行开始前实验服务器停止了"}
 )
-
-// failureText is why a run failed with err: in Chinese, the text of the
-// Reason err carries (a backend or the fleet wrote it in both languages;
-// English keeps any wrapping), else err as a diagnostic after a Chinese
-// lead-in (an error from the agent or the system has no translation).
-func failureText(err error) Text {
-	var r *Reason
-	if errors.As(err, &r) {
-		return Text{"en": err.Error(), "zh": r.Text.Get("zh")}
-	}
-	return Text{"en": err.Error(), "zh": "原因：" + err.Error()}
-}
