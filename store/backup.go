@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -82,6 +83,77 @@ func checkBackup(ctx context.Context, path string) error {
 		return fmt.Errorf("store: backup %s failed its quick_check: %s", path, res)
 	}
 	return nil
+}
+
+// Restore puts the backup at src in place of the database at db. No
+// server may have db open (stop it first). The backup is checked with
+// quick_check, copied beside db under a temporary name (with db's file
+// mode, 0600 for a new one) and synced; db's -wal and -shm files are
+// removed, since SQLite would replay the old database's pages from them
+// into the restored file; then the copy is renamed over db. src is only
+// read.
+func Restore(ctx context.Context, src, db string) error {
+	absSrc, err := filepath.Abs(src)
+	if err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	absDB, err := filepath.Abs(db)
+	if err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	if absSrc == absDB {
+		return fmt.Errorf("store: restore: %s is the database itself", src)
+	}
+	if fi, err := os.Stat(absSrc); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("store: restore: %s is a directory, not an SQLite database file", src)
+	}
+	if err := checkBackup(ctx, absSrc); err != nil {
+		return err
+	}
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(absDB); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp := absDB + ".restore.tmp"
+	if err := copyFile(absSrc, tmp, mode); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	for _, side := range []string{absDB + "-wal", absDB + "-shm"} {
+		if err := os.Remove(side); err != nil && !errors.Is(err, os.ErrNotExist) {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("store: restore: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, absDB); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	if err := syncFile(filepath.Dir(absDB)); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	return nil
+}
+
+// copyFile copies src to a new file dst of the given mode and syncs it.
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	_ = os.Remove(dst) // a leftover of an interrupted restore
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return errors.Join(out.Chmod(mode), out.Sync(), out.Close())
 }
 
 func syncFile(path string) error {

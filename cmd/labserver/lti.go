@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,22 +35,11 @@ func (m *multi) Set(v string) error {
 
 // runLTI is `labserver lti add|list|remove|urls`.
 func runLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, ltiUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	verb, args, fset, code, ok := verbFlags("lti", ltiUsage, args, stderr)
+	if !ok {
+		return code
 	}
-	verb, args := args[0], args[1:]
-	fset := flag.NewFlagSet("labserver lti "+verb, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() { fmt.Fprint(stderr, ltiUsage) }
-	def := os.Getenv("LAB_DB")
-	if def == "" {
-		def = "./rdmalab.db"
-	}
-	dbPath := fset.String("db", def, "database file")
+	dbPath := fset.String("db", defaultDB(), "database file")
 	var p lti.Platform
 	var deps, frames multi
 	fset.StringVar(&p.Issuer, "issuer", "", "the platform's issuer (iss)")
@@ -141,7 +129,10 @@ func runLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// ltiKeyName is the tool's RSA key file; it lives beside the database.
+const ltiKeyName = "lti-tool-key.pem"
+
 // ltiKeyFile is where the tool's RSA key lives: beside the database.
 func ltiKeyFile(dbPath string) string {
-	return filepath.Join(filepath.Dir(dbPath), "lti-tool-key.pem")
+	return filepath.Join(filepath.Dir(dbPath), ltiKeyName)
 }

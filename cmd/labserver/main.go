@@ -23,7 +23,8 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver agent               run one experiment request (used by the sandbox)
        labserver vm ...              build and manage the Soft-RoCE guest
        labserver worker --join nats://HOST:4222 --token T   run experiments for a lab on this machine
-       labserver backup [--db PATH] FILE   online copy of the database (safe while serving)
+       labserver backup [--db PATH] FILE   online copy of the database and the LTI key (safe while serving)
+       labserver restore [--db PATH] FILE  put a backup and its LTI key back (server stopped)
        labserver new lesson SLUG [--dir DIR]  scaffold a lesson (both languages, every directive)
        labserver user add|passwd|remove NAME, user list   instructor accounts (password asked, never an argument; add --ta: a TA)
        labserver roster import|codes --class CODE   a class's roster from CSV, its personal codes as CSV
@@ -44,17 +45,18 @@ type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // commands maps subcommand names to their implementation (each in its
 // own file); usage lists every one of them (TestDispatch).
 var commands = map[string]Command{
-	"serve":  runServe,
-	"check":  runCheck,
-	"agent":  runAgent,
-	"vm":     runVM,
-	"backup": runBackup,
-	"new":    runNew,
-	"worker": runWorker,
-	"user":   runUser,
-	"import": runImport,
-	"roster": runRoster,
-	"lti":    runLTI,
+	"serve":   runServe,
+	"check":   runCheck,
+	"agent":   runAgent,
+	"vm":      runVM,
+	"backup":  runBackup,
+	"restore": runRestore,
+	"new":     runNew,
+	"worker":  runWorker,
+	"user":    runUser,
+	"import":  runImport,
+	"roster":  runRoster,
+	"lti":     runLTI,
 }
 
 func main() {
