@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -89,6 +90,8 @@ var programStrings = uiTable{
 		"prog.rate":          "你运行得太频繁了：请 %d 秒后再试。",
 		"prog.unknown":       "这一课没有这个练习。",
 		"prog.error":         "程序没能运行：%s",
+		"prog.error.lab":     "程序没能运行：实验室这边出了问题（不是你的代码的问题），请稍后再试。",
+		"prog.error.timeout": "程序没能在时间上限内跑完：实验室的机器太忙或没有应答（不是你的代码的问题），请稍后再试。",
 		"prog.toolong":       "代码太长：最多 %d KiB。",
 		"prog.times":         "编译 %d 毫秒，运行 %d 毫秒（在此测得，仿真环境）",
 	},
@@ -127,6 +130,8 @@ var programStrings = uiTable{
 		"prog.rate":          "You are running too often: try again in %d s.",
 		"prog.unknown":       "This lesson has no such exercise.",
 		"prog.error":         "The program could not run: %s",
+		"prog.error.lab":     "The program could not run: something failed on the lab's side (not in your code); try again later.",
+		"prog.error.timeout": "The program run did not finish within the lab's time limit: the machine was too busy or did not answer (not your code's fault); try again later.",
 		"prog.toolong":       "The code is too long: at most %d KiB.",
 		"prog.times":         "compiled in %d ms, ran %d ms (measured here, under emulation)",
 	},
@@ -300,9 +305,7 @@ func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p 
 		}
 		s.cfg.Runs.RunEvent(id, ev)
 	}
-	both := func(key string, args ...any) sandbox.Text {
-		return sandbox.Text{"zh": trf("zh", key, args...), "en": trf("en", key, args...)}
-	}
+	both := bothLangs
 	emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -316,9 +319,9 @@ func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p 
 	final := sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusDone}
 	if err != nil {
 		s.log.Warn("program run", "lesson", lesson, "program", p.ID, "err", err)
-		msg := both("prog.error", err.Error())
+		msg := programFailure(err)
 		emit(sandbox.Event{Type: sandbox.EvError, Message: msg["en"], Messages: msg})
-		final.Status, final.Message = sandbox.StatusFailed, err.Error()
+		final.Status, final.Message, final.Messages = sandbox.StatusFailed, msg["en"], msg
 		emit(final)
 		return
 	}
@@ -377,6 +380,28 @@ func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p 
 		final.Message = "not passed"
 	}
 	emit(final)
+}
+
+// bothLangs is a string of the table in Chinese and English.
+func bothLangs(key string, args ...any) sandbox.Text {
+	return sandbox.Text{"zh": trf("zh", key, args...), "en": trf("en", key, args...)}
+}
+
+// programFailure is why a program could not run, in both languages, as
+// it was written where the cause was known: a Reason's own text (the lab
+// wrote it in both languages), or the time limit. An error nobody wrote in
+// both languages (the guest's connection, the system) is said as "the lab
+// failed" in each, and stays whole in the log (runProgram logs it):
+// English never reaches a Chinese reader.
+func programFailure(err error) sandbox.Text {
+	var why *sandbox.Reason
+	switch {
+	case errors.As(err, &why):
+		return sandbox.Text{"zh": trf("zh", "prog.error", why.Text.Get("zh")), "en": trf("en", "prog.error", why.Text.Get("en"))}
+	case errors.Is(err, context.DeadlineExceeded):
+		return bothLangs("prog.error.timeout")
+	}
+	return bothLangs("prog.error.lab")
 }
 
 // programDiagnostics turns compiler output into error events at their

@@ -1,14 +1,22 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+	"github.com/rdmalab/rdmalab/store"
 )
 
 // TestProgramCodeSaved: the built-in lesson's exercises render as editors
@@ -94,5 +102,69 @@ func TestProgramDiagnostics(t *testing.T) {
 	}
 	if evs[1].Figures["line"] != 7 || evs[1].Figures["column"] != 12 || evs[1].Name != "warning" {
 		t.Errorf("second: %+v", evs[1])
+	}
+}
+
+// failingPrograms is a ProgramRunner whose every run fails with err.
+type failingPrograms struct{ err error }
+
+func (f failingPrograms) RunProgram(context.Context, string, vmproto.Program, string, func(sandbox.Event)) (vmproto.ProgramEnd, error) {
+	return vmproto.ProgramEnd{}, f.err
+}
+
+// TestProgramFailureInChinese (issue 23 item 5): why a program could not
+// run reaches a zh reader without English, in the stored run as a replay
+// shows it: an error nobody wrote in Chinese (the guest's connection), a
+// Reason written in both languages where its cause was known (its Chinese
+// is what the reader gets), and the time limit. Before, the zh message was
+// "程序没能运行：" followed by the English error.
+func TestProgramFailureInChinese(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := course.Lesson("04-first-program").Programs[0]
+	ctx := context.Background()
+	learner := store.NewLearnerID()
+	reason := sandbox.Because("no-vm", "programs need the vm backend on the lab server", "程序要在实验服务器自己的虚拟机里运行，这里没有")
+	for i, c := range []struct {
+		err    error
+		wantZh string
+	}{
+		{errors.New("the guest closed the agent port"), "实验室这边出了问题"},
+		{fmt.Errorf("run program: %w", reason), "这里没有"},
+		{fmt.Errorf("wait for the guest: %w", context.DeadlineExceeded), "时间上限"},
+	} {
+		id := fmt.Sprintf("prog-fail-%d", i)
+		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
+		if err := env.Hub.RunCreated(info); err != nil {
+			t.Fatal(err)
+		}
+		env.Server.runProgram(failingPrograms{c.err}, id, learner, "04-first-program", p, vmproto.Program{}, "zh")
+		evs, err := env.DB.RunEvents(ctx, id, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen int
+		for _, ev := range evs {
+			if ev.Type != sandbox.EvError && !(ev.Type == sandbox.EvStatus && ev.Status.Final()) {
+				continue
+			}
+			seen++
+			zh := ev.Messages.Get("zh")
+			if p := zhcheck.Prose(zh); len(p) > 0 {
+				t.Errorf("%v: %s event's Chinese %q holds English %q", c.err, ev.Type, zh, p)
+			}
+			if l := zhcheck.Leaks(zh); len(l) > 0 {
+				t.Errorf("%v: %s event's Chinese %q leaks %q", c.err, ev.Type, zh, l)
+			}
+			if !strings.Contains(zh, c.wantZh) || ev.Messages.Get("en") == "" {
+				t.Errorf("%v: %s event says %q, want %q in Chinese and an English text", c.err, ev.Type, ev.Messages, c.wantZh)
+			}
+		}
+		if seen != 2 {
+			t.Errorf("%v: %d error and final events, want one of each: %+v", c.err, seen, evs)
+		}
 	}
 }

@@ -191,7 +191,8 @@ func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []b
 // terminal lives on a worker (a guest of their own here then).
 func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
 	if w.local == nil {
-		return vmproto.ProgramEnd{}, errors.New("programs need the vm backend on the lab server; terminals here are on workers only")
+		return vmproto.ProgramEnd{}, sandbox.Because("no-local-guests", "programs need the vm backend on the lab server; terminals here are on workers only",
+			"程序要在实验服务器自己的虚拟机里运行，而这里的终端都在其他机器（worker）上")
 	}
 	end, err := w.local.RunProgram(ctx, learner, prog, lang, emit)
 	if !errors.Is(err, vm.ErrNoTerminal) {
