@@ -189,7 +189,7 @@ type Invite struct {
 const inviteCols = `v.rowid, COALESCE(i.username, ''), v.role, COALESCE(c.name, ''), v.created_at, v.expires_at
 	FROM instructor_invites v LEFT JOIN instructors i ON i.id = v.created_by LEFT JOIN cohorts c ON c.id = v.cohort_id`
 
-func scanInvite(sc interface{ Scan(...any) error }) (Invite, error) {
+func scanInvite(sc scanner) (Invite, error) {
 	var (
 		v                Invite
 		created, expires string
@@ -205,19 +205,7 @@ func scanInvite(sc interface{ Scan(...any) error }) (Invite, error) {
 // Invites lists the pending (unused, unexpired) invitations, newest first.
 func (db *DB) Invites(ctx context.Context) ([]Invite, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+inviteCols+` WHERE v.expires_at > ? ORDER BY v.created_at DESC`, now())
-	if err != nil {
-		return nil, fmt.Errorf("store: invites: %w", err)
-	}
-	defer rows.Close()
-	var out []Invite
-	for rows.Next() {
-		v, err := scanInvite(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: invites: %w", err)
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return collect("invites", rows, err, scanInvite)
 }
 
 // InviteByToken is the pending invitation of a token (ErrBadInvite when

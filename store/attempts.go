@@ -211,27 +211,12 @@ func (db *DB) AllAttempts(ctx context.Context, questionIDs ...string) ([]Attempt
 		}
 	}
 	rows, err := db.r.QueryContext(ctx, q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: all attempts: %w", err)
-	}
-	defer rows.Close()
-	var out []Attempt
-	for rows.Next() {
-		a, err := scanAttempt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: all attempts: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: all attempts: %w", err)
-	}
-	return out, nil
+	return collect("all attempts", rows, err, scanAttempt)
 }
 
 const attemptCols = `id, learner, question_id, answer, correct, seen, created_at`
 
-func scanAttempt(s interface{ Scan(...any) error }) (Attempt, error) {
+func scanAttempt(s scanner) (Attempt, error) {
 	var (
 		a       Attempt
 		answer  string

@@ -161,22 +161,7 @@ func (db *DB) Cohorts(ctx context.Context, withArchived bool) ([]Cohort, error) 
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
 		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id), c.time_zone
 		FROM cohorts c WHERE ? OR c.archived_at IS NULL ORDER BY c.created_at DESC, c.id DESC`, withArchived)
-	if err != nil {
-		return nil, fmt.Errorf("store: list classes: %w", err)
-	}
-	defer rows.Close()
-	var out []Cohort
-	for rows.Next() {
-		c, err := scanCohort(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list classes: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list classes: %w", err)
-	}
-	return out, nil
+	return collect("list classes", rows, err, scanCohort)
 }
 
 // cteAll is counted(id) without the class condition (any class, archived
@@ -186,7 +171,7 @@ func (Scope) cteAll() string {
 		WHERE NOT EXISTS (SELECT 1 FROM staff_learners s WHERE s.learner = l.id))`
 }
 
-func scanCohort(s interface{ Scan(...any) error }) (Cohort, error) {
+func scanCohort(s scanner) (Cohort, error) {
 	var (
 		c                 Cohort
 		created, archived string
@@ -295,19 +280,7 @@ func (db *DB) JoinCohort(ctx context.Context, learner, code string) (Cohort, err
 func (db *DB) LearnerCohorts(ctx context.Context, learner string) ([]Cohort, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''), 0, c.time_zone
 		FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id WHERE m.learner = ? ORDER BY m.joined_at`, learner)
-	if err != nil {
-		return nil, fmt.Errorf("store: learner classes: %w", err)
-	}
-	defer rows.Close()
-	var out []Cohort
-	for rows.Next() {
-		c, err := scanCohort(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: learner classes: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect("learner classes", rows, err, scanCohort)
 }
 
 // ArchiveCohort archives (or, with archived false, reopens) a class.

@@ -100,7 +100,7 @@ func (db *DB) ClearGradedLesson(ctx context.Context, cohort int64, lesson string
 
 const gradedCols = `g.cohort_id, g.lesson, g.opens_at, g.closes_at, g.attempt_limit, g.counts, g.set_at`
 
-func scanGraded(sc interface{ Scan(...any) error }, extra ...any) (GradedLesson, error) {
+func scanGraded(sc scanner, extra ...any) (GradedLesson, error) {
 	var (
 		g                  GradedLesson
 		opens, closes, set string
@@ -211,19 +211,7 @@ func (db *DB) LearnerAttempts(ctx context.Context, learner string, questionIDs [
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
 		WHERE learner = ? AND created_at >= ? AND question_id IN (`+questionPlaceholders(len(questionIDs))+`) ORDER BY id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: learner attempts: %w", err)
-	}
-	defer rows.Close()
-	var out []Attempt
-	for rows.Next() {
-		a, err := scanAttempt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: learner attempts: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect("learner attempts", rows, err, scanAttempt)
 }
 
 // LearnerReveals returns when the learner chose "show answer" at each of

@@ -72,7 +72,7 @@ const platformCols = `p.id, p.issuer, p.client_id, p.auth_url, p.token_url, p.jw
 	COALESCE((SELECT group_concat(deployment_id, char(10)) FROM (SELECT deployment_id FROM lti_deployments d
 		WHERE d.platform_id = p.id ORDER BY deployment_id)), '')`
 
-func scanPlatform(sc interface{ Scan(...any) error }) (lti.Platform, error) {
+func scanPlatform(sc scanner) (lti.Platform, error) {
 	var (
 		p                lti.Platform
 		frames, ts, deps string
@@ -91,39 +91,16 @@ func scanPlatform(sc interface{ Scan(...any) error }) (lti.Platform, error) {
 // LTIPlatforms lists the registrations, oldest first.
 func (db *DB) LTIPlatforms(ctx context.Context) ([]lti.Platform, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p ORDER BY p.id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: platforms: %w", err)
-	}
-	defer rows.Close()
-	var out []lti.Platform
-	for rows.Next() {
-		p, err := scanPlatform(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: platforms: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return collect("platforms", rows, err, scanPlatform)
 }
 
 // PlatformFor implements lti.Registry.
 func (db *DB) PlatformFor(ctx context.Context, issuer, clientID string) (lti.Platform, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p
 		WHERE p.issuer = ?1 AND (?2 = '' OR p.client_id = ?2) LIMIT 2`, issuer, clientID)
+	found, err := collect("platform", rows, err, scanPlatform)
 	if err != nil {
-		return lti.Platform{}, fmt.Errorf("store: platform: %w", err)
-	}
-	defer rows.Close()
-	var found []lti.Platform
-	for rows.Next() {
-		p, err := scanPlatform(rows)
-		if err != nil {
-			return lti.Platform{}, fmt.Errorf("store: platform: %w", err)
-		}
-		found = append(found, p)
-	}
-	if err := rows.Err(); err != nil {
-		return lti.Platform{}, fmt.Errorf("store: platform: %w", err)
+		return lti.Platform{}, err
 	}
 	if len(found) != 1 {
 		return lti.Platform{}, lti.ErrNoPlatform // none, or several and no client_id to choose

@@ -52,7 +52,7 @@ type RosterEntry struct {
 
 const seatCols = `s.id, s.cohort_id, c.name, s.student_id, s.name, s.code, COALESCE(s.learner, ''), COALESCE(s.claimed_at, ''), s.claims`
 
-func scanSeat(sc interface{ Scan(...any) error }) (Seat, error) {
+func scanSeat(sc scanner) (Seat, error) {
 	var (
 		s       Seat
 		claimed string
@@ -69,22 +69,7 @@ func scanSeat(sc interface{ Scan(...any) error }) (Seat, error) {
 func (db *DB) querySeats(ctx context.Context, where string, args ...any) ([]Seat, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+seatCols+` FROM roster_seats s JOIN cohorts c ON c.id = s.cohort_id
 		WHERE `+where+` ORDER BY s.cohort_id, s.student_id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: roster: %w", err)
-	}
-	defer rows.Close()
-	var out []Seat
-	for rows.Next() {
-		s, err := scanSeat(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: roster: %w", err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: roster: %w", err)
-	}
-	return out, nil
+	return collect("roster", rows, err, scanSeat)
 }
 
 // Seats is a class's roster, ordered by student id.

@@ -132,22 +132,7 @@ func (db *DB) Run(ctx context.Context, id string) (Run, error) {
 // LearnerRuns returns a learner's runs, newest first, at most limit.
 func (db *DB) LearnerRuns(ctx context.Context, learner string, limit int) ([]Run, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE learner = ? ORDER BY created_at DESC, id LIMIT ?`, learner, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: runs of %s: %w", learner, err)
-	}
-	return out, nil
+	return collect("runs of "+learner, rows, err, scanRun)
 }
 
 // RunEvents returns a run's events with seq > after, in order, at most
@@ -237,7 +222,7 @@ func (db *DB) InterruptRuns(ctx context.Context, reason string) (int, error) {
 	return len(runs), nil
 }
 
-func scanRun(s interface{ Scan(...any) error }) (Run, error) {
+func scanRun(s scanner) (Run, error) {
 	var (
 		r                 Run
 		params            string
