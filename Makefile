@@ -51,8 +51,18 @@ vm-image: deps-run build
 # beside it in their guest image, instead of linking their own.
 test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 
+# go test runs two packages at a time here (-p is the CPU count) and
+# starts them in the order given: the long ones (each minutes, most of it
+# QEMU under TCG) go first, so the short ones fill in beside them instead
+# of the longest starting last and running alone at the end. ./... adds
+# the rest (a package named twice runs once). bin/testtimes prints go
+# test's usual output from -json and then where the time went; pipefail
+# keeps go test's exit code.
+TEST_FIRST := ./sandbox/rdmaexp ./e2e ./web ./sandbox/vm ./faults ./sandbox/fleet
+
 test: deps-test lint build
-	$(GO) test -race -count=1 -timeout 40m ./...
+	$(GO) build -o bin/testtimes ./cmd/testtimes
+	set -o pipefail; $(GO) test -race -count=1 -timeout 40m -json $(TEST_FIRST) ./... | bin/testtimes -echo -trim github.com/rdmalab/rdmalab
 	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME_TEST)
 
 lint: generate
