@@ -215,6 +215,7 @@ func cleanName(s string, max int) string {
 // the learner marked as staff, out of class figures — and the graded
 // link, when the launch has one.
 func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, error) {
+	defer db.noLTI.invalidateAll() // the launch may add a link to a learner
 	var out LTILaunched
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -331,6 +332,18 @@ type LTIGradeLink struct {
 // LTIGradeLinks lists the graded links of a learner (none for a learner
 // who never launched from an LMS: one indexed lookup).
 func (db *DB) LTIGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink, error) {
+	if _, none := db.noLTI.get(learner); none {
+		return nil, nil
+	}
+	gen := db.noLTI.generation()
+	links, err := db.ltiGradeLinks(ctx, learner)
+	if err == nil && len(links) == 0 {
+		db.noLTI.put(learner, struct{}{}, gen)
+	}
+	return links, err
+}
+
+func (db *DB) ltiGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT g.platform_id, g.sub, g.line_item, g.lesson, g.question, COALESCE(g.cohort_id, 0)
 		FROM lti_users u JOIN lti_grade_links g ON g.platform_id = u.platform_id AND g.sub = u.sub
 		WHERE u.learner = ? ORDER BY g.created_at`, learner)

@@ -402,6 +402,7 @@ var mergeSQL = map[string][]string{
 // none. Refused when either id is an instructor's, or when both hold a
 // roster seat (two students).
 func (db *DB) MergeLearners(ctx context.Context, from, into string) error {
+	defer db.noLTI.invalidateAll() // into may now hold from's LTI links
 	if !ValidLearnerID(from) || !ValidLearnerID(into) || from == into {
 		return &ValidationError{"two different learner ids are needed"}
 	}

@@ -37,6 +37,11 @@ type DB struct {
 	// known remembers learners seen to have a row (LearnerKnown): rows are
 	// never deleted, so only the positive answer is kept.
 	known *learnerCache[struct{}]
+	// noLTI remembers learners with no LTI grade link, so each quiz
+	// answer of a learner who never launched from an LMS costs no query
+	// (LTIGradeLinks). Only this process makes links (a launch) or moves
+	// them (a merge), and both forget it.
+	noLTI *learnerCache[struct{}]
 	// gradedSlugs is the lessons some class grades (graded.go), so a lesson
 	// page of a lesson no class grades costs no query; nil: not loaded.
 	gradedMu    sync.Mutex
@@ -100,7 +105,8 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 		// Runs carry their result event: fewer learners' worth.
 		results: newLearnerCache[map[string]Run](learnerCacheMax / 4),
 		tasks:   newLearnerCache[map[string]map[string]TaskProgress](learnerCacheMax / 4),
-		known:   newLearnerCache[struct{}](learnerCacheMax)}
+		known:   newLearnerCache[struct{}](learnerCacheMax),
+		noLTI:   newLearnerCache[struct{}](learnerCacheMax)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := db.check(ctx); err != nil {
