@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab/internal/testwait"
 	"os/exec"
 	"slices"
 	"strings"
@@ -261,14 +262,21 @@ func TestTerminalWidget(t *testing.T) {
 	}
 	page.do(chromedp.Evaluate[chromedp.Void](`document.querySelector(".term")._term.focus()`),
 		chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent("b"))
-	fake.mu.Lock()
+	// The keys travel over the WebSocket: wait (bounded) for the "b"
+	// that comes last before judging the whole line.
 	var line string
-	for _, sh := range fake.sessions {
-		sh.mu.Lock()
-		line = string(sh.line)
-		sh.mu.Unlock()
+	shellLine := func() string {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		var l string
+		for _, sh := range fake.sessions {
+			sh.mu.Lock()
+			l = string(sh.line)
+			sh.mu.Unlock()
+		}
+		return l
 	}
-	fake.mu.Unlock()
+	testwait.For(10*time.Second, 10*time.Millisecond, func() bool { line = shellLine(); return strings.Contains(line, "b") })
 	if !strings.HasPrefix(line, "\t\x1bb") || strings.Count(line, "\x1b") != 1 {
 		t.Errorf("the shell got %q: want the plain Tab, then Esc b once (and no Esc or Tab from leaving)", line)
 	}
