@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -122,14 +123,15 @@ func Start(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
-	ns.SetLoggerV2(newNatsLogger(cfg.Logger), false, false, false)
+	nlog := newNatsLogger(cfg.Logger)
+	ns.SetLoggerV2(nlog, false, false, false)
 	go ns.Start()
 	// Starting JetStream (its store directory) took over 10 s at load
 	// average 27-40 on 2 cores, three times in a row once; a server that
 	// truly cannot start still fails here, with its listen address.
 	if !ns.ReadyForConnections(natsStartWait) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("embedded NATS server did not start on %s within %s", cfg.Listen, natsStartWait)
+		return nil, fmt.Errorf("embedded NATS server did not start on %s within %s (%s)", cfg.Listen, natsStartWait, nlog.lastError())
 	}
 	epoch := make([]byte, 8)
 	_, _ = rand.Read(epoch)
@@ -511,19 +513,39 @@ func (s *Server) backendOf(worker string, need sandbox.Need) string {
 type natsLogger struct {
 	l          *slog.Logger
 	warn, errs *rate.Sometimes
+	// last is the latest error the server reported, every one kept: a
+	// server that does not start says why in Start's error.
+	last *atomic.Pointer[string]
 }
 
 func newNatsLogger(l *slog.Logger) natsLogger {
-	return natsLogger{l: l, warn: &rate.Sometimes{Interval: 10 * time.Second}, errs: &rate.Sometimes{Interval: 10 * time.Second}}
+	return natsLogger{l: l, warn: &rate.Sometimes{Interval: 10 * time.Second}, errs: &rate.Sometimes{Interval: 10 * time.Second},
+		last: new(atomic.Pointer[string])}
+}
+
+// lastError is the latest error the server reported, or a note that there
+// was none.
+func (n natsLogger) lastError() string {
+	if p := n.last.Load(); p != nil {
+		return "its last error: " + *p
+	}
+	return "it reported no error"
+}
+
+func (n natsLogger) keep(format string, v ...any) string {
+	msg := fmt.Sprintf(format, v...)
+	n.last.Store(&msg)
+	return msg
 }
 
 func (n natsLogger) Noticef(format string, v ...any) {}
 func (n natsLogger) Warnf(format string, v ...any) {
 	n.warn.Do(func() { n.l.Warn("nats: " + fmt.Sprintf(format, v...)) })
 }
-func (n natsLogger) Fatalf(format string, v ...any) { n.l.Error("nats: " + fmt.Sprintf(format, v...)) }
+func (n natsLogger) Fatalf(format string, v ...any) { n.l.Error("nats: " + n.keep(format, v...)) }
 func (n natsLogger) Errorf(format string, v ...any) {
-	n.errs.Do(func() { n.l.Error("nats: " + fmt.Sprintf(format, v...)) })
+	msg := n.keep(format, v...)
+	n.errs.Do(func() { n.l.Error("nats: " + msg) })
 }
 func (n natsLogger) Debugf(format string, v ...any) {}
 func (n natsLogger) Tracef(format string, v ...any) {}
