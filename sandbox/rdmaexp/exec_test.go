@@ -2,6 +2,7 @@ package rdmaexp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -96,6 +97,49 @@ func (g guestExec) run(t testing.TB, id string, raw map[string]any) *recorder {
 		t.Fatalf("%s in the guest: %v", id, err)
 	}
 	return rec
+}
+
+// reused holds the first run of each (experiment, params) that a test ran
+// through reuseRun, so that another test needing exactly that run reads
+// its events instead of running it again in the shared guest: TestPerfOnDevices'
+// runs are the first of TestPerfVerdictsHold's reruns of the same presets.
+// Each test still checks everything it checked on a run of its own; run
+// alone (go test -run), a test runs what it needs itself.
+var reused struct {
+	sync.Mutex
+	runs map[string]*recorder
+}
+
+// reuseRun is ex.run(t, id, raw), or the events of the same run (same
+// experiment, same params once defaults fill in) an earlier test made
+// through reuseRun; it says which. Keep it for runs whose events the
+// tests only read, never for runs that must see the state a test left.
+func reuseRun(t testing.TB, ex executor, id string, raw map[string]any) (*recorder, bool) {
+	t.Helper()
+	p, err := registry().Get(id).Validate(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p) // map keys sorted: one key per params
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ex.name() + "\x00" + id + "\x00" + string(b)
+	reused.Lock()
+	rec := reused.runs[key]
+	reused.Unlock()
+	if rec != nil {
+		t.Logf("%s %s: the events of the run an earlier test made", id, b)
+		return rec, true
+	}
+	rec = ex.run(t, id, raw)
+	reused.Lock()
+	if reused.runs == nil {
+		reused.runs = map[string]*recorder{}
+	}
+	reused.runs[key] = rec
+	reused.Unlock()
+	return rec, false
 }
 
 // pickExecutor uses this machine when its kernel has RDMA devices, else
