@@ -1,7 +1,11 @@
 package rdmalab_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -64,5 +68,66 @@ func TestAgentCarriesNoQueue(t *testing.T) {
 		if p == "sandbox/runner" || strings.HasPrefix(p, "sandbox/runner/") {
 			t.Errorf("cmd/labagent depends on %s; the agent performs one run and must carry no queue", p)
 		}
+	}
+}
+
+// TestWebAudiences keeps the web split by audience: the learner's server
+// (web) mounts the instructor area (web/instructor) and both render over
+// the page base (web/page), so the area never imports the learner package,
+// the page base imports neither, and the run hub (web/runhub) is a leaf of
+// the web tree; and no file of web registers an instructor route again —
+// the area's handlers live in web/instructor.
+func TestWebAudiences(t *testing.T) {
+	leaves := map[string][]string{
+		"web/instructor": {"web", "web/runhub"},
+		"web/page":       {"web", "web/instructor", "web/runhub"},
+		"web/runhub":     {"web", "web/instructor", "web/page", "sandbox"},
+	}
+	for pkg, banned := range leaves {
+		for _, p := range deps(t, module+"/"+pkg) {
+			for _, b := range banned {
+				if p == b || (b == "sandbox" && strings.HasPrefix(p, "sandbox/")) {
+					t.Errorf("%s depends on %s", pkg, p)
+				}
+			}
+		}
+	}
+	files, err := filepath.Glob("web/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				path := strings.Trim(lit.Value, "\"`")
+				if strings.HasPrefix(path, "/") {
+					found++
+				}
+				if path == "/instructor" || strings.HasPrefix(path, "/instructor/") {
+					t.Errorf("%s: %s(%q): an instructor route in package web; the instructor area's handlers live in web/instructor", fset.Position(call.Pos()), sel.Sel.Name, path)
+				}
+			}
+			return true
+		})
+	}
+	if found < 20 {
+		t.Errorf("found %d route-like calls in web; the scan is broken", found)
 	}
 }

@@ -235,3 +235,17 @@ func (r Result) Sealed() Result {
 	}
 	return out
 }
+
+// Work is a learner's work on a graded lesson besides its questions.
+type Work struct {
+	TasksDone, Tasks         int
+	ProgramsPassed, Programs int
+}
+
+// Complete is "complete" where a lesson is graded: computed from the
+// work, never self-declared — every question has a counted answer, every
+// task passed its check, every program exercise passed. The gradebook and
+// the learner's page both decide it here.
+func (l LessonGrade) Complete(w Work) bool {
+	return l.QuizDone() && w.TasksDone >= w.Tasks && w.ProgramsPassed >= w.Programs
+}

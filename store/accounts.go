@@ -163,14 +163,42 @@ func (db *DB) CreateRoleInvite(ctx context.Context, by int64, ttl time.Duration,
 		}
 		cohortArg = cohort
 	}
+	return db.createInvite(ctx, by, ttl, role, cohortArg, false)
+}
+
+// CreateSetupToken makes the first-start setup link: an invitation for
+// the first instructor (no creator; valid only while no instructor
+// exists), replacing any earlier one, valid for ttl. It returns the token
+// for the one-time link.
+func (db *DB) CreateSetupToken(ctx context.Context, ttl time.Duration) (string, error) {
+	token, _, err := db.createInvite(ctx, 0, ttl, RoleInstructor, nil, true)
+	return token, err
+}
+
+// createInvite is the one way an invitation is made: a random token whose
+// SHA-256 is stored, with its role, class and expiry; expired invitations
+// are swept on the way, and a first-account invitation replaces the last.
+func (db *DB) createInvite(ctx context.Context, by int64, ttl time.Duration, role string, cohort any, first bool) (token string, expires time.Time, err error) {
 	token, h := newToken()
 	t := clock()
 	expires = t.Add(ttl)
-	if _, err := db.w.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ?`, formatTime(t)); err != nil {
+	var byArg any
+	if by != 0 {
+		byArg = by
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("store: create invite: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM instructor_invites WHERE expires_at <= ? OR (first_account = 1 AND ?)`, formatTime(t), first); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: sweep invites: %w", err)
 	}
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at, role, cohort_id)
-		VALUES (?, ?, ?, ?, ?, ?)`, h, by, formatTime(t), formatTime(expires), role, cohortArg); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO instructor_invites (token_hash, created_by, created_at, expires_at, role, cohort_id, first_account)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, h, byArg, formatTime(t), formatTime(expires), role, cohort, first); err != nil {
+		return "", time.Time{}, fmt.Errorf("store: create invite: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return "", time.Time{}, fmt.Errorf("store: create invite: %w", err)
 	}
 	return token, expires, nil
@@ -202,16 +230,26 @@ func scanInvite(sc scanner) (Invite, error) {
 	return v, nil
 }
 
-// Invites lists the pending (unused, unexpired) invitations, newest first.
+// Invites lists the pending (unused, unexpired) invitations, newest first
+// (not the first-start setup link).
 func (db *DB) Invites(ctx context.Context) ([]Invite, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+inviteCols+` WHERE v.expires_at > ? ORDER BY v.created_at DESC`, now())
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inviteCols+` WHERE v.expires_at > ? AND v.first_account = 0 ORDER BY v.created_at DESC`, now())
 	return collect("invites", rows, err, scanInvite)
 }
 
 // InviteByToken is the pending invitation of a token (ErrBadInvite when
 // used, revoked, expired or unknown).
 func (db *DB) InviteByToken(ctx context.Context, token string) (Invite, error) {
-	v, err := scanInvite(db.r.QueryRowContext(ctx, `SELECT `+inviteCols+` WHERE v.token_hash = ? AND v.expires_at > ?`, tokenHash(token), now()))
+	return db.Invitation(ctx, token, false)
+}
+
+// Invitation is the live invitation of a token, of the first-start kind
+// (first: the setup link) or the other (ErrBadInvite when used, revoked,
+// replaced, expired or unknown, and for a setup link once an instructor
+// exists). The setup page and the invitation page both ask it.
+func (db *DB) Invitation(ctx context.Context, token string, first bool) (Invite, error) {
+	v, err := scanInvite(db.r.QueryRowContext(ctx, `SELECT `+inviteCols+` WHERE `+liveInvite,
+		tokenHash(token), first, now()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invite{}, ErrBadInvite
 	}
@@ -235,9 +273,25 @@ func (db *DB) RevokeInvite(ctx context.Context, id int64) error {
 
 // InviteValid reports whether token is a live invitation.
 func (db *DB) InviteValid(ctx context.Context, token string) (bool, error) {
+	return db.inviteValid(ctx, token, false)
+}
+
+// SetupTokenValid reports whether token is the live setup link and no
+// instructor exists yet.
+func (db *DB) SetupTokenValid(ctx context.Context, token string) (bool, error) {
+	return db.inviteValid(ctx, token, true)
+}
+
+// liveInvite is the condition on instructor_invites of a live invitation
+// of a kind (?2: first-account or not) with token hash ?1; a first-account
+// one lives only while no instructor exists.
+const liveInvite = `token_hash = ?1 AND expires_at > ?3 AND first_account = ?2
+	AND (first_account = 0 OR NOT EXISTS (SELECT 1 FROM instructors))`
+
+func (db *DB) inviteValid(ctx context.Context, token string, first bool) (bool, error) {
 	var n int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_invites WHERE token_hash = ? AND expires_at > ?`,
-		tokenHash(token), now()).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM instructor_invites WHERE `+liveInvite,
+		tokenHash(token), first, now()).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: invite: %w", err)
 	}
 	return n > 0, nil
@@ -246,6 +300,26 @@ func (db *DB) InviteValid(ctx context.Context, token string) (bool, error) {
 // RedeemInvite creates an account with the invitation and uses it up, in
 // one transaction (a taken username leaves the invitation usable).
 func (db *DB) RedeemInvite(ctx context.Context, token, username, password string) (Instructor, error) {
+	return db.Redeem(ctx, token, username, password, false)
+}
+
+// RedeemSetupToken creates the first instructor with the setup link and
+// uses it up, in one transaction: two browsers racing with the same link
+// get one account (ErrBadSetupToken for the other).
+func (db *DB) RedeemSetupToken(ctx context.Context, token, username, password string) (Instructor, error) {
+	in, err := db.Redeem(ctx, token, username, password, true)
+	if errors.Is(err, ErrBadInvite) {
+		return Instructor{}, ErrBadSetupToken
+	}
+	return in, err
+}
+
+// Redeem is the one way an invitation is used, of the first-start kind
+// (first) or the other: the account is made with the invitation's role (a
+// TA joins the invitation's class) and the invitation deleted, in one
+// transaction (a taken username leaves the invitation usable);
+// ErrBadInvite when the token is not a live invitation of that kind.
+func (db *DB) Redeem(ctx context.Context, token, username, password string, first bool) (Instructor, error) {
 	if err := CheckNewUsername(strings.TrimSpace(username)); err != nil {
 		return Instructor{}, err
 	}
@@ -261,8 +335,8 @@ func (db *DB) RedeemInvite(ctx context.Context, token, username, password string
 		role   string
 		cohort sql.NullInt64
 	)
-	err = tx.QueryRowContext(ctx, `DELETE FROM instructor_invites WHERE token_hash = ? AND expires_at > ? RETURNING role, cohort_id`,
-		tokenHash(token), now()).Scan(&role, &cohort)
+	err = tx.QueryRowContext(ctx, `DELETE FROM instructor_invites WHERE `+liveInvite+` RETURNING role, cohort_id`,
+		tokenHash(token), first, now()).Scan(&role, &cohort)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Instructor{}, ErrBadInvite
 	}
@@ -275,6 +349,11 @@ func (db *DB) RedeemInvite(ctx context.Context, token, username, password string
 	}
 	if role == RoleTA && cohort.Valid {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cohort_tas (cohort_id, instructor_id) VALUES (?, ?)`, cohort.Int64, in.ID); err != nil {
+			return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
+		}
+	}
+	if first { // a first account ends every setup link
+		if _, err := tx.ExecContext(ctx, `DELETE FROM instructor_invites WHERE first_account = 1`); err != nil {
 			return Instructor{}, fmt.Errorf("store: redeem invite: %w", err)
 		}
 	}

@@ -9,38 +9,35 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
-// maxBody bounds the body of every request to the lab: the one body limit
-// (handlers set none of their own; they read a body limitBodies has already
-// read). The largest real ones (a run's params, an order question's
-// answer, a login form) are a few hundred bytes.
-const maxBody = 64 << 10
+// page.MaxBody bounds the body of every request to the lab: the one body
+// limit (handlers set none of their own; they read a body limitBodies has
+// already read). The largest real ones (a run's params, an order
+// question's answer, a login form) are a few hundred bytes.
 
-// CodeTooLarge is a request body beyond maxBody (413); CodeTimeout a body
-// that did not arrive within Limits.BodyTimeout (408).
-const (
-	CodeTooLarge Code = "too_large"
-	CodeTimeout  Code = "timeout"
-)
+// A request body beyond page.MaxBody is page.CodeTooLarge (413); a body that
+// did not arrive within Limits.BodyTimeout page.CodeTimeout (408).
 
-var bodyLimitStrings = uiTable{
+var bodyLimitStrings = page.Table{
 	"zh": {
 		"error.408.title":   "请求超时",
 		"error.408.message": "提交的内容没有及时传完，没有执行：请重试。",
 		"error.413.title":   "请求太大",
-		"error.413.message": "提交的内容超过了 " + strconv.Itoa(maxBody>>10) + " KiB 的上限，没有执行。",
+		"error.413.message": "提交的内容超过了 " + strconv.Itoa(page.MaxBody>>10) + " KiB 的上限，没有执行。",
 	},
 	"en": {
 		"error.408.title":   "Request timed out",
 		"error.408.message": "What was sent did not arrive in time and was not acted on: please try again.",
 		"error.413.title":   "Request too large",
-		"error.413.message": "What was sent is larger than the " + strconv.Itoa(maxBody>>10) + " KiB limit and was not acted on.",
+		"error.413.message": "What was sent is larger than the " + strconv.Itoa(page.MaxBody>>10) + " KiB limit and was not acted on.",
 	},
 }
 
 // limitBodies reads the body of every request that has one, up to
-// maxBody, before the handler runs, and refuses a larger one with 413. A
+// page.MaxBody, before the handler runs, and refuses a larger one with 413. A
 // handler therefore never sees a half-read body: without this, a form
 // whose body failed to parse looked like an empty form to
 // r.PostFormValue (and, say, cleared a learner's display name), and a
@@ -52,7 +49,7 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.ContentLength > maxBody {
+		if r.ContentLength > page.MaxBody {
 			s.tooLarge(w, r)
 			return
 		}
@@ -60,7 +57,7 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		// deadline requestDeadline set when the request came in; once the
 		// body is in, the handler may take its time.
 		rc := http.NewResponseController(w)
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, page.MaxBody))
 		if s.cfg.Limits.BodyTimeout > 0 {
 			rc.SetReadDeadline(time.Time{})
 		}
@@ -71,16 +68,16 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			}
 			// The client went away, was too slow, or sent a broken chunked body.
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				s.log.Warn("request body too slow", "method", r.Method, "path", r.URL.Path, "addr", clientIP(r))
+				s.log.Warn("request body too slow", "method", r.Method, "path", r.URL.Path, "addr", page.ClientIP(r))
 				w.Header().Set("Connection", "close")
 				// net/http cancels the request's context on a read error; the
 				// answer is still worth writing.
 				r = r.WithContext(context.WithoutCancel(r.Context()))
-				lang, _ := resolveLang(r)
-				s.writeBodyError(w, r, &Error{Code: CodeTimeout, Message: tr(lang)("error.408.message"), Err: err})
+				lang, _ := page.ResolveLang(r)
+				s.writeBodyError(w, r, &page.Error{Code: page.CodeTimeout, Message: tr(lang)("error.408.message"), Err: err})
 				return
 			}
-			s.writeBodyError(w, r, &Error{Code: CodeBadRequest, Message: "the request body could not be read", Err: err})
+			s.writeBodyError(w, r, &page.Error{Code: page.CodeBadRequest, Message: "the request body could not be read", Err: err})
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -112,18 +109,18 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
 	s.log.Warn("request body too large", "method", r.Method, "path", r.URL.Path, "content_length", r.ContentLength)
 	// The rest of the body is not worth reading: close the connection.
 	w.Header().Set("Connection", "close")
-	lang, _ := resolveLang(r)
-	s.writeBodyError(w, r, &Error{Code: CodeTooLarge, Message: tr(lang)("error.413.message")})
+	lang, _ := page.ResolveLang(r)
+	s.writeBodyError(w, r, &page.Error{Code: page.CodeTooLarge, Message: tr(lang)("error.413.message")})
 }
 
 // writeBodyError answers in JSON on the API and with an error page
 // elsewhere, in the request's language (this runs before withLang).
-func (s *Server) writeBodyError(w http.ResponseWriter, r *http.Request, e *Error) {
-	if isAPI(r) {
-		s.writeError(w, r, e)
+func (s *Server) writeBodyError(w http.ResponseWriter, r *http.Request, e *page.Error) {
+	if page.IsAPI(r) {
+		s.WriteError(w, r, e)
 		return
 	}
-	lang, _ := resolveLang(r)
-	r = r.WithContext(context.WithValue(r.Context(), langKey, lang))
-	s.errorPage(w, r, e.Code.Status())
+	lang, _ := page.ResolveLang(r)
+	r = page.SetLang(r, lang)
+	s.ErrorPage(w, r, e.Code.Status())
 }

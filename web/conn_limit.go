@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // LimitListener bounds the open connections per client address: a
@@ -66,7 +68,7 @@ func (l *limitListener) key(a net.Addr) (string, bool) {
 			return "", false
 		}
 	}
-	return addrKey(addr), true
+	return page.AddrKey(addr), true
 }
 
 func (l *limitListener) release(key string) {

@@ -34,9 +34,8 @@ func TestCrawlBuiltinCourse(t *testing.T) {
 			if lessonPages != len(course.Lessons) {
 				t.Errorf("crawled %d lesson pages, the course has %d lessons", lessonPages, len(course.Lessons))
 			}
-			missingStrings.Range(func(k, v any) bool {
+			ui.Missing(func(k, v string) {
 				t.Errorf("UI string %q (%s) is not defined: the page shows the key", k, v)
-				return true
 			})
 			t.Logf("%s: %d pages and assets checked, %d fragments", lang, len(c.status), len(c.fragments))
 		})

@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // crossOrigin is the lab's one cross-origin rule: net/http's
@@ -39,11 +41,11 @@ func (s *Server) crossOriginProtection(next http.Handler) http.Handler {
 func (s *Server) refuseCrossOrigin(w http.ResponseWriter, r *http.Request) {
 	s.log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
 		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-	if isAPI(r) {
-		s.writeError(w, r, Errorf(CodeForbidden, "cross-origin request refused"))
+	if page.IsAPI(r) {
+		s.WriteError(w, r, page.Errorf(page.CodeForbidden, "cross-origin request refused"))
 		return
 	}
-	s.errorPage(w, r, http.StatusForbidden)
+	s.ErrorPage(w, r, http.StatusForbidden)
 }
 
 // crossOriginUpgrade applies the same rule to a WebSocket upgrade (the

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // experimentJSON is one experiment as GET /api/experiments shows it.
@@ -16,7 +17,7 @@ type experimentJSON struct {
 // params (kind, bounds, default, choices), presets and what it needs.
 func (s *Server) experimentList(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Experiments == nil {
-		s.writeError(w, r, errSandboxOff)
+		s.WriteError(w, r, errSandboxOff)
 		return
 	}
 	list := s.cfg.Experiments.List()
@@ -28,5 +29,5 @@ func (s *Server) experimentList(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = experimentJSON{Experiment: e, TimeoutSeconds: timeout.Seconds()}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"experiments": out})
+	page.WriteJSON(w, http.StatusOK, map[string]any{"experiments": out})
 }

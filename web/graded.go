@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -18,8 +19,8 @@ import (
 // open class they joined last that grades it: store.LearnerGradedLesson),
 // loads their answers and reveals in it, and says dates in the class's
 // time zone. Instructors set it on /instructor/classes/{id}/graded
-// (graded_settings.go); the gradebook scores by the same rules
-// (gradebook.go, LessonScore).
+// (web/instructor/graded_settings.go); the gradebook scores by the same rules
+// (web/instructor/gradebook.go, LessonScore).
 
 // gradedLesson is a learner's graded setting of one lesson and their
 // record in it, loaded once per request.
@@ -30,19 +31,6 @@ type gradedLesson struct {
 	Now     time.Time
 	Tries   map[string][]quiz.Try // by question, oldest first, since joining the class
 	Reveals map[string][]time.Time
-}
-
-// gradedRules is a stored setting as quiz's rules.
-func gradedRules(g store.GradedLesson) quiz.Graded {
-	return quiz.Graded{Opens: g.Opens, Closes: g.Closes, Limit: g.Limit, Counts: quiz.Counts(g.Counts)}
-}
-
-// zoneOf is the class's time zone (UTC when the name no longer loads).
-func zoneOf(name string) *time.Location {
-	if loc, err := time.LoadLocation(name); err == nil {
-		return loc
-	}
-	return time.UTC
 }
 
 // learnerGraded returns the graded setting of lesson l that applies to the
@@ -56,7 +44,7 @@ func (s *Server) learnerGraded(ctx context.Context, learner string, l *lessons.L
 	if err != nil || !ok {
 		return nil, err
 	}
-	g := &gradedLesson{LearnerGraded: lg, Rules: gradedRules(lg.GradedLesson), Loc: zoneOf(lg.TimeZone), Now: s.now(),
+	g := &gradedLesson{LearnerGraded: lg, Rules: page.GradedRules(lg.GradedLesson), Loc: page.ZoneOf(lg.TimeZone), Now: s.now(),
 		Tries: map[string][]quiz.Try{}}
 	ids := make([]string, len(l.Quiz.Questions))
 	for i, q := range l.Quiz.Questions {
@@ -87,39 +75,23 @@ func (g *gradedLesson) Revealed(q string) bool { return g.Rules.Revealed(g.Revea
 // admit is quiz.Graded.Admit for an answer to q now.
 func (g *gradedLesson) admit(q string) error { return g.Rules.Admit(g.Now, g.Used(q)) }
 
-// zoneTime says t in the class's zone with the zone's name and UTC offset,
-// in lang: "2026-12-08 18:00 (Asia/Shanghai, UTC+08:00)", zh with zh
-// brackets and comma.
-func zoneTime(lang string, t time.Time, loc *time.Location) string {
-	lt := t.In(loc)
-	off := lt.Format("-07:00")
-	if off == "+00:00" || off == "-00:00" {
-		off = "+00:00"
-	}
-	name := loc.String()
-	if lang == "zh" {
-		return lt.Format("2006-01-02 15:04") + "（" + name + "，UTC" + off + "）"
-	}
-	return lt.Format("2006-01-02 15:04") + " (" + name + ", UTC" + off + ")"
-}
-
 // refusedError is the learner's message for an answer or reveal graded
 // mode refuses (409: the request was fine, the lesson's state says no).
-func refusedError(lang string, g *gradedLesson, err error) *Error {
+func refusedError(lang string, g *gradedLesson, err error) *page.Error {
 	var ae *quiz.AdmitError
 	if !errors.As(err, &ae) {
-		return &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+		return &page.Error{Code: page.CodeInternal, Message: "internal error; see the server log", Err: err}
 	}
 	var msg string
 	switch ae.Refusal {
 	case quiz.RefusedNotOpen:
-		msg = trf(lang, "graded.err.notopen", zoneTime(lang, g.Rules.Opens, g.Loc))
+		msg = trf(lang, "graded.err.notopen", page.ZoneTime(lang, g.Rules.Opens, g.Loc))
 	case quiz.RefusedClosed:
-		msg = trf(lang, "graded.err.closed", zoneTime(lang, g.Rules.Closes, g.Loc))
+		msg = trf(lang, "graded.err.closed", page.ZoneTime(lang, g.Rules.Closes, g.Loc))
 	default:
 		msg = trf(lang, "graded.err.usedup", g.Rules.Limit)
 	}
-	return &Error{Code: CodeConflict, Message: msg, Err: err}
+	return &page.Error{Code: page.CodeConflict, Message: msg, Err: err}
 }
 
 // gradedInfo is what the JSON answer to a graded question adds: the
@@ -141,22 +113,8 @@ func (g *gradedLesson) info(lang, q string) *gradedInfo {
 		return nil
 	}
 	return &gradedInfo{Used: g.Used(q), Limit: g.Rules.Limit, Counts: string(g.Rules.Counts),
-		Opens: csvTime(g.Rules.Opens), Closes: csvTime(g.Rules.Closes), TimeZone: g.Loc.String(),
-		Shown: zoneTime(lang, g.Rules.Closes, g.Loc), Revealed: g.Revealed(q)}
-}
-
-// lessonWork is a learner's work on a graded lesson besides its questions.
-type lessonWork struct {
-	TasksDone, Tasks         int
-	ProgramsPassed, Programs int
-}
-
-// gradedComplete is "complete" where a lesson is graded: computed from the
-// work, never self-declared — every question has a counted answer, every
-// task passed its check, every program exercise passed. The gradebook and
-// the learner's page both decide it here.
-func gradedComplete(lg quiz.LessonGrade, w lessonWork) bool {
-	return lg.QuizDone() && w.TasksDone >= w.Tasks && w.ProgramsPassed >= w.Programs
+		Opens: page.TimeRFC3339(g.Rules.Opens), Closes: page.TimeRFC3339(g.Rules.Closes), TimeZone: g.Loc.String(),
+		Shown: page.ZoneTime(lang, g.Rules.Closes, g.Loc), Revealed: g.Revealed(q)}
 }
 
 // grade is the learner's graded result on the lesson's questions.
@@ -181,7 +139,7 @@ func (s *Server) gradedBox(lr *lessonRequest) templ.Component {
 	if err != nil {
 		return failing(err)
 	}
-	w := lessonWork{Tasks: len(lr.Lesson.Tasks), Programs: len(lr.Lesson.Programs)}
+	w := quiz.Work{Tasks: len(lr.Lesson.Tasks), Programs: len(lr.Lesson.Programs)}
 	for _, t := range lr.Lesson.Tasks {
 		if p := tasks[t.ID]; p.Done() && !p.DoneAt.Before(g.JoinedAt) {
 			w.TasksDone++
@@ -194,10 +152,10 @@ func (s *Server) gradedBox(lr *lessonRequest) templ.Component {
 	}
 	return views.GradedCompleteBox(views.GradedBox{T: lr.T,
 		Class:    trf(lang, "graded.box.class", g.ClassName),
-		Opens:    trf(lang, "graded.status.opens", zoneTime(lang, g.Rules.Opens, g.Loc)),
-		Closes:   trf(lang, "graded.status.closes", zoneTime(lang, g.Rules.Closes, g.Loc)),
+		Opens:    trf(lang, "graded.status.opens", page.ZoneTime(lang, g.Rules.Opens, g.Loc)),
+		Closes:   trf(lang, "graded.status.closes", page.ZoneTime(lang, g.Rules.Closes, g.Loc)),
 		Rules:    trf(lang, "graded.box.rules", g.Rules.Limit, tr(lang)("graded.counts."+string(g.Rules.Counts))),
 		Progress: trf(lang, "graded.box.progress", lg.Answered, lg.Questions),
-		Done:     gradedComplete(lg, w),
+		Done:     lg.Complete(w),
 	})
 }

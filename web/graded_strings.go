@@ -1,9 +1,11 @@
 package web
 
+import "github.com/rdmalab/rdmalab/web/page"
+
 // Strings of graded mode: the learner's side (graded.go, quiz_view.go) and
 // the instructor's settings page, gradebook and dashboard
-// (graded_settings.go).
-var gradedStrings = uiTable{
+// (web/instructor/graded_settings.go).
+var gradedStrings = page.Table{
 	"zh": {
 		"graded.err.notopen":      "这一课的测验还没有开始，%s开始作答。",
 		"graded.err.closed":       "这一课的测验已于 %s截止，不再接受作答，这次作答没有记录。",

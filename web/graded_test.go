@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
+	"github.com/rdmalab/rdmalab/web/instructor"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // gradedClass is a class of the instructor test course (lesson 01-alpha)
@@ -51,7 +53,7 @@ func (g *gradedClass) set(t *testing.T, opens, closes time.Time, limit int, coun
 	t.Helper()
 	g.opens = opens
 	res := g.e.do(g.ada, "POST", g.path, url.Values{"lesson": {"01-alpha"}, "mode": {"graded"},
-		"opens": {opens.In(g.loc).Format(localInput)}, "closes": {closes.In(g.loc).Format(localInput)},
+		"opens": {opens.In(g.loc).Format(instructor.LocalInput)}, "closes": {closes.In(g.loc).Format(instructor.LocalInput)},
 		"limit": {strconv.Itoa(limit)}, "counts": {counts}})
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
@@ -264,11 +266,11 @@ func TestGradedCountsAndExports(t *testing.T) {
 	}{{"best", 1, 1}, {"first", 0, 1}, {"last", 1, 0}} {
 		g.set(t, now.Add(-time.Hour), now.Add(time.Hour), 3, c.counts)
 		srv := e.Srv
-		as, err := srv.LessonScore(ctx, cl, annID, "01-alpha")
+		as, err := srv.instructors.LessonScore(ctx, cl, annID, "01-alpha")
 		if err != nil {
 			t.Fatal(err)
 		}
-		bs, _ := srv.LessonScore(ctx, cl, bobID, "01-alpha")
+		bs, _ := srv.instructors.LessonScore(ctx, cl, bobID, "01-alpha")
 		if as.Score != c.ann || bs.Score != c.bob || !as.Graded || as.Questions != 4 {
 			t.Errorf("%s: ann %+v, bob %+v; want %d and %d", c.counts, as, bs, c.ann, c.bob)
 		}
@@ -355,7 +357,7 @@ func TestGradedCountsAndExports(t *testing.T) {
 	if code, _ := e.post(bob, "alpha/order", "en", `{"reveal":true}`); code != http.StatusConflict {
 		t.Errorf("reveal after the close: %d", code)
 	}
-	bs, _ := e.Srv.LessonScore(ctx, cl, bobID, "01-alpha")
+	bs, _ := e.Srv.instructors.LessonScore(ctx, cl, bobID, "01-alpha")
 	if bs.Score != 0 { // last: bob's single ends wrong; nothing after the close counts
 		t.Errorf("bob after the close: %+v", bs)
 	}
@@ -380,10 +382,10 @@ func TestGradedDocExamples(t *testing.T) {
 	closes := time.Date(2026, 12, 8, 18, 0, 0, 0, loc)
 	text := strings.Join(strings.Fields(string(doc)), " ")
 	for _, want := range []string{
-		trf("en", "graded.err.closed", zoneTime("en", closes, loc)),
-		trf("zh", "graded.err.closed", zoneTime("zh", closes, loc)),
+		trf("en", "graded.err.closed", page.ZoneTime("en", closes, loc)),
+		trf("zh", "graded.err.closed", page.ZoneTime("zh", closes, loc)),
 		trf("en", "graded.status.attempts", 1, 3) + " · " + trf("en", "graded.status.counts", tr("en")("graded.counts.best")) +
-			" · " + trf("en", "graded.status.closes", zoneTime("en", closes, loc)),
+			" · " + trf("en", "graded.status.closes", page.ZoneTime("en", closes, loc)),
 		tr("en")("graded.reveal"),
 	} {
 		if !strings.Contains(text, strings.Join(strings.Fields(want), " ")) {

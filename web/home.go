@@ -3,19 +3,20 @@ package web
 import (
 	"net/http"
 
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
 // home is GET /: every lesson with summary, duration and the learner's progress.
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	progress, err := s.cfg.Store.LearnerProgress(r.Context(), learnerID(r))
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	c := s.course()
-	v := views.Home{Chrome: s.chrome(r, tr(lang)("home.title"))}
+	v := views.Home{Chrome: s.Chrome(r, tr(lang)("home.title"))}
 	for _, l := range c.Lessons {
 		p := l.Page(lang)
 		if p == nil {
@@ -24,7 +25,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		pr, opened := progress[l.Slug]
 		v.Lessons = append(v.Lessons, views.HomeLesson{
 			Slug:      l.Slug,
-			Href:      lessonHref(l.Slug),
+			Href:      page.LessonHref(l.Slug),
 			Order:     p.Order,
 			Title:     p.Title,
 			Summary:   p.Summary,
@@ -35,11 +36,8 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if err := s.quizScores(r, v.Lessons); err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, views.HomeView(v))
+	s.Render(w, r, http.StatusOK, views.HomeView(v))
 }
-
-// lessonHref is the URL of a lesson page.
-func lessonHref(slug string) string { return "/lessons/" + slug }

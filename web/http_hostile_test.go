@@ -22,6 +22,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // rawGET sends path byte for byte (no client-side cleaning or escaping)
@@ -398,8 +399,8 @@ func TestRunRateLimit(t *testing.T) {
 	if codes[http.StatusBadRequest] != DefaultLimits.RunBurst || codes[http.StatusTooManyRequests] != 5 {
 		t.Fatalf("statuses %v, want %d×400 then 5×429", codes, DefaultLimits.RunBurst)
 	}
-	var e errorBody
-	if err := json.Unmarshal(lastBody, &e); err != nil || e.Error.Code != CodeRateLimited ||
+	var e page.ErrorBody
+	if err := json.Unmarshal(lastBody, &e); err != nil || e.Error.Code != page.CodeRateLimited ||
 		!strings.Contains(e.Error.Message, "too often") {
 		t.Errorf("429 body: %s", lastBody)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 // TestInviteAndChangePassword: an instructor makes an invitation link, a
@@ -44,7 +46,7 @@ func TestInviteAndChangePassword(t *testing.T) {
 	e.page(e.do(bob, "POST", "/instructor/invite", url.Values{"token": {token}, "username": {"bob"}, "password": {"short"}}), http.StatusUnprocessableEntity)
 	res = e.do(bob, "POST", "/instructor/invite", url.Values{"token": {token}, "username": {"bob"}, "password": {"bob's password"}})
 	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instructor" || cookieNamed(res, instructorCookie) == nil {
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instructor" || cookieNamed(res, instructor.SessionCookie) == nil {
 		t.Fatalf("accept invite: %d → %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	doc = e.page(e.do(bob, "GET", "/instructor/account", nil), http.StatusOK)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 // TestDashboardWith100kLearners is issue 18.3's aftermath: 118k learners
@@ -47,8 +49,8 @@ func TestDashboardWith100kLearners(t *testing.T) {
 
 	res := e.do(c, "GET", "/instructor", nil)
 	body := e.page(res, http.StatusOK)
-	if rows := body.Find(`[data-testid=learner]`).Length(); rows != dashPageSize {
-		t.Errorf("%d learner rows on the first page, want %d", rows, dashPageSize)
+	if rows := body.Find(`[data-testid=learner]`).Length(); rows != instructor.DashPageSize {
+		t.Errorf("%d learner rows on the first page, want %d", rows, instructor.DashPageSize)
 	}
 	if got := body.Find(`[data-testid=active-count]`).Text(); !strings.Contains(got, fmt.Sprint(n)) {
 		t.Errorf("active count %q does not say %d learners", got, n)
@@ -64,14 +66,14 @@ func TestDashboardWith100kLearners(t *testing.T) {
 		t.Errorf("dashboard is %d bytes with %d learners, want a page under 256 KiB", len(html), n)
 	}
 	// The last page, and past it.
-	last := e.page(e.do(c, "GET", fmt.Sprintf("/instructor?page=%d", n/dashPageSize), nil), http.StatusOK)
-	if rows := last.Find(`[data-testid=learner]`).Length(); rows != dashPageSize {
+	last := e.page(e.do(c, "GET", fmt.Sprintf("/instructor?page=%d", n/instructor.DashPageSize), nil), http.StatusOK)
+	if rows := last.Find(`[data-testid=learner]`).Length(); rows != instructor.DashPageSize {
 		t.Errorf("last page: %d rows", rows)
 	}
 	if last.Find(`[data-testid=learners-pager] a[rel=next]`).Length() != 0 {
 		t.Error("the last page links to a next page")
 	}
-	past := e.do(c, "GET", fmt.Sprintf("/instructor?page=%d", n/dashPageSize+1), nil)
+	past := e.do(c, "GET", fmt.Sprintf("/instructor?page=%d", n/instructor.DashPageSize+1), nil)
 	past.Body.Close()
 	if past.StatusCode != http.StatusSeeOther {
 		t.Errorf("past the last page: %d, want a redirect", past.StatusCode)

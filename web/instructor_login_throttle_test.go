@@ -10,6 +10,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 // loginFrom posts a login as a client at addr (through the trusted proxy header).
@@ -59,7 +61,7 @@ func (e *instrEnv) ageLoginAttempts(d time.Duration) {
 // TestLoginJunkCannotLockOutAdmin is the attack of issue 18.4: 20 junk
 // logins for "admin" from one address used to lock the real admin out for
 // 15 minutes from everywhere. Now the account only gets a growing delay
-// (at most loginMaxDelay), and the junk address alone hits its own limit.
+// (at most instructor.LoginMaxDelay), and the junk address alone hits its own limit.
 func TestLoginJunkCannotLockOutAdmin(t *testing.T) {
 	e := newInstrEnv(t)
 	if _, err := e.DB.CreateInstructor(context.Background(), "admin", "correct horse battery"); err != nil {
@@ -72,21 +74,21 @@ func TestLoginJunkCannotLockOutAdmin(t *testing.T) {
 	res := e.loginFrom(e.browser(), "203.0.113.9", "admin", "correct horse battery")
 	doc := e.page(res, http.StatusTooManyRequests)
 	ra, _ := strconv.Atoi(res.Header.Get("Retry-After"))
-	if ra < 1 || ra > int(loginMaxDelay/time.Second) {
-		t.Fatalf("Retry-After %q, want 1..%d s", res.Header.Get("Retry-After"), int(loginMaxDelay/time.Second))
+	if ra < 1 || ra > int(instructor.LoginMaxDelay/time.Second) {
+		t.Fatalf("Retry-After %q, want 1..%d s", res.Header.Get("Retry-After"), int(instructor.LoginMaxDelay/time.Second))
 	}
 	if msg := doc.Find(`[data-testid=login-error]`).Text(); !strings.Contains(msg, strconv.Itoa(ra)) {
 		t.Errorf("message %q does not say how long to wait (%d s)", msg, ra)
 	}
-	if cookieNamed(res, instructorCookie) != nil {
+	if cookieNamed(res, instructor.SessionCookie) != nil {
 		t.Fatal("a session was started while throttled")
 	}
 	// Once the delay has passed the admin gets in, although the junk
 	// continues to count.
-	e.ageLoginAttempts(loginMaxDelay + time.Second)
+	e.ageLoginAttempts(instructor.LoginMaxDelay + time.Second)
 	res = e.loginFrom(e.browser(), "203.0.113.9", "admin", "correct horse battery")
 	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther || cookieNamed(res, instructorCookie) == nil {
+	if res.StatusCode != http.StatusSeeOther || cookieNamed(res, instructor.SessionCookie) == nil {
 		t.Fatalf("admin after the delay: status %d, want 303 with a session", res.StatusCode)
 	}
 	// Spraying many usernames from one address (each within its free
@@ -94,8 +96,8 @@ func TestLoginJunkCannotLockOutAdmin(t *testing.T) {
 	if _, err := e.DB.CreateInstructor(context.Background(), "bob", "another good password"); err != nil {
 		t.Fatal(err)
 	}
-	for u := range loginIPLimit/loginFreeTries + 1 {
-		for range loginFreeTries {
+	for u := range instructor.LoginIPLimit/instructor.LoginFreeTries + 1 {
+		for range instructor.LoginFreeTries {
 			e.loginFrom(e.browser(), "198.51.100.7", "user"+strconv.Itoa(u), "junk junk junk").Body.Close()
 		}
 	}
@@ -130,17 +132,9 @@ func TestLoginGuessesAcrossAddressesAreSlowed(t *testing.T) {
 			}
 		}
 	}
-	// loginFreeTries at once, then one per doubling delay: in the seconds
+	// instructor.LoginFreeTries at once, then one per doubling delay: in the seconds
 	// this loop takes, far fewer than 150.
-	if checked > loginFreeTries+6 || checked+throttled != 150 {
-		t.Fatalf("%d passwords checked, %d throttled; want at most %d checked", checked, throttled, loginFreeTries+6)
-	}
-}
-
-func TestLoginDelayGrows(t *testing.T) {
-	for n, want := range map[int]time.Duration{0: 0, 2: 0, 3: time.Second, 4: 2 * time.Second, 7: 16 * time.Second, 8: loginMaxDelay, 1000: loginMaxDelay} {
-		if got := loginDelay(n); got != want {
-			t.Errorf("loginDelay(%d) = %v, want %v", n, got, want)
-		}
+	if checked > instructor.LoginFreeTries+6 || checked+throttled != 150 {
+		t.Fatalf("%d passwords checked, %d throttled; want at most %d checked", checked, throttled, instructor.LoginFreeTries+6)
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/instructor"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // The instructor tests run against a course loaded by the real loader from
@@ -155,7 +157,7 @@ func newInstrEnv(t *testing.T, builtin ...string) *instrEnv {
 		Logger: slog.New(slog.NewTextHandler(e.Logs, nil)),
 		// Tests speak for clients at other addresses through the proxy header
 		// (loopback is the trusted proxy); without it a request is the peer's.
-		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
+		ClientAddr: page.ClientAddrConfig{Header: "X-Real-IP"}})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -281,7 +283,7 @@ func TestInstructorLoginLogout(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instructor/export/runs.csv" {
 		t.Fatalf("login: %d → %q", res.StatusCode, res.Header.Get("Location"))
 	}
-	ck := cookieNamed(res, instructorCookie)
+	ck := cookieNamed(res, instructor.SessionCookie)
 	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure || ck.Path != "/" || ck.MaxAge <= 0 {
 		t.Fatalf("session cookie = %+v", ck)
 	}
@@ -297,11 +299,11 @@ func TestInstructorLoginLogout(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instructor/login?bye=1" {
 		t.Fatalf("logout: %d → %q", res.StatusCode, res.Header.Get("Location"))
 	}
-	if ck := cookieNamed(res, instructorCookie); ck == nil || ck.MaxAge >= 0 {
+	if ck := cookieNamed(res, instructor.SessionCookie); ck == nil || ck.MaxAge >= 0 {
 		t.Fatalf("logout cookie = %+v", ck)
 	}
 	replay := e.browser()
-	res = e.do(replay, "GET", "/instructor", nil, "Cookie", instructorCookie+"="+token)
+	res = e.do(replay, "GET", "/instructor", nil, "Cookie", instructor.SessionCookie+"="+token)
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/instructor/login?expired=1") {
 		t.Fatalf("replayed token: %d → %q", res.StatusCode, res.Header.Get("Location"))
@@ -319,7 +321,7 @@ func TestInstructorSessionExpiredOrForged(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instructor/login?expired=1" {
 		t.Fatalf("expired: %d → %q", res.StatusCode, res.Header.Get("Location"))
 	}
-	if ck := cookieNamed(res, instructorCookie); ck == nil || ck.MaxAge >= 0 {
+	if ck := cookieNamed(res, instructor.SessionCookie); ck == nil || ck.MaxAge >= 0 {
 		t.Fatalf("expired cookie not cleared: %+v", ck)
 	}
 	doc := e.page(e.do(e.browser(), "GET", "/instructor/login?expired=1", nil), http.StatusOK)
@@ -328,7 +330,7 @@ func TestInstructorSessionExpiredOrForged(t *testing.T) {
 	}
 
 	for _, forged := range []string{"forged", strings.Repeat("A", 43), strings.Repeat("x", 300)} {
-		res := e.do(e.browser(), "GET", "/instructor/export/attempts.csv", nil, "Cookie", instructorCookie+"="+forged)
+		res := e.do(e.browser(), "GET", "/instructor/export/attempts.csv", nil, "Cookie", instructor.SessionCookie+"="+forged)
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/instructor/login?") {
@@ -390,7 +392,7 @@ func TestCrossOriginPostRejected(t *testing.T) {
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("cross-origin POST %s %v: status %d, want 403", tc.path, tc.header, res.StatusCode)
 		}
-		if ck := cookieNamed(res, instructorCookie); ck != nil {
+		if ck := cookieNamed(res, instructor.SessionCookie); ck != nil {
 			t.Errorf("cross-origin login set a session cookie")
 		}
 	}
@@ -433,7 +435,7 @@ func TestSecureCookieBehindTLS(t *testing.T) {
 	res := e.do(e.browser(), "POST", "/instructor/login", url.Values{"username": {"ada"}, "password": {"correct horse battery"}},
 		"X-Forwarded-Proto", "https")
 	res.Body.Close()
-	if ck := cookieNamed(res, instructorCookie); ck == nil || !ck.Secure {
+	if ck := cookieNamed(res, instructor.SessionCookie); ck == nil || !ck.Secure {
 		t.Fatalf("cookie behind TLS proxy = %+v", ck)
 	}
 }
@@ -441,7 +443,7 @@ func TestSecureCookieBehindTLS(t *testing.T) {
 func TestInstructorSetupLink(t *testing.T) {
 	e := newInstrEnv(t)
 	ctx := context.Background()
-	path, err := SetupInstructors(ctx, e.DB, "")
+	path, err := instructor.SetupInstructors(ctx, e.DB, "")
 	if err != nil || !strings.HasPrefix(path, "/instructor/setup?token=") {
 		t.Fatalf("setup path %q, %v", path, err)
 	}
@@ -471,11 +473,11 @@ func TestInstructorSetupLink(t *testing.T) {
 		t.Error("used link not reported as invalid")
 	}
 	// Once an instructor exists, no new link is made.
-	if path, err := SetupInstructors(ctx, e.DB, ""); err != nil || path != "" {
+	if path, err := instructor.SetupInstructors(ctx, e.DB, ""); err != nil || path != "" {
 		t.Fatalf("second start: %q, %v", path, err)
 	}
 	// LAB_ADMIN_PASSWORD creates (or resets) "admin".
-	if path, err := SetupInstructors(ctx, e.DB, "admin password 1"); err != nil || path != "" {
+	if path, err := instructor.SetupInstructors(ctx, e.DB, "admin password 1"); err != nil || path != "" {
 		t.Fatalf("admin password: %q, %v", path, err)
 	}
 	res = e.login(e.browser(), "admin", "admin password 1")
@@ -483,7 +485,7 @@ func TestInstructorSetupLink(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("admin login: %d", res.StatusCode)
 	}
-	if _, err := SetupInstructors(ctx, e.DB, "short"); err == nil {
+	if _, err := instructor.SetupInstructors(ctx, e.DB, "short"); err == nil {
 		t.Fatal("a too short LAB_ADMIN_PASSWORD was accepted")
 	}
 }
@@ -756,31 +758,6 @@ func TestDisplayNamePage(t *testing.T) {
 	}
 }
 
-func TestSafeNext(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                             "/instructor",
-		"/instructor":                  "/instructor",
-		"/instructor/export/runs.csv":  "/instructor/export/runs.csv",
-		"/instructor?lang=en":          "/instructor?lang=en",
-		"//evil.example/instructor":    "/instructor",
-		"https://evil.example":         "/instructor",
-		"/instructor//evil.example":    "/instructor",
-		`/instructor/\evil`:            "/instructor",
-		"/instructorx":                 "/instructor",
-		"/instructor/login?next=/evil": "/instructor",
-		"/lessons/01-alpha":            "/instructor",
-		"/instructor/../../evil":       "/instructor",
-		"/instructor/./export":         "/instructor",
-		"/instructor/%2e%2e/evil":      "/instructor", // browsers resolve %2e%2e as ..
-		"/instructor/%2E%2e/%2e%2e/x":  "/instructor",
-		"/instructor/export/":          "/instructor",
-	} {
-		if got := safeNext(in); got != want {
-			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // sseEvent is one server-sent event.
 type sseEvent struct{ Event, Data string }
 
@@ -990,7 +967,7 @@ func TestMalformedFormRefused(t *testing.T) {
 
 // TestRunsCSVGuardsWorkerFields: a run's backend, result and error can be
 // a worker's words (another machine, possibly hostile): runs.csv cuts them
-// to maxWorkerText bytes and defuses a formula, as it does a learner's name.
+// to instructor.MaxWorkerText bytes and defuses a formula, as it does a learner's name.
 func TestRunsCSVGuardsWorkerFields(t *testing.T) {
 	e := newInstrEnv(t)
 	seedClass(t, e.DB)
@@ -1018,7 +995,7 @@ func TestRunsCSVGuardsWorkerFields(t *testing.T) {
 		if b := col(r, "backend"); b != `'=HYPERLINK("http://evil")` {
 			t.Errorf("backend %q", b)
 		}
-		if v := col(r, "result"); !strings.HasPrefix(v, "'@SUM(1)") || len(v) > maxWorkerText+10 {
+		if v := col(r, "result"); !strings.HasPrefix(v, "'@SUM(1)") || len(v) > instructor.MaxWorkerText+10 {
 			t.Errorf("result %q… (%d bytes)", lineio.Clip(v, 40), len(v))
 		}
 		if v := col(r, "error"); v != `'+cmd|' /C calc'!A0` {

@@ -3,6 +3,8 @@ package web
 import (
 	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // What an admin needs to see on /lab before a class: how the learner
@@ -52,7 +54,7 @@ type TerminalSpares interface {
 	Kept() (TermKept, bool) // false: machines are not kept
 }
 
-var labClassStrings = uiTable{
+var labClassStrings = page.Table{
 	"zh": {
 		"lab.spares":         "暂停的备用虚拟机",
 		"lab.spares.n":       "%d 台就绪，%d 台正在恢复；目标 %d 台（为 %d 人同时打开终端准备，减去已在用的学员，不超过剩余名额）",

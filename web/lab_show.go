@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -36,8 +37,8 @@ func (s *Server) lab(ctx context.Context) sandbox.Lab {
 func (s *Server) labJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store") // counters change all the time
 	l := s.lab(r.Context())
-	lang := langOf(r)
-	writeJSON(w, http.StatusOK, struct {
+	lang := page.LangOf(r)
+	page.WriteJSON(w, http.StatusOK, struct {
 		sandbox.Lab
 		Reason     string        `json:"reason,omitempty"` // English, as before reasons came in both languages
 		StatusText string        `json:"status_text"`      // the state in one line, in the learner's language
@@ -49,10 +50,10 @@ func (s *Server) labJSON(w http.ResponseWriter, r *http.Request) {
 // labPage is GET /lab: the same for people, with the counters as a table.
 func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 	l := s.lab(r.Context())
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
 	v := views.LabView{
-		Chrome:  s.chrome(r, t("lab.title")),
+		Chrome:  s.Chrome(r, t("lab.title")),
 		Backend: l.Backend, State: string(l.State), Status: l.Status().Get(lang), Reason: l.Reason.Get(lang),
 		Kernel: l.Kernel, Accel: l.Accel, Refresh: l.State == "booting",
 	}
@@ -95,5 +96,5 @@ func (s *Server) labPage(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Counters = append(v.Counters, c)
 	}
-	s.render(w, r, http.StatusOK, views.LabPage(v))
+	s.Render(w, r, http.StatusOK, views.LabPage(v))
 }

@@ -1,6 +1,8 @@
 package web
 
-var labStrings = uiTable{
+import "github.com/rdmalab/rdmalab/web/page"
+
+var labStrings = page.Table{
 	"zh": {
 		"lab.title":         "Soft-RoCE 实验环境",
 		"lab.backend":       "实验运行在",

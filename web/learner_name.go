@@ -5,8 +5,40 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
+
+// meStrings are the words of /me: a learner's display name, and signing
+// out of a roster seat.
+var meStrings = page.Table{
+	"zh": {
+		"me.title":        "我的名字",
+		"me.lede":         "你可以留一个名字，只有教师能看到它（例如在班级概览中）。留空则保持匿名。",
+		"me.name":         "显示名",
+		"me.submit":       "保存",
+		"me.saved":        "已保存。",
+		"me.link":         "我的名字",
+		"me.toolong":      "名字最多 %d 个字符，且不能包含控制字符或文字方向控制符。",
+		"me.roster":       "你的名字来自班级花名册，不能在这里修改。如有错误，请联系老师。",
+		"me.seats":        "你已凭个人码登录为：",
+		"me.signout":      "退出（在这台电脑上）",
+		"me.signout.lede": "在公用电脑上用完后请退出。你的记录都保留，下次用同样的两个码即可继续。",
+	},
+	"en": {
+		"me.title":        "Your name",
+		"me.lede":         "You may leave a name; only instructors see it (in the class overview). Leave it empty to stay anonymous.",
+		"me.name":         "Display name",
+		"me.submit":       "Save",
+		"me.saved":        "Saved.",
+		"me.link":         "Your name",
+		"me.toolong":      "The name may have at most %d characters and no control or text-direction characters.",
+		"me.roster":       "Your name comes from the class roster and cannot be changed here. Ask your instructor if it is wrong.",
+		"me.seats":        "You are signed in with a personal code as:",
+		"me.signout":      "Sign out on this computer",
+		"me.signout.lede": "On a shared computer, sign out when you are done. Your work stays; the same two codes bring you back.",
+	},
+}
 
 // The learner's display name: optional, shown to instructors only (the
 // dashboard and the CSV exports), never to other learners.
@@ -15,7 +47,7 @@ import (
 func (s *Server) meShow(w http.ResponseWriter, r *http.Request) {
 	name, err := s.cfg.Store.DisplayName(r.Context(), learnerID(r))
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	s.renderMe(w, r, http.StatusOK, views.DisplayNameForm{Name: name, Saved: r.URL.Query().Has("saved")})
@@ -25,7 +57,7 @@ func (s *Server) meShow(w http.ResponseWriter, r *http.Request) {
 // learner (a shared lab PC after a student who claimed a roster seat; the
 // seat and its work stay, and the codes sign in again).
 func (s *Server) meSignOut(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+	if !s.ParseForm(w, r) {
 		return
 	}
 	s.setLearnerCookie(w, r, store.NewLearnerID())
@@ -34,7 +66,7 @@ func (s *Server) meSignOut(w http.ResponseWriter, r *http.Request) {
 
 // meUpdate is POST /me (form field "name"; empty clears it).
 func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+	if !s.ParseForm(w, r) {
 		return
 	}
 	name := r.PostFormValue("name")
@@ -42,27 +74,27 @@ func (s *Server) meUpdate(w http.ResponseWriter, r *http.Request) {
 	var ve *store.ValidationError
 	if errors.As(err, &ve) {
 		s.renderMe(w, r, http.StatusUnprocessableEntity, views.DisplayNameForm{
-			Name: name, Error: trf(langOf(r), "me.toolong", store.MaxDisplayName)})
+			Name: name, Error: trf(page.LangOf(r), "me.toolong", store.MaxDisplayName)})
 		return
 	}
 	if errors.Is(err, store.ErrRosterName) {
 		old, _ := s.cfg.Store.DisplayName(r.Context(), learnerID(r))
-		s.renderMe(w, r, http.StatusConflict, views.DisplayNameForm{Name: old, Error: tr(langOf(r))("me.roster")})
+		s.renderMe(w, r, http.StatusConflict, views.DisplayNameForm{Name: old, Error: tr(page.LangOf(r))("me.roster")})
 		return
 	}
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/me?saved=1", http.StatusSeeOther)
 }
 
 func (s *Server) renderMe(w http.ResponseWriter, r *http.Request, status int, v views.DisplayNameForm) {
-	v.Chrome = s.chrome(r, tr(langOf(r))("me.title"))
+	v.Chrome = s.Chrome(r, tr(page.LangOf(r))("me.title"))
 	v.Action = "/me"
 	seats, err := s.cfg.Store.LearnerSeats(r.Context(), learnerID(r))
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	for _, st := range seats {
@@ -71,17 +103,5 @@ func (s *Server) renderMe(w http.ResponseWriter, r *http.Request, status int, v 
 	if len(v.Seats) > 0 {
 		v.SignOutAction = "/me/signout"
 	}
-	s.render(w, r, status, views.DisplayNameView(v))
-}
-
-// parseForm parses a form post and answers 400 when it is malformed: a
-// body that fails to parse must not look like an empty form (which would,
-// say, clear a display name).
-func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
-	if err := r.ParseForm(); err != nil {
-		s.log.Warn("malformed form", "path", r.URL.Path, "err", err)
-		s.errorPage(w, r, http.StatusBadRequest)
-		return false
-	}
-	return true
+	s.Render(w, r, status, views.DisplayNameView(v))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // lessonAsset is GET /lessons/{slug}/assets/*: an image or other file of
@@ -24,7 +25,7 @@ func (s *Server) lessonAsset(w http.ResponseWriter, r *http.Request) {
 		// A renamed lesson's old slug (lessons/aliases.go): its files
 		// moved with it, as its page did.
 		if to := c.AliasTarget(slug); to != "" {
-			u := lessonHref(to) + "/assets/" + (&url.URL{Path: name}).EscapedPath()
+			u := page.LessonHref(to) + "/assets/" + (&url.URL{Path: name}).EscapedPath()
 			if r.URL.RawQuery != "" {
 				u += "?" + r.URL.RawQuery
 			}
@@ -40,23 +41,23 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, c *lessons.C
 	f, err := c.OpenAsset(slug, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			s.notFound(w, r)
+			s.NotFound(w, r)
 			return
 		}
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || fi.IsDir() {
-		s.notFound(w, r)
+		s.NotFound(w, r)
 		return
 	}
 	rs, ok := f.(io.ReadSeeker)
 	if !ok {
 		b, err := io.ReadAll(f)
 		if err != nil {
-			s.internalError(w, r, err)
+			s.InternalError(w, r, err)
 			return
 		}
 		rs = bytes.NewReader(b)

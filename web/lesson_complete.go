@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -14,23 +15,23 @@ func (s *Server) lessonComplete(w http.ResponseWriter, r *http.Request) {
 	slug := chi.URLParam(r, "slug")
 	l := s.course().Lesson(slug)
 	if l == nil {
-		s.notFound(w, r)
+		s.NotFound(w, r)
 		return
 	}
 	// Graded work is complete when the work says so (graded.go), not when
 	// the learner does.
 	if _, graded, err := s.cfg.Store.LearnerGradedLesson(r.Context(), learnerID(r), slug); err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	} else if graded && l.Quiz != nil {
-		t := tr(langOf(r))
-		s.render(w, r, http.StatusConflict, views.ErrorView(views.ErrorPage{Chrome: s.chrome(r, t("graded.box.title")),
+		t := tr(page.LangOf(r))
+		s.Render(w, r, http.StatusConflict, views.ErrorView(views.ErrorPage{Chrome: s.Chrome(r, t("graded.box.title")),
 			Status: http.StatusConflict, Heading: t("graded.box.title"), Message: t("graded.complete.refused")}))
 		return
 	}
 	if err := s.cfg.Store.MarkCompleted(r.Context(), learnerID(r), slug); err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, lessonHref(slug)+"#complete", http.StatusSeeOther)
+	http.Redirect(w, r, page.LessonHref(slug)+"#complete", http.StatusSeeOther)
 }

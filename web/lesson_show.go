@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -43,7 +44,7 @@ type lessonRequest struct {
 	Lesson  *lessons.Lesson
 	Page    *lessons.Page
 	State   lessonState
-	// Draft: the page is an instructor's preview of a draft (drafts.go):
+	// Draft: the page is an instructor's preview of a draft (draft_preview.go):
 	// nothing on it reads or records a learner's progress.
 	Draft bool
 
@@ -75,7 +76,7 @@ func (s *Server) answeredHere(r *http.Request, slug string) bool {
 	if l == nil {
 		return false
 	}
-	p := l.Page(langOf(r))
+	p := l.Page(page.LangOf(r))
 	if p == nil {
 		return false
 	}
@@ -98,20 +99,20 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	l := c.Lesson(st.Slug)
 	if l == nil {
 		if to := c.AliasTarget(st.Slug); to != "" { // a renamed lesson's old slug (lessons/aliases.go)
-			u := lessonHref(to)
+			u := page.LessonHref(to)
 			if r.URL.RawQuery != "" {
 				u += "?" + r.URL.RawQuery
 			}
 			http.Redirect(w, r, u, http.StatusMovedPermanently)
 			return
 		}
-		s.notFound(w, r)
+		s.NotFound(w, r)
 		return
 	}
-	lang := langOf(r)
-	page := l.Page(lang)
-	if page == nil {
-		s.notFound(w, r)
+	lang := page.LangOf(r)
+	pg := l.Page(lang)
+	if pg == nil {
+		s.NotFound(w, r)
 		return
 	}
 	learner := learnerID(r)
@@ -126,12 +127,12 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	}
 	progress, err := db.LearnerProgress(r.Context(), learner)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	graded, err := s.learnerGraded(r.Context(), learner, l)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	// A graded lesson's questions and completion box depend on the
@@ -139,10 +140,10 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 	static = static && graded == nil
 	sk, err := s.skeletons.get(c, l, lang, static, s.buildSkeleton)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: page, State: st, Graded: graded}
+	lr := &lessonRequest{r: r, Lang: lang, T: tr(lang), Learner: learner, Course: c, Lesson: l, Page: pg, State: st, Graded: graded}
 	holes := make([]templ.Component, len(sk.holes))
 	for i, h := range sk.holes {
 		holes[i] = s.fillHole(lr, h, progress[l.Slug].Completed())
@@ -158,15 +159,15 @@ func (s *Server) serveLessonFrom(w http.ResponseWriter, r *http.Request, st less
 // parts are left to holes: body segments that are not plain HTML, and the
 // completion box. Add only what is the same for every learner here.
 func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, hole func(segment int) templ.Component) views.Lesson {
-	page := l.Page(lang)
+	pg := l.Page(lang)
 	v := views.Lesson{
-		Chrome: s.chromeFor(lang, lessonHref(l.Slug), page.Title),
+		Chrome: s.ChromeFor(lang, page.LessonHref(l.Slug), pg.Title),
 		Slug:   l.Slug,
-		Page:   page,
+		Page:   pg,
 	}
-	v.Use(lessonAssets(c, l, page, lang)...) // lesson_head.go
-	v.Use(s.interactiveAssets(page)...)      // stepthrough.go
-	for _, slug := range page.Prerequisites {
+	v.Use(lessonAssets(c, l, pg, lang)...) // lesson_head.go
+	v.Use(s.interactiveAssets(pg)...)      // stepthrough.go
+	for _, slug := range pg.Prerequisites {
 		v.Prereqs = append(v.Prereqs, lessonLink(c, slug, lang))
 	}
 	prev, next := c.Neighbours(l.Slug)
@@ -178,9 +179,9 @@ func (s *Server) lessonView(c *lessons.Course, l *lessons.Lesson, lang string, h
 		link := lessonLink(c, next.Slug, lang)
 		v.Next = &link
 	}
-	v.References = refsNotInBody(page)
-	v.Body = make([]templ.Component, len(page.Body))
-	for i, seg := range page.Body {
+	v.References = refsNotInBody(pg)
+	v.Body = make([]templ.Component, len(pg.Body))
+	for i, seg := range pg.Body {
 		switch seg.Kind {
 		case lessons.SegHTML:
 			v.Body[i] = templ.Raw(seg.HTML) // trusted: rendered by lessons from the course's own files
@@ -205,7 +206,7 @@ func lessonLink(c *lessons.Course, slug, lang string) views.Link {
 	if p == nil {
 		return views.Link{Title: slug}
 	}
-	return views.Link{Href: lessonHref(slug), Title: p.Title}
+	return views.Link{Href: page.LessonHref(slug), Title: p.Title}
 }
 
 // refsNotInBody are the front-matter references the page's text does not

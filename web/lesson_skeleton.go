@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rdmalab/rdmalab/web/page"
 	"io"
 	"net/http"
 	"strconv"
@@ -168,18 +169,13 @@ func (sc *skeletonCache) get(c *lessons.Course, l *lessons.Lesson, lang string, 
 // response carries a Content-Length; the static chunks are written straight
 // from the skeleton without copying.
 func (s *Server) renderSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *skeleton, holes []templ.Component) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBuf {
-			bufPool.Put(buf)
-		}
-	}()
+	buf := page.Buffer()
+	defer page.PutBuffer(buf)
 	var ends [16]int
 	end := ends[:0]
 	for _, h := range holes {
 		if err := h.Render(r.Context(), buf); err != nil {
-			s.internalError(w, r, err)
+			s.InternalError(w, r, err)
 			return
 		}
 		end = append(end, buf.Len())

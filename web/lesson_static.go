@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -38,18 +39,18 @@ import (
 // placing the learner's holes (-1: the completion box).
 func (s *Server) staticSegments(c *lessons.Course, l *lessons.Lesson, lang string,
 	mark func(skeletonHole) templ.Component) func(int) templ.Component {
-	page := l.Page(lang)
+	pg := l.Page(lang)
 	lr := &lessonRequest{
 		// No query, no learner: the widgets as a first visit shows them.
-		r:    &http.Request{Method: http.MethodGet, URL: &url.URL{Path: lessonHref(l.Slug)}},
-		Lang: lang, T: tr(lang), Course: c, Lesson: l, Page: page,
+		r:    &http.Request{Method: http.MethodGet, URL: &url.URL{Path: page.LessonHref(l.Slug)}},
+		Lang: lang, T: tr(lang), Course: c, Lesson: l, Page: pg,
 		State: lessonState{Quiz: &quizPage{loaded: true, placedAt: map[string]int{}, hole: mark}},
 	}
 	return func(i int) templ.Component {
 		if i < 0 {
 			return mark(skeletonHole{kind: holeComplete})
 		}
-		seg := page.Body[i]
+		seg := pg.Body[i]
 		if seg.Kind == lessons.SegTask {
 			// The learner's done mark and check count.
 			return mark(skeletonHole{kind: holeTask, segment: i, memo: &renderMemo{}})
@@ -99,7 +100,7 @@ func (s *Server) fillHole(lr *lessonRequest, h skeletonHole, completed bool) tem
 		if lr.Graded != nil {
 			return s.gradedBox(lr)
 		}
-		return views.CompleteBox(lr.T, completed, lessonHref(lr.Lesson.Slug)+"/complete")
+		return views.CompleteBox(lr.T, completed, page.LessonHref(lr.Lesson.Slug)+"/complete")
 	case holeQuizStatus:
 		qp, err := s.quizState(lr)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // pageCase is one lesson page request of a learner in some state.
@@ -162,7 +163,7 @@ func TestStaticSkeletonMatchesPerRequest(t *testing.T) {
 	env, cases := lessonPageCases(t)
 	s := env.Server
 	forced := func(static bool) http.Handler {
-		return s.withLearner(s.withLang(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return s.withLearner(page.WithLang(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.serveLessonFrom(w, r, lessonState{Slug: benchSlug, Status: http.StatusOK, Quiz: s.quizFromQuery(r)}, static)
 		})))
 	}

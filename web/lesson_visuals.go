@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -121,7 +122,7 @@ func (s *Server) cpuBudget(lr *lessonRequest) views.CPUBudgetView {
 	q := lr.r.URL.Query()
 	v := views.CPUBudgetView{
 		T:      lr.T,
-		Action: lessonHref(lr.Lesson.Slug) + "#cpu-budget",
+		Action: page.LessonHref(lr.Lesson.Slug) + "#cpu-budget",
 		Keep:   keepParams(q, worthItParams),
 		Rule: views.CalcPreset{
 			GHz: fmtNum(ruleGHzPerGbps), Core: fmtNum(defaultCoreGHz),
@@ -196,7 +197,7 @@ func presetHref(slug string, q url.Values, ghz, core float64) string {
 	p.Set("cb_gbps", gbps)
 	p.Set("cb_ghz", fmtNum(ghz))
 	p.Set("cb_core", fmtNum(core))
-	return lessonHref(slug) + "?" + p.Encode() + "#cpu-budget"
+	return page.LessonHref(slug) + "?" + p.Encode() + "#cpu-budget"
 }
 
 // keepParams returns the values of names present in q, as hidden fields.
@@ -293,7 +294,7 @@ func worthItView(lr *lessonRequest) views.WorthItView {
 	q := lr.r.URL.Query()
 	v := views.WorthItView{
 		T:      lr.T,
-		Action: lessonHref(lr.Lesson.Slug) + "#worth-it",
+		Action: page.LessonHref(lr.Lesson.Slug) + "#worth-it",
 		Keep:   keepParams(q, cpuBudgetParams),
 	}
 	answers := map[string]string{}

@@ -1,9 +1,11 @@
 package web
 
+import "github.com/rdmalab/rdmalab/web/page"
+
 // UI strings of the lesson visuals (lesson_visuals.go). Templates with
 // {name} placeholders are filled both here and by the page scripts, so the
 // no-JavaScript page and the live one read the same.
-var visualStrings = uiTable{
+var visualStrings = page.Table{
 	"zh": {
 		"vis.diagram.steps":     "逐步说明：两条路径的文字版",
 		"vis.diagram.removed":   "RDMA 省掉",

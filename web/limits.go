@@ -1,9 +1,6 @@
 package web
 
 import (
-	"math"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -213,14 +210,6 @@ func (a *activeRuns) add(key, id string) {
 		clear(a.runs)
 	}
 	a.runs[key] = append(a.runs[key], id)
-}
-
-// retryAfter sets Retry-After to d rounded up to whole seconds (at least 1)
-// and returns the seconds.
-func retryAfter(w http.ResponseWriter, d time.Duration) int {
-	secs := max(1, int(math.Ceil(d.Seconds())))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	return secs
 }
 
 // Limits are the limits in force (defaults filled in).

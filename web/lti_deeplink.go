@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -93,9 +94,9 @@ func (s *Server) ltiDeepLinkShow(w http.ResponseWriter, r *http.Request) {
 		s.ltiRefused(w, r, &lti.Error{Kind: lti.KindState, Err: errNoDeepLink})
 		return
 	}
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
-	v := views.LTIPick{Chrome: s.chrome(r, t("lti.pick.title")), Action: r.URL.Path,
+	v := views.LTIPick{Chrome: s.Chrome(r, t("lti.pick.title")), Action: r.URL.Path,
 		CanGrade: l.DeepLink.AcceptsLineItem(), Platform: l.Platform.Issuer, ContextName: l.Context.Title}
 	for _, ls := range s.course().Lessons {
 		c := views.LTILessonChoice{Value: "lesson:" + ls.Slug, Title: ltiLessonTitle(ls, lang)}
@@ -107,7 +108,7 @@ func (s *Server) ltiDeepLinkShow(w http.ResponseWriter, r *http.Request) {
 		v.Lessons = append(v.Lessons, c)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, http.StatusOK, views.LTIPickView(v))
+	s.Render(w, r, http.StatusOK, views.LTIPickView(v))
 }
 
 // ltiLessonTitle is the lesson's title in lang (its fallback rule: lessons').
@@ -137,7 +138,7 @@ func (s *Server) ltiDeepLinkPost(w http.ResponseWriter, r *http.Request) {
 		s.ltiRefused(w, r, &lti.Error{Kind: lti.KindState, Err: errNoDeepLink})
 		return
 	}
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
 	kind, rest, _ := strings.Cut(r.PostFormValue("item"), ":")
 	slug, qid, _ := strings.Cut(rest, ":")
@@ -172,7 +173,7 @@ func (s *Server) ltiDeepLinkPost(w http.ResponseWriter, r *http.Request) {
 	}
 	jwt, err := s.cfg.LTI.Tool.DeepLinkResponse(l, []lti.ContentItem{item}, "")
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	s.deepLinks.get(tok, true)
@@ -182,7 +183,7 @@ func (s *Server) ltiDeepLinkPost(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", strings.Replace(contentSecurityPolicy,
 		"form-action 'self'", "form-action 'self' "+ret.Scheme+"://"+ret.Host, 1))
 	w.Header().Set("Cache-Control", "no-store")
-	ch := s.chrome(r, t("lti.post.title"))
+	ch := s.Chrome(r, t("lti.post.title"))
 	ch.Scripts = append(ch.Scripts, "js/lti-post.js")
-	s.render(w, r, http.StatusOK, views.LTIPostView(views.LTIPost{Chrome: ch, Action: l.DeepLink.ReturnURL, JWT: jwt, Chosen: chosen}))
+	s.Render(w, r, http.StatusOK, views.LTIPostView(views.LTIPost{Chrome: ch, Action: l.DeepLink.ReturnURL, JWT: jwt, Chosen: chosen}))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) ltiBase(r *http.Request) string {
 		return strings.TrimSuffix(u, "/")
 	}
 	scheme := "http"
-	if secureRequest(r) {
+	if page.SecureRequest(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
@@ -52,7 +53,7 @@ func (s *Server) ltiBase(r *http.Request) string {
 // ltiOn answers 404 when LTI is off.
 func (s *Server) ltiOn(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.LTI == nil || s.cfg.LTI.Tool == nil {
-		s.notFound(w, r)
+		s.NotFound(w, r)
 		return false
 	}
 	return true
@@ -65,7 +66,7 @@ func (s *Server) ltiJWKS(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.cfg.LTI.Tool.JWKS()
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -95,11 +96,11 @@ func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 
 // ltiAllow applies the per-address write rate (write_guard.go).
 func (s *Server) ltiAllow(w http.ResponseWriter, r *http.Request) bool {
-	addr := addrKey(clientAddr(r))
+	addr := page.AddrKey(page.ClientAddr(r))
 	if ok, wait := s.limits.write.allow(addr); !ok {
-		secs := retryAfter(w, wait)
+		secs := page.RetryAfter(w, wait)
 		s.log.Warn("write rate limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
-		s.refused(w, r, Errorf(CodeRateLimited, trf(langOf(r), "limit.writes", secs)))
+		s.Refused(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "limit.writes", secs)))
 		return false
 	}
 	return true
@@ -110,18 +111,18 @@ func (s *Server) ltiAllow(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) ltiRefused(w http.ResponseWriter, r *http.Request, err error) {
 	k := lti.KindOf(err)
 	if k == "" {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	s.log.Warn("lti refused", "kind", string(k), "addr", clientAddr(r), "err", err)
-	t := tr(langOf(r))
+	s.log.Warn("lti refused", "kind", string(k), "addr", page.ClientAddr(r), "err", err)
+	t := tr(page.LangOf(r))
 	status := http.StatusForbidden
 	if k == lti.KindRequest {
 		status = http.StatusBadRequest
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, status, views.ErrorView(views.ErrorPage{
-		Chrome: s.chrome(r, t("lti.refused")), Status: status, Heading: t("lti.refused"), Message: t("lti.refused." + string(k)),
+	s.Render(w, r, status, views.ErrorView(views.ErrorPage{
+		Chrome: s.Chrome(r, t("lti.refused")), Status: status, Heading: t("lti.refused"), Message: t("lti.refused." + string(k)),
 	}))
 }
 
@@ -150,7 +151,7 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	s.setLTICookie(w, r, done.Learner)
@@ -182,7 +183,7 @@ func ltiRole(l *lti.Launch) string {
 // is impossible, so it is Lax and works when the LMS opens the lab in a
 // new window. The cookie is the signed learner cookie either way.
 func (s *Server) setLTICookie(w http.ResponseWriter, r *http.Request, id string) {
-	if !secureRequest(r) {
+	if !page.SecureRequest(r) {
 		s.setLearnerCookie(w, r, id)
 		return
 	}
@@ -310,7 +311,7 @@ func (s *Server) ltiQueueScores(r *http.Request, learner, question string, all b
 		if g.Question == "" && g.Cohort > 0 {
 			// A lesson link of an LMS course: the figure that course's class
 			// gradebook shows (graded mode's rules and dates, its term).
-			ls, err := s.LessonScore(ctx, g.Cohort, learner, g.Lesson)
+			ls, err := s.instructors.LessonScore(ctx, g.Cohort, learner, g.Lesson)
 			if err != nil {
 				s.log.Error("lti scores", "learner", learner, "err", err)
 				continue

@@ -1,9 +1,11 @@
 package web
 
+import "github.com/rdmalab/rdmalab/web/page"
+
 // Strings of LTI 1.3 (lti_*.go): the refusal pages a learner may meet
 // when a launch from their LMS fails, the deep-linking picker an LMS
 // instructor sees, and the admin page.
-var ltiStrings = uiTable{
+var ltiStrings = page.Table{
 	"zh": {
 		"lti.colon":              "：",
 		"lti.link":               "学习平台",

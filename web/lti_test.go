@@ -24,6 +24,7 @@ import (
 	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/lti/ltitest"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // ltiEnv is the lab serving quizCourse as an LTI tool, with the test
@@ -222,7 +223,7 @@ func TestLTIRefusals(t *testing.T) {
 		{"version 1.1", tamper(func(c map[string]any) { c[lti.ClaimVersion] = "1.1" }), lti.KindClaims},
 		{"no roles", tamper(func(c map[string]any) { delete(c, lti.ClaimRoles) }), lti.KindClaims},
 	}
-	msg := tr(defaultLang) // the launch carries no language: the lab's default
+	msg := tr(page.DefaultLang) // the launch carries no language: the lab's default
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p.Forge(tc.forge)

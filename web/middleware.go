@@ -11,14 +11,12 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 type ctxKey int
 
-const (
-	learnerKey ctxKey = iota
-	langKey
-)
+const learnerKey ctxKey = iota
 
 // learnerCookie holds the anonymous learner id.
 const learnerCookie = "lab_learner"
@@ -53,7 +51,7 @@ func (s *Server) setLearnerCookie(w http.ResponseWriter, r *http.Request, id str
 		MaxAge:   int(learnerCookieAge / time.Second),
 		HttpOnly: true,
 		SameSite: http.SameSiteLaxMode,
-		Secure:   secureRequest(r), // also behind a TLS-terminating proxy (X-Forwarded-Proto)
+		Secure:   page.SecureRequest(r), // also behind a TLS-terminating proxy (X-Forwarded-Proto)
 	})
 }
 
@@ -104,7 +102,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			s.log.Error("panic", "req", middleware.GetReqID(r.Context()), "path", r.URL.Path,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if r.Header.Get("Connection") != "Upgrade" {
-				s.internalError(w, r, fmt.Errorf("panic: %v", v))
+				s.InternalError(w, r, fmt.Errorf("panic: %v", v))
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -12,6 +12,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 func TestHomeListsLessonsWithProgress(t *testing.T) {
@@ -204,16 +205,16 @@ func TestWriteErrorCodes(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{Errorf(CodeBadRequest, "bad json"), 400, "bad_request", "bad json"},
-		{Errorf(CodeInvalid, "size too big"), 422, "invalid", "size too big"},
-		{Errorf(CodeConflict, "already running"), 409, "conflict", "already running"},
-		{Errorf(CodeBusy, "queue full"), 429, "busy", "queue full"},
-		{&Error{Code: CodeUnavailable, Message: "no RDMA", Err: io.EOF}, 503, "unavailable", "no RDMA"},
+		{page.Errorf(page.CodeBadRequest, "bad json"), 400, "bad_request", "bad json"},
+		{page.Errorf(page.CodeInvalid, "size too big"), 422, "invalid", "size too big"},
+		{page.Errorf(page.CodeConflict, "already running"), 409, "conflict", "already running"},
+		{page.Errorf(page.CodeBusy, "queue full"), 429, "busy", "queue full"},
+		{&page.Error{Code: page.CodeUnavailable, Message: "no RDMA", Err: io.EOF}, 503, "unavailable", "no RDMA"},
 		{io.ErrUnexpectedEOF, 500, "internal", "internal error; see the server log"},
 	} {
 		rec := httptest.NewRecorder()
-		env.Server.writeError(rec, httptest.NewRequest("GET", "/api/x", nil), tc.err)
-		var body errorBody
+		env.Server.WriteError(rec, httptest.NewRequest("GET", "/api/x", nil), tc.err)
+		var body page.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 			t.Fatal(err)
 		}
@@ -292,43 +293,6 @@ func TestLearnerCookie(t *testing.T) {
 		if k.Name == learnerCookie && !k.Secure {
 			t.Error("cookie over TLS is not Secure")
 		}
-	}
-}
-
-func TestLanguageResolution(t *testing.T) {
-	for _, tc := range []struct {
-		name, query, cookie, accept, want string
-	}{
-		{"default", "", "", "", "zh"},
-		{"accept en", "", "", "en-US,en;q=0.9", "en"},
-		{"accept zh-TW", "", "", "zh-TW", "zh"},
-		{"accept unsupported then en", "", "", "fr-FR, en;q=0.5", "en"},
-		{"accept only unsupported", "", "", "fr, de;q=0.8", "zh"},
-		{"accept q order", "", "", "zh;q=0.3, en;q=0.8", "en"},
-		{"accept q zero", "", "", "en;q=0", "zh"},
-		{"accept garbage", "", "", ";;,q=x,en;q=abc", "zh"},
-		{"cookie beats accept", "", "en", "zh-CN", "en"},
-		{"bad cookie ignored", "", "xx", "en", "en"},
-		{"query beats cookie", "zh", "en", "en", "zh"},
-		{"query en", "en", "", "", "en"},
-		{"bad query ignored", "fr", "en", "", "en"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest("GET", "/?lang="+tc.query, nil)
-			if tc.cookie != "" {
-				r.AddCookie(&http.Cookie{Name: langCookie, Value: tc.cookie})
-			}
-			if tc.accept != "" {
-				r.Header.Set("Accept-Language", tc.accept)
-			}
-			got, fromQuery := resolveLang(r)
-			if got != tc.want {
-				t.Errorf("resolveLang = %q, want %q", got, tc.want)
-			}
-			if fromQuery != (tc.query == tc.want && supportedLang(tc.query)) {
-				t.Errorf("fromQuery = %v", fromQuery)
-			}
-		})
 	}
 }
 
@@ -427,8 +391,8 @@ func TestPanicBecomes500Page(t *testing.T) {
 }
 
 func TestStringsComplete(t *testing.T) {
-	for lang, dict := range uiStrings {
-		for other, od := range uiStrings {
+	for lang, dict := range ui.Table {
+		for other, od := range ui.Table {
 			for k := range od {
 				if _, ok := dict[k]; !ok {
 					t.Errorf("key %q is in %s but not in %s", k, other, lang)

@@ -21,6 +21,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -29,7 +30,7 @@ import (
 // and runs it in the learner's own guest (ProgramRunner), after the lab's
 // peer; the exercise's check judges by what the device did. A program
 // run is stored like an experiment run (experiment "program", its events
-// through the RunHub), so the page follows it over the same event stream
+// through the run hub, web/runhub), so the page follows it over the same event stream
 // and /runs/{id} replays it.
 //
 //	GET  /api/lessons/{slug}/programs/{id}           the learner's code and record
@@ -54,7 +55,7 @@ const maxProgramSource = 40 << 10
 // programRunning holds the learners whose program runs now: one each.
 var programRunning sync.Map
 
-var programStrings = uiTable{
+var programStrings = page.Table{
 	"zh": {
 		"prog.heading":       "练习 %d",
 		"prog.editor":        "C 源代码编辑器",
@@ -145,7 +146,7 @@ func (s *Server) programFor(w http.ResponseWriter, r *http.Request) (*lessons.Le
 		p = l.Program(chi.URLParam(r, "id"))
 	}
 	if p == nil {
-		s.writeError(w, r, Errorf(CodeNotFound, tr(langOf(r))("prog.unknown")))
+		s.WriteError(w, r, page.Errorf(page.CodeNotFound, tr(page.LangOf(r))("prog.unknown")))
 		return nil, nil, false
 	}
 	return l, p, true
@@ -173,7 +174,7 @@ func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
 	learner := learnerID(r)
 	src, saved, err := s.cfg.Store.ProgramCode(r.Context(), learner, l.Slug, p.ID)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	if !saved {
@@ -182,15 +183,15 @@ func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
 	st := programState{Source: src, Starter: string(p.Starter), Saved: saved, SolutionAfter: p.Config.SolutionAfter}
 	recs, err := s.cfg.Store.LessonPrograms(r.Context(), learner, l.Slug)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	rec := recs[p.ID]
 	st.Attempts, st.Passes, st.Passed, st.SolutionSeen = rec.Attempts, rec.Passes, rec.Passed(), !rec.SolutionAt.IsZero()
 	if rec.Attempts > 0 {
-		st.Record = trf(langOf(r), "prog.record", rec.Attempts, rec.Passes)
+		st.Record = trf(page.LangOf(r), "prog.record", rec.Attempts, rec.Passes)
 	}
-	writeJSON(w, http.StatusOK, st)
+	page.WriteJSON(w, http.StatusOK, st)
 }
 
 // programSource decodes {"source": …} and bounds it.
@@ -199,11 +200,11 @@ func (s *Server) programSource(w http.ResponseWriter, r *http.Request) (string, 
 		Source string `json:"source"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.writeError(w, r, Errorf(CodeBadRequest, "body: "+err.Error()))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, "body: "+err.Error()))
 		return "", false
 	}
 	if len(body.Source) > maxProgramSource || !utf8.ValidString(body.Source) {
-		s.writeError(w, r, Errorf(CodeBadRequest, trf(langOf(r), "prog.toolong", maxProgramSource>>10)))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, trf(page.LangOf(r), "prog.toolong", maxProgramSource>>10)))
 		return "", false
 	}
 	return body.Source, true
@@ -219,10 +220,10 @@ func (s *Server) programSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cfg.Store.SaveProgramCode(r.Context(), learnerID(r), l.Slug, p.ID, src); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"saved": true})
+	page.WriteJSON(w, http.StatusOK, map[string]bool{"saved": true})
 }
 
 func (s *Server) programSolution(w http.ResponseWriter, r *http.Request) {
@@ -231,16 +232,16 @@ func (s *Server) programSolution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cfg.Store.RecordSolutionShown(r.Context(), learnerID(r), l.Slug, p.ID); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"solution": string(p.Solution)})
+	page.WriteJSON(w, http.StatusOK, map[string]string{"solution": string(p.Solution)})
 }
 
 // programRun is POST …/run: saves the code, starts the run, answers its id;
 // the page follows GET /api/runs/{id}/events.
 func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
 	l, p, ok := s.programFor(w, r)
 	if !ok {
@@ -248,7 +249,7 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 	}
 	runner, ok := s.cfg.Terminals.(ProgramRunner)
 	if s.cfg.Terminals == nil || !ok || s.cfg.Runs == nil {
-		s.writeError(w, r, Errorf(CodeUnavailable, t("term.off")))
+		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, t("term.off")))
 		return
 	}
 	src, ok := s.programSource(w, r)
@@ -257,15 +258,15 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 	}
 	learner := learnerID(r)
 	if err := s.cfg.Store.SaveProgramCode(r.Context(), learner, l.Slug, p.ID, src); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	if ok, wait := s.limits.taskCheck.allow(learner); !ok {
-		s.writeError(w, r, Errorf(CodeRateLimited, trf(lang, "prog.rate", retryAfter(w, wait))))
+		s.WriteError(w, r, page.Errorf(page.CodeRateLimited, trf(lang, "prog.rate", page.RetryAfter(w, wait))))
 		return
 	}
 	if _, busy := programRunning.LoadOrStore(learner, struct{}{}); busy {
-		s.writeError(w, r, Errorf(CodeConflict, t("prog.busy")))
+		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("prog.busy")))
 		return
 	}
 	var b [8]byte
@@ -275,7 +276,7 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		Params: sandbox.Params{"lesson": l.Slug, "program": p.ID}, Status: sandbox.StatusRunning, Created: time.Now()}
 	if err := s.cfg.Runs.RunCreated(info); err != nil {
 		programRunning.Delete(learner)
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	req := vmproto.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
@@ -284,7 +285,7 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		defer programRunning.Delete(learner)
 		s.runProgram(runner, id, learner, l.Slug, p, req, lang)
 	}()
-	writeJSON(w, http.StatusCreated, map[string]string{"run": id, "events": "/api/runs/" + id + "/events"})
+	page.WriteJSON(w, http.StatusCreated, map[string]string{"run": id, "events": "/api/runs/" + id + "/events"})
 }
 
 // diagLine matches tcc's (and gcc's) "main.c:LINE[:COL]: error|warning: text".

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
 	c := s.course()
 	q := c.Questions[id]
 	if !ok || q == nil {
-		s.writeError(w, r, Errorf(CodeNotFound, trf(langOf(r), "quiz.err.unknown", id)))
+		s.WriteError(w, r, page.Errorf(page.CodeNotFound, trf(page.LangOf(r), "quiz.err.unknown", id)))
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -62,26 +63,26 @@ func (s *Server) quizAttempt(w http.ResponseWriter, r *http.Request) {
 	case "application/x-www-form-urlencoded":
 		s.quizAttemptForm(w, r, c, q)
 	default:
-		s.writeError(w, r, Errorf(CodeBadRequest, tr(langOf(r))("quiz.err.content_type")))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, tr(page.LangOf(r))("quiz.err.content_type")))
 	}
 }
 
 func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *lessons.Course, q *quiz.Question) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.writeError(w, r, bodyError(lang, err))
+		s.WriteError(w, r, bodyError(lang, err))
 		return
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		s.writeError(w, r, Errorf(CodeBadRequest, tr(lang)("quiz.err.empty")))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, tr(lang)("quiz.err.empty")))
 		return
 	}
 	var req attemptRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.json"), Err: err})
+		s.WriteError(w, r, &page.Error{Code: page.CodeBadRequest, Message: tr(lang)("quiz.err.json"), Err: err})
 		return
 	}
 	slug := lessonFor(c, q.ID, req.Lesson)
@@ -91,7 +92,7 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 	}
 	qc, err := s.quizCtxFor(r, c, slug, lang)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	if req.Reveal {
@@ -101,22 +102,22 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 	a, err := quiz.DecodeAnswer(q, req.Answer)
 	if err != nil {
 		s.noteFormatError(r, q, err, string(req.Answer))
-		s.writeError(w, r, answerError(lang, err))
+		s.WriteError(w, r, answerError(lang, err))
 		return
 	}
 	att, graded, err := s.saveAttempt(r, q, a, lang, qc)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), att.Learner, []string{q.ID})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	revealed, err := s.cfg.Store.Revealed(r.Context(), att.Learner, q.ID)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	status := quizStatusOf(st[q.ID], revealed)
@@ -124,12 +125,12 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 	v := questionView(lang, q, anchor, slug, 0, status, shown, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	// The JSON tells no more than the page: the same policy on the same result.
 	res, _ := qc.policy().View(q.Type, graded, qc.shownRecord(q.ID, status, shown))
-	writeJSON(w, http.StatusOK, attemptResponse{
+	page.WriteJSON(w, http.StatusOK, attemptResponse{
 		Result:    res,
 		AttemptID: att.ID,
 		Attempts:  st[q.ID].Attempts,
@@ -142,23 +143,23 @@ func (s *Server) quizAttemptJSON(w http.ResponseWriter, r *http.Request, c *less
 // quizRevealJSON records that the learner asked for q's answer and answers
 // with the question showing it.
 func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.Question, anchor, slug string, qc quizCtx) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	if err := s.addReveal(r, q, qc); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	st, err := s.cfg.Store.LearnerQuestionStatus(r.Context(), learnerID(r), []string{q.ID})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	v := questionView(lang, q, anchor, slug, 0, quizStatusOf(st[q.ID], true), &quizShown{QuestionID: q.ID, Reveal: true, Revealed: true}, qc)
 	var html bytes.Buffer
 	if err := views.QuizQuestionView(v).Render(r.Context(), &html); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, attemptResponse{
+	page.WriteJSON(w, http.StatusOK, attemptResponse{
 		Result:   quiz.Result{Options: []quiz.OptionResult{}, Explanation: q.Explanation.Get(lang)},
 		Attempts: st[q.ID].Attempts,
 		Best:     st[q.ID].Best != nil,
@@ -173,7 +174,7 @@ func (s *Server) quizRevealJSON(w http.ResponseWriter, r *http.Request, q *quiz.
 func (s *Server) addReveal(r *http.Request, q *quiz.Question, qc quizCtx) error {
 	if g := qc.Graded; g != nil {
 		if err := g.Rules.AdmitReveal(g.Now); err != nil {
-			return refusedError(langOf(r), g, err)
+			return refusedError(page.LangOf(r), g, err)
 		}
 	}
 	if err := s.cfg.Store.AddQuizEvent(r.Context(), learnerID(r), q.ID, store.QuizReveal, ""); err != nil {
@@ -213,7 +214,7 @@ func (s *Server) noteFormatError(r *http.Request, q *quiz.Question, err error, r
 }
 
 func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *lessons.Course, q *quiz.Question) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	parseErr := r.ParseForm()
 	slug := lessonFor(c, q.ID, r.PostForm.Get("lesson"))
 	anchor := r.PostForm.Get("anchor")
@@ -223,7 +224,7 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 	values := r.PostForm["answer"]
 	qc, err := s.quizCtxFor(r, c, slug, lang)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.PageError(w, r, err)
 		return
 	}
 	if parseErr == nil && r.PostForm.Get("reveal") != "" {
@@ -234,12 +235,12 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 		if anchor == "" {
 			anchor = inlinePrefix + q.ID
 		}
-		u := lessonHref(slug) + "?" + url.Values{"reveal": {q.ID}, "at": {anchor}}.Encode() + "#" + anchor
+		u := page.LessonHref(slug) + "?" + url.Values{"reveal": {q.ID}, "at": {anchor}}.Encode() + "#" + anchor
 		http.Redirect(w, r, u, http.StatusSeeOther)
 		return
 	}
 	var a quiz.Answer
-	var rejected *Error
+	var rejected *page.Error
 	if parseErr != nil {
 		rejected = bodyError(lang, parseErr)
 	} else if a, parseErr = quiz.FormAnswer(q, values); parseErr != nil {
@@ -271,13 +272,13 @@ func (s *Server) quizAttemptForm(w http.ResponseWriter, r *http.Request, c *less
 // the learner's input kept); anything else is an error page (a form gets a
 // page even on the /api/ path).
 func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, slug string, q *quiz.Question, anchor string, values []string, err error) {
-	var e *Error
-	if errors.As(err, &e) && e.Code == CodeConflict {
+	var e *page.Error
+	if errors.As(err, &e) && e.Code == page.CodeConflict {
 		s.serveLesson(w, r, lessonState{Slug: slug, Status: http.StatusConflict,
 			Quiz: &quizPage{Shown: &quizShown{QuestionID: q.ID, Anchor: anchor, Values: values, Error: e.Message}}})
 		return
 	}
-	s.pageError(w, r, err)
+	s.PageError(w, r, err)
 }
 
 // saveAttempt grades a — the one grading of a submission: the JSON answer
@@ -333,19 +334,19 @@ func lessonFor(c *lessons.Course, questionID, from string) string {
 
 // bodyError is the 400 for a body that could not be read or parsed (its
 // size is limitBodies' business: body_limit.go).
-func bodyError(lang string, err error) *Error {
-	return &Error{Code: CodeBadRequest, Message: tr(lang)("quiz.err.body"), Err: err}
+func bodyError(lang string, err error) *page.Error {
+	return &page.Error{Code: page.CodeBadRequest, Message: tr(lang)("quiz.err.body"), Err: err}
 }
 
 // answerError turns a *quiz.AnswerError into a 400 in the learner's language.
-func answerError(lang string, err error) *Error {
+func answerError(lang string, err error) *page.Error {
 	var ae *quiz.AnswerError
 	if !errors.As(err, &ae) {
-		return &Error{Code: CodeInternal, Message: "internal error; see the server log", Err: err}
+		return &page.Error{Code: page.CodeInternal, Message: "internal error; see the server log", Err: err}
 	}
 	msg := tr(lang)("quiz.err." + string(ae.Kind))
 	if ae.Option != "" {
 		msg = trf(lang, "quiz.err."+string(ae.Kind)+".option", ae.Option) // quiz keeps it short
 	}
-	return &Error{Code: CodeBadRequest, Message: msg, Err: err}
+	return &page.Error{Code: page.CodeBadRequest, Message: msg, Err: err}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // quizCourse is one lesson whose quiz.yaml is quiz/testdata/valid.yaml (one
@@ -102,7 +103,7 @@ func secrets(c *lessons.Course) []string {
 	for _, q := range c.Questions {
 		add(q.Explanation, q.HTML.Explanation, block)
 		for _, o := range q.Options {
-			add(o.Feedback, o.HTML.Feedback, inlineHTML)
+			add(o.Feedback, o.HTML.Feedback, page.InlineHTML)
 		}
 	}
 	return out
@@ -124,7 +125,7 @@ func TestQuizPageHoldsNoAnswers(t *testing.T) {
 		for _, lang := range []string{"zh", "en"} {
 			t.Run(tc.name+"/"+lang, func(t *testing.T) {
 				env := newEnv(t, tc.course)
-				res := env.get(env.client(), lessonHref(tc.slug)+"?lang="+lang)
+				res := env.get(env.client(), page.LessonHref(tc.slug)+"?lang="+lang)
 				body, _ := io.ReadAll(res.Body)
 				res.Body.Close()
 				if res.StatusCode != 200 {
@@ -348,7 +349,7 @@ func TestQuizAttemptRejected(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, body := postJSON(t, env, c, tc.id, tc.body, tc.header...)
-			var e errorBody
+			var e page.ErrorBody
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatalf("body %s: %v", body, err)
 			}

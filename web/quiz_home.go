@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -14,7 +15,7 @@ func (s *Server) quizScores(r *http.Request, rows []views.HomeLesson) error {
 	if err != nil {
 		return err
 	}
-	c, lang := s.course(), langOf(r)
+	c, lang := s.course(), page.LangOf(r)
 	for i := range rows {
 		l := c.Lesson(rows[i].Slug)
 		if l == nil || l.Quiz == nil || len(l.Quiz.Questions) == 0 {

@@ -1,7 +1,9 @@
 package web
 
-// The quiz feature's UI strings (merged into uiStrings in i18n.go).
-var quizStrings = uiTable{
+import "github.com/rdmalab/rdmalab/web/page"
+
+// The quiz feature's UI strings (merged into ui in i18n.go).
+var quizStrings = page.Table{
 	"zh": {
 		"quiz.checkpoint":        "检查点",
 		"quiz.score.label":       "已答对",

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -71,7 +72,7 @@ type quizCtx struct {
 	// RevealAfter is the lesson's number of wrong attempts after which a
 	// question shows its answer (0: only a right answer or "show answer").
 	RevealAfter int
-	// Preview: the page is a draft's preview (drafts.go); its questions
+	// Preview: the page is a draft's preview (draft_preview.go); its questions
 	// cannot be answered.
 	Preview bool
 	// Graded: the lesson is graded work for the learner (graded.go); nil
@@ -356,8 +357,8 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		Action:    attemptsPath(q.ID),
 		Lesson:    lesson,
 		Number:    number,
-		Prompt:    inlineHTML(q.HTML.Prompt.Get(lang)),
-		Hint:      inlineHTML(q.HTML.Hint.Get(lang)),
+		Prompt:    page.InlineHTML(q.HTML.Prompt.Get(lang)),
+		Hint:      page.InlineHTML(q.HTML.Hint.Get(lang)),
 		Unit:      q.Unit,
 		Status:    st,
 		CanReveal: true,
@@ -368,10 +369,10 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 	}
 	text := map[string]template.HTML{} // option id → its text, rendered
 	for _, o := range q.OptionsFor(qc.Learner) {
-		h := inlineHTML(o.HTML.Text.Get(lang))
+		h := page.InlineHTML(o.HTML.Text.Get(lang))
 		text[o.ID] = h
 		v.Options = append(v.Options, views.QuizOption{
-			ID: o.ID, InputID: dom + ":" + o.ID, Text: h, Plain: plainText(o.Text.Get(lang)),
+			ID: o.ID, InputID: dom + ":" + o.ID, Text: h, Plain: page.PlainText(o.Text.Get(lang)),
 		})
 	}
 	if shown == nil || shown.QuestionID != q.ID || (shown.Anchor != "" && shown.Anchor != dom) {
@@ -408,7 +409,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		// Sealed until the close: right or not, the learner's own choice
 		// kept in the form, no marks.
 		v.Result.Withheld, v.Result.Sealed = true, true
-		v.Result.RevealNote = trf(lang, "graded.sealed.note", zoneTime(lang, qc.Graded.Rules.Closes, qc.Graded.Loc))
+		v.Result.RevealNote = trf(lang, "graded.sealed.note", page.ZoneTime(lang, qc.Graded.Rules.Closes, qc.Graded.Loc))
 		if q.Type == quiz.Numeric {
 			v.Result.Number = strconv.FormatFloat(a.Number, 'g', -1, 64)
 		}
@@ -436,7 +437,7 @@ func questionView(lang string, q *quiz.Question, dom, lesson string, number int,
 		ro := views.QuizResultOption{ID: o.ID, Text: text[o.ID], Chosen: o.Chosen, Correct: o.Correct}
 		if o.Feedback != "" { // Grade set it (and Withheld kept it): show it rendered
 			if qo := q.Option(o.ID); qo != nil {
-				ro.Feedback = inlineHTML(qo.HTML.Feedback.Get(lang))
+				ro.Feedback = page.InlineHTML(qo.HTML.Feedback.Get(lang))
 			}
 		}
 		if q.Type == quiz.Order {
@@ -461,11 +462,11 @@ func gradedView(v *views.QuizQuestion, lang, id string, g *gradedLesson) {
 	used := g.Used(id)
 	v.Status.GradedUsed, v.Status.GradedLimit = used, g.Rules.Limit
 	v.Status.GradedCounts = tr(lang)("graded.counts." + string(g.Rules.Counts))
-	v.Status.GradedCloses = zoneTime(lang, g.Rules.Closes, g.Loc)
+	v.Status.GradedCloses = page.ZoneTime(lang, g.Rules.Closes, g.Loc)
 	v.Status.GradedRevealed = g.Revealed(id)
 	switch g.Phase() {
 	case quiz.BeforeOpen:
-		v.Status.GradedOpens = zoneTime(lang, g.Rules.Opens, g.Loc)
+		v.Status.GradedOpens = page.ZoneTime(lang, g.Rules.Opens, g.Loc)
 		v.Locked = trf(lang, "graded.locked.notopen", v.Status.GradedOpens)
 	case quiz.Closed:
 		v.Locked = trf(lang, "graded.locked.closed", v.Status.GradedCloses)
@@ -493,7 +494,7 @@ func revealView(v *views.QuizQuestion, q *quiz.Question, lang string, text map[s
 		for i := range v.Options {
 			o := q.Option(v.Options[i].ID)
 			if o != nil && o.Correct {
-				v.Options[i].Result = &views.QuizResultOption{ID: o.ID, Correct: true, Answer: true, Feedback: inlineHTML(o.HTML.Feedback.Get(lang))}
+				v.Options[i].Result = &views.QuizResultOption{ID: o.ID, Correct: true, Answer: true, Feedback: page.InlineHTML(o.HTML.Feedback.Get(lang))}
 			}
 		}
 	}
@@ -550,5 +551,5 @@ func lessonAnchorURL(slug string, attempt int64, anchor string) string {
 	q := url.Values{}
 	q.Set("attempt", strconv.FormatInt(attempt, 10))
 	q.Set("at", anchor)
-	return lessonHref(slug) + "?" + q.Encode() + "#" + anchor // anchors hold only [a-z0-9._/~-], all valid in a fragment
+	return page.LessonHref(slug) + "?" + q.Encode() + "#" + anchor // anchors hold only [a-z0-9._/~-], all valid in a fragment
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // routes is the whole URL space of the lab (see docs/architecture.md, "HTTP
@@ -15,14 +17,14 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.requestDeadline) // a request's body has one deadline, refused or not (body_limit.go)
 	r.Use(middleware.RequestID)
-	r.Use(s.securityHeaders) // CSP, no framing, nosniff, referrer policy (security_headers.go)
-	r.Use(s.withClientAddr)  // the real client address, behind a trusted proxy too (client_addr.go)
+	r.Use(s.securityHeaders)           // CSP, no framing, nosniff, referrer policy (security_headers.go)
+	r.Use(s.cfg.ClientAddr.Middleware) // the real client address, behind a trusted proxy too (web/page/client_addr.go)
 	r.Use(s.logRequests)
 	r.Use(s.recoverPanics)
 	r.Use(redirectTrailingSlash)   // /lessons/x/ → /lessons/x (trailing_slash.go)
 	r.Use(middleware.GetHead)      // HEAD is answered by the GET route (monitors, link checkers)
 	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
-	r.Use(s.limitBodies)           // every body read up front, at most maxBody (body_limit.go)
+	r.Use(s.limitBodies)           // every body read up front, at most page.MaxBody (body_limit.go)
 	if !s.cfg.NoCompress {
 		r.Use(compressor()) // gzip, deflate; never SSE (compress.go)
 	}
@@ -30,13 +32,13 @@ func (s *Server) routes() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/favicon.ico", s.favicon) // static.go
 	r.Handle(staticPrefix+"*", s.staticHandler())
-	r.Get("/api/reload", s.reloadEvents) // instructor_reload.go: the live-reload stream
+	r.Get("/api/reload", s.reloadEvents) // live_reload.go: the live-reload stream
 
 	// LTI 1.3 (lti_*.go): the tool's endpoints an LMS calls. Login and
 	// launch are cross-site by design (cross_origin.go lets them through;
 	// the launch is trusted only once its signed id_token verifies).
 	r.Group(func(r chi.Router) {
-		r.Use(s.withLang)
+		r.Use(page.WithLang)
 		r.Get("/lti/jwks", s.ltiJWKS)
 		r.Get("/lti/login", s.ltiLogin)
 		r.Post("/lti/login", s.ltiLogin)
@@ -45,65 +47,13 @@ func (s *Server) routes() http.Handler {
 		r.Post("/lti/deep-link/{token}", s.ltiDeepLinkPost)
 	})
 
-	// The instructor area (instructor_*.go, cohorts.go, gradebook.go, answer_key.go, drafts.go).
-	r.Group(func(r chi.Router) {
-		r.Use(s.withLang)
-		r.Get("/instructor/login", s.instructorLoginForm)
-		r.Post("/instructor/login", s.instructorLogin)
-		r.Post("/instructor/logout", s.instructorLogout)
-		r.Get("/instructor/setup", s.instructorSetupForm)
-		r.Post("/instructor/setup", s.instructorSetup)
-		r.Get("/instructor/invite", s.inviteForm)
-		r.Post("/instructor/invite", s.inviteAccept)
-
-		r.Group(func(r chi.Router) {
-			r.Use(s.requireInstructor)
-			r.Get("/instructor", s.instructorDashboard)
-			r.Get("/instructor/export/progress.csv", s.exportProgress)
-			r.Get("/instructor/export/attempts.csv", s.exportAttempts)
-			r.Get("/instructor/export/runs.csv", s.exportRuns)
-			// A TA reaches these, limited to their classes (roles.go).
-			r.Get("/instructor/account", s.accountShow)
-			r.Post("/instructor/account/password", s.accountPassword)
-			r.Get("/instructor/classes", s.cohortsShow)
-			r.Get("/instructor/gradebook", s.gradebookShow)
-			r.Get("/instructor/answers", s.answerKey)
-			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
-			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
-			r.Get("/instructor/classes/{id}/roster/codes.csv", s.rosterCodes)
-			r.Get("/instructor/classes/{id}/graded", s.gradedShow) // graded_settings.go: graded mode per lesson
-			// Instructors only: accounts, invitations, classes, rosters, drafts.
-			r.Group(func(r chi.Router) {
-				r.Use(s.instructorsOnly)
-				r.Post("/instructor/account/invite", s.invitationCreate) // roles.go
-				r.Get("/instructor/invitations", s.invitationsShow)
-				r.Post("/instructor/invitations", s.invitationCreate)
-				r.Post("/instructor/invitations/{id}/revoke", s.invitationRevoke)
-				r.Get("/instructor/drafts", s.draftsIndex) // drafts.go: previews of _drafts/
-				r.Get("/instructor/drafts/{slug}", s.draftShow)
-				r.Get("/instructor/drafts/{slug}/assets/*", s.draftAsset)
-				r.Post("/instructor/classes", s.cohortCreate)
-				r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
-				r.Post("/instructor/classes/{id}/tas", s.cohortTA)
-				r.Post("/instructor/classes/{id}/roster", s.rosterImport)
-				r.Post("/instructor/classes/{id}/graded", s.gradedSet)
-				r.Post("/instructor/classes/{id}/graded/zone", s.gradedZone)
-				r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
-				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
-				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
-				r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
-				r.Get("/instructor/lti", s.ltiAdmin) // lti_admin.go: LMS platforms, the tool's URLs, scores not delivered
-				r.Post("/instructor/lti", s.ltiPlatformAdd)
-				r.Post("/instructor/lti/{id}/remove", s.ltiPlatformRemove)
-			})
-			// Any other instructor URL is guarded too (403/redirect before 404).
-			r.HandleFunc("/instructor/*", s.notFound)
-		})
-	})
+	// The instructor area (web/instructor: routes.go), mounted here so every
+	// middleware above applies to it alike.
+	s.instructors.Routes(r)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.withLearner)
-		r.Use(s.withLang)
+		r.Use(page.WithLang)
 		r.Use(s.guardWrites) // per-address write and new-learner limits (write_guard.go)
 
 		r.Get("/", s.home)
@@ -115,7 +65,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/me", s.meShow) // learner_name.go: a learner's display name
 		r.Post("/me", s.meUpdate)
 		r.Post("/me/signout", s.meSignOut)
-		r.Get("/join", s.joinShow) // cohorts.go: joining a class
+		r.Get("/join", s.joinShow) // join.go: joining a class
 		r.Get("/join/{code}", s.joinShow)
 		r.Post("/join", s.joinPost)
 
@@ -149,7 +99,7 @@ func (s *Server) routes() http.Handler {
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.
-	r.NotFound(s.withLearner(s.withLang(http.HandlerFunc(s.notFound))).ServeHTTP)
-	r.MethodNotAllowed(s.withLearner(s.withLang(http.HandlerFunc(s.methodNotAllowed))).ServeHTTP)
+	r.NotFound(s.withLearner(page.WithLang(http.HandlerFunc(s.NotFound))).ServeHTTP)
+	r.MethodNotAllowed(s.withLearner(page.WithLang(http.HandlerFunc(s.MethodNotAllowed))).ServeHTTP)
 	return r
 }

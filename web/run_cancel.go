@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // runCancel is POST /api/runs/{id}/cancel. The run's final status
@@ -12,10 +13,10 @@ import (
 func (s *Server) runCancel(w http.ResponseWriter, r *http.Request) {
 	id, err := s.cancel(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "status": "cancelling"})
+	page.WriteJSON(w, http.StatusAccepted, map[string]string{"id": id, "status": "cancelling"})
 }
 
 // runCancelForm is POST /runs/{id}/cancel from the run page without
@@ -23,12 +24,12 @@ func (s *Server) runCancel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runCancelForm(w http.ResponseWriter, r *http.Request) {
 	id, err := s.cancel(r)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Code == CodeConflict {
+		var e *page.Error
+		if errors.As(err, &e) && e.Code == page.CodeConflict {
 			http.Redirect(w, r, runHref(id), http.StatusSeeOther) // already over: show how it ended
 			return
 		}
-		s.refused(w, r, err)
+		s.Refused(w, r, err)
 		return
 	}
 	http.Redirect(w, r, runHref(id), http.StatusSeeOther)
@@ -42,13 +43,13 @@ func (s *Server) cancel(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t := tr(langOf(r))
+	t := tr(page.LangOf(r))
 	if run.Learner != learnerID(r) {
-		return run.ID, Errorf(CodeForbidden, t("run.err.notyours"))
+		return run.ID, page.Errorf(page.CodeForbidden, t("run.err.notyours"))
 	}
 	if err := s.cfg.Runner.Cancel(run.ID); err != nil {
 		if errors.Is(err, runner.ErrUnknownRun) {
-			return run.ID, Errorf(CodeConflict, t("run.err.finished"))
+			return run.ID, page.Errorf(page.CodeConflict, t("run.err.finished"))
 		}
 		return run.ID, err
 	}

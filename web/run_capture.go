@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/capture"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // runCaptureJSON is GET /api/runs/{id}/capture: the packets a run captured
@@ -26,17 +27,17 @@ type runCaptureJSON struct {
 func (s *Server) runCapture(w http.ResponseWriter, r *http.Request) {
 	run, c, err := s.loadCapture(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	// hosts are named in the page's language ("rxe1（请求方）" in zh)
-	hosts := c.HostsIn(langOf(r))
+	hosts := c.HostsIn(page.LangOf(r))
 	ps, err := capture.Decode(c.Pcap, hosts)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runCaptureJSON{Iface: c.Iface, Count: len(ps), Dropped: c.Dropped, Hosts: hosts,
+	page.WriteJSON(w, http.StatusOK, runCaptureJSON{Iface: c.Iface, Count: len(ps), Dropped: c.Dropped, Hosts: hosts,
 		Pcap: "/api/runs/" + run + "/capture.pcap", Packets: ps})
 }
 
@@ -45,7 +46,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runCapturePcap(w http.ResponseWriter, r *http.Request) {
 	run, c, err := s.loadCapture(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/vnd.tcpdump.pcap")
@@ -73,7 +74,7 @@ func (s *Server) loadCapture(r *http.Request) (string, *sandbox.Capture, error) 
 		}
 	}
 	if c == nil {
-		return "", nil, Errorf(CodeNotFound, "run "+run.ID+" captured no packets")
+		return "", nil, page.Errorf(page.CodeNotFound, "run "+run.ID+" captured no packets")
 	}
 	return run.ID, c, nil
 }

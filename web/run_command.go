@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // CommandRunner is the part of runner.Runner that delivers learner
@@ -22,57 +23,57 @@ type CommandRunner interface {
 // the stored "command" event.
 func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	if !s.sandboxOn() {
-		s.writeError(w, r, errSandboxOff)
+		s.WriteError(w, r, errSandboxOff)
 		return
 	}
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
-	body, err := io.ReadAll(r.Body) // at most maxBody (body_limit.go)
+	body, err := io.ReadAll(r.Body) // at most page.MaxBody (body_limit.go)
 	if err != nil {
-		s.writeError(w, r, Errorf(CodeBadRequest, err.Error()))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, err.Error()))
 		return
 	}
 	cmd, err := sandbox.DecodeCommand(body)
 	if err != nil {
-		s.writeError(w, r, Errorf(CodeBadRequest, err.Error()))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, err.Error()))
 		return
 	}
 	run, err := s.loadRun(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	if run.Learner != learnerID(r) {
-		s.writeError(w, r, Errorf(CodeForbidden, t("run.err.cmd.notyours")))
+		s.WriteError(w, r, page.Errorf(page.CodeForbidden, t("run.err.cmd.notyours")))
 		return
 	}
 	cr, ok := s.cfg.Runner.(CommandRunner)
 	if !ok {
-		s.writeError(w, r, Errorf(CodeInvalid, t("run.err.cmd.none")))
+		s.WriteError(w, r, page.Errorf(page.CodeInvalid, t("run.err.cmd.none")))
 		return
 	}
 	if err := cr.Command(run.ID, run.Learner, cmd); err != nil {
 		var ce *sandbox.CommandError
 		switch {
 		case errors.As(err, &ce):
-			s.writeError(w, r, Errorf(CodeInvalid, trf(lang, "run.err.cmd.unknown", cmd.Cmd)))
+			s.WriteError(w, r, page.Errorf(page.CodeInvalid, trf(lang, "run.err.cmd.unknown", cmd.Cmd)))
 		case errors.Is(err, sandbox.ErrNotInteractive):
-			s.writeError(w, r, Errorf(CodeInvalid, t("run.err.cmd.none")))
+			s.WriteError(w, r, page.Errorf(page.CodeInvalid, t("run.err.cmd.none")))
 		case errors.Is(err, runner.ErrNotStarted):
-			s.writeError(w, r, Errorf(CodeConflict, t("run.err.cmd.queued")))
+			s.WriteError(w, r, page.Errorf(page.CodeConflict, t("run.err.cmd.queued")))
 		case errors.Is(err, runner.ErrCommandBusy):
-			s.writeError(w, r, Errorf(CodeBusy, t("run.err.cmd.busy")))
+			s.WriteError(w, r, page.Errorf(page.CodeBusy, t("run.err.cmd.busy")))
 		case errors.Is(err, runner.ErrUnknownRun):
-			s.writeError(w, r, Errorf(CodeConflict, t("run.err.finished")))
+			s.WriteError(w, r, page.Errorf(page.CodeConflict, t("run.err.finished")))
 		default:
-			s.writeError(w, r, err)
+			s.WriteError(w, r, err)
 		}
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.ID, "cmd": cmd.Cmd})
+	page.WriteJSON(w, http.StatusAccepted, map[string]string{"id": run.ID, "cmd": cmd.Cmd})
 }
 
-var commandStrings = uiTable{
+var commandStrings = page.Table{
 	"zh": {
 		"run.err.cmd.notyours": "只有提交这个运行的人可以操作它。",
 		"run.err.cmd.unknown":  "这个实验不接受命令“%s”。",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
-	"github.com/rdmalab/rdmalab/web/views"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // runRequest is the body of POST /api/runs.
@@ -30,24 +30,24 @@ type runCreated struct {
 // anyone watches it.
 func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 	if !s.sandboxOn() {
-		s.writeError(w, r, errSandboxOff)
+		s.WriteError(w, r, errSandboxOff)
 		return
 	}
 	// As strict as the quiz API: JSON only, one object, known fields.
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		s.writeError(w, r, Errorf(CodeBadRequest, tr(langOf(r))("run.err.content_type")))
+		s.WriteError(w, r, page.Errorf(page.CodeBadRequest, tr(page.LangOf(r))("run.err.content_type")))
 		return
 	}
 	var req runRequest
-	dec := json.NewDecoder(r.Body) // at most maxBody (body_limit.go)
+	dec := json.NewDecoder(r.Body) // at most page.MaxBody (body_limit.go)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		s.writeError(w, r, &Error{Code: CodeBadRequest, Message: tr(langOf(r))("run.err.json"), Err: err})
+		s.WriteError(w, r, &page.Error{Code: page.CodeBadRequest, Message: tr(page.LangOf(r))("run.err.json"), Err: err})
 		return
 	}
 	if exp := s.cfg.Experiments.Get(req.Experiment); exp != nil {
 		if e := s.noRDMA(r, exp); e != nil {
-			s.writeError(w, r, e)
+			s.WriteError(w, r, e)
 			return
 		}
 	}
@@ -56,12 +56,12 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, runner.ErrBusy) {
 			w.Header().Set("Retry-After", "60")
 		}
-		s.writeError(w, r, submitError(r, err))
+		s.WriteError(w, r, submitError(r, err))
 		return
 	}
 	s.noteRun(r, info.ID)
 	w.Header().Set("Location", "/api/runs/"+info.ID)
-	writeJSON(w, http.StatusCreated, runCreated{ID: info.ID, Status: info.Status, Position: info.Position})
+	page.WriteJSON(w, http.StatusCreated, runCreated{ID: info.ID, Status: info.Status, Position: info.Position})
 }
 
 // runCreateForm is POST /runs, the widget without JavaScript: the form's
@@ -69,27 +69,27 @@ func (s *Server) runCreate(w http.ResponseWriter, r *http.Request) {
 // the run page, which refreshes until the run ends.
 func (s *Server) runCreateForm(w http.ResponseWriter, r *http.Request) {
 	if !s.sandboxOn() {
-		s.refused(w, r, errSandboxOff)
+		s.Refused(w, r, errSandboxOff)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		s.refused(w, r, &Error{Code: CodeBadRequest, Message: "unreadable form", Err: err})
+		s.Refused(w, r, &page.Error{Code: page.CodeBadRequest, Message: "unreadable form", Err: err})
 		return
 	}
 	id := r.PostForm.Get("experiment")
 	exp := s.cfg.Experiments.Get(id)
 	if exp == nil {
-		s.refused(w, r, submitError(r, sandbox.ErrUnknownExperiment))
+		s.Refused(w, r, submitError(r, sandbox.ErrUnknownExperiment))
 		return
 	}
 	if e := s.noRDMA(r, exp); e != nil {
-		s.refused(w, r, e)
+		s.Refused(w, r, e)
 		return
 	}
 	raw := formParams(exp, r.PostForm)
 	info, err := s.cfg.Runner.Submit(learnerID(r), exp.ID, raw)
 	if err != nil {
-		s.refused(w, r, submitError(r, err))
+		s.Refused(w, r, submitError(r, err))
 		return
 	}
 	s.noteRun(r, info.ID)
@@ -113,19 +113,6 @@ func formParams(exp *sandbox.Experiment, form url.Values) map[string]any {
 		}
 	}
 	return raw
-}
-
-// refused shows why a form-posted run did not start.
-func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		s.internalError(w, r, err)
-		return
-	}
-	t := tr(langOf(r))
-	s.render(w, r, e.Code.Status(), views.ErrorView(views.ErrorPage{
-		Chrome: s.chrome(r, t("run.refused")), Status: e.Code.Status(), Heading: t("run.refused"), Message: e.Message,
-	}))
 }
 
 // runHref is the replay page of a run.

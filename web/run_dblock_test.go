@@ -12,18 +12,19 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/runhub"
 )
 
 // recordSignal is the hub with a signal when a run's record starts being
 // written.
 type recordSignal struct {
-	*RunHub
+	*runhub.Hub
 	entered chan string
 }
 
 func (s recordSignal) RunCreated(info sandbox.RunInfo) error {
 	s.entered <- info.Learner
-	return s.RunHub.RunCreated(info)
+	return s.Hub.RunCreated(info)
 }
 
 // While another connection holds the database's write lock, a learner's
@@ -37,8 +38,8 @@ func TestRunnerAnswersWhileDatabaseLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	hub := NewRunHub(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	sink := recordSignal{RunHub: hub, entered: make(chan string, 4)}
+	hub := runhub.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sink := recordSignal{Hub: hub, entered: make(chan string, 4)}
 	reg := runTestRegistry()
 	rn := runner.New(runner.Config{
 		Registry: reg, Sink: sink, Concurrency: 1,

@@ -21,6 +21,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
+	"github.com/rdmalab/rdmalab/web/runhub"
 )
 
 // runEnv is a lab server with a real store, a real runner and the real
@@ -28,7 +30,7 @@ import (
 // part of the host backend is tested in package sandbox).
 type runEnv struct {
 	*testEnv
-	Hub    *RunHub
+	Hub    *runhub.Hub
 	Runner *runner.Runner
 }
 
@@ -168,7 +170,7 @@ func newRunEnvTB(t testing.TB, cfg runner.Config) *runEnv {
 	env.Course.Store(fixtureCourse())
 	log := slog.New(slog.NewTextHandler(env.Logs, nil))
 	reg := runTestRegistry()
-	hub := NewRunHub(db, log)
+	hub := runhub.New(db, log)
 	cfg.Registry = reg
 	cfg.Sink = hub
 	if cfg.Backend == nil {
@@ -180,11 +182,11 @@ func newRunEnvTB(t testing.TB, cfg runner.Config) *runEnv {
 			return be
 		}
 	}
-	rn := runner.New(cfg)
-	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: rn, Runs: hub,
+	runner := runner.New(cfg)
+	srv, err := New(Config{Course: env.Course.Load, Store: db, Logger: log, Experiments: reg, Runner: runner, Runs: hub,
 		// Tests speak for clients at other addresses through the proxy
 		// header (loopback is the trusted proxy).
-		ClientAddr: ClientAddrConfig{Header: "X-Real-IP"}})
+		ClientAddr: page.ClientAddrConfig{Header: "X-Real-IP"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +195,10 @@ func newRunEnvTB(t testing.TB, cfg runner.Config) *runEnv {
 	t.Cleanup(func() {
 		env.HTTP.CloseClientConnections()
 		env.HTTP.Close()
-		rn.Close()
+		runner.Close()
 		db.Close()
 	})
-	return &runEnv{testEnv: env, Hub: hub, Runner: rn}
+	return &runEnv{testEnv: env, Hub: hub, Runner: runner}
 }
 
 // postJSON posts body as JSON and decodes the answer into out (may be nil).

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -14,12 +15,12 @@ const maxHistory = 100
 func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 	runs, err := s.cfg.Store.LearnerRuns(r.Context(), learnerID(r), maxHistory)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
-	v := views.RunList{Chrome: s.chrome(r, t("run.history"))}
+	v := views.RunList{Chrome: s.Chrome(r, t("run.history"))}
 	v.Use(views.TableAssets)
 	for _, run := range runs {
 		title := run.Experiment
@@ -40,7 +41,7 @@ func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	s.render(w, r, http.StatusOK, views.RunListView(v))
+	s.Render(w, r, http.StatusOK, views.RunListView(v))
 }
 
 // clipText shortens s to about n characters on a rune boundary.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // liveRunJSON is the learner's queued or running run, for the widgets.
@@ -28,7 +29,7 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 	if s.sandboxOn() {
 		runs, err := s.cfg.Store.LearnerRuns(r.Context(), learnerID(r), 3)
 		if err != nil {
-			s.writeError(w, r, err)
+			s.WriteError(w, r, err)
 			return
 		}
 		for _, run := range runs {
@@ -38,11 +39,11 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 			}
 			title := run.Experiment
 			if e := s.cfg.Experiments.Get(run.Experiment); e != nil {
-				title = e.Title.Get(langOf(r))
+				title = e.Title.Get(page.LangOf(r))
 			}
 			out.Run = &liveRunJSON{ID: run.ID, Experiment: run.Experiment, Title: title, Params: run.Params, Status: info.Status, Page: runHref(run.ID)}
 			break
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	page.WriteJSON(w, http.StatusOK, out)
 }

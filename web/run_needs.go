@@ -4,9 +4,10 @@ import (
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
-var needsStrings = uiTable{
+var needsStrings = page.Table{
 	"zh": {
 		"run.err.content_type": "请求体必须是 JSON（Content-Type: application/json）。",
 		"run.err.json":         `请求体必须是一个 JSON 对象 {"experiment": "…", "params": {…}}，且没有其他字段。`,
@@ -25,7 +26,7 @@ var needsStrings = uiTable{
 // up, so those runs are queued (the run says why it failed, if it does).
 // The backend's own reason goes to the log; the learner gets a sentence in
 // their language.
-func (s *Server) noRDMA(r *http.Request, exp *sandbox.Experiment) *Error {
+func (s *Server) noRDMA(r *http.Request, exp *sandbox.Experiment) *page.Error {
 	if exp.Needs != sandbox.NeedRDMA || s.cfg.Lab == nil {
 		return nil
 	}
@@ -34,5 +35,5 @@ func (s *Server) noRDMA(r *http.Request, exp *sandbox.Experiment) *Error {
 		return nil
 	}
 	s.log.Warn("RDMA experiment refused: no RDMA backend", "experiment", exp.ID, "reason", l.Reason.Get("en"))
-	return Errorf(CodeUnavailable, tr(langOf(r))("run.err.nordma"))
+	return page.Errorf(page.CodeUnavailable, tr(page.LangOf(r))("run.err.nordma"))
 }

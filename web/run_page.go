@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -23,20 +24,20 @@ const maxPageLogs = 500
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	run, err := s.loadRun(r)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Code == CodeNotFound {
-			s.notFound(w, r)
+		var e *page.Error
+		if errors.As(err, &e) && e.Code == page.CodeNotFound {
+			s.NotFound(w, r)
 			return
 		}
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
 	events, err := s.cfg.Store.RunEvents(r.Context(), run.ID, 0, 0)
 	if err != nil {
-		s.internalError(w, r, err)
+		s.InternalError(w, r, err)
 		return
 	}
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	rv := digestRun(lang, run, events)
 	rv.Params = s.paramsView(run.Experiment, run.Params, lang)
 	if !rv.Final && run.Learner == learnerID(r) && s.cfg.Runner != nil {
@@ -47,7 +48,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	wd.Unavailable = "" // a run of an experiment this build lacks still replays
 	wd.Run = &rv
 	v := views.RunPage{
-		Chrome:      s.chrome(r, trf(lang, "run.title", wd.Title)),
+		Chrome:      s.Chrome(r, trf(lang, "run.title", wd.Title)),
 		Widget:      wd,
 		HistoryHref: "/runs",
 		LessonHref:  s.lessonOf(run.Experiment, lang),
@@ -56,7 +57,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	if len(rv.Steps) > 0 {
 		v.Use(views.Assets{Styles: views.StepThroughAssets.Styles}) // the step list's look, no widget script
 	}
-	s.render(w, r, http.StatusOK, views.RunPageView(v))
+	s.Render(w, r, http.StatusOK, views.RunPageView(v))
 }
 
 // lessonOf finds the first lesson placing the experiment, to go back to.
@@ -72,7 +73,7 @@ func (s *Server) lessonOf(experiment, lang string) string {
 		}
 		for _, seg := range p.Body {
 			if seg.ID == experiment && seg.Kind == lessons.SegExperiment {
-				return lessonHref(l.Slug)
+				return page.LessonHref(l.Slug)
 			}
 		}
 	}
@@ -101,7 +102,7 @@ func digestRun(lang string, run store.Run, events []sandbox.Event) views.RunView
 			rv.Status = string(ev.Status)
 			rv.PositionText = ""
 			if ev.Status == sandbox.StatusQueued && ev.Position > 0 {
-				rv.PositionText = msg // the hub words the wait (run_wait.go)
+				rv.PositionText = msg // the hub words the wait (runhub/queue.go)
 				if rv.PositionText == "" {
 					rv.PositionText = trf(lang, "run.position", ev.Position-1, ev.Position)
 				}

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"time"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // Starting runs is the one thing a learner can do that costs the lab real
@@ -13,11 +15,10 @@ import (
 // queued or running runs (a client that drops its cookie is a new learner
 // each time, but not a new address).
 
-// CodeRateLimited is a learner's own request rate being too high (429).
-// The queue being full for everyone is CodeBusy.
-const CodeRateLimited Code = "rate_limited"
+// A learner's own request rate being too high is page.CodeRateLimited
+// (429); the queue being full for everyone is page.CodeBusy.
 
-var rateLimitStrings = uiTable{
+var rateLimitStrings = page.Table{
 	"zh": {
 		"run.err.rate":     "你提交实验太频繁了：请 %d 秒后再试。",
 		"run.err.addrfull": "来自你这个网络地址的实验已有 %d 个在排队或运行：请等其中一个结束再提交。",
@@ -32,22 +33,22 @@ var rateLimitStrings = uiTable{
 // the no-JavaScript POST /runs). It must run after withLearner.
 func (s *Server) limitRuns(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := addrKey(clientAddr(r))
+		addr := page.AddrKey(page.ClientAddr(r))
 		lim := s.limits
 		ok, wait := lim.runLearner.allow(learnerID(r))
 		if ok {
 			ok, wait = lim.runAddr.allow(addr)
 		}
 		if !ok {
-			secs := retryAfter(w, wait)
+			secs := page.RetryAfter(w, wait)
 			s.log.Warn("run rate limit", "addr", addr, "retry_after_s", secs)
-			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "run.err.rate", secs)))
+			s.refuseWrite(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "run.err.rate", secs)))
 			return
 		}
 		if s.cfg.Runner != nil && lim.active.full(addr, s.runStillGoing) {
-			retryAfter(w, 10*time.Second)
+			page.RetryAfter(w, 10*time.Second)
 			s.log.Warn("runs per address", "addr", addr, "max", s.cfg.Limits.RunsPerAddr)
-			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "run.err.addrfull", s.cfg.Limits.RunsPerAddr)))
+			s.refuseWrite(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "run.err.addrfull", s.cfg.Limits.RunsPerAddr)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -62,5 +63,5 @@ func (s *Server) runStillGoing(id string) bool {
 
 // noteRun counts a submitted run against its client address.
 func (s *Server) noteRun(r *http.Request, id string) {
-	s.limits.active.add(addrKey(clientAddr(r)), id)
+	s.limits.active.add(page.AddrKey(page.ClientAddr(r)), id)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // runJSON is GET /api/runs/{id}.
@@ -35,7 +36,7 @@ type runJSON struct {
 func (s *Server) runShow(w http.ResponseWriter, r *http.Request) {
 	run, err := s.loadRun(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	out := runJSON{
@@ -54,7 +55,7 @@ func (s *Server) runShow(w http.ResponseWriter, r *http.Request) {
 			out.Status, out.Position = info.Status, info.Position
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	page.WriteJSON(w, http.StatusOK, out)
 }
 
 // loadRun reads the run named by the {id} URL param.
@@ -62,7 +63,7 @@ func (s *Server) loadRun(r *http.Request) (store.Run, error) {
 	id := chi.URLParam(r, "id")
 	run, err := s.cfg.Store.Run(r.Context(), id)
 	if errors.Is(err, store.ErrRunNotFound) {
-		return store.Run{}, Errorf(CodeNotFound, "no run with id "+id)
+		return store.Run{}, page.Errorf(page.CodeNotFound, "no run with id "+id)
 	}
 	return run, err
 }

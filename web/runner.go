@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // Runner is what the run handlers need from runner.Runner.
@@ -17,7 +18,7 @@ type Runner interface {
 
 // errSandboxOff answers experiment requests on a server started without
 // a runner.
-var errSandboxOff = Errorf(CodeUnavailable, "experiments are not enabled on this server")
+var errSandboxOff = page.Errorf(page.CodeUnavailable, "experiments are not enabled on this server")
 
 // sandboxOn reports whether runs can be submitted and streamed.
 func (s *Server) sandboxOn() bool {
@@ -27,29 +28,29 @@ func (s *Server) sandboxOn() bool {
 // submitError turns a Submit error into a user-facing one in the
 // learner's language.
 func submitError(r *http.Request, err error) error {
-	t := tr(langOf(r))
+	t := tr(page.LangOf(r))
 	var pe *sandbox.ParamError
 	switch {
 	case errors.As(err, &pe):
 		// 400 as the interface promises; the message names the param and its bounds.
 		msg := pe.Message
-		if m := pe.Messages.Get(langOf(r)); m != "" {
+		if m := pe.Messages.Get(page.LangOf(r)); m != "" {
 			msg = m // the bounds in the learner's language, not English inside Chinese
 		}
-		return &Error{Code: CodeBadRequest, Message: trf(langOf(r), "run.err.param", pe.Param, msg), Err: err}
+		return &page.Error{Code: page.CodeBadRequest, Message: trf(page.LangOf(r), "run.err.param", pe.Param, msg), Err: err}
 	case errors.Is(err, sandbox.ErrUnknownExperiment):
-		return &Error{Code: CodeBadRequest, Message: t("run.err.unknown") + ": " + err.Error(), Err: err}
+		return &page.Error{Code: page.CodeBadRequest, Message: t("run.err.unknown") + ": " + err.Error(), Err: err}
 	case errors.Is(err, runner.ErrLearnerActive):
-		return &Error{Code: CodeConflict, Message: t("run.err.active"), Err: err}
+		return &page.Error{Code: page.CodeConflict, Message: t("run.err.active"), Err: err}
 	case errors.Is(err, runner.ErrBusy):
-		return &Error{Code: CodeBusy, Message: t("run.err.busy"), Err: err}
+		return &page.Error{Code: page.CodeBusy, Message: t("run.err.busy"), Err: err}
 	case errors.Is(err, runner.ErrClosed):
-		return &Error{Code: CodeUnavailable, Message: t("run.err.closed"), Err: err}
+		return &page.Error{Code: page.CodeUnavailable, Message: t("run.err.closed"), Err: err}
 	}
 	return err
 }
 
-var runStrings = uiTable{
+var runStrings = page.Table{
 	"zh": {
 		"run.kicker":             "实验",
 		"run.run":                "运行",
@@ -107,7 +108,6 @@ var runStrings = uiTable{
 		"run.lab.none":           "这台机器没有 Soft-RoCE 实验环境：%s",
 		"run.lab.unknown":        "Soft-RoCE 实验环境：状态未知（%s）",
 		"run.nojs":               "浏览器没有运行 JavaScript：按“运行”会打开这次运行的页面，页面会自动刷新直到结束。",
-		"run.refused":            "没能开始运行",
 		"run.back":               "返回",
 		"run.again":              "回到课文再运行一次",
 		"run.err.param":          "参数 %s 不合法：%s",
@@ -182,7 +182,6 @@ var runStrings = uiTable{
 		"run.lab.none":           "No Soft-RoCE lab on this machine: %s",
 		"run.lab.unknown":        "Soft-RoCE lab: state unknown (%s)",
 		"run.nojs":               "JavaScript is off: Run opens this run's page, which refreshes until the run ends.",
-		"run.refused":            "The run could not start",
 		"run.back":               "Back",
 		"run.again":              "Back to the lesson to run it again",
 		"run.err.param":          "param %s is not valid: %s",

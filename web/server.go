@@ -13,6 +13,9 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/instructor"
+	"github.com/rdmalab/rdmalab/web/page"
+	"github.com/rdmalab/rdmalab/web/runhub"
 )
 
 // Config is what the server needs. Features add fields here (runner, lab
@@ -37,7 +40,7 @@ type Config struct {
 	// answers 503 and widgets say experiments are off.
 	Experiments *sandbox.Registry
 	Runner      Runner
-	Runs        *RunHub
+	Runs        *runhub.Hub
 
 	// Lab is the RDMA backend's state for GET /api/lab and /lab (lab_*.go);
 	// nil: the lab says no backend was started.
@@ -49,9 +52,9 @@ type Config struct {
 	Live *lessons.Live
 
 	// ClientAddr says how to find a request's real client address behind
-	// a proxy (client_addr.go); Limits bounds what one address may do
+	// a proxy (web/page/client_addr.go); Limits bounds what one address may do
 	// (limits.go). Zero values: the TCP peer, and DefaultLimits.
-	ClientAddr ClientAddrConfig
+	ClientAddr page.ClientAddrConfig
 	Limits     Limits
 
 	// Terminals gives each learner a shell in a guest of their own
@@ -68,6 +71,8 @@ type Config struct {
 
 // Server serves the lab. It is safe for concurrent use.
 type Server struct {
+	page.Base // render, chrome, error pages, JSON errors (web/page)
+
 	cfg     Config
 	log     *slog.Logger
 	handler http.Handler
@@ -78,6 +83,8 @@ type Server struct {
 	crowd       addrCrowd      // learners per client address, for /lab (lab_class.go)
 	deepLinks   deepLinks      // deep-linking pickers waiting for a choice (lti_deeplink.go)
 	frames      frameAncestors // LMS origins that may frame the lab (security_headers.go)
+
+	instructors *instructor.Area // the instructor area, mounted by routes (web/instructor)
 }
 
 // New checks cfg and builds the router.
@@ -94,6 +101,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{cfg: cfg, log: log, limits: newLimiters(cfg.Limits)}
+	s.Base = page.Base{Log: log, Strings: ui, Live: cfg.Live != nil}
+	ic := instructor.Config{Base: s.Base, Course: cfg.Course, Store: cfg.Store, Logger: log,
+		Experiments: cfg.Experiments, Live: cfg.Live, Learners: learnerSide{s}, Now: cfg.Now,
+		PlatformsChanged: s.frames.forget}
+	if cfg.LTI != nil && cfg.LTI.Tool != nil {
+		ic.LTI, ic.LTIBase = cfg.LTI.Tool, s.ltiBase
+	}
+	s.instructors = instructor.New(ic)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -111,3 +126,26 @@ func (s *Server) now() time.Time {
 	}
 	return time.Now()
 }
+
+// learnerSide is what the instructor area asks of the learner's pages
+// (instructor.LearnerSide).
+type learnerSide struct{ s *Server }
+
+func (l learnerSide) CookieLearner(r *http.Request) string {
+	c, err := r.Cookie(learnerCookie)
+	if err != nil {
+		return ""
+	}
+	return l.s.cookieLearner(c.Value) // learner_sign.go: "" unless valid (and signed, with a key)
+}
+
+func (l learnerSide) HasLearnerCookie(r *http.Request) bool {
+	c, err := r.Cookie(learnerCookie)
+	return err == nil && store.ValidLearnerID(cookieIDPart(c.Value))
+}
+
+func (l learnerSide) LearnerID(r *http.Request) string { return learnerID(r) }
+
+func (l learnerSide) DraftShow(w http.ResponseWriter, r *http.Request) { l.s.draftShow(w, r) }
+
+func (l learnerSide) DraftAsset(w http.ResponseWriter, r *http.Request) { l.s.draftAsset(w, r) }

@@ -20,12 +20,12 @@ func (s *Server) staticHandler() http.Handler {
 		name := strings.TrimPrefix(r.URL.Path, staticPrefix)
 		hash := static.Hash(name)
 		if hash == "" {
-			s.notFound(w, r)
+			s.NotFound(w, r)
 			return
 		}
 		b, err := fs.ReadFile(static.FS, name)
 		if err != nil {
-			s.notFound(w, r)
+			s.NotFound(w, r)
 			return
 		}
 		h := w.Header()
@@ -44,7 +44,7 @@ func (s *Server) staticHandler() http.Handler {
 func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
 	b, err := fs.ReadFile(static.FS, "favicon.ico")
 	if err != nil {
-		s.notFound(w, r)
+		s.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "image/x-icon")

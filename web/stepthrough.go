@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -87,7 +88,7 @@ var stepClientKeys = []string{
 	"steps.done", "steps.cancelled", "steps.timed-out", "steps.interrupted", "steps.err", "run.connection",
 }
 
-var stepStrings = uiTable{
+var stepStrings = page.Table{
 	"zh": {
 		"steps.kicker":      "单步实验",
 		"steps.start":       "开始",

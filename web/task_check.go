@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -58,7 +59,7 @@ const (
 )
 
 // taskStrings are the :::task widget's and the Check endpoint's texts.
-var taskStrings = uiTable{
+var taskStrings = page.Table{
 	"zh": {
 		"task.heading":     "任务 %d",
 		"task.check":       "检查",
@@ -125,7 +126,7 @@ func checksText(lang string, n int) string {
 }
 
 func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	t := tr(lang)
 	l := s.course().Lesson(chi.URLParam(r, "slug"))
 	var task *lessons.Task
@@ -133,44 +134,44 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		task = l.Task(chi.URLParam(r, "id"))
 	}
 	if task == nil {
-		s.writeError(w, r, Errorf(CodeNotFound, t("task.unknown")))
+		s.WriteError(w, r, page.Errorf(page.CodeNotFound, t("task.unknown")))
 		return
 	}
 	v, ok := s.cfg.Terminals.(TaskVerifier)
 	if s.cfg.Terminals == nil || !ok {
-		s.writeError(w, r, Errorf(CodeUnavailable, t("term.off")))
+		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, t("term.off")))
 		return
 	}
 	learner := learnerID(r)
 	if ok, wait := s.limits.taskCheck.allow(learner); !ok {
-		s.writeError(w, r, Errorf(CodeRateLimited, trf(lang, "task.rate", retryAfter(w, wait))))
+		s.WriteError(w, r, page.Errorf(page.CodeRateLimited, trf(lang, "task.rate", page.RetryAfter(w, wait))))
 		return
 	}
 	if _, busy := taskChecking.LoadOrStore(learner, struct{}{}); busy {
-		s.writeError(w, r, Errorf(CodeConflict, t("task.busy")))
+		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("task.busy")))
 		return
 	}
 	verdict, err := v.VerifyTask(r.Context(), learner, task.Script, lang)
 	taskChecking.Delete(learner)
 	switch {
 	case errors.Is(err, ErrNoTerminal):
-		writeJSON(w, http.StatusOK, taskCheckResponse{Status: "no-terminal", Message: t("task.noterm")})
+		page.WriteJSON(w, http.StatusOK, taskCheckResponse{Status: "no-terminal", Message: t("task.noterm")})
 		return
 	case errors.Is(err, ErrTaskBusy):
-		s.writeError(w, r, Errorf(CodeConflict, t("task.busy")))
+		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("task.busy")))
 		return
 	case err != nil:
 		s.log.Warn("task check", "lesson", l.Slug, "task", task.ID, "err", err)
-		s.writeError(w, r, Errorf(CodeUnavailable, trf(lang, "task.error", err.Error())))
+		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, trf(lang, "task.error", err.Error())))
 		return
 	}
 	if err := s.cfg.Store.RecordTaskCheck(r.Context(), learner, l.Slug, task.ID, verdict.Passed); err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	recs, err := s.cfg.Store.LessonTasks(r.Context(), learner, l.Slug)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.WriteError(w, r, err)
 		return
 	}
 	rec := recs[task.ID]
@@ -191,7 +192,7 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Status, resp.Message = "failed", trf(lang, key, detail)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	page.WriteJSON(w, http.StatusOK, resp)
 }
 
 // taskHint is the first lines of a script's output, bounded, valid UTF-8.

@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/coder/websocket"
 
+	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
@@ -152,7 +153,7 @@ type termMsg struct {
 }
 
 func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
-	lang := langOf(r)
+	lang := page.LangOf(r)
 	if s.cfg.Terminals == nil {
 		http.Error(w, tr(lang)("term.off"), http.StatusServiceUnavailable)
 		return
@@ -367,7 +368,7 @@ func dim(s string, def uint16) uint16 {
 	return uint16(n)
 }
 
-var terminalStrings = uiTable{
+var terminalStrings = page.Table{
 	"zh": {
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
 		"term.lede.kept":        "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键（或有人排队时关掉页面 2 分钟后），它会被收起：文件和命令历史会保存下来，%s内你回来时原样恢复（正在运行的程序会结束）。",
@@ -476,19 +477,19 @@ func keepSpan(lang string, d time.Duration) string {
 // and nothing of it is kept; their next attach gets a fresh one.
 func (s *Server) terminalReset(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Terminals == nil {
-		s.writeError(w, r, Errorf(CodeUnavailable, tr(langOf(r))("term.off")))
+		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, tr(page.LangOf(r))("term.off")))
 		return
 	}
 	c, err := r.Cookie(learnerCookie)
 	if err != nil || s.cookieLearner(c.Value) == "" || s.cookieLearner(c.Value) != learnerID(r) {
-		s.writeError(w, r, Errorf(CodeForbidden, "no learner cookie"))
+		s.WriteError(w, r, page.Errorf(page.CodeForbidden, "no learner cookie"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	if err := s.cfg.Terminals.Reset(ctx, learnerID(r)); err != nil {
-		s.writeError(w, r, Errorf(CodeUnavailable, tr(langOf(r))("term.resetfailed")))
+		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, tr(page.LangOf(r))("term.resetfailed")))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"msg": tr(langOf(r))("term.resetdone")})
+	page.WriteJSON(w, http.StatusOK, map[string]string{"msg": tr(page.LangOf(r))("term.resetdone")})
 }

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"sync"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // Terminals are few (a guest each) and a learner is a cookie: one client
@@ -91,7 +93,7 @@ func (s *Server) termPerAddr() int {
 // termAdmit applies this file's bounds to a terminal request of learner:
 // a refusal message in lang (and no leave), or a leave func.
 func (s *Server) termAdmit(r *http.Request, learner, lang string) (leave func(), refusal string) {
-	addr := addrKey(clientAddr(r))
+	addr := page.AddrKey(page.ClientAddr(r))
 	if !s.mayCreateLearner(r, learner) {
 		s.log.Warn("new learner limit (terminal)", "addr", addr)
 		return nil, trf(lang, "limit.new_learners", int(s.cfg.Limits.NewLearnerEvery.Seconds()))

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net/url"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // Task setups: a lesson's :::task may name a setup script (setup=…), lesson
@@ -56,7 +58,7 @@ func (s *Server) runTaskSetups(ctx context.Context, learner, slug, lang string, 
 }
 
 // termSetupStrings are what the learner reads while a setup runs.
-var termSetupStrings = uiTable{
+var termSetupStrings = page.Table{
 	"zh": {
 		"term.setup":       "正在为本课的任务准备你的虚拟机……",
 		"term.setupfailed": "没能为任务「%s」准备好你的虚拟机；检查时会告诉你缺了什么。",

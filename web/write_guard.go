@@ -3,9 +3,11 @@ package web
 import (
 	"net/http"
 	"time"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
-var writeGuardStrings = uiTable{
+var writeGuardStrings = page.Table{
 	"zh": {
 		"limit.writes":       "来自你这个网络地址的请求太频繁了，这次没有保存：请 %d 秒后再试。",
 		"limit.new_learners": "来自你这个网络地址的新学员太多了，这次没有保存：请 %d 秒后再试。如果整个班级共用一个地址，请管理员查看 docs/operations.md 中的“限制”一节。",
@@ -28,44 +30,44 @@ func (s *Server) guardWrites(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := addrKey(clientAddr(r))
+		addr := page.AddrKey(page.ClientAddr(r))
 		s.crowd.saw(addr, learnerID(r), time.Now()) // /lab warns when a class shares one address (lab_class.go)
 		if ok, wait := s.limits.write.allow(addr); !ok {
-			secs := retryAfter(w, wait)
+			secs := page.RetryAfter(w, wait)
 			s.log.Warn("write rate limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
-			s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "limit.writes", secs)))
+			s.refuseWrite(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "limit.writes", secs)))
 			return
 		}
 		known, err := s.cfg.Store.LearnerKnown(r.Context(), learnerID(r))
 		if err != nil {
-			if e := s.storeUnavailable(w, r, err); e != nil {
+			if e := s.StoreUnavailable(w, r, err); e != nil {
 				s.refuseWrite(w, r, e)
 				return
 			}
-			s.internalError(w, r, err)
+			s.InternalError(w, r, err)
 			return
 		}
 		if !known {
 			if ok, wait := s.limits.newLearner.allow(addr); !ok {
-				secs := retryAfter(w, wait)
+				secs := page.RetryAfter(w, wait)
 				s.log.Warn("new learner limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
-				s.refuseWrite(w, r, Errorf(CodeRateLimited, trf(langOf(r), "limit.new_learners", secs)))
+				s.refuseWrite(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "limit.new_learners", secs)))
 				return
 			}
 		}
-		s.markStaffWrite(r) // an instructor's own writes never count as a learner's (cohort_staff.go)
+		s.instructors.MarkStaffWrite(r) // an instructor's own writes never count as a learner's (instructor/staff.go)
 		next.ServeHTTP(w, r)
 	})
 }
 
 // refuseWrite answers a refused write in the route's own format: JSON on
 // the API, an error page with the reason elsewhere.
-func (s *Server) refuseWrite(w http.ResponseWriter, r *http.Request, e *Error) {
-	if isAPI(r) {
-		s.writeError(w, r, e)
+func (s *Server) refuseWrite(w http.ResponseWriter, r *http.Request, e *page.Error) {
+	if page.IsAPI(r) {
+		s.WriteError(w, r, e)
 		return
 	}
-	s.refused(w, r, e)
+	s.Refused(w, r, e)
 }
 
 // mayCreateLearner reports whether a request may write for learner: always
@@ -78,6 +80,6 @@ func (s *Server) mayCreateLearner(r *http.Request, learner string) bool {
 	if err != nil || known {
 		return true // a database error shows up where the write is tried
 	}
-	ok, _ := s.limits.newLearner.allow(addrKey(clientAddr(r)))
+	ok, _ := s.limits.newLearner.allow(page.AddrKey(page.ClientAddr(r)))
 	return ok
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
-	"github.com/rdmalab/rdmalab/web"
+	"github.com/rdmalab/rdmalab/web/runhub"
 )
 
 // experimentRegistry is every experiment this binary can run; serve (for
@@ -41,7 +41,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // DefaultShareRuns is --share-runs: a class pressing Run within seconds
-// of each other shares one run (sandbox/runner/share.go); 5 s covers a
+// of each other shares one run (sandbox/runner_share.go); 5 s covers a
 // class told "now press Run" without sharing a run that is half over.
 const DefaultShareRuns = 5 * time.Second
 
@@ -99,7 +99,7 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 // streams run events, the runner, and the backend of RDMA experiments.
 type labSandbox struct {
 	Registry  *sandbox.Registry
-	Hub       *web.RunHub
+	Hub       *runhub.Hub
 	Runner    *runner.Runner
 	RDMA      sandbox.Backend
 	Fleet     *fleet.Server // the workers; nil without --workers-listen
@@ -169,7 +169,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 			concurrency = 1 << 16 // the workers' slots, which come and go, are the limit
 		}
 	}
-	hub := web.NewRunHub(db, log)
+	hub := runhub.New(db, log)
 	// The wait a queued learner is told starts from earlier runs' lengths.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	expect, err := db.RunDurations(ctx, 5)
@@ -177,7 +177,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		log.Warn("run durations unread: queued learners get no wait estimate until runs finish", "err", err)
 	}
-	rn := runner.New(runner.Config{
+	runner := runner.New(runner.Config{
 		Registry: reg,
 		Backend: func(n sandbox.Need) sandbox.Backend {
 			if n == sandbox.NeedRDMA {
@@ -193,7 +193,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 		Logger:      log,
 		Expect:      expect,
 	})
-	return &labSandbox{Registry: reg, Hub: hub, Runner: rn, RDMA: rdma, Fleet: fl, closeRDMA: closeRDMA}, nil
+	return &labSandbox{Registry: reg, Hub: hub, Runner: runner, RDMA: rdma, Fleet: fl, closeRDMA: closeRDMA}, nil
 }
 
 // Close ends every active run as interrupted (killing its processes, so

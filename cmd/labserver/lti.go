@@ -13,6 +13,7 @@ import (
 	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 const ltiUsage = `usage: labserver lti add --issuer URL --client-id ID --auth-url URL --token-url URL --jwks-url URL --deployment ID [--deployment ID…] [--frame-origin URL…]
@@ -59,7 +60,7 @@ func runLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "labserver lti urls: --public-url (or LAB_PUBLIC_URL) is required: the LMS must reach these URLs")
 			return 2
 		}
-		for _, u := range web.ToolURLs(strings.TrimSuffix(*public, "/"), func(k string) string { return web.UIText("en", k) }) {
+		for _, u := range instructor.ToolURLs(strings.TrimSuffix(*public, "/"), func(k string) string { return web.UIText("en", k) }) {
 			fmt.Fprintf(stdout, "%-40s %s\n", u.Label, u.Value)
 		}
 		return 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 const rosterUsage = `usage: labserver roster import --class CODE FILE.csv [--db PATH]  import a class roster (student id, name)
@@ -51,7 +52,7 @@ func runRoster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var data []byte
 	if verb == "import" {
 		var err error
-		if data, err = readBounded(files[0], web.MaxRosterFile); err != nil {
+		if data, err = readBounded(files[0], instructor.MaxRosterFile); err != nil {
 			fmt.Fprintln(stderr, "labserver roster:", err)
 			return 1
 		}
@@ -85,15 +86,15 @@ func runRoster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "labserver roster: class %q has no roster yet (labserver roster import --class %s FILE)\n", c.Name, c.Code)
 			return 1
 		}
-		stdout.Write(web.RosterCodesCSV(c, seats))
+		stdout.Write(instructor.RosterCodesCSV(c, seats))
 		return 0
 	}
 	if c.Archived() {
 		fmt.Fprintf(stderr, "labserver roster: class %q is archived; import into the open class of this term\n", c.Name)
 		return 1
 	}
-	good, problems := web.ParseRoster(data)
-	for _, p := range web.RosterProblems("en", problems) {
+	good, problems := instructor.ParseRoster(data)
+	for _, p := range instructor.RosterProblems(func(k string) string { return web.UIText("en", k) }, problems) {
 		fmt.Fprintf(stderr, "%s: %s\n", files[0], p)
 	}
 	if len(good) == 0 {

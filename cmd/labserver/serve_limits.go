@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rdmalab/rdmalab/web"
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // limitsConfig is how serve finds client addresses behind a proxy and how
@@ -42,10 +43,10 @@ func limitFlags(fset *flag.FlagSet, c *limitsConfig, env func(key, def string) s
 }
 
 // webLimits turns the flags into the web server's settings.
-func (c limitsConfig) webLimits() (web.ClientAddrConfig, web.Limits, error) {
-	ca := web.ClientAddrConfig{Header: c.ProxyHeader}
+func (c limitsConfig) webLimits() (page.ClientAddrConfig, web.Limits, error) {
+	ca := page.ClientAddrConfig{Header: c.ProxyHeader}
 	if c.Proxies != "" {
-		p, err := web.ParseProxies(c.Proxies)
+		p, err := page.ParseProxies(c.Proxies)
 		if err != nil {
 			return ca, web.Limits{}, fmt.Errorf("%w: --trusted-proxies: %w", errUsage, err)
 		}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/web"
+	"github.com/rdmalab/rdmalab/web/instructor"
 )
 
 // liveCourse is serve's live reload of an instructor's course folder
@@ -61,7 +61,7 @@ func (m *Main) courseNow() *lessons.Course {
 // LAB_ADMIN_PASSWORD it sets the "admin" account's password; otherwise,
 // while no instructor account exists, it prints a one-time setup link.
 func (m *Main) announceInstructorSetup(ctx context.Context) error {
-	path, err := web.SetupInstructors(ctx, m.DB, m.Getenv("LAB_ADMIN_PASSWORD"))
+	path, err := instructor.SetupInstructors(ctx, m.DB, m.Getenv("LAB_ADMIN_PASSWORD"))
 	if err != nil {
 		return fmt.Errorf("instructor account (LAB_ADMIN_PASSWORD): %w", err)
 	}

@@ -1,7 +1,7 @@
 package views
 
 // Drafts is /instructor/drafts: the lessons of the course's _drafts/
-// folder with their check findings (web/drafts.go).
+// folder with their check findings (web/instructor/drafts.go, web/draft_preview.go).
 type Drafts struct {
 	Chrome
 	Present  bool         // the course folder has a _drafts/ folder

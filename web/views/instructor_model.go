@@ -19,16 +19,20 @@ type InstructorLogin struct {
 	Setup    bool   // no instructor exists yet: say how to get the setup link
 }
 
-// InstructorSetup is the one-time setup form reached by the link printed at
-// the first start.
+// InstructorSetup is the form of an account link: the setup link printed
+// at the first start, or an invitation an instructor made.
 type InstructorSetup struct {
 	Chrome
-	Action   string
-	Token    string
-	Username string
-	Error    string
-	Invalid  bool   // the link is used, expired or wrong
-	Lede     string // the invitation's own lede (a TA's); "" for the default
+	Kind        string // "setup" (the first-start link) or "invite": the page's test ids
+	Heading     string
+	Action      string
+	Token       string
+	Username    string
+	Error       string
+	Invalid     bool   // the link is used, expired or wrong
+	InvalidText string // what the page says then
+	Lede        string // the invitation's own lede (a TA's); "" for DefaultLede
+	DefaultLede string
 }
 
 // DisplayNameForm is the learner's /me page.

@@ -1,0 +1,53 @@
+package instructor
+
+import "github.com/rdmalab/rdmalab/web/page"
+
+// Strings of the account page and invitation links (account.go).
+var accountStrings = page.Table{
+	"zh": {
+		"acct.title":          "教师账号",
+		"acct.link":           "账号",
+		"acct.instructors":    "教师",
+		"acct.you":            "你",
+		"acct.invite":         "邀请另一位教师",
+		"acct.invite.lede":    "生成一个一次性链接，发给另一位教师：打开后自己设置用户名和密码。链接 72 小时内有效，只能用一次。",
+		"acct.invite.submit":  "生成邀请链接",
+		"acct.invite.made":    "邀请链接已生成，在被使用、撤销或过期之前，本页都会显示它。有效期至",
+		"acct.pw":             "修改我的密码",
+		"acct.pw.current":     "当前密码",
+		"acct.pw.submit":      "修改密码",
+		"acct.pw.saved":       "密码已修改；你在其他设备上的登录已失效。",
+		"acct.pw.wrong":       "当前密码不正确。",
+		"acct.pw.invalid":     "新密码需要 %d 到 %d 个字符（字节）。",
+		"acct.join.title":     "加入教师团队",
+		"acct.join.ta":        "你收到了班级「%s」的助教邀请：你将能查看这个班级的概览、成绩册和花名册。请设置用户名和密码（至少 10 个字符）。",
+		"acct.join.lede":      "你收到了一个教师邀请。请设置用户名和密码（至少 10 个字符）。",
+		"acct.join.invalid":   "这个邀请链接无效：它已被使用、撤销或已过期。请向邀请你的教师要一个新链接。",
+		"acct.join.rules":     "用户名 1 到 %d 个字符：字母（只用一种文字；拉丁字母可以和汉字、假名、谚文同用）、数字 0–9、「.」「_」「-」；密码 %d 到 %d 个字符。",
+		"acct.join.lookalike": "这个用户名看起来和已有的账户名一样（例如西里尔字母「а」冒充拉丁字母「a」）；请换一个。",
+		"acct.join.taken":     "这个用户名已被使用，请换一个。",
+	},
+	"en": {
+		"acct.title":          "Instructor accounts",
+		"acct.link":           "Accounts",
+		"acct.instructors":    "Instructors",
+		"acct.you":            "you",
+		"acct.invite":         "Invite another instructor",
+		"acct.invite.lede":    "Make a one-time link and send it to another instructor, who then chooses a username and password. The link works once, for 72 hours.",
+		"acct.invite.submit":  "Make an invitation link",
+		"acct.invite.made":    "Invitation link made; this page shows it until it is used, revoked or expires. Valid until",
+		"acct.pw":             "Change my password",
+		"acct.pw.current":     "Current password",
+		"acct.pw.submit":      "Change password",
+		"acct.pw.saved":       "Password changed; your sessions on other devices have ended.",
+		"acct.pw.wrong":       "The current password is wrong.",
+		"acct.pw.invalid":     "The new password must have %d to %d characters (bytes).",
+		"acct.join.title":     "Join as an instructor",
+		"acct.join.ta":        "You were invited as a TA of the class \"%s\": you will see its dashboard, gradebook and roster. Choose a username and a password (at least 10 characters).",
+		"acct.join.lede":      "You were invited as an instructor. Choose a username and a password (at least 10 characters).",
+		"acct.join.invalid":   "This invitation link is invalid: it was used, revoked or has expired. Ask the instructor who invited you for a new one.",
+		"acct.join.rules":     "The username must have 1 to %d characters: letters (of one script; Latin may mix with Chinese, kana or Hangul), digits 0–9, '.', '_' or '-'; the password %d to %d characters.",
+		"acct.join.lookalike": "This username looks like an existing account's name (a Cyrillic 'а' for a Latin 'a', say); choose another.",
+		"acct.join.taken":     "This username is taken; choose another.",
+	},
+}

@@ -1,0 +1,53 @@
+package instructor
+
+import "github.com/rdmalab/rdmalab/web/page"
+
+// Strings of the answer key (answer_key.go).
+var answerKeyStrings = page.Table{
+	"zh": {
+		"key.title":           "答案与解析",
+		"key.link":            "答案与解析",
+		"key.lede":            "每道题的正确答案、各选项的反馈和解析，只对教师和助教开放。打印本页会连同答案一起打印（网站的页眉页脚不打印），每课从新的一页开始；要发给学生的题目纸，请先切换到「只看题目」。",
+		"key.sheet":           "题目纸",
+		"key.sheet.lede":      "只有题目和选项，没有答案、反馈、提示和解析：打印本页即得到可以发给学生的题目纸，每课从新的一页开始。",
+		"key.withanswers":     "显示答案",
+		"key.questionsonly":   "只看题目（打印题目纸）",
+		"key.lessons":         "课",
+		"key.all":             "全部",
+		"key.colon":           "：",
+		"key.class.stats":     "%s：%d 人作答，首次答对 %d%%。",
+		"key.class.none":      "%s：还没有人作答。",
+		"key.class.first":     "（首次选择：%d 人）",
+		"key.class.misplaced": "（首次作答中放错位置：%d 人）",
+		"key.answer":          "答案",
+		"key.hint":            "提示",
+		"key.explanation":     "解析",
+		"key.type.single":     "单选",
+		"key.type.multi":      "多选",
+		"key.type.numeric":    "数值",
+		"key.type.order":      "排序",
+	},
+	"en": {
+		"key.title":           "Answer key",
+		"key.link":            "Answer key",
+		"key.lede":            "Each question with its answer, each option's feedback and the explanation; for instructors and TAs only. Printing this page prints the answers too (without the site's header and footer), each lesson on a new page; for a sheet to hand out, switch to \"Questions only\" first.",
+		"key.sheet":           "Question sheet",
+		"key.sheet.lede":      "Questions and options only, with no answers, feedback, hints or explanations: print this page for a sheet to hand out, each lesson on a new page.",
+		"key.withanswers":     "Show answers",
+		"key.questionsonly":   "Questions only (print a question sheet)",
+		"key.lessons":         "Lessons",
+		"key.all":             "All",
+		"key.colon":           ": ",
+		"key.class.stats":     "%s: answered by %d, %d%% right on the first try.",
+		"key.class.none":      "%s: nobody has answered yet.",
+		"key.class.first":     "(first choice: %d)",
+		"key.class.misplaced": "(misplaced in first answers: %d)",
+		"key.answer":          "Answer",
+		"key.hint":            "Hint",
+		"key.explanation":     "Explanation",
+		"key.type.single":     "single choice",
+		"key.type.multi":      "multiple choice",
+		"key.type.numeric":    "number",
+		"key.type.order":      "order",
+	},
+}
