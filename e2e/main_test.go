@@ -35,6 +35,12 @@ var (
 	shared *labproc.Server
 	// timings records how long each flow took, for the summary.
 	timings timingLog
+	// guestDir is the Soft-RoCE guest image dir every vm-backend lab of
+	// the package uses ($LAB_VM_DIR when the caller has one): the first
+	// builds the image and saves the snapshot of its first boot, the
+	// later ones restore their guests from it, as a restarted lab server
+	// does, instead of building and cold-booting again.
+	guestDir string
 )
 
 func TestMain(m *testing.M) {
@@ -48,6 +54,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	if guestDir = os.Getenv("LAB_VM_DIR"); guestDir == "" {
+		guestDir = filepath.Join(tmp, "vm")
+	}
 
 	flag.Parse() // testing.Short() below
 	if testing.Short() {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,10 +36,7 @@ func runProgram(b *browser, id string) {
 func TestLesson04Program(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
-	vmDir := os.Getenv("LAB_VM_DIR")
-	if vmDir == "" {
-		vmDir = filepath.Join(dir, "vm")
-	}
+	vmDir := guestDir
 	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir, "LAB_TERMINALS=2"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ const interactiveWait = 90 * time.Second
 func TestEveryExperimentReplay(t *testing.T) {
 	need(t)
 	dir := t.TempDir()
-	vmdir := filepath.Join(dir, "vm")
+	vmdir := guestDir
 	// The guest image carries the labagent beside this labserver as its agent.
 	if out, err := exec.Command(labBinary, "vm", "build", "--dir", vmdir).CombinedOutput(); err != nil {
 		t.Fatalf("build the guest image: %v\n%s", err, out)
@@ -170,7 +171,7 @@ func TestEveryExperimentReplay(t *testing.T) {
 				}
 				t.Logf("%s: still going after %s, cancelled", e.ID, interactiveWait)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(250 * time.Millisecond) // GETs are not rate-limited
 		}
 		cancel()
 		if cancelled && run.Status == "cancelled" {
@@ -228,14 +229,13 @@ var stepWalks = map[string][]string{
 // (the guest reads commands one at a time), waiting while it is queued.
 func driveSteps(t *testing.T, c *http.Client, url string, walk []string) {
 	t.Helper()
+	steps := followSteps(c, url+"/events")
+	defer steps.stop()
 	for i, cmd := range walk {
 		// the start step and one step per command so far
-		for deadline := time.Now().Add(3 * time.Minute); stepsSoFar(c, url+"/events") < i+1; {
-			if time.Now().After(deadline) {
-				t.Errorf("command %d (%s): the run answered only %d steps in 3 minutes", i, cmd, stepsSoFar(c, url+"/events")-1)
-				return
-			}
-			time.Sleep(time.Second)
+		if !steps.waitFor(i+1, 3*time.Minute) {
+			t.Errorf("command %d (%s): the run answered only %d steps in 3 minutes", i, cmd, steps.count()-1)
+			return
 		}
 		body, _ := json.Marshal(map[string]string{"cmd": cmd})
 		for try := 0; ; try++ {
@@ -256,22 +256,94 @@ func driveSteps(t *testing.T, c *http.Client, url string, walk []string) {
 	}
 }
 
-// stepsSoFar counts the step events a run has sent: its event stream
-// (SSE) read for two seconds, the backlog first.
-func stepsSoFar(c *http.Client, url string) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+// stepCounter follows a run's event stream (SSE: the backlog, then live
+// frames) and counts the step events it has sent, so that a walk sends
+// its next command as soon as the step is there.
+type stepCounter struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed (and replaced) when n grows
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// followSteps reads url's stream until stop, reconnecting when it ends
+// (each connection replays the backlog first, so it counts from the
+// start again and the larger count holds). The client's cookies, but not
+// its whole-request timeout: a walk's stream lasts minutes.
+func followSteps(c *http.Client, url string) *stepCounter {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stepCounter{changed: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	sse := &http.Client{Jar: c.Jar}
+	go func() {
+		defer close(s.done)
+		for ctx.Err() == nil {
+			s.read(ctx, sse, url)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return s
+}
+
+func (s *stepCounter) read(ctx context.Context, c *http.Client, url string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0
+		return
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		return 0
+		return
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body) // cut by the deadline while the run goes on
-	return strings.Count(string(b), `"type":"step"`)
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	seen := 0
+	for sc.Scan() {
+		k := strings.Count(sc.Text(), `"type":"step"`)
+		if k == 0 {
+			continue
+		}
+		seen += k
+		s.mu.Lock()
+		if seen > s.n {
+			s.n = seen
+			close(s.changed)
+			s.changed = make(chan struct{})
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *stepCounter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// waitFor waits until the run has sent n steps, at most d.
+func (s *stepCounter) waitFor(n int, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		s.mu.Lock()
+		got, changed := s.n, s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+func (s *stepCounter) stop() {
+	s.cancel()
+	<-s.done
 }
 
 // visibleTextJS is the page's visible text, one string per text node,

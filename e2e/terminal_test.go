@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,10 +55,7 @@ func checkTask(b *browser, id string) (status, text string) {
 func TestLesson01Terminal(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
-	vmDir := os.Getenv("LAB_VM_DIR") // reuse a built image when the caller has one
-	if vmDir == "" {
-		vmDir = filepath.Join(dir, "vm")
-	}
+	vmDir := guestDir
 	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir, "LAB_TERMINALS=2", "LAB_TERMINALS_PER_ADDR=2"})
 	if err != nil {
 		t.Fatal(err)

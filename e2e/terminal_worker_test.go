@@ -75,10 +75,7 @@ func waitTermMax(t *testing.T, url string, n int) {
 func TestTerminalOnWorker(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
-	vmDir := os.Getenv("LAB_VM_DIR") // reuse a built image when the caller has one
-	if vmDir == "" {
-		vmDir = filepath.Join(dir, "vm")
-	}
+	vmDir := guestDir
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,10 +22,7 @@ const guestTimeout = 10 * time.Minute
 func TestLesson04Wire(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
-	vmDir := os.Getenv("LAB_VM_DIR") // reuse a built image when the caller has one
-	if vmDir == "" {
-		vmDir = filepath.Join(dir, "vm")
-	}
+	vmDir := guestDir
 	lab, err := startLab(filepath.Join(dir, "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir})
 	if err != nil {
 		t.Fatal(err)
