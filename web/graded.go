@@ -126,6 +126,48 @@ func (g *gradedLesson) grade(l *lessons.Lesson) quiz.LessonGrade {
 	return g.Rules.Lesson(ids, g.Tries, g.Reveals)
 }
 
+// gradedWork is the learner's work on lesson l that counts in graded mode
+// g: tasks done and programs passed since joining the class (tasks: the
+// learner's task records of l).
+func (s *Server) gradedWork(ctx context.Context, learner string, l *lessons.Lesson, g *gradedLesson,
+	tasks map[string]store.TaskProgress) (quiz.Work, error) {
+	progs, err := s.cfg.Store.LessonPrograms(ctx, learner, l.Slug)
+	if err != nil {
+		return quiz.Work{}, err
+	}
+	w := quiz.Work{Tasks: len(l.Tasks), Programs: len(l.Programs)}
+	for _, t := range l.Tasks {
+		if p := tasks[t.ID]; p.Done() && !p.DoneAt.Before(g.JoinedAt) {
+			w.TasksDone++
+		}
+	}
+	for _, p := range l.Programs {
+		if pp := progs[p.ID]; !pp.PassedAt.IsZero() && !pp.PassedAt.Before(g.JoinedAt) {
+			w.ProgramsPassed++
+		}
+	}
+	return w, nil
+}
+
+// gradedDone reports whether lesson l is complete for the learner by graded
+// mode's rule (computed from the work); graded is false where l is
+// practice for them, and the self-declared mark applies.
+func (s *Server) gradedDone(ctx context.Context, learner string, l *lessons.Lesson) (done, graded bool, err error) {
+	g, err := s.learnerGraded(ctx, learner, l)
+	if err != nil || g == nil {
+		return false, false, err
+	}
+	tasks, err := s.cfg.Store.LessonTasks(ctx, learner, l.Slug)
+	if err != nil {
+		return false, true, err
+	}
+	w, err := s.gradedWork(ctx, learner, l, g, tasks)
+	if err != nil {
+		return false, true, err
+	}
+	return g.grade(l).Complete(w), true, nil
+}
+
 // gradedBox is the completion box of a graded lesson: class, dates, rules,
 // questions answered, and completion computed from the work.
 func (s *Server) gradedBox(lr *lessonRequest) templ.Component {
@@ -135,20 +177,9 @@ func (s *Server) gradedBox(lr *lessonRequest) templ.Component {
 	if err != nil {
 		return failing(err)
 	}
-	progs, err := s.cfg.Store.LessonPrograms(lr.r.Context(), lr.Learner, lr.Lesson.Slug)
+	w, err := s.gradedWork(lr.r.Context(), lr.Learner, lr.Lesson, g, tasks)
 	if err != nil {
 		return failing(err)
-	}
-	w := quiz.Work{Tasks: len(lr.Lesson.Tasks), Programs: len(lr.Lesson.Programs)}
-	for _, t := range lr.Lesson.Tasks {
-		if p := tasks[t.ID]; p.Done() && !p.DoneAt.Before(g.JoinedAt) {
-			w.TasksDone++
-		}
-	}
-	for _, p := range lr.Lesson.Programs {
-		if pp := progs[p.ID]; !pp.PassedAt.IsZero() && !pp.PassedAt.Before(g.JoinedAt) {
-			w.ProgramsPassed++
-		}
 	}
 	return views.GradedCompleteBox(views.GradedBox{T: lr.T,
 		Class:    trf(lang, "graded.box.class", g.ClassName),

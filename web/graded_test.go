@@ -332,10 +332,24 @@ func TestGradedCountsAndExports(t *testing.T) {
 	if got := completed(annID); got != "false" {
 		t.Errorf("ann completed %s before answering everything", got)
 	}
+	homeDone := func() bool {
+		res := e.do(ann, "GET", "/?lang=en", nil)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		i := strings.Index(string(b), `data-slug="01-alpha"`)
+		j := strings.LastIndex(string(b[:max(i, 0)]), `<li class="`)
+		return i > 0 && j >= 0 && strings.Contains(string(b[j:i]), "done")
+	}
+	if homeDone() {
+		t.Error("the home page marks the graded lesson done before the work is")
+	}
 	post(ann, "alpha/num", `{"answer":12.5}`)
 	post(ann, "alpha/order", `{"answer":["s1","s2"]}`)
 	if got := completed(annID); got != "true" {
 		t.Errorf("ann answered every question: completed %s", got)
+	}
+	if !homeDone() {
+		t.Error("the home page does not mark the graded lesson done once the work is (complete from the work, as the gradebook says)")
 	}
 	res = e.do(ann, "GET", "/lessons/01-alpha?lang=en", nil)
 	page, _ := io.ReadAll(res.Body)

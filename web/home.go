@@ -23,6 +23,16 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		pr, opened := progress[l.Slug]
+		// A graded lesson is complete by its work, as on its page and in
+		// the gradebook; the self-declared mark is practice mode's.
+		completed, graded, err := s.gradedDone(r.Context(), learnerID(r), l)
+		if err != nil {
+			s.InternalError(w, r, err)
+			return
+		}
+		if !graded {
+			completed = pr.Completed()
+		}
 		v.Lessons = append(v.Lessons, views.HomeLesson{
 			Slug:      l.Slug,
 			Href:      page.LessonHref(l.Slug),
@@ -32,7 +42,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 			Duration:  p.Duration,
 			Fallback:  p.Fallback,
 			Opened:    opened,
-			Completed: pr.Completed(),
+			Completed: completed,
 		})
 	}
 	if err := s.quizScores(r, v.Lessons); err != nil {
