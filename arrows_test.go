@@ -131,3 +131,39 @@ func TestWebAudiences(t *testing.T) {
 		t.Errorf("found %d route-like calls in web; the scan is broken", found)
 	}
 }
+
+// TestTerminalArrows keeps learner terminals in their own house: vm boots
+// and supervises guests and knows nothing of terminals; the guest's side
+// of a terminal (guestterm) and the guest's PID 1 and agent server
+// (vmguest) reach no host package, and the agent's server does not know
+// what is plugged into it (agentcmd wires guestterm in).
+func TestTerminalArrows(t *testing.T) {
+	rules := []struct {
+		pkg    string
+		banned []string
+		why    string
+	}{
+		{"sandbox/vm", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+			"vm boots and supervises guests; terminals are package terminal, over vm's channels"},
+		{"sandbox/vmimage", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+			"the image build takes only the guest's /init (vmguest/initscript)"},
+		{"sandbox/terminal", []string{"sandbox/guestterm", "sandbox/vmguest"},
+			"the host's side of a terminal talks to the guest's over the port, it does not link it"},
+		{"sandbox/fleet", []string{"sandbox/guestterm", "sandbox/vmguest"}, "a host package"},
+		{"web", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+			"web consumes terminals through its own interfaces (cmd/labserver adapts)"},
+		{"sandbox/vmguest", []string{"sandbox/guestterm", "sandbox/terminal", "sandbox/vm"},
+			"the agent's server serves what agentcmd plugs in (vmguest.Ops)"},
+		{"sandbox/guestterm", []string{"sandbox/terminal", "sandbox/vm", "sandbox/fleet", "web", "store"},
+			"the guest's side never links host code"},
+	}
+	for _, r := range rules {
+		for _, p := range deps(t, module+"/"+r.pkg) {
+			for _, b := range r.banned {
+				if p == b || strings.HasPrefix(p, b+"/") && b != "sandbox/vmguest" {
+					t.Errorf("%s depends on %s: %s", r.pkg, p, r.why)
+				}
+			}
+		}
+	}
+}

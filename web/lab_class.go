@@ -13,7 +13,7 @@ import (
 // (limits.go) bind the whole class together.
 
 // TermSizing is how `--terminals auto` chose the terminals' cap from the
-// machine (vm.AutoTerminals).
+// machine (terminal.AutoTerminals).
 type TermSizing struct {
 	Auto         bool  // false: the admin set the number
 	AvailableMiB int64 // memory available when chosen
@@ -30,7 +30,7 @@ type TerminalSizing interface {
 }
 
 // TermSpares is the state of the paused spare learner guests (serve
-// --spares; vm.SpareStats).
+// --spares; terminal.SpareStats).
 type TermSpares struct {
 	Ready, Starting int // paused and waiting; being restored
 	Target          int // wanted now
@@ -40,7 +40,7 @@ type TermSpares struct {
 }
 
 // TermKept is the disk the kept learner machines take (serve
-// --keep-total-max; vm.Keep).
+// --keep-total-max; terminal.Keep).
 type TermKept struct {
 	Machines          int
 	Bytes, TotalBytes int64 // taken, and the budget (0: none)

@@ -39,7 +39,7 @@ import (
 //	POST /api/lessons/{slug}/programs/{id}/solution  the solution, recorded
 
 // ProgramRunner compiles and runs a learner's program in their own guest
-// (cmd/labserver adapts *vm.Terminals, starting the learner's guest when
+// (cmd/labserver adapts *terminal.Terminals, starting the learner's guest when
 // they have none yet); emit gets its events as they come.
 type ProgramRunner interface {
 	RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error)

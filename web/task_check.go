@@ -29,7 +29,7 @@ import (
 
 // TaskVerifier runs a task's verify script in learner's own terminal
 // guest. The lab's Terminals implement it (cmd/labserver adapts
-// *vm.Terminals); ErrNoTerminal when the learner has no shell open.
+// *terminal.Terminals); ErrNoTerminal when the learner has no shell open.
 type TaskVerifier interface {
 	VerifyTask(ctx context.Context, learner string, script []byte, lang string) (TaskVerdict, error)
 }

@@ -19,7 +19,7 @@ import (
 
 // A learner's terminal (GET /api/terminal, a WebSocket): a root shell in
 // the learner's own Soft-RoCE guest, never on this host and never in the
-// guests that run the shared experiments (sandbox/vm/terminal.go). The
+// guests that run the shared experiments (sandbox/terminal). The
 // library is github.com/coder/websocket: small, context-aware, maintained,
 // no dependencies.
 //
@@ -27,7 +27,7 @@ import (
 // news as text JSON ({"t":"status"|"error"|"exit","msg":…}); the browser
 // sends {"t":"in","d":"keys"} and {"t":"size","rows":R,"cols":C}.
 
-// Terminals is the lab's learner guests (cmd/labserver adapts *vm.Terminals).
+// Terminals is the lab's learner guests (cmd/labserver adapts *terminal.Terminals).
 type Terminals interface {
 	// Attach returns learner's shell, starting their guest if needed. When
 	// every guest is taken it waits in a FIFO queue until a place frees or

@@ -19,10 +19,10 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
-// fakeTerms is a stand-in for the learner guests (sandbox/vm/terminal.go
+// fakeTerms is a stand-in for the learner guests (sandbox/terminal
 // has the real-guest test): one "shell" per learner that answers each line
 // with "you typed: LINE", keeping its output as scrollback; learners over
-// max wait in a FIFO queue of queueMax, as vm.Terminals does.
+// max wait in a FIFO queue of queueMax, as terminal.Terminals does.
 type fakeTerms struct {
 	mu       sync.Mutex
 	max      int

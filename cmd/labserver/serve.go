@@ -17,7 +17,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/asynclog"
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web"
 )
@@ -46,7 +46,7 @@ type Main struct {
 
 	DB      *store.DB
 	Sandbox *labSandbox
-	Terms   *vm.Terminals // learner terminals; nil when off
+	Terms   *terminal.Terminals // learner terminals; nil when off
 	Course  atomic.Pointer[lessons.Course]
 	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
 	lti     ltiRun     // the LTI score deliverer (serve_lti.go)

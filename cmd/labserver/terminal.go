@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
+	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"github.com/rdmalab/rdmalab/web"
@@ -21,7 +22,7 @@ import (
 // shell on this host. Only when the RDMA backend is the guest pool.
 
 // TerminalsAuto is Config.Terminals for `--terminals auto` (the default):
-// as many as the machine's free memory and CPUs hold (vm.AutoTerminals).
+// as many as the machine's free memory and CPUs hold (terminal.AutoTerminals).
 const TerminalsAuto = -1
 
 func terminalFlags(fset *flag.FlagSet, n *int, env func(key, def string) string) {
@@ -54,7 +55,7 @@ func parseTerminals(v string) (int, error) {
 // learnerTerminals returns the terminals for rdma, nil when there are none,
 // and how their number was chosen when it was (--terminals auto). They
 // live beside a guest pool (sandbox.GuestPool), sized from it.
-func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) (*vm.Terminals, web.TermSizing) {
+func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) (*terminal.Terminals, web.TermSizing) {
 	if n == 0 {
 		return nil, web.TermSizing{}
 	}
@@ -65,7 +66,7 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 	}
 	var sizing web.TermSizing
 	if n == TerminalsAuto {
-		sz := vm.AutoTerminals(pool.Guests())
+		sz := terminal.AutoTerminals(pool.Guests())
 		n = sz.Max
 		sizing = web.TermSizing{Auto: true, AvailableMiB: sz.AvailableMiB, CPUs: sz.CPUs, PoolGuests: sz.PoolGuests,
 			ByMemory: sz.ByMemory, ByCPU: sz.ByCPU}
@@ -74,21 +75,21 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 		log.Info("learner terminals", "max", n)
 	}
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
-	return &vm.Terminals{Cfg: cfg, Max: n, Room: vm.AutoRoom(pool.Guests())}, sizing
+	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(pool.Guests())}, sizing
 }
 
-// vmTermHost adapts *vm.Terminals to fleet.TermHost: the lab server's own
+// vmTermHost adapts *terminal.Terminals to fleet.TermHost: the lab server's own
 // terminals in its Placement, and a worker's that it hosts for the lab.
-type vmTermHost struct{ t *vm.Terminals }
+type vmTermHost struct{ t *terminal.Terminals }
 
 func (h vmTermHost) Attach(ctx context.Context, key string, rows, cols uint16, wait func(fleet.TermQueue)) (fleet.TermConn, error) {
-	var told func(vm.Queue)
+	var told func(terminal.Queue)
 	if wait != nil {
-		told = func(q vm.Queue) { wait(fleet.TermQueue(q)) }
+		told = func(q terminal.Queue) { wait(fleet.TermQueue(q)) }
 	}
 	a, err := h.t.AttachWait(ctx, key, rows, cols, told)
 	if err != nil {
-		if fe, ok := errors.AsType[*vm.FullError](err); ok {
+		if fe, ok := errors.AsType[*terminal.FullError](err); ok {
 			return nil, &fleet.TermsFullError{Max: fe.Max, Waiting: fe.Waiting}
 		}
 		return nil, err
@@ -103,7 +104,7 @@ func (h vmTermHost) Reset(ctx context.Context, key string) error { return h.t.Re
 
 func (h vmTermHost) Verify(ctx context.Context, key string, script []byte, lang string) (fleet.TermVerdict, error) {
 	res, err := h.t.Verify(ctx, key, script, lang)
-	if errors.Is(err, vm.ErrNoTerminal) {
+	if errors.Is(err, terminal.ErrNoTerminal) {
 		return fleet.TermVerdict{}, fleet.ErrNoTerminal
 	}
 	if err != nil {
@@ -116,13 +117,13 @@ func (h vmTermHost) Verify(ctx context.Context, key string, script []byte, lang 
 // workers', placed by fleet.Placement — to web.Terminals.
 type webTerminals struct {
 	place  *fleet.Placement
-	local  *vm.Terminals  // nil: terminals only on workers
-	sizing web.TermSizing // how --terminals auto chose the local cap
+	local  *terminal.Terminals // nil: terminals only on workers
+	sizing web.TermSizing      // how --terminals auto chose the local cap
 }
 
 // newWebTerminals places terminals on local (nil: none here) and fl's
 // workers (nil: none).
-func newWebTerminals(local *vm.Terminals, fl *fleet.Server, sizing web.TermSizing) webTerminals {
+func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.TermSizing) webTerminals {
 	p := &fleet.Placement{}
 	if local != nil {
 		p.Local = vmTermHost{local}
@@ -195,7 +196,7 @@ func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmpro
 			"程序要在实验服务器自己的虚拟机里运行，而这里的终端都在其他机器（worker）上")
 	}
 	end, err := w.local.RunProgram(ctx, learner, prog, lang, emit)
-	if !errors.Is(err, vm.ErrNoTerminal) {
+	if !errors.Is(err, terminal.ErrNoTerminal) {
 		return end, err
 	}
 	a, err := w.local.Attach(ctx, learner, 24, 80)

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/sandbox/terminal"
 )
 
-// Kept machines (vm.Keep): a learner's terminal guest, reclaimed after its
+// Kept machines (terminal.Keep): a learner's terminal guest, reclaimed after its
 // idle time, is saved (QEMU migration, zstd) and restored at their next
 // attach. The admin sets how long a machine waits, its size cap and where
 // the files go.
@@ -54,7 +54,7 @@ func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) stri
 }
 
 // keep returns the kept machines' store, nil when they are off.
-func (c keepConfig) keep(dbPath string, log *slog.Logger) *vm.Keep {
+func (c keepConfig) keep(dbPath string, log *slog.Logger) *terminal.Keep {
 	if c.Expire <= 0 {
 		log.Info("learner machines are not kept: a reclaimed terminal guest is gone (--keep-machines 0)")
 		return nil
@@ -63,7 +63,7 @@ func (c keepConfig) keep(dbPath string, log *slog.Logger) *vm.Keep {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(dbPath), "kept-machines")
 	}
-	k := &vm.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20, Logger: log}
+	k := &terminal.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20, Logger: log}
 	k.Enforce() // a budget lowered since the last start
 	bytes, n := k.Usage()
 	log.Info("learner machines are kept when reclaimed", "dir", dir, "max_mib", c.MaxMiB, "expire", c.Expire,

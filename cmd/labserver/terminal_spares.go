@@ -8,12 +8,12 @@ import (
 	"github.com/rdmalab/rdmalab/web"
 )
 
-// Paused spare learner guests (`serve --spares`, vm.Terminals.Spares):
+// Paused spare learner guests (`serve --spares`, terminal.Terminals.Spares):
 // how large a class the lab keeps guests restored for, before the class
 // presses Open (sandbox/vm/terminal_spares.go).
 
 // sparesAuto is the class `--spares auto` keeps spares for: issue 31's
-// class opening its terminals at once. Free memory (vm.AutoRoom) and the
+// class opening its terminals at once. Free memory (terminal.AutoRoom) and the
 // places left under --terminals bound it on a smaller machine.
 const sparesAuto = 20
 
@@ -32,7 +32,7 @@ func spareFlags(fset *flag.FlagSet, n *int, env func(key, def string) string) {
 		})
 }
 
-// parseSpares reads "auto" or a class size; 0 is -1 for vm.Terminals (none).
+// parseSpares reads "auto" or a class size; 0 is -1 for terminal.Terminals (none).
 func parseSpares(v string) (int, error) {
 	if v == "auto" {
 		return sparesAuto, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
+	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
@@ -128,21 +129,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // workerTerminals are the learner guests a worker hosts: n, or sized to
 // the machine beside its pool's guests (auto).
-func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *vm.Terminals {
+func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *terminal.Terminals {
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
 	guests := 0
 	if p, ok := rdma.(sandbox.GuestPool); ok {
 		guests = p.Guests()
 	}
 	if n == TerminalsAuto {
-		sz := vm.AutoTerminals(guests)
+		sz := terminal.AutoTerminals(guests)
 		n = sz.Max
 		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
 	} else {
 		log.Info("learner terminals", "max", n)
 	}
 	// Spares only while this machine's memory holds them, as on the lab server.
-	return &vm.Terminals{Cfg: cfg, Max: n, Room: vm.AutoRoom(guests)}
+	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(guests)}
 }
 
 func atoiEnv(key string) int {

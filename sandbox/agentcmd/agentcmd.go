@@ -21,6 +21,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/agentproc"
+	"github.com/rdmalab/rdmalab/sandbox/guestterm"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
@@ -84,6 +85,7 @@ func Serve(ctx context.Context, port string, stderr io.Writer) int {
 		Lab:       vmguest.GuestLab,
 		Hello:     vmguest.GuestHello(),
 		WaitOnEOF: 20 * time.Millisecond, // the port reads EOF until the host connects
+		Ops:       &guestterm.Service{},  // a learner's guest: shells, task checks, programs
 	}
 	// The first run's agent starts now, while the host sees the hello.
 	go runner.Prepare()

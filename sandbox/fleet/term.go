@@ -92,7 +92,7 @@ type termResultMsg struct {
 }
 
 // TermHost is one machine's learner terminals, by learner key: the lab
-// server's own and each worker's (cmd/labserver adapts *vm.Terminals).
+// server's own and each worker's (cmd/labserver adapts *terminal.Terminals).
 type TermHost interface {
 	// Attach returns key's shell, starting their guest if needed; when
 	// every guest is taken it waits in the host's queue, telling wait (if

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
 // BenchmarkTerminalEcho is a keystroke's round trip — the key sent, its
 // echo back from the shell in the learner's guest — for a terminal on this
-// machine (vm.Terminals in this process) and for one on a real `labserver
+// machine (terminal.Terminals in this process) and for one on a real `labserver
 // worker --terminals 1` process over the embedded NATS server, measured in
 // the same run from the same image (TCG): p50 and p95 of 60 keys each,
 // and worker-p50 / local-p50.
@@ -41,7 +42,7 @@ func BenchmarkTerminalEcho(b *testing.B) {
 	if _, err := os.Stat(agent); err != nil {
 		b.Fatalf("labagent beside %s: %v", bin, err)
 	}
-	local := &vm.Terminals{Cfg: vm.Config{Dir: guestCache, Agent: agent, Accel: vm.AccelTCG, BootTimeout: 3 * time.Minute}, Max: 1, Spares: -1}
+	local := &terminal.Terminals{Cfg: vm.Config{Dir: guestCache, Agent: agent, Accel: vm.AccelTCG, BootTimeout: 3 * time.Minute}, Max: 1, Spares: -1}
 	defer local.Close()
 	la, err := local.Attach(ctx, "bench", 24, 80)
 	if err != nil {

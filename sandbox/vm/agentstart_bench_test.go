@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // BenchmarkAgentStart is the start of one agent process inside the guest
@@ -54,7 +55,8 @@ func BenchmarkAgentStart(b *testing.B) {
 		out strings.Builder
 		got = make(chan struct{}, 1)
 	)
-	term, err := g.OpenTerminal(50, 250, func(p []byte) {
+	// A shell in the guest, on a channel as package terminal opens one.
+	term, err := g.Open(vmproto.HostMsg{Op: vmproto.OpTerm, Rows: 50, Cols: 250}, ChannelOpts{Rated: true, Data: func(p []byte) {
 		mu.Lock()
 		out.Write(p)
 		mu.Unlock()
@@ -62,16 +64,16 @@ func BenchmarkAgentStart(b *testing.B) {
 		case got <- struct{}{}:
 		default:
 		}
-	})
+	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer term.Close()
+	defer term.Cancel()
 	// run types script and waits for its end marker.
 	run := func(script string, marker int) string {
 		b.Helper()
 		end := fmt.Sprintf("end-%d", marker*7)
-		if err := term.Write([]byte(script + fmt.Sprintf("; echo end-$((%d*7))\n", marker))); err != nil {
+		if err := term.Send(vmproto.HostMsg{Op: vmproto.OpTermIn, Data: []byte(script + fmt.Sprintf("; echo end-$((%d*7))\n", marker))}); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -86,8 +88,8 @@ func BenchmarkAgentStart(b *testing.B) {
 			}
 			select {
 			case <-got:
-			case <-term.Done():
-				b.Fatalf("the guest's shell ended: %v\n%s", term.Err(), s)
+			case err := <-term.End():
+				b.Fatalf("the guest's shell ended: %v\n%s", err, s)
 			case <-time.After(5 * time.Minute):
 				b.Fatalf("no end marker after 5 min:\n%s", s)
 			}

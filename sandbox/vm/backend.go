@@ -1,8 +1,12 @@
-// Package vm runs the lab's Soft-RoCE guest from the host: it has the image
-// built (package vmimage), boots it under QEMU (KVM when it really works,
-// else TCG), keeps one guest warm, and talks to the guest's agent (package
-// vmguest) over a virtio-serial port with the protocol of package vmproto.
-// It implements sandbox.Backend. It runs on the host.
+// Package vm runs the lab's Soft-RoCE guests from the host: it has the
+// image built (package vmimage), boots guests under QEMU (KVM when it
+// really works, else TCG) or restores them from a snapshot, supervises
+// them (health pings, a fresh guest after a crash), pauses them, saves and
+// restores a guest's whole state (savestate.go), and talks to the guest's
+// agent (package vmguest) over a virtio-serial port with the protocol of
+// package vmproto: runs (it implements sandbox.Backend, one guest or a
+// Pool) and channels (channel.go) for what other packages do in a guest —
+// learner terminals are package terminal. It runs on the host.
 package vm
 
 import (
@@ -42,21 +46,18 @@ type Backend struct {
 	started   atomic.Bool
 	paused    atomic.Bool
 
-	// A learner's terminal guest (Terminals): key is the snapshot key of
-	// the guest running (what a kept state of it depends on); keep and
-	// keepFor, when set, restore the learner's kept machine at the first
-	// boot instead of a fresh one, and keepNote says how that went.
-	key      string
-	keep     *Keep
-	keepFor  string
-	keepNote KeepNote
-	keepTook time.Duration
+	// key is the snapshot key of the guest running (what a saved state of
+	// it depends on); restoreTake and restoreDone, when set, restore a
+	// saved state at the first boot instead of a fresh guest (RestoreFirst).
+	key         string
+	restoreTake func(key string) *SavedState
+	restoreDone func(*SavedState, time.Duration, error)
 }
 
-// pause freezes the idle guest's vCPUs (QMP stop), so that it takes no CPU
-// from a timing run in another guest; resume continues it. A guest that
-// is booting or absent is left alone.
-func (b *Backend) pause(ctx context.Context) {
+// Pause freezes the idle guest's vCPUs (QMP stop), so that it takes no CPU
+// from a timing run in another guest, or while no learner's tab shows it;
+// Resume continues it. A guest that is booting or absent is left alone.
+func (b *Backend) Pause(ctx context.Context) {
 	b.mu.Lock()
 	g := b.guest
 	b.mu.Unlock()
@@ -70,7 +71,8 @@ func (b *Backend) pause(ctx context.Context) {
 	}
 }
 
-func (b *Backend) resume() {
+// Resume continues a paused guest.
+func (b *Backend) Resume() {
 	if !b.paused.Load() {
 		return
 	}
@@ -87,9 +89,13 @@ func (b *Backend) resume() {
 	b.paused.Store(false)
 }
 
+// Paused reports whether the guest is paused (Pause) or stopped for a
+// save (SaveState).
+func (b *Backend) Paused() bool { return b.paused.Load() }
+
 // New returns a backend that has not started yet.
 func New(cfg Config) *Backend {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Backend{
 		cfg: cfg, state: sandbox.LabBooting, reason: sandbox.Text{"en": "not started", "zh": "尚未启动"},
@@ -327,11 +333,11 @@ func (b *Backend) bootOnce() (*Guest, error) {
 	key := snapshotKey(b.cfg, qemu, im, accel)
 	b.mu.Lock()
 	b.key = key
-	keep, learner := b.keep, b.keepFor
-	b.keep = nil // only the first boot: after a crash the learner gets a fresh machine
+	take, done := b.restoreTake, b.restoreDone
+	b.restoreTake = nil // only the first boot: after a crash the learner gets a fresh machine
 	b.mu.Unlock()
-	if keep != nil {
-		if g := b.restoreKept(keep, learner, key, im, accel); g != nil {
+	if take != nil {
+		if g := b.restoreSaved(take, done, key, im, accel); g != nil {
 			return g, nil
 		}
 	}
@@ -358,43 +364,8 @@ func (b *Backend) bootOnce() (*Guest, error) {
 	return g, err
 }
 
-// restoreKept starts learner's kept machine, nil when there is none or it
-// did not restore (the note says which).
-func (b *Backend) restoreKept(keep *Keep, learner, key string, im *vmimage.Image, accel string) *Guest {
-	snap, m, note := keep.take(learner, key)
-	var g *Guest
-	if snap != nil {
-		snap.nextID, snap.terms = m.NextID, m.Terms
-		b.setState(sandbox.LabBooting, sandbox.Text{"en": "restoring the learner's kept machine", "zh": "恢复学员保留的虚拟机"}, nil)
-		begin := time.Now()
-		var err error
-		g, err = startGuest(b.ctx, b.cfg, im, accel, false, snap)
-		keep.done(snap)
-		if err != nil {
-			g, note = nil, KeepUnreadable
-			b.cfg.Logger.Warn("a learner's kept machine did not restore; they get a fresh one", "err", firstLine(err.Error()))
-		} else {
-			b.keepTook = time.Since(begin)
-			b.cfg.Logger.Info("learner's kept machine restored", "bytes", m.Bytes, "took", b.keepTook.Round(time.Millisecond))
-		}
-	}
-	b.mu.Lock()
-	b.keepNote = note
-	b.mu.Unlock()
-	return g
-}
-
-// takeKeepNote returns what became of the kept machine, once.
-func (b *Backend) takeKeepNote() KeepNote {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := b.keepNote
-	b.keepNote = KeepNone
-	return n
-}
-
-// current is the ready guest and its snapshot key, nil when there is none.
-func (b *Backend) current() (*Guest, string) {
+// Current is the ready guest and its snapshot key, nil when there is none.
+func (b *Backend) Current() (*Guest, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state != sandbox.LabReady || b.guest == nil || !b.guest.alive() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -116,24 +115,4 @@ func firstEvent(b *testing.B, ctx context.Context, exec func(context.Context, *s
 		b.Fatal("the run emitted no event")
 	}
 	return first.Seconds()
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func round3(xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = float64(int(x*1000+0.5)) / 1000
-	}
-	return out
 }

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // What a guest may send the host. Every guest is untrusted: a learner's
@@ -17,9 +16,10 @@ import (
 // our agent), and the experiment guests run code that handles learner
 // input. So every byte that comes back over the agent port is bounded here,
 // on the host, whatever the guest's own limits say: the length of a line,
-// the size of one terminal output or check output message, a check's whole
-// output (vmproto.VerifyOutputMax), a terminal's output rate, a run's
-// events, the port's byte rate, and how many malformed lines it may send.
+// the size of one terminal output or check output message, a channel's
+// whole output (ChannelOpts.DataMax: a check's), a shell's output rate
+// (ChannelOpts.Rated), a run's events, the port's byte rate, and how many
+// malformed lines it may send.
 // A guest that breaks a bound has its channel closed (every call in flight
 // fails with a *sandbox.ProtocolError) and is discarded: its backend's
 // supervisor stops it and starts a fresh one. Malformed input is logged at
@@ -39,7 +39,7 @@ type guestBounds struct {
 }
 
 // defaultBounds are the bounds of every guest. The guest holds a terminal
-// at 256 KiB/s (vmguest termRate) in 4 KiB chunks; the largest legitimate
+// at 256 KiB/s (guestterm termRate) in 4 KiB chunks; the largest legitimate
 // line is a capture event near sandbox.DefaultMaxLine; the busiest run
 // (a perftest sweep) emits a few thousand events.
 var defaultBounds = guestBounds{
@@ -129,7 +129,3 @@ func (b *guestBounds) checkEvent(p *pending, n int) string {
 	}
 	return ""
 }
-
-// verifyCap is the host's own bound on a check's output: what the guest
-// promises (vmproto.VerifyOutputMax), no more.
-const verifyCap = vmproto.VerifyOutputMax

@@ -104,6 +104,41 @@ func (g *hostileGuest) readRequests() <-chan string {
 	return ch
 }
 
+// verify runs a check on guest as package terminal does: a verify
+// channel that keeps at most what a check may print.
+func verify(guest *Guest) ([]byte, error) {
+	var mu sync.Mutex
+	var out []byte
+	ch, err := guest.Open(vmproto.HostMsg{Op: vmproto.OpVerify, Data: []byte("true"), Lang: "en"},
+		ChannelOpts{Data: func(b []byte) { mu.Lock(); out = append(out, b...); mu.Unlock() }, DataMax: vmproto.VerifyOutputMax})
+	if err != nil {
+		return nil, err
+	}
+	err = <-ch.End()
+	mu.Lock()
+	defer mu.Unlock()
+	return out, err
+}
+
+// openTerm opens a shell's channel on guest as package terminal does.
+func openTerm(t *testing.T, guest *Guest, out func([]byte)) *Channel {
+	t.Helper()
+	ch, err := guest.Open(vmproto.HostMsg{Op: vmproto.OpTerm, Rows: 24, Cols: 80}, ChannelOpts{Data: out, Rated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 func dataLine(id uint64, n int) string {
 	return fmt.Sprintf(`{"id":%d,"data":"%s"}`, id, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("A"), n)))
 }
@@ -116,13 +151,13 @@ func TestHostileGuestCheckOutput(t *testing.T) {
 	reqs := g.readRequests()
 	guest := &Guest{client: c}
 	type result struct {
-		res VerifyResult
+		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := guest.Verify(context.Background(), []byte("true"), "en")
-		done <- result{res, err}
+		out, err := verify(guest)
+		done <- result{out, err}
 	}()
 	req := <-reqs
 	if !strings.Contains(req, `"op":"verify"`) {
@@ -131,12 +166,12 @@ func TestHostileGuestCheckOutput(t *testing.T) {
 	took := g.flood(dataLine(1, 750_000), 200) // 200 lines of 1 MB
 	g.flood(`{"id":1,"end":{}}`, 1)
 	r := <-done
-	t.Logf("host took %d of 200 1 MB lines; verify: %d bytes, err %v", took, len(r.res.Output), r.err)
+	t.Logf("host took %d of 200 1 MB lines; verify: %d bytes, err %v", took, len(r.out), r.err)
 	if took > 2 {
 		t.Errorf("the host read %d lines of 1 MB for one check (want the guest cut off at the first)", took)
 	}
-	if len(r.res.Output) > vmproto.VerifyOutputMax {
-		t.Errorf("the host kept %d bytes of check output (the cap is %d)", len(r.res.Output), vmproto.VerifyOutputMax)
+	if len(r.out) > vmproto.VerifyOutputMax {
+		t.Errorf("the host kept %d bytes of check output (the cap is %d)", len(r.out), vmproto.VerifyOutputMax)
 	}
 	var pe *sandbox.ProtocolError
 	if !errors.As(r.err, &pe) || !strings.Contains(pe.Reason, "broke a bound") {
@@ -151,15 +186,15 @@ func TestHostileGuestCheckOutput(t *testing.T) {
 	reqs = g.readRequests()
 	guest = &Guest{client: c}
 	go func() {
-		res, err := guest.Verify(context.Background(), []byte("true"), "en")
-		done <- result{res, err}
+		out, err := verify(guest)
+		done <- result{out, err}
 	}()
 	<-reqs
 	took = g.flood(dataLine(1, 1000), 10_000)
 	g.flood(`{"id":1,"end":{}}`, 1)
 	r = <-done
-	if took > 6 || len(r.res.Output) > vmproto.VerifyOutputMax || r.err == nil {
-		t.Errorf("small lines: the host took %d lines, kept %d bytes, err %v", took, len(r.res.Output), r.err)
+	if took > 6 || len(r.out) > vmproto.VerifyOutputMax || r.err == nil {
+		t.Errorf("small lines: the host took %d lines, kept %d bytes, err %v", took, len(r.out), r.err)
 	}
 }
 
@@ -201,26 +236,24 @@ func TestHostileGuestTerminalFlood(t *testing.T) {
 			reqs := g.readRequests()
 			var mu sync.Mutex
 			got := 0
-			term, err := (&Guest{client: c}).OpenTerminal(24, 80, func(b []byte) { mu.Lock(); got += len(b); mu.Unlock() })
-			if err != nil {
-				t.Fatal(err)
-			}
+			term := openTerm(t, &Guest{client: c}, func(b []byte) { mu.Lock(); got += len(b); mu.Unlock() })
 			<-reqs
-			took := g.flood(dataLine(term.id, tc.size), 2000)
-			g.flood(fmt.Sprintf(`{"id":%d,"end":{}}`, term.id), 1)
+			took := g.flood(dataLine(term.ID(), tc.size), 2000)
+			g.flood(fmt.Sprintf(`{"id":%d,"end":{}}`, term.ID()), 1)
+			var ended error
 			select {
-			case <-term.Done():
+			case ended = <-term.End():
 			case <-time.After(30 * time.Second):
 				t.Fatal("the terminal did not end")
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			t.Logf("host took %d lines, passed on %d bytes; terminal: %v", took, got, term.Err())
+			t.Logf("host took %d lines, passed on %d bytes; terminal: %v", took, got, ended)
 			if got > 2<<20 {
 				t.Errorf("the host passed on %d bytes of a flooded terminal", got)
 			}
-			if !strings.Contains(fmt.Sprint(term.Err()), "broke a bound") {
-				t.Errorf("terminal ended with %v", term.Err())
+			if !strings.Contains(fmt.Sprint(ended), "broke a bound") {
+				t.Errorf("terminal ended with %v", ended)
 			}
 		})
 	}
@@ -233,21 +266,19 @@ func TestRestoredGuestAgentRestart(t *testing.T) {
 	for _, learner := range []bool{false, true} {
 		c, g := newHostileGuest(t, clientOpts{restored: true, restartBreaks: learner})
 		reqs := g.readRequests()
-		term, err := (&Guest{client: c}).OpenTerminal(24, 80, func([]byte) {})
-		if err != nil {
-			t.Fatal(err)
-		}
+		term := openTerm(t, &Guest{client: c}, func([]byte) {})
 		<-reqs
 		g.flood(`{"hello":{"kernel":"evil"}}`, 1)
+		var ended error
 		select {
-		case <-term.Done():
+		case ended = <-term.End():
 		case <-time.After(10 * time.Second):
 			t.Fatalf("learner guest %v: the terminal hangs after the agent restarted", learner)
 		}
 		if closed := learner && closedSoon(c.done) || !learner && isDone(c.done); closed != learner {
 			t.Errorf("learner guest %v: channel closed %v", learner, closed)
 		}
-		t.Logf("learner guest %v: %v", learner, term.Err())
+		t.Logf("learner guest %v: %v", learner, ended)
 	}
 }
 

@@ -38,7 +38,7 @@ func BenchmarkRestore(b *testing.B) {
 	var cold, warm, coldRSS, warmRSS []float64
 	idleRSS := func(g *Guest) float64 {
 		time.Sleep(2 * time.Second) // idle, as between runs
-		return float64(processRSS(g.PID())) / (1 << 20)
+		return float64(ProcessRSS(g.PID())) / (1 << 20)
 	}
 	for i := 0; i < b.N; i++ {
 		for range 3 {

@@ -29,7 +29,7 @@ type Config struct {
 	// learner keeps theirs, the experiment guests get the CPU first.
 	Nice int
 
-	// Learner: the guest is a learner's own (Terminals), where the learner
+	// Learner: the guest is a learner's own (package terminal), where the learner
 	// is root: an agent that restarts there may not be ours, so the host
 	// discards the guest instead of talking on to it.
 	Learner bool
@@ -43,8 +43,11 @@ type Config struct {
 	// backend gives KVM up and boots with TCG (2 s).
 	KVMProbe time.Duration
 
+	// ConsoleMax caps console.log in bytes (0: 1 MiB, consoleMax; tests
+	// set less).
+	ConsoleMax int64
+
 	progressWithin time.Duration // set by the backend for the KVM probe
-	consoleMax     int64         // console.log's cap (consoleMax; tests set less)
 }
 
 // DefaultDir is where images go: $LAB_VM_DIR, else $XDG_CACHE_HOME/rdmalab,
@@ -59,8 +62,8 @@ func DefaultDir() string {
 	return filepath.Join(".cache", "vm")
 }
 
-// withDefaults fills the zero fields.
-func (c Config) withDefaults() Config {
+// WithDefaults is c with its zero fields filled.
+func (c Config) WithDefaults() Config {
 	if c.Dir == "" {
 		c.Dir = DefaultDir()
 	}

@@ -58,7 +58,7 @@ func StartGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 // restored guest is the snapshotted one, ready at once, so it answers a
 // ping instead of saying hello.
 func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string, shell bool, snap *Snapshot) (*Guest, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	qemu, err := vmimage.CheckQEMU(cfg.QEMU)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	}
 	sock := filepath.Join(runDir, "agent.sock")
 	if !shell {
-		if g.console, err = newConsoleSink(consoleFIFO(runDir), g.Console, cfg.consoleMax, cfg.Logger); err != nil {
+		if g.console, err = newConsoleSink(consoleFIFO(runDir), g.Console, cfg.ConsoleMax, cfg.Logger); err != nil {
 			os.RemoveAll(runDir)
 			return nil, err
 		}
@@ -391,8 +391,8 @@ type client struct {
 type pending struct {
 	event func(sandbox.Event)
 	lab   func(sandbox.Lab)
-	data  func([]byte)           // a terminal's output (terminal.go)
-	final func(vmproto.GuestMsg) // the end line itself, before end (program.go)
+	data  func([]byte)           // a channel's Data (channel.go)
+	final func(vmproto.GuestMsg) // the end line itself, before end (a channel's)
 	end   chan error             // buffered 1: the call's outcome
 
 	// bounds.go: what this call has received, and its own bounds
@@ -476,8 +476,10 @@ func (c *client) read() {
 			c.breach(why)
 			return
 		}
-		if isDone(c.done) {
+		select {
+		case <-c.done:
 			return
+		default:
 		}
 	}
 }

@@ -66,14 +66,15 @@ func DefaultGuests(memoryMiB int) int {
 		memoryMiB = 256
 	}
 	n := runtime.NumCPU() / 2
-	if avail := memAvailableMiB(); avail > 0 {
+	if avail := MemAvailableMiB(); avail > 0 {
 		// QEMU itself adds about 60 MiB to the guest's RAM (measured RSS).
 		n = min(n, int(avail/2)/(memoryMiB+64))
 	}
 	return max(n, 1)
 }
 
-func memAvailableMiB() int64 {
+// MemAvailableMiB is MemAvailable of /proc/meminfo in MiB (0 if unknown).
+func MemAvailableMiB() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
@@ -149,8 +150,8 @@ func (p *Pool) Exec(ctx context.Context, s *sandbox.Session) error {
 	if p.Timing != nil && p.Timing(s.Experiment) {
 		for _, o := range p.members {
 			if o != m {
-				o.pause(ctx)
-				defer o.resume()
+				o.Pause(ctx)
+				defer o.Resume()
 			}
 		}
 	}
@@ -217,7 +218,7 @@ func (p *Pool) IdleRSS() []int64 {
 	var out []int64
 	for _, m := range p.members {
 		if pid := m.GuestPID(); pid != 0 {
-			if rss := processRSS(pid); rss > 0 {
+			if rss := ProcessRSS(pid); rss > 0 {
 				out = append(out, rss)
 			}
 		}
@@ -225,8 +226,8 @@ func (p *Pool) IdleRSS() []int64 {
 	return out
 }
 
-// processRSS is VmRSS of pid in bytes (0 if unknown).
-func processRSS(pid int) int64 {
+// ProcessRSS is VmRSS of pid in bytes (0 if unknown).
+func ProcessRSS(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0

@@ -36,7 +36,7 @@ func TestKVMUnusable(t *testing.T) {
 		t.Fatalf("KVM boot without KVM: %v", err)
 	}
 	t.Logf("reason: %v", err)
-	accel, why, _ := chooseAccel(cfg.withDefaults(), "qemu-system-x86_64")
+	accel, why, _ := chooseAccel(cfg.WithDefaults(), "qemu-system-x86_64")
 	if accel != AccelTCG || why == "" {
 		t.Errorf("auto accel = %s (%q), want tcg with a reason", accel, why)
 	}

@@ -199,7 +199,7 @@ func (g *Guest) resume(ctx context.Context, snap *Snapshot) error {
 // the way to get a fresh, private, ready guest in well under a second
 // (e.g. a learner's terminal): the caller owns the guest and Stops it.
 func Restore(ctx context.Context, cfg Config) (*Guest, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	im, err := vmimage.LoadImage(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func Restore(ctx context.Context, cfg Config) (*Guest, error) {
 // EnsureSnapshot returns the cache's snapshot for this image, QEMU and
 // accelerator, booting a guest and saving one when there is none.
 func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Image, accel string) (*Snapshot, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	key := snapshotKey(cfg, qemu, im, accel)
 	// One cold boot per cache, however many ask at once.
 	lock, err := os.OpenFile(filepath.Join(cfg.Dir, "snapshot.lock"), os.O_CREATE|os.O_RDWR, 0o644)

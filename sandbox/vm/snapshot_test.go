@@ -3,38 +3,20 @@ package vm
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
-// ownCache is a cache directory with the shared test image linked in, so a
-// test's snapshot and verdict files are its own.
-func ownCache(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	linkImage(t, dir)
-	return dir
-}
+// ownCache is a cache directory with the shared test image linked in (vmtest.OwnCache).
+func ownCache(t testing.TB) string { return vmtest.OwnCache(t) }
 
-// linkImage links the shared test image's files (kernel, initramfs, the
-// on-demand disk, its manifest) into dir.
-func linkImage(t testing.TB, dir string) {
-	t.Helper()
-	src := testImage(t)
-	im, err := vmimage.LoadImage(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range im.Files() {
-		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// linkImage links the shared test image's files into dir (vmtest.LinkImage).
+func linkImage(t testing.TB, dir string) { vmtest.LinkImage(t, dir) }
 
 // TestRestoreFromSnapshot: the first Restore boots a guest and snapshots
 // it; two guests restored from that snapshot run side by side, each with
@@ -55,7 +37,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 		t.Fatalf("restored guest: restored=%v hello=%+v", first.Restored, first.Hello)
 	}
 	qemu, _ := vmimage.CheckQEMU("qemu-system-x86_64")
-	snap := loadSnapshot(cfg.Dir, snapshotKey(cfg.withDefaults(), qemu, mustImage(t, cfg.Dir), AccelTCG))
+	snap := loadSnapshot(cfg.Dir, snapshotKey(cfg.WithDefaults(), qemu, mustImage(t, cfg.Dir), AccelTCG))
 	if snap == nil {
 		t.Fatalf("no snapshot saved in %s", cfg.Dir)
 	}

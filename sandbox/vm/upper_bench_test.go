@@ -40,7 +40,7 @@ func BenchmarkUpperFirstRun(b *testing.B) {
 			}
 			first = append(first, run(g))
 			second = append(second, run(g))
-			rss = append(rss, float64(processRSS(g.PID()))/(1<<20))
+			rss = append(rss, float64(ProcessRSS(g.PID()))/(1<<20))
 			g.Stop()
 		}
 	}

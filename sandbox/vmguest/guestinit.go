@@ -22,7 +22,7 @@ import (
 // program's start-up costs one to several seconds under TCG, so the boot
 // pays for exactly one, in parallel with loading the modules):
 //
-//  1. /init, a dash script written by the image build (vmproto.InitScript), starts
+//  1. /init, a dash script written by the image build (initscript.Script), starts
 //     the agent (`labagent --serve vmproto.PortLink`) in the background,
 //     mounts the file systems, loads the modules with busybox modprobe
 //     (crc32_generic first), marks that with vmproto.ModulesDone, and execs

@@ -1,7 +1,10 @@
 // Package vmguest is what runs inside the lab guest: PID 1 (GuestInit,
 // supervising the agent), the agent's set-up of Soft-RoCE (PrepareGuest)
 // and its server on the virtio-serial port (GuestServer), which runs each
-// request in a fresh `labagent` child. It never runs on the host.
+// request in a fresh `labagent` child and hands the operations it does not
+// serve itself (a learner's shells, task checks, programs: package
+// guestterm) to its Ops over a Channel per request. The guest's /init is
+// in initscript. It never runs on the host.
 package vmguest
 
 import (
@@ -34,6 +37,58 @@ type GuestServer struct {
 	// connected; wait this long and read again instead of stopping. Zero
 	// ends Serve at EOF.
 	WaitOnEOF time.Duration
+	// Ops serves the operations beyond the agent's own (nil: none; they
+	// are then unknown ops): a learner's guest's shells, checks and
+	// programs (package guestterm).
+	Ops Ops
+}
+
+// Ops serves operations of the port beyond the agent's own (run, lab,
+// ping, cancel, command). Handle is called by the port's reader, in the
+// order the host sent its lines: it must not block; long work goes to
+// Channel.Go.
+type Ops interface {
+	// Handle serves m on ch, the request's way back; false when m.Op is
+	// not one of its operations.
+	Handle(ctx context.Context, m vmproto.HostMsg, ch Channel) bool
+	// Cancel ends what request target started, if it is one of its own
+	// (a shell to close, a program to stop).
+	Cancel(target uint64)
+}
+
+// Channel is one request's way back to the host: every line sent on it
+// carries the request's id, and its End line is the request's last.
+type Channel struct {
+	c  *guestConn
+	id uint64
+}
+
+// ID is the request's id.
+func (ch Channel) ID() uint64 { return ch.id }
+
+// Send writes m as a line of the request (m.ID is set to the request's).
+func (ch Channel) Send(m vmproto.GuestMsg) error {
+	m.ID = ch.id
+	return ch.c.send(m)
+}
+
+// Data sends output bytes (a shell's, a check's).
+func (ch Channel) Data(b []byte) error { return ch.Send(vmproto.GuestMsg{Data: b}) }
+
+// Event sends one event of the request.
+func (ch Channel) Event(ev sandbox.Event) error { return ch.Send(vmproto.GuestMsg{Event: &ev}) }
+
+// End sends the request's last line.
+func (ch Channel) End(e sandbox.End) error { return ch.Send(vmproto.GuestMsg{End: &e}) }
+
+// Go runs f beside the port's reader; Serve waits for it before it
+// returns.
+func (ch Channel) Go(f func()) {
+	ch.c.wg.Add(1)
+	go func() {
+		defer ch.c.wg.Done()
+		f()
+	}()
 }
 
 // guestConn is one serving session: the writer and the run in flight.
@@ -46,14 +101,8 @@ type guestConn struct {
 	mu      sync.Mutex
 	running uint64 // id of the run in flight, 0 = none
 	cancel  context.CancelFunc
-	cmds    chan sandbox.Command  // the interactive run's commands; nil when it takes none
-	terms   map[uint64]*guestTerm // learners' shells by request id (terminal.go)
-	// verifying: a task's verify script runs (verify.go)
-	verifying bool
-	// progID, progCancel: the learner program running (program.go)
-	progID     uint64
-	progCancel context.CancelFunc
-	wg         sync.WaitGroup
+	cmds    chan sandbox.Command // the interactive run's commands; nil when it takes none
+	wg      sync.WaitGroup
 }
 
 // Serve answers requests from port until ctx ends, port fails or (with
@@ -120,8 +169,9 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 			c.cancel()
 		}
 		c.mu.Unlock()
-		c.closeTerm(m.Target)
-		c.cancelProgram(m.Target)
+		if c.s.Ops != nil {
+			c.s.Ops.Cancel(m.Target)
+		}
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
 	case vmproto.OpCommand:
 		c.mu.Lock()
@@ -138,14 +188,6 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 		}
 		c.mu.Unlock()
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}})
-	case vmproto.OpTerm:
-		c.startTerm(ctx, m)
-	case vmproto.OpTermIn:
-		c.termIn(m)
-	case vmproto.OpVerify:
-		c.verify(ctx, m)
-	case vmproto.OpProgram:
-		c.program(ctx, m)
 	case vmproto.OpRun:
 		if len(m.Req) == 0 {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "run without a request"}})
@@ -182,6 +224,9 @@ func (c *guestConn) dispatch(ctx context.Context, m vmproto.HostMsg) {
 			_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &end})
 		}()
 	default:
+		if c.s.Ops != nil && c.s.Ops.Handle(ctx, m, Channel{c: c, id: m.ID}) {
+			return
+		}
 		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: fmt.Sprintf("unknown op %q", m.Op)}})
 	}
 }

@@ -156,3 +156,64 @@ func TestGuestServerProtocol(t *testing.T) {
 		t.Fatal("Serve did not return at EOF")
 	}
 }
+
+// echoOps claims the op "echo": it sends the request's data back and ends
+// it from a goroutine of the server's; Cancel reports its target.
+type echoOps struct{ cancelled chan uint64 }
+
+func (o *echoOps) Handle(ctx context.Context, m vmproto.HostMsg, ch Channel) bool {
+	if m.Op != "echo" {
+		return false
+	}
+	ch.Go(func() {
+		_ = ch.Data(m.Data)
+		_ = ch.End(sandbox.End{})
+	})
+	return true
+}
+
+func (o *echoOps) Cancel(target uint64) { o.cancelled <- target }
+
+// TestGuestServerOps: an op the server does not serve goes to its Ops,
+// whose lines carry the request's id; an op Ops does not claim either is
+// refused as unknown; a cancel reaches Ops with its target; Serve waits
+// for what Ops started.
+func TestGuestServerOps(t *testing.T) {
+	ops := &echoOps{cancelled: make(chan uint64, 1)}
+	h, done := serve(t, &GuestServer{Hello: vmproto.Hello{Kernel: "k"}, Ops: ops})
+	if m := h.next(); m.Hello == nil {
+		t.Fatalf("first line %+v, want the hello", m)
+	}
+	h.sendMsg(vmproto.HostMsg{ID: 5, Op: "echo", Data: []byte("hi")})
+	if m := h.next(); m.ID != 5 || string(m.Data) != "hi" {
+		t.Fatalf("echo's data: %+v", m)
+	}
+	if m := h.next(); m.ID != 5 || m.End == nil || m.End.Kind != "" {
+		t.Fatalf("echo's end: %+v", m)
+	}
+	h.sendMsg(vmproto.HostMsg{ID: 6, Op: "format-disk"})
+	if m := h.next(); m.ID != 6 || m.End == nil || m.End.Kind != vmproto.EndBadOp {
+		t.Fatalf("an op nobody claims: %+v, want bad-op", m)
+	}
+	h.sendMsg(vmproto.HostMsg{ID: 7, Op: vmproto.OpCancel, Target: 5})
+	select {
+	case got := <-ops.cancelled:
+		if got != 5 {
+			t.Errorf("Ops was asked to cancel %d, want 5", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancel did not reach Ops")
+	}
+	if m := h.next(); m.ID != 7 || m.End == nil {
+		t.Fatalf("cancel's answer: %+v", m)
+	}
+	h.in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve at the host's EOF: %v, want nil", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return at EOF")
+	}
+}

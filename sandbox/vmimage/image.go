@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest/initscript"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"io"
 	"os"
@@ -745,7 +746,7 @@ func decompressXZ(ctx context.Context, src, dst string) error {
 // addEtc writes the few configuration files the guest needs.
 func (p *plan) addEtc() {
 	t := p.files
-	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\ntcpdump:x:104:104::/nonexistent:/bin/false\nlearner:x:1000:1000:learner:/home/learner:/usr/bin/bash\n"), 0o644) // Debian's tcpdump drops root for its own user; learner: the terminal's user (vmguest/terminal.go)
+	t.bytes("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\ntcpdump:x:104:104::/nonexistent:/bin/false\nlearner:x:1000:1000:learner:/home/learner:/usr/bin/bash\n"), 0o644) // Debian's tcpdump drops root for its own user; learner: the terminal's user (guestterm/terminal.go)
 	t.bytes("etc/group", []byte("root:x:0:\nnogroup:x:65534:\ntcpdump:x:104:\nlearner:x:1000:\n"), 0o644)
 	t.bytes("etc/nsswitch.conf", []byte("passwd: files\ngroup: files\nhosts: files\n"), 0o644)
 	t.bytes("etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
@@ -757,7 +758,7 @@ func (p *plan) addEtc() {
 		return []byte(b.String())
 	}
 	t.bytes(vmproto.ModuleList, list(p.modules[:p.late]), 0o644)
-	t.bytes("init", vmproto.InitScript(guestModules), 0o755)
+	t.bytes("init", initscript.Script(guestModules), 0o755)
 	t.bytes(vmproto.LateModuleList, list(p.modules[p.late:p.demand]), 0o644)
 	p.addTerminfo()
 	if ents, err := os.ReadDir("/etc/iproute2"); err == nil {

@@ -1,10 +1,8 @@
 package vmproto
 
-import "strings"
-
 // The layout of the guest image: what the image builder (package vmimage)
 // writes, the host's QEMU command line (package vm) names and the guest's
-// init and agent (package vmguest) expect.
+// init (package vmguest/initscript) and agent (package vmguest) expect.
 
 // PortName is the virtio-serial port that carries the agent protocol.
 const PortName = "org.rdmalab.agent"
@@ -30,34 +28,6 @@ const ShellParam = "rdmalab.shell=1"
 // PortLink is where the agent links its virtio-serial port once the guest
 // is set up (the path udev would create; there is no udev).
 const PortLink = "/dev/virtio-ports/" + PortName
-
-// InitScript is /init. Only busybox applets and dash builtins: every
-// process start costs tens of milliseconds under TCG.
-func InitScript(modules []string) []byte {
-	return []byte(`#!/bin/sh
-# rdmalab guest init, written by labserver vm build (sandbox/vmproto/layout.go).
-export PATH=/usr/sbin:/usr/bin HOME=/root
-# The agent first: its Go start-up is the longest step of the boot, and it
-# needs nothing mounted until it is over.
-/usr/bin/labagent --serve ` + PortLink + ` &
-agent=$!
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /run
-read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs tmpfs /dev/shm
-hostname rdmalab-guest
-if ! modprobe -a ` + strings.Join(modules, " ") + ` 2>/run/modprobe.err; then
-	echo "loading kernel modules failed: $(cat /run/modprobe.err)" > ` + SetupErrFile + `
-fi
-: > ` + ModulesDone + `
-read up _ < /proc/uptime; echo "rdmalab-guest: modules loaded at uptime ${up}s"
-exec /usr/bin/labagent guest-init "$agent"
-`)
-}
 
 // The on-demand disk (vmimage/disk.go): a read-only squashfs that QEMU
 // attaches as a virtio-blk disk with this serial number; the guest mounts

@@ -1,7 +1,7 @@
 // Package vmproto is what the host and the lab guest agree on: the image
-// layout and boot files (layout.go) and the message envelopes on the
-// virtio-serial port (proto.go). Both sides import it; it imports only
-// package sandbox.
+// layout (layout.go; the guest's /init is package vmguest/initscript) and
+// the message envelopes on the virtio-serial port (proto.go). Both sides
+// import it; it imports only package sandbox.
 package vmproto
 
 import (

@@ -1,4 +1,13 @@
-package vm
+// Package terminal is the host's side of learner terminals and tasks: a
+// Soft-RoCE guest of the learner's own (booted, restored and supervised
+// by package vm) with a shell in it, handed out by Terminals — sessions,
+// a FIFO queue, idle and detached reclaim, paused spares ahead of a class
+// (spares.go), kept machines (keep.go, shutdown.go), sizing to the
+// machine (size.go) — and, in that guest, a lesson task's check
+// (Terminals.Verify) and a learner's program (program.go). It talks to
+// the guest over channels of its agent port (vm.Guest.Open); the guest's
+// side is package guestterm. It runs on the host.
+package terminal
 
 import (
 	"context"
@@ -11,9 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -23,37 +31,26 @@ import (
 // learner, restored from the cache's snapshot when there is one, capped
 // at Max, discarded after Idle without use.
 
-// Terminal is one shell in a guest.
+// Terminal is one shell in a guest: a channel of its agent port
+// (vmproto.OpTerm).
 type Terminal struct {
-	c    *client
-	id   uint64
+	ch   *vm.Channel
 	done chan struct{}
 	err  error
 }
 
-// OpenTerminal starts a shell on a PTY of rows×cols in g; out receives its
+// openTerminal starts a shell on a PTY of rows×cols in g; out receives its
 // output (called from the connection's reader: it must not block long).
-func (g *Guest) OpenTerminal(rows, cols uint16, out func([]byte)) (*Terminal, error) {
-	c := g.client
+func openTerminal(g *vm.Guest, rows, cols uint16, out func([]byte)) (*Terminal, error) {
 	// The guest holds a shell's output at its own rate; the host holds
-	// it at a rate of its own (bounds.go), whatever the guest says.
-	p := &pending{data: out, end: make(chan error, 1), rate: rate.NewLimiter(c.bounds.TermRate, c.bounds.TermBurst)}
-	c.mu.Lock()
-	if c.closed != nil {
-		err := c.closed
-		c.mu.Unlock()
+	// it at a rate of its own (vm's bounds), whatever the guest says.
+	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpTerm, Rows: rows, Cols: cols}, vm.ChannelOpts{Data: out, Rated: true})
+	if err != nil {
 		return nil, err
 	}
-	c.nextID++
-	t := &Terminal{c: c, id: c.nextID, done: make(chan struct{})}
-	c.calls[t.id] = p
-	c.mu.Unlock()
-	if err := c.send(vmproto.HostMsg{ID: t.id, Op: vmproto.OpTerm, Rows: rows, Cols: cols}); err != nil {
-		c.forget(t.id)
-		return nil, err
-	}
+	t := &Terminal{ch: ch, done: make(chan struct{})}
 	go func() {
-		t.err = <-p.end
+		t.err = <-ch.End()
 		close(t.done)
 	}()
 	return t, nil
@@ -66,7 +63,7 @@ func (t *Terminal) Write(b []byte) error {
 		return errors.New("the shell has exited")
 	default:
 	}
-	return t.c.send(vmproto.HostMsg{Op: vmproto.OpTermIn, Target: t.id, Data: b})
+	return t.ch.Send(vmproto.HostMsg{Op: vmproto.OpTermIn, Data: b})
 }
 
 // Resize sets the PTY's window size.
@@ -74,11 +71,11 @@ func (t *Terminal) Resize(rows, cols uint16) error {
 	if rows == 0 || cols == 0 {
 		return nil
 	}
-	return t.c.send(vmproto.HostMsg{Op: vmproto.OpTermIn, Target: t.id, Rows: rows, Cols: cols})
+	return t.ch.Send(vmproto.HostMsg{Op: vmproto.OpTermIn, Rows: rows, Cols: cols})
 }
 
 // Close kills the shell and everything it started.
-func (t *Terminal) Close() { t.c.cancelInGuest(t.id) }
+func (t *Terminal) Close() { t.ch.Cancel() }
 
 // Done is closed when the shell has ended; Err says why (nil: it exited).
 func (t *Terminal) Done() <-chan struct{} { return t.done }
@@ -110,7 +107,7 @@ type Queue struct{ Position, InUse, Max int }
 // of at most QueueMax learners (told their place as it changes); beyond it
 // they are refused with a *FullError.
 type Terminals struct {
-	Cfg        Config
+	Cfg        vm.Config
 	Max        int           // concurrent learner guests (2)
 	Idle       time.Duration // a session unused this long is discarded (10 min)
 	Scrollback int           // bytes of output kept for a re-attach (64 KiB)
@@ -123,7 +120,7 @@ type Terminals struct {
 	// restored, their shell started, then paused (QMP stop: memory, no
 	// CPU), so that a new learner's terminal opens with a resume instead
 	// of a restore. Spares − the learners in are kept, at least one, at
-	// most the places left (1; -1: none; terminal_spares.go). They count
+	// most the places left (1; -1: none; spares.go). They count
 	// in memory, not in Max.
 	Spares int
 	// Room, when set, is how many more learner guests free memory holds
@@ -154,7 +151,7 @@ type Terminals struct {
 	stop     chan struct{}
 	once     sync.Once
 
-	// Spares (terminal_spares.go).
+	// Spares (spares.go).
 	kick        chan struct{} // wakes the refiller
 	warmOnce    sync.Once     // starts the refiller
 	ownStarting int           // learners' own guests starting: no spare starts meanwhile
@@ -168,7 +165,13 @@ type termWaiter struct{ learner string }
 // termSession is one learner's guest and shell.
 type termSession struct {
 	owner   string
-	backend *Backend
+	backend *vm.Backend
+	log     *slog.Logger // the guest's
+
+	// keepNote says what became of the learner's kept machine at the
+	// guest's start (Keep), until an attach takes it.
+	keepMu   sync.Mutex
+	keepNote KeepNote
 
 	mu      sync.Mutex
 	term    *Terminal
@@ -329,7 +332,7 @@ func (t *Terminals) newSession(learner string) *termSession {
 // there is none. t.mu held.
 func (t *Terminals) readySpare() int {
 	for i, s := range t.spares {
-		if s.backend.paused.Load() {
+		if s.backend.Paused() {
 			return i
 		}
 	}
@@ -350,9 +353,25 @@ func (t *Terminals) startGuest(owner string) *termSession {
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("terminal_guest", t.made)
 	}
-	s := &termSession{owner: owner, backend: New(cfg), subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &termSession{owner: owner, backend: vm.New(cfg), log: log, subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
 	if owner != "" && t.Keep != nil {
-		s.backend.keep, s.backend.keepFor = t.Keep, owner
+		// The learner's kept machine instead of a fresh one, at the
+		// first start only.
+		keep := t.Keep
+		s.backend.RestoreFirst(func(key string) *vm.SavedState {
+			st, note := keep.take(owner, key)
+			s.setKeepNote(note)
+			return st
+		}, func(st *vm.SavedState, _ time.Duration, err error) {
+			keep.done(st)
+			if err != nil {
+				s.setKeepNote(KeepUnreadable)
+			}
+		})
 	}
 	if owner != "" {
 		t.ownStarting++
@@ -393,7 +412,7 @@ func (s *termSession) prepare() error {
 	}
 	s.mu.Lock()
 	if s.term == nil {
-		if term, err := g.OpenTerminal(24, 80, s.output); err == nil {
+		if term, err := openTerminal(g, 24, 80, s.output); err == nil {
 			s.setTerm(term)
 		}
 	}
@@ -417,7 +436,7 @@ func (s *termSession) use() {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	s.users++
-	s.backend.resume()
+	s.backend.Resume()
 }
 
 // unuse ends one use; with none left the guest is paused (QMP stop): an
@@ -429,7 +448,7 @@ func (s *termSession) unuse() {
 	s.users--
 	if s.users == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s.backend.pause(ctx)
+		s.backend.Pause(ctx)
 		cancel()
 	}
 }
@@ -544,7 +563,7 @@ func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16)
 	defer s.mu.Unlock()
 	s.lastUse = time.Now()
 	if s.term == nil || isDone(s.term.done) {
-		term, err := g.OpenTerminal(rows, cols, s.output)
+		term, err := openTerminal(g, rows, cols, s.output)
 		if err != nil {
 			return nil, fmt.Errorf("open a shell in your machine: %w", err)
 		}
@@ -552,9 +571,25 @@ func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16)
 	} else {
 		_ = s.term.Resize(rows, cols)
 	}
-	a := &Attachment{s: s, Out: make(chan []byte, 256), Scrollback: append([]byte(nil), s.scroll...), term: s.term, Kept: s.backend.takeKeepNote()}
+	a := &Attachment{s: s, Out: make(chan []byte, 256), Scrollback: append([]byte(nil), s.scroll...), term: s.term, Kept: s.takeKeepNote()}
 	s.subs[a] = struct{}{}
 	return a, nil
+}
+
+// setKeepNote records what became of the learner's kept machine.
+func (s *termSession) setKeepNote(n KeepNote) {
+	s.keepMu.Lock()
+	s.keepNote = n
+	s.keepMu.Unlock()
+}
+
+// takeKeepNote returns what became of the kept machine, once.
+func (s *termSession) takeKeepNote() KeepNote {
+	s.keepMu.Lock()
+	defer s.keepMu.Unlock()
+	n := s.keepNote
+	s.keepNote = KeepNone
+	return n
 }
 
 func isDone(c chan struct{}) bool {
@@ -723,32 +758,20 @@ type VerifyResult struct {
 	Detail string // why it did not pass: "exit status 1", "timed out after 30 s"
 }
 
-// Verify runs a lesson task's verify script in g (vmproto.OpVerify).
-func (g *Guest) Verify(ctx context.Context, script []byte, lang string) (VerifyResult, error) {
-	c := g.client
+// verifyIn runs a lesson task's verify script in g (vmproto.OpVerify).
+func verifyIn(ctx context.Context, g *vm.Guest, script []byte, lang string) (VerifyResult, error) {
 	var res VerifyResult
 	var mu sync.Mutex
-	p := &pending{data: func(b []byte) {
+	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpVerify, Data: script, Lang: lang}, vm.ChannelOpts{Data: func(b []byte) {
 		mu.Lock()
 		res.Output = append(res.Output, b...)
 		mu.Unlock()
-	}, end: make(chan error, 1), dataMax: verifyCap} // the guest's cap, enforced here too
-	c.mu.Lock()
-	if c.closed != nil {
-		err := c.closed
-		c.mu.Unlock()
-		return res, err
-	}
-	c.nextID++
-	id := c.nextID
-	c.calls[id] = p
-	c.mu.Unlock()
-	if err := c.send(vmproto.HostMsg{ID: id, Op: vmproto.OpVerify, Data: script, Lang: lang}); err != nil {
-		c.forget(id)
+	}, DataMax: verifyCap}) // the guest's cap, enforced here too
+	if err != nil {
 		return res, err
 	}
 	select {
-	case err := <-p.end:
+	case err := <-ch.End():
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil {
@@ -761,10 +784,14 @@ func (g *Guest) Verify(ctx context.Context, script []byte, lang string) (VerifyR
 		}
 		return res, err
 	case <-ctx.Done():
-		c.forget(id)
+		ch.Forget()
 		return res, ctx.Err()
 	}
 }
+
+// verifyCap is the host's own bound on a check's output: what the guest
+// promises (vmproto.VerifyOutputMax), no more.
+const verifyCap = vmproto.VerifyOutputMax
 
 // Verify runs script in learner's own guest (LAB_LANG=lang), beside their shell: the
 // script sees what they did there. ErrNoTerminal when they have no shell
@@ -792,7 +819,7 @@ func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, l
 	}
 	ctx, cancel := context.WithTimeout(ctx, (vmproto.VerifyTimeoutS+15)*time.Second)
 	defer cancel()
-	return g.Verify(ctx, script, lang)
+	return verifyIn(ctx, g, script, lang)
 }
 
 // awaitSaved waits while learner's machine is being kept, so that their
@@ -859,8 +886,7 @@ func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
 		t.notify()
 		t.mu.Unlock()
 	}()
-	g, key := s.backend.current()
-	if g == nil || key == "" {
+	if g, key := s.backend.Current(); g == nil || key == "" {
 		return KeptSave{} // no guest up (booting, died): nothing to keep
 	}
 	s.mu.Lock()
@@ -870,22 +896,18 @@ func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
 	s.subs = map[*Attachment]struct{}{}
 	var terms []uint64
 	if s.term != nil && !isDone(s.term.done) {
-		terms = append(terms, s.term.id)
+		terms = append(terms, s.term.ch.ID())
 	}
 	s.mu.Unlock()
-	g.client.mu.Lock()
-	next := g.client.nextID + 64 // room for requests sent as the guest stops
-	g.client.mu.Unlock()
-	s.backend.paused.Store(true) // no health pings at a stopped guest
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := t.Keep.save(ctx, g, s.owner, key, next, terms, keptRawMax(t.Cfg))
+	res, err := t.Keep.save(ctx, s.backend, s.owner, terms)
 	log := t.Cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case errors.Is(err, errTooBig):
+	case errors.Is(err, vm.ErrStateTooBig):
 		log.Warn("a learner's machine is over the keep cap; not kept", "cap_bytes", t.Keep.maxBytes(), "stream_bytes", res.Raw)
 	case err != nil:
 		log.Warn("a learner's machine could not be kept", "err", err)

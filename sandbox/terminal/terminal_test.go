@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // readUntil collects a's output until it contains every want, or the
@@ -45,8 +49,8 @@ func readUntil(t testing.TB, a *Attachment, want ...string) string {
 // the same shell with its scrollback.
 func TestTerminals(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Dir = ownCache(t)
-	cfg.Accel = AccelTCG
+	cfg.Dir = vmtest.OwnCache(t)
+	cfg.Accel = vm.AccelTCG
 	terms := &Terminals{Cfg: cfg, Max: 2, QueueMax: 1}
 	defer terms.Close()
 	ctx := context.Background()
@@ -100,7 +104,7 @@ func TestTerminals(t *testing.T) {
 	checkDemandDisk(t, terms, b, "learner-b")
 
 	// The shell runs in its own cgroup under the learner's, whose limits
-	// bound processes, CPU and memory (sandbox/vmguest/termlimits.go), as
+	// bound processes, CPU and memory (sandbox/guestterm/termlimits.go), as
 	// the ordinary user learner with CAP_NET_RAW alone.
 	if err := b.Write([]byte("cat /proc/self/cgroup /sys/fs/cgroup/learner/pids.max /sys/fs/cgroup/learner/cpu.max /sys/fs/cgroup/learner/memory.max; grep -E 'CapEff|Uid' /proc/self/status; echo limits-$((9*9))\n")); err != nil {
 		t.Fatal(err)
@@ -209,11 +213,11 @@ func TestTerminals(t *testing.T) {
 	// With no tab attached a's guest is paused (no CPU); a tab that comes
 	// back resumes it, and the shell is where it was.
 	a.Detach()
-	if a.s.backend.paused.Load() {
+	if a.s.backend.Paused() {
 		t.Error("a's guest paused while a second tab still shows the shell")
 	}
 	a2.Detach()
-	if !a.s.backend.paused.Load() {
+	if !a.s.backend.Paused() {
 		t.Error("a's guest runs on with no tab attached")
 	}
 	a3, err := terms.Attach(ctx, "learner-a", 24, 80)

@@ -1,4 +1,4 @@
-package vmguest
+package guestterm
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"bytes"
@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // BenchmarkTerminal is what a learner's terminal costs under TCG: open →
@@ -20,8 +24,8 @@ import (
 // idleSample) with a tab attached and with none (paused).
 func BenchmarkTerminal(b *testing.B) {
 	cfg := testConfig(b)
-	cfg.Accel = AccelTCG
-	cfg.Dir = ownCache(b)
+	cfg.Accel = vm.AccelTCG
+	cfg.Dir = vmtest.OwnCache(b)
 	cfg.Logger = nil // the guests' state lines would drown the summary
 	ctx := context.Background()
 	open := func(terms *Terminals, learner string) (time.Duration, *Attachment) {
@@ -77,7 +81,7 @@ func BenchmarkTerminal(b *testing.B) {
 	pid := a.GuestPID()
 	time.Sleep(5 * time.Second) // the shell's start settles
 	attached := cpuShare(b, pid, idleSample)
-	rss := float64(processRSS(pid)) / (1 << 20)
+	rss := float64(vm.ProcessRSS(pid)) / (1 << 20)
 	a.Detach()
 	time.Sleep(time.Second)
 	detached := cpuShare(b, pid, idleSample)
@@ -96,7 +100,7 @@ func BenchmarkTerminal(b *testing.B) {
 	b.ReportMetric(median(restored), "restore-p50-s")
 	b.ReportMetric(p95(restored), "restore-p95-s")
 	b.ReportMetric(rss, "idle-rss-MiB")
-	b.ReportMetric(float64(cfg.withDefaults().MemoryMiB), "guest-MiB")
+	b.ReportMetric(float64(cfg.WithDefaults().MemoryMiB), "guest-MiB")
 	b.ReportMetric(attached, "idle-cpu-%")
 	b.ReportMetric(detached, "detached-cpu-%")
 	b.ReportMetric(back.Seconds(), "reattach-s")
@@ -133,7 +137,7 @@ func cpuTicks(b *testing.B, pid int) int64 {
 func spareReady(t *Terminals) {
 	for {
 		t.mu.Lock()
-		ready := len(t.spares) > 0 && t.spares[0].backend.paused.Load()
+		ready := len(t.spares) > 0 && t.spares[0].backend.Paused()
 		t.mu.Unlock()
 		if ready {
 			return

@@ -1,4 +1,4 @@
-package vmguest
+package guestterm
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -22,43 +23,41 @@ import (
 // did in their terminal (the shells' /proc, files, counters). One at a
 // time per guest; bounded in time and output; killed with its process
 // group when the time is up.
-func (c *guestConn) verify(ctx context.Context, m vmproto.HostMsg) {
+func (s *Service) verify(ctx context.Context, m vmproto.HostMsg, ch vmguest.Channel) {
 	if len(m.Data) == 0 {
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "verify without a script"}})
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBadOp, Error: "verify without a script"})
 		return
 	}
-	c.mu.Lock()
-	if c.verifying {
-		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: "another check is running"}})
+	s.mu.Lock()
+	if s.verifying {
+		s.mu.Unlock()
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBusy, Error: "another check is running"})
 		return
 	}
-	c.verifying = true
-	pids := c.termPIDs()
-	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	s.verifying = true
+	pids := s.termPIDs()
+	s.mu.Unlock()
+	ch.Go(func() {
 		out, err := runVerify(ctx, m.Data, pids, m.Lang)
 		// Free before the end line: the host may send the next check
 		// as soon as it reads it.
-		c.mu.Lock()
-		c.verifying = false
-		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, Data: out})
-		end := vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}}
+		s.mu.Lock()
+		s.verifying = false
+		s.mu.Unlock()
+		_ = ch.Data(out)
+		end := sandbox.End{}
 		if err != nil {
-			end.End.Kind, end.End.Error = vmproto.EndFailed, err.Error()
+			end.Kind, end.Error = vmproto.EndFailed, err.Error()
 		}
-		_ = c.send(end)
-	}()
+		_ = ch.End(end)
+	})
 }
 
 // termPIDs lists every process of the open terminals' sessions (the
 // shells and what they started). Called with c.mu held.
-func (c *guestConn) termPIDs() []int {
+func (s *Service) termPIDs() []int {
 	sids := map[int]bool{}
-	for _, t := range c.terms {
+	for _, t := range s.terms {
 		if t.cmd.Process != nil {
 			sids[t.cmd.Process.Pid] = true
 		}

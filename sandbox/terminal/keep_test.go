@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
 // TestKeptMachine: a learner's machine reclaimed with Keep set comes back
@@ -20,9 +22,9 @@ import (
 // told; Reset deletes what was kept. One learner guest at a time.
 func TestKeptMachine(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Accel = AccelTCG
+	cfg.Accel = vm.AccelTCG
 	var logs lockedBuffer // what the shutdown says
-	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &logs), nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{T: t}, &logs), nil))
 	keep := &Keep{Dir: t.TempDir()}
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
 	defer terms.Close()

@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // lessonScript reads a verify script of the built-in lesson 01.
@@ -33,9 +37,9 @@ func courseScript(t *testing.T, lesson, name string) []byte {
 // shell gets ErrNoTerminal; a script's output is bounded.
 func TestTerminalVerify(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Dir = ownCache(t)
-	cfg.Accel = AccelTCG
-	cfg.consoleMax = 64 << 10 // the console flood below fills it in a second
+	cfg.Dir = vmtest.OwnCache(t)
+	cfg.Accel = vm.AccelTCG
+	cfg.ConsoleMax = 64 << 10 // the console flood below fills it in a second
 	terms := &Terminals{Cfg: cfg, Max: 1}
 	defer terms.Close()
 	ctx := context.Background()
@@ -115,8 +119,8 @@ func TestTerminalVerify(t *testing.T) {
 	}
 	cur, _ := os.Stat(g.Console)
 	old, _ := os.Stat(g.Console + ".1")
-	if cur == nil || cur.Size() > cfg.consoleMax || old == nil || old.Size() > cfg.consoleMax {
-		t.Errorf("after 300 kB on the serial console: console.log %v, console.log.1 %v; want each at most %d bytes", cur, old, cfg.consoleMax)
+	if cur == nil || cur.Size() > cfg.ConsoleMax || old == nil || old.Size() > cfg.ConsoleMax {
+		t.Errorf("after 300 kB on the serial console: console.log %v, console.log.1 %v; want each at most %d bytes", cur, old, cfg.ConsoleMax)
 	} else {
 		t.Logf("after 300 kB on the serial console: console.log %d bytes, console.log.1 %d bytes", cur.Size(), old.Size())
 	}

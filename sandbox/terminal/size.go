@@ -1,8 +1,10 @@
-package vm
+package terminal
 
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
 // Sizing learner terminals to the machine (`serve --terminals auto`).
@@ -45,7 +47,7 @@ func (s TermSizing) String() string {
 // learner guests (one kept as the paused spare), bounded by idle tabs on
 // half of every CPU; at least 1.
 func AutoTerminals(poolGuests int) TermSizing {
-	s := TermSizing{AvailableMiB: memAvailableMiB(), CPUs: runtime.NumCPU(), PoolGuests: poolGuests,
+	s := TermSizing{AvailableMiB: vm.MemAvailableMiB(), CPUs: runtime.NumCPU(), PoolGuests: poolGuests,
 		PerGuestMiB: termGuestMiB, PoolGuestMiB: poolGuestMiB, HeadroomMiB: termHeadroom, IdleCPUPerCent: termIdleCPUPct}
 	s.ByCPU = s.CPUs * 50 / termIdleCPUPct
 	s.ByMemory = s.ByCPU
@@ -63,7 +65,7 @@ func AutoTerminals(poolGuests int) TermSizing {
 // caches grow after they boot). Unknown memory: no bound.
 func AutoRoom(poolGuests int) func() int {
 	return func() int {
-		avail := memAvailableMiB()
+		avail := vm.MemAvailableMiB()
 		if avail <= 0 {
 			return unbounded
 		}

@@ -1,12 +1,14 @@
-package vm
+package terminal
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -19,18 +21,17 @@ var ErrProgramNoResult = errors.New("the guest ended the program run without a r
 // dropped and the run's end says so.
 const programBytesMax = vmproto.ProgramCompileMax + vmproto.ProgramOutputMax + vmproto.ProgramPeerMax + 16<<10
 
-// RunProgram compiles and runs a learner's program in g
+// runProgramIn compiles and runs a learner's program in g
 // (vmproto.OpProgram), passing its events to emit as they come (bounded
 // here, on the host: a guest is the learner's and may send anything).
 // The run's end is the guest's ProgramEnd; an error when the guest could
 // not do it (busy, gone, cancelled with ctx).
-func (g *Guest) RunProgram(ctx context.Context, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
-	c := g.client
+func runProgramIn(ctx context.Context, g *vm.Guest, prog vmproto.Program, lang string, emit func(sandbox.Event), log *slog.Logger) (vmproto.ProgramEnd, error) {
 	var mu sync.Mutex
 	var end *vmproto.ProgramEnd
 	events, bytes, dropped := 0, 0, false
-	p := &pending{
-		event: func(ev sandbox.Event) {
+	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpProgram, Program: &prog, Lang: lang}, vm.ChannelOpts{
+		Event: func(ev sandbox.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			if end != nil {
@@ -40,7 +41,7 @@ func (g *Guest) RunProgram(ctx context.Context, prog vmproto.Program, lang strin
 			if events >= vmproto.ProgramEvents || bytes+n > programBytesMax || ev.Type != sandbox.EvLog && ev.Type != sandbox.EvPhase {
 				if !dropped {
 					dropped = true
-					c.log.Warn("learner program: guest sent more than its bounds; the rest is dropped", "events", events, "bytes", bytes)
+					log.Warn("learner program: guest sent more than its bounds; the rest is dropped", "events", events, "bytes", bytes)
 				}
 				return
 			}
@@ -49,7 +50,7 @@ func (g *Guest) RunProgram(ctx context.Context, prog vmproto.Program, lang strin
 			ev.Time = time.Now()
 			emit(ev)
 		},
-		final: func(m vmproto.GuestMsg) {
+		Final: func(m vmproto.GuestMsg) {
 			mu.Lock()
 			defer mu.Unlock()
 			if m.Program != nil {
@@ -61,24 +62,12 @@ func (g *Guest) RunProgram(ctx context.Context, prog vmproto.Program, lang strin
 				end = &e
 			}
 		},
-		end: make(chan error, 1),
-	}
-	c.mu.Lock()
-	if c.closed != nil {
-		err := c.closed
-		c.mu.Unlock()
-		return vmproto.ProgramEnd{}, err
-	}
-	c.nextID++
-	id := c.nextID
-	c.calls[id] = p
-	c.mu.Unlock()
-	if err := c.send(vmproto.HostMsg{ID: id, Op: vmproto.OpProgram, Program: &prog, Lang: lang}); err != nil {
-		c.forget(id)
+	})
+	if err != nil {
 		return vmproto.ProgramEnd{}, err
 	}
 	select {
-	case err := <-p.end:
+	case err := <-ch.End():
 		mu.Lock()
 		defer mu.Unlock()
 		if end == nil {
@@ -92,8 +81,8 @@ func (g *Guest) RunProgram(ctx context.Context, prog vmproto.Program, lang strin
 		}
 		return *end, nil
 	case <-ctx.Done():
-		c.forget(id)
-		c.cancelInGuest(id)
+		ch.Forget()
+		ch.Cancel()
 		return vmproto.ProgramEnd{}, ctx.Err()
 	}
 }
@@ -106,7 +95,7 @@ func clip(b []byte, n int) []byte {
 }
 
 // RunProgram runs a learner's program in their own guest, beside their
-// shell (Guest.RunProgram). Like Verify it needs the learner's session:
+// shell (runProgramIn). Like Verify it needs the learner's session:
 // ErrNoTerminal when they have none (the web layer opens one first).
 func (t *Terminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
 	t.init()
@@ -128,5 +117,5 @@ func (t *Terminals) RunProgram(ctx context.Context, learner string, prog vmproto
 	timeout := 5 * time.Minute // peer, compiler (1 min each at most), program, check, on a loaded host
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return g.RunProgram(ctx, prog, lang, emit)
+	return runProgramIn(ctx, g, prog, lang, emit, s.log)
 }

@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,27 +15,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // A machine that waits for its learner: when Terminals reclaims a
 // learner's guest (idle, or a closed tab while others wait), Keep saves
-// the whole guest with QEMU's migration (RAM and devices: the guest has no
-// disk, its files live in RAM) through zstd into one file per learner, and
-// the learner's next attach restores it: their files, their shell history
-// (the shell appends it after every command, vmguest/terminal.go), what
-// they built. The guest is the learner's and they are hostile, so the host
-// bounds what it writes (MaxBytes compressed, the guest's RAM plus a
-// margin raw) and never trusts what it reads back: a state that does not
-// restore gives a fresh machine and a note saying so, never an error.
-//
-// zstd (github.com/klauspost/compress, already in the module graph through
-// NATS): an idle guest's RAM is mostly zeros and page cache, which it
-// compresses ~10× at a few hundred MB/s per core; gzip is 3–5× slower at
-// both ends, and the restore is what the learner waits for.
+// the whole guest (vm.Backend.SaveState: QEMU's migration through zstd)
+// into one file per learner, and the learner's next attach restores it
+// (vm.Backend.RestoreFirst): their files, their shell history (the shell
+// appends it after every command, guestterm/terminal.go), what they built.
+// The guest is the learner's and they are hostile, so the host bounds
+// what it writes (MaxBytes compressed, the guest's RAM plus a margin raw)
+// and never trusts what it reads back: a state that does not restore
+// gives a fresh machine and a note saying so, never an error.
 
 // Keep is where learners' machines wait for them.
 type Keep struct {
@@ -92,9 +84,6 @@ type KeptSave struct {
 	Took       time.Duration
 }
 
-// errTooBig: the state went over MaxBytes while being written.
-var errTooBig = errors.New("the machine's saved state is over the size cap")
-
 func (k *Keep) maxBytes() int64 {
 	if k.MaxBytes <= 0 {
 		return 64 << 20
@@ -116,25 +105,24 @@ func (k *Keep) name(learner string) string {
 	return filepath.Join(k.Dir, hex.EncodeToString(h[:16]))
 }
 
-// save writes g's state for learner. g must be paused (it stays so: the
-// caller stops it afterwards). over the cap, a note says so and no state
-// is kept.
-func (k *Keep) save(ctx context.Context, g *Guest, learner, key string, nextID uint64, terms []uint64, rawMax int64) (KeptSave, error) {
+// save writes the state of b's guest for learner (open: its shells'
+// channels). The guest is stopped for good (the caller closes b
+// afterwards). Over the cap, a note says so and no state is kept.
+func (k *Keep) save(ctx context.Context, b *vm.Backend, learner string, open []uint64) (KeptSave, error) {
 	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
 		return KeptSave{}, fmt.Errorf("keep: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	stem := k.name(learner)
-	begin := time.Now()
-	raw, n, err := g.migrateTo(ctx, stem+".zst.tmp", k.maxBytes(), rawMax)
+	st, err := b.SaveState(ctx, stem+".zst.tmp", k.maxBytes(), open)
 	defer os.Remove(stem + ".zst.tmp") // after a failure; renamed away on success
-	m := keptMeta{Key: key, Hello: g.Hello, Bytes: n, Raw: raw, Took: time.Since(begin), Created: time.Now().UTC(), NextID: nextID, Terms: terms}
-	if errors.Is(err, errTooBig) {
+	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open}
+	if errors.Is(err, vm.ErrStateTooBig) {
 		os.Remove(stem + ".zst")
 		m.Dropped, m.Bytes = KeepTooBig, 0
 		_ = k.writeMeta(stem, m)
-		return KeptSave{Raw: raw, Took: m.Took}, err
+		return KeptSave{Raw: st.Raw, Took: m.Took}, err
 	}
 	if err != nil {
 		return KeptSave{}, err
@@ -147,7 +135,7 @@ func (k *Keep) save(ctx context.Context, g *Guest, learner, key string, nextID u
 		return KeptSave{}, err
 	}
 	k.Enforce()
-	return KeptSave{Bytes: n, Raw: raw, Took: m.Took}, nil
+	return KeptSave{Bytes: st.Bytes, Raw: st.Raw, Took: m.Took}, nil
 }
 
 // Enforce deletes the oldest kept machines while all of them together
@@ -221,46 +209,46 @@ func (k *Keep) writeMeta(stem string, m keptMeta) error {
 // why there is none. A state is restored once: take removes its note, so a
 // state that fails to restore is not tried again (the file goes with
 // Forget or the sweep).
-func (k *Keep) take(learner, key string) (*Snapshot, *keptMeta, KeepNote) {
+func (k *Keep) take(learner, key string) (*vm.SavedState, KeepNote) {
 	k.sweep()
 	stem := k.name(learner)
 	b, err := os.ReadFile(stem + ".json")
 	if err != nil {
 		if _, serr := os.Stat(stem + ".zst"); serr == nil {
 			os.Remove(stem + ".zst")
-			return nil, nil, KeepUnreadable // a state without its note
+			return nil, KeepUnreadable // a state without its note
 		}
-		return nil, nil, KeepNone
+		return nil, KeepNone
 	}
 	os.Remove(stem + ".json")
 	var m keptMeta
 	if len(b) > 64<<10 || json.Unmarshal(b, &m) != nil {
 		os.Remove(stem + ".zst")
-		return nil, nil, KeepUnreadable
+		return nil, KeepUnreadable
 	}
 	if m.Dropped != "" {
-		return nil, nil, m.Dropped
+		return nil, m.Dropped
 	}
 	if time.Since(m.Created) > k.expire() {
 		os.Remove(stem + ".zst")
-		return nil, nil, KeepNone
+		return nil, KeepNone
 	}
 	if m.Key != key {
 		os.Remove(stem + ".zst")
-		return nil, nil, KeepStale
+		return nil, KeepStale
 	}
 	fi, err := os.Stat(stem + ".zst")
 	if err != nil || fi.Size() != m.Bytes || fi.Size() > k.maxBytes() {
 		os.Remove(stem + ".zst")
-		return nil, nil, KeepUnreadable
+		return nil, KeepUnreadable
 	}
-	return &Snapshot{Path: stem + ".zst", Key: m.Key, Hello: m.Hello, Bytes: m.Bytes, Created: m.Created, kept: true}, &m, KeepRestored
+	return &vm.SavedState{Path: stem + ".zst", Key: m.Key, Hello: m.Hello, Bytes: m.Bytes, NextID: m.NextID, Open: m.Terms}, KeepRestored
 }
 
 // done removes a state once it was restored (or given up on).
-func (k *Keep) done(s *Snapshot) {
-	if s != nil && s.kept {
-		os.Remove(s.Path)
+func (k *Keep) done(st *vm.SavedState) {
+	if st != nil {
+		os.Remove(st.Path)
 	}
 }
 
@@ -313,164 +301,4 @@ func (k *Keep) Usage() (bytes int64, machines int) {
 		}
 	}
 	return bytes, machines
-}
-
-// capWriter fails once more than max bytes went through it.
-type capWriter struct {
-	w   io.Writer
-	n   int64
-	max int64
-}
-
-func (c *capWriter) Write(p []byte) (int, error) {
-	if c.n+int64(len(p)) > c.max {
-		return 0, errTooBig
-	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// migrateTo writes the paused guest's migration stream, zstd-compressed,
-// into path: QEMU sends it to a unix socket this process listens on, so
-// every byte is counted here, whatever the guest made of its RAM. More
-// than rawMax bytes of stream, or more than max compressed, and the
-// migration is cancelled with errTooBig. It returns the stream's and the
-// file's sizes.
-func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (raw, n int64, err error) {
-	q, err := dialQMP(ctx, g.qmpSock, g.exited)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer q.close()
-	sock := filepath.Join(g.runDir, "keep.sock")
-	os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
-	}
-	defer ln.Close()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
-	}
-	defer f.Close()
-	if _, err := q.do(ctx, "stop", nil); err != nil {
-		return 0, 0, err
-	}
-	if _, err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}); err != nil {
-		return 0, 0, err
-	}
-	if _, err := q.do(ctx, "migrate", map[string]any{"uri": "unix:" + sock}); err != nil {
-		return 0, 0, err
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = ln.(*net.UnixListener).SetDeadline(dl)
-	}
-	conn, err := ln.Accept()
-	if err != nil {
-		_, _ = q.do(context.Background(), "migrate_cancel", nil)
-		return 0, 0, fmt.Errorf("keep: QEMU did not connect: %w", err)
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetReadDeadline(dl)
-	}
-	cw := &capWriter{w: f, max: max}
-	enc, err := zstd.NewWriter(cw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
-	}
-	raw, cerr := io.Copy(enc, io.LimitReader(conn, rawMax+1))
-	if cerr == nil && raw > rawMax {
-		cerr = errTooBig
-	}
-	if cerr == nil {
-		cerr = enc.Close()
-	}
-	if cerr != nil {
-		conn.Close()
-		_, _ = q.do(context.Background(), "migrate_cancel", nil)
-		if errors.Is(cerr, errTooBig) {
-			return raw, cw.n, errTooBig
-		}
-		return raw, cw.n, fmt.Errorf("keep: %w", cerr)
-	}
-	for {
-		st, err := q.migrateStatus(ctx)
-		if err != nil {
-			return raw, cw.n, err
-		}
-		if st == "completed" {
-			break
-		}
-		if st == "failed" || st == "cancelled" {
-			return raw, cw.n, fmt.Errorf("keep: migration %s", st)
-		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return raw, cw.n, fmt.Errorf("keep: %w", err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return raw, cw.n, fmt.Errorf("keep: %w", err)
-	}
-	return raw, cw.n, nil
-}
-
-// feedKept streams a kept state into a restoring QEMU (-incoming unix:sock):
-// decompressed, at most rawMax bytes. Any error closes the connection,
-// and QEMU, which then cannot load the guest, exits; the caller falls
-// back to a fresh machine.
-func feedKept(ctx context.Context, sock, path string, rawMax int64, exited <-chan struct{}) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var conn net.Conn
-	var d net.Dialer
-	for {
-		conn, err = d.DialContext(ctx, "unix", sock)
-		if err == nil {
-			break
-		}
-		select {
-		case <-exited:
-			return errors.New("qemu exited before it listened for the state")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	defer conn.Close()
-	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(rawMax)))
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
-	n, err := io.Copy(conn, io.LimitReader(dec, rawMax+1))
-	if err == nil && n > rawMax {
-		err = fmt.Errorf("the state is over %d bytes", rawMax)
-	}
-	return err
-}
-
-// migrateStatus is query-migrate's status.
-func (q *qmp) migrateStatus(ctx context.Context) (string, error) {
-	raw, err := q.do(ctx, "query-migrate", nil)
-	if err != nil {
-		return "", err
-	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(raw, &st)
-	return st.Status, nil
-}
-
-// keptRawMax bounds a kept machine's migration stream: the guest's RAM and
-// a margin for its devices' state (a few MiB).
-func keptRawMax(cfg Config) int64 {
-	cfg = cfg.withDefaults()
-	return int64(cfg.MemoryMiB)<<20 + 64<<20
 }

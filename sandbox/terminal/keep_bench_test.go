@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -6,6 +6,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // BenchmarkKeptMachine is what keeping a learner's machine costs under
@@ -16,8 +20,8 @@ import (
 // rounds of one learner; medians.
 func BenchmarkKeptMachine(b *testing.B) {
 	cfg := testConfig(b)
-	cfg.Accel = AccelTCG
-	cfg.Dir = ownCache(b)
+	cfg.Accel = vm.AccelTCG
+	cfg.Dir = vmtest.OwnCache(b)
 	cfg.Logger = nil
 	keep := &Keep{Dir: b.TempDir()}
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}

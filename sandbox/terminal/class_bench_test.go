@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"bytes"
@@ -11,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // BenchmarkTerminalClass is a class opening its terminals at once (issue
@@ -24,9 +28,9 @@ import (
 func BenchmarkTerminalClass(b *testing.B) {
 	const class = 20
 	cfg := testConfig(b)
-	cfg.Accel = AccelTCG
-	cfg.Dir = ownCache(b)
-	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{b}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Accel = vm.AccelTCG
+	cfg.Dir = vmtest.OwnCache(b)
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{T: b}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	spares := class // serve's --spares auto
 	if n, err := strconv.Atoi(os.Getenv("BENCH_SPARES")); err == nil {
 		spares = n
@@ -47,7 +51,7 @@ func BenchmarkTerminalClass(b *testing.B) {
 		b.Logf("--terminals auto: %s; spares: %+v warm in %s", size, st, time.Since(warm).Round(time.Second))
 		terms.mu.Lock()
 		for _, s := range terms.spares {
-			if n := processRSS(s.backend.GuestPID()); n > 0 {
+			if n := vm.ProcessRSS(s.backend.GuestPID()); n > 0 {
 				rss = append(rss, float64(n)/(1<<20))
 			}
 		}

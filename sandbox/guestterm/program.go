@@ -1,4 +1,4 @@
-package vmguest
+package guestterm
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -48,24 +49,22 @@ const (
 )
 
 // program starts request m's program run; one at a time per guest.
-func (c *guestConn) program(ctx context.Context, m vmproto.HostMsg) {
+func (s *Service) program(ctx context.Context, m vmproto.HostMsg, ch vmguest.Channel) {
 	p := m.Program
 	if p == nil || len(p.Source) == 0 || len(p.Source) > vmproto.ProgramSourceMax || len(p.Check) == 0 {
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBadOp, Error: "program without a bounded source and a check"}})
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBadOp, Error: "program without a bounded source and a check"})
 		return
 	}
-	c.mu.Lock()
-	if c.progCancel != nil {
-		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: "another program is running"}})
+	s.mu.Lock()
+	if s.progCancel != nil {
+		s.mu.Unlock()
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBusy, Error: "another program is running"})
 		return
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	c.progID, c.progCancel = m.ID, cancel
-	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	s.progID, s.progCancel = m.ID, cancel
+	s.mu.Unlock()
+	ch.Go(func() {
 		defer cancel()
 		sent := 0
 		emit := func(ev sandbox.Event) {
@@ -74,28 +73,28 @@ func (c *guestConn) program(ctx context.Context, m vmproto.HostMsg) {
 			}
 			sent++
 			ev.Time = time.Now()
-			_ = c.send(vmproto.GuestMsg{ID: m.ID, Event: &ev})
+			_ = ch.Event(ev)
 		}
 		end := runProgram(pctx, m.ID, p, m.Lang, emit)
-		c.mu.Lock()
-		c.progID, c.progCancel = 0, nil
-		c.mu.Unlock()
-		msg := vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}, Program: &end}
+		s.mu.Lock()
+		s.progID, s.progCancel = 0, nil
+		s.mu.Unlock()
+		msg := vmproto.GuestMsg{End: &sandbox.End{}, Program: &end}
 		if pctx.Err() != nil && ctx.Err() == nil {
 			msg.End = &sandbox.End{Kind: vmproto.EndCancelled, Error: "cancelled"}
 		}
-		_ = c.send(msg)
-	}()
+		_ = ch.Send(msg)
+	})
 }
 
 // cancelProgram ends program id; false if it is not the one running.
-func (c *guestConn) cancelProgram(id uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.progID != id || c.progCancel == nil {
+func (s *Service) cancelProgram(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.progID != id || s.progCancel == nil {
 		return false
 	}
-	c.progCancel()
+	s.progCancel()
 	return true
 }
 

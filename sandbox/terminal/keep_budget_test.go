@@ -1,10 +1,12 @@
-package vm
+package terminal
 
 import (
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // TestKeepTotalBudget: kept machines over TotalMax together lose the
@@ -12,7 +14,7 @@ import (
 // at their next attach (KeepEvicted); a machine being restored (its note
 // taken) is left alone; without TotalMax nothing is deleted.
 func TestKeepTotalBudget(t *testing.T) {
-	k := &Keep{Dir: t.TempDir(), Logger: newTestLogger(t)}
+	k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t)}
 	const mib = 1 << 20
 	now := time.Now()
 	// Five learners' machines of 3 MiB, saved an hour apart (learner-0 oldest).
@@ -48,12 +50,12 @@ func TestKeepTotalBudget(t *testing.T) {
 		t.Errorf("evicted %d, want 2 (learner-0 and learner-2: the oldest not being restored)", k.Evicted())
 	}
 	for _, i := range []int{0, 2} {
-		if _, _, note := k.take(fmt.Sprint("learner-", i), "k"); note != KeepEvicted {
+		if _, note := k.take(fmt.Sprint("learner-", i), "k"); note != KeepEvicted {
 			t.Errorf("learner-%d (older): note %q, want evicted", i, note)
 		}
 	}
 	for _, i := range []int{3, 4} {
-		if _, _, note := k.take(fmt.Sprint("learner-", i), "k"); note != KeepRestored {
+		if _, note := k.take(fmt.Sprint("learner-", i), "k"); note != KeepRestored {
 			t.Errorf("learner-%d (newer): note %q, want restored", i, note)
 		}
 	}

@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"log/slog"
@@ -88,7 +88,7 @@ func (t *Terminals) SpareStats() SpareStats {
 	st := SpareStats{Target: t.spareTarget(), Class: t.class(), Room: room, Bounded: t.Room != nil,
 		FromSpare: t.fromSpare, Started: t.startedOwn}
 	for _, s := range t.spares {
-		if s.backend.paused.Load() {
+		if s.backend.Paused() {
 			st.Ready++
 		} else {
 			st.Starting++

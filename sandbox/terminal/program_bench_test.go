@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -8,6 +8,10 @@ import (
 
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // BenchmarkProgram is a learner's Run on a warm guest (their terminal
@@ -22,8 +26,8 @@ func BenchmarkProgram(b *testing.B) {
 	}
 	p := course.Lesson("04-first-program").Programs[0]
 	cfg := testConfig(b)
-	cfg.Accel = AccelTCG
-	cfg.Dir = ownCache(b)
+	cfg.Accel = vm.AccelTCG
+	cfg.Dir = vmtest.OwnCache(b)
 	cfg.Logger = nil
 	ctx := context.Background()
 	terms := &Terminals{Cfg: cfg, Max: 2}

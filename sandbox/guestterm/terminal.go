@@ -1,4 +1,4 @@
-package vmguest
+package guestterm
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/sandbox/vmguest"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
@@ -98,20 +99,20 @@ func setWinsize(f *os.File, rows, cols uint16) {
 
 // startTerm starts a shell for request m and relays its output until it
 // exits; the end line follows the last output.
-func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
-	c.mu.Lock()
-	if c.terms == nil {
-		c.terms = map[uint64]*guestTerm{}
+func (s *Service) startTerm(ctx context.Context, m vmproto.HostMsg, ch vmguest.Channel) {
+	s.mu.Lock()
+	if s.terms == nil {
+		s.terms = map[uint64]*guestTerm{}
 	}
-	if len(c.terms) >= maxTerms {
-		c.mu.Unlock()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndBusy, Error: fmt.Sprintf("this guest already runs %d terminals", maxTerms)}})
+	if len(s.terms) >= maxTerms {
+		s.mu.Unlock()
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBusy, Error: fmt.Sprintf("this guest already runs %d terminals", maxTerms)})
 		return
 	}
-	c.mu.Unlock()
+	s.mu.Unlock()
 	master, slave, err := pty.Open() // master: ours; slave: the child's stdio
 	if err != nil {
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no terminal: " + err.Error()}})
+		_ = ch.End(sandbox.End{Kind: vmproto.EndFailed, Error: "no terminal: " + err.Error()})
 		return
 	}
 	setWinsize(master, m.Rows, m.Cols)
@@ -119,7 +120,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	if err := learnerHomeDir(); err != nil {
 		slave.Close()
 		master.Close()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no home: " + err.Error()}})
+		_ = ch.End(sandbox.End{Kind: vmproto.EndFailed, Error: "no home: " + err.Error()})
 		return
 	}
 	cmd := exec.Command(shell[0], shell[1:]...)
@@ -127,7 +128,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + learnerHome, "TERM=xterm-256color",
 		"LANG=C.UTF-8", "USER=learner", "LOGNAME=learner", "SHELL=" + shell[0], `PS1=learner@rdmalab-guest:\w$ `,
 		// History goes to ~/.bash_history after every command, not at the
-		// shell's exit: a machine kept for its learner (host: vm/keep.go)
+		// shell's exit: a machine kept for its learner (host: sandbox/terminal/keep.go)
 		// has its shell ended, not exited, and the next one reads it back.
 		"PROMPT_COMMAND=history -a"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
@@ -147,7 +148,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		}
 		slave.Close()
 		master.Close()
-		_ = c.send(vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{Kind: vmproto.EndFailed, Error: "no shell: " + err.Error()}})
+		_ = ch.End(sandbox.End{Kind: vmproto.EndFailed, Error: "no shell: " + err.Error()})
 		return
 	}
 	slave.Close()
@@ -162,14 +163,12 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 			_, _ = master.Write(b)
 		}
 	}()
-	c.mu.Lock()
-	c.terms[m.ID] = t
-	c.mu.Unlock()
+	s.mu.Lock()
+	s.terms[m.ID] = t
+	s.mu.Unlock()
 	reaped := make(chan struct{})
 	go t.endWithShell(reaped)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	ch.Go(func() {
 		defer close(reaped)
 		stop := context.AfterFunc(ctx, t.kill)
 		defer stop()
@@ -178,7 +177,7 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 		for {
 			n, err := master.Read(buf)
 			if n > 0 {
-				_ = c.send(vmproto.GuestMsg{ID: m.ID, Data: append([]byte(nil), buf[:n]...)})
+				_ = ch.Data(append([]byte(nil), buf[:n]...))
 				sent += n
 				// Hold the average at termRate since the last pause.
 				if ahead := time.Duration(float64(sent)/termRate*float64(time.Second)) - time.Since(start); ahead > 0 {
@@ -198,17 +197,17 @@ func (c *guestConn) startTerm(ctx context.Context, m vmproto.HostMsg) {
 			t.grp.remove()
 		}
 		master.Close()
-		c.mu.Lock()
-		delete(c.terms, m.ID)
+		s.mu.Lock()
+		delete(s.terms, m.ID)
 		close(t.in)
-		c.mu.Unlock()
-		end := vmproto.GuestMsg{ID: m.ID, End: &sandbox.End{}}
+		s.mu.Unlock()
+		end := sandbox.End{}
 		var ee *exec.ExitError
 		if werr != nil && !errors.As(werr, &ee) {
-			end.End.Kind, end.End.Error = vmproto.EndFailed, werr.Error()
+			end.Kind, end.Error = vmproto.EndFailed, werr.Error()
 		}
-		_ = c.send(end)
-	}()
+		_ = ch.End(end)
+	})
 }
 
 // endWithShell ends everything the shell started once the shell itself
@@ -260,10 +259,10 @@ func (t *guestTerm) kill() {
 }
 
 // termIn writes keystrokes to terminal m.Target, or resizes it.
-func (c *guestConn) termIn(m vmproto.HostMsg) {
-	c.mu.Lock()
-	t := c.terms[m.Target]
-	c.mu.Unlock()
+func (s *Service) termIn(m vmproto.HostMsg) {
+	s.mu.Lock()
+	t := s.terms[m.Target]
+	s.mu.Unlock()
 	if t == nil {
 		return
 	}
@@ -271,22 +270,22 @@ func (c *guestConn) termIn(m vmproto.HostMsg) {
 		setWinsize(t.master, m.Rows, m.Cols)
 	}
 	if len(m.Data) > 0 {
-		c.mu.Lock()
-		if c.terms[m.Target] == t {
+		s.mu.Lock()
+		if s.terms[m.Target] == t {
 			select {
 			case t.in <- m.Data:
 			default:
 			}
 		}
-		c.mu.Unlock()
+		s.mu.Unlock()
 	}
 }
 
 // closeTerm ends terminal id; false if there is none.
-func (c *guestConn) closeTerm(id uint64) bool {
-	c.mu.Lock()
-	t := c.terms[id]
-	c.mu.Unlock()
+func (s *Service) closeTerm(id uint64) bool {
+	s.mu.Lock()
+	t := s.terms[id]
+	s.mu.Unlock()
 	if t == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
 )
 
 // programReq is a lesson program's request with source src.
@@ -56,8 +60,8 @@ func TestLessonPrograms(t *testing.T) {
 		t.Fatalf("lesson 04-first-program with 4 programs: %v", l)
 	}
 	cfg := testConfig(t)
-	cfg.Dir = ownCache(t)
-	cfg.Accel = AccelTCG
+	cfg.Dir = vmtest.OwnCache(t)
+	cfg.Accel = vm.AccelTCG
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
 	ctx := context.Background()

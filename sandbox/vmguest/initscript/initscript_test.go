@@ -1,4 +1,4 @@
-package vmproto
+package initscript
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 )
 
 // TestInitScript: /init parses as a shell script (dash here, busybox ash in
@@ -14,7 +16,7 @@ import (
 // PID 1 to the agent's guest-init with the agent's pid.
 func TestInitScript(t *testing.T) {
 	mods := []string{"rdma_rxe", "veth", "ib_uverbs"}
-	script := InitScript(mods)
+	script := Script(mods)
 	path := filepath.Join(t.TempDir(), "init")
 	if err := os.WriteFile(path, script, 0o755); err != nil {
 		t.Fatal(err)
@@ -31,9 +33,9 @@ func TestInitScript(t *testing.T) {
 	s := string(script)
 	for _, want := range []string{
 		"modprobe -a rdma_rxe veth ib_uverbs ",
-		"> " + SetupErrFile,
-		": > " + ModulesDone,
-		"/usr/bin/labagent --serve " + PortLink + " &",
+		"> " + vmproto.SetupErrFile,
+		": > " + vmproto.ModulesDone,
+		"/usr/bin/labagent --serve " + vmproto.PortLink + " &",
 		`exec /usr/bin/labagent guest-init "$agent"`,
 	} {
 		if !strings.Contains(s, want) {

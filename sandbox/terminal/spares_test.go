@@ -1,4 +1,4 @@
-package vm
+package terminal
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/sandbox/vm"
 )
 
 // TestSpareTarget: the spares kept are the class less the learners in, at
@@ -51,7 +53,7 @@ func TestSpareTarget(t *testing.T) {
 func TestClassFromSpares(t *testing.T) {
 	const class = 3
 	cfg := testConfig(t)
-	cfg.Accel = AccelTCG
+	cfg.Accel = vm.AccelTCG
 	terms := &Terminals{Cfg: cfg, Max: class + 1, Spares: class}
 	defer terms.Close()
 	terms.Warm()
