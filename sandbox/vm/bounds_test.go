@@ -130,15 +130,6 @@ func openTerm(t *testing.T, guest *Guest, out func([]byte)) *Channel {
 	return ch
 }
 
-func isDone(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func dataLine(id uint64, n int) string {
 	return fmt.Sprintf(`{"id":%d,"data":"%s"}`, id, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("A"), n)))
 }
@@ -275,7 +266,7 @@ func TestRestoredGuestAgentRestart(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("learner guest %v: the terminal hangs after the agent restarted", learner)
 		}
-		if closed := learner && closedSoon(c.done) || !learner && isDone(c.done); closed != learner {
+		if closed := learner && closedSoon(c.done) || !learner && c.err() != nil; closed != learner {
 			t.Errorf("learner guest %v: channel closed %v", learner, closed)
 		}
 		t.Logf("learner guest %v: %v", learner, ended)

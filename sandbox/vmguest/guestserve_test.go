@@ -49,6 +49,20 @@ func (h *hostSide) next() vmproto.GuestMsg {
 	return m
 }
 
+// closeAndWait closes the host's end and waits for Serve to return nil.
+func (h *hostSide) closeAndWait(done <-chan error) {
+	h.t.Helper()
+	h.in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Errorf("Serve at the host's EOF: %v, want nil", err)
+		}
+	case <-time.After(time.Minute):
+		h.t.Fatal("Serve did not return at EOF")
+	}
+}
+
 // serve starts s on a pipe pair; Serve's error arrives on the channel when
 // the host closes its end.
 func serve(t *testing.T, s *GuestServer) (*hostSide, <-chan error) {
@@ -146,15 +160,7 @@ func TestGuestServerProtocol(t *testing.T) {
 	if ends[6].Kind != sandbox.EndCancelled || ends[8].Kind != "" {
 		t.Fatalf("cancel: run ended %+v, cancel answered %+v", ends[6], ends[8])
 	}
-	h.in.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve at the host's EOF: %v, want nil", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Serve did not return at EOF")
-	}
+	h.closeAndWait(done)
 }
 
 // echoOps claims the op "echo": it sends the request's data back and ends
@@ -207,13 +213,5 @@ func TestGuestServerOps(t *testing.T) {
 	if m := h.next(); m.ID != 7 || m.End == nil {
 		t.Fatalf("cancel's answer: %+v", m)
 	}
-	h.in.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve at the host's EOF: %v, want nil", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Serve did not return at EOF")
-	}
+	h.closeAndWait(done)
 }
