@@ -12,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
@@ -34,15 +35,11 @@ type TaskVerifier interface {
 	VerifyTask(ctx context.Context, learner string, script []byte, lang string) (TaskVerdict, error)
 }
 
-// TaskVerdict is what a verify script said.
-type TaskVerdict struct {
-	Passed bool
-	Output string // the script's output (bounded by the guest)
-	Detail string // why it did not pass: "exit status 1", "timed out after 30 s"
-}
+// TaskVerdict is what a verify script said (the domain's).
+type TaskVerdict = rdmalab.TaskVerdict
 
 // ErrNoTerminal: the learner has no open terminal to check a task in.
-var ErrNoTerminal = errors.New("no terminal is open")
+var ErrNoTerminal = rdmalab.ErrNoTerminal
 
 // ErrTaskBusy: another check of the learner's runs right now.
 var ErrTaskBusy = errors.New("another check is running")
@@ -176,7 +173,7 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recs[task.ID]
 	resp := taskCheckResponse{Done: rec.Done(), Checks: rec.Checks, ChecksText: checksText(lang, rec.Checks)}
-	resp.Hint = taskHint(verdict.Output)
+	resp.Hint = taskHint(string(verdict.Output))
 	if verdict.Passed {
 		resp.Status, resp.Message = "passed", t("task.passed")
 	} else {

@@ -102,7 +102,7 @@ func TestTaskCheck(t *testing.T) {
 	// The script fails: its output is the hint.
 	terms.mu.Lock()
 	terms.open[annID], terms.open[bobID] = true, true
-	terms.verdict[annID] = TaskVerdict{Output: "still 8192 KiB\n", Detail: "exit status 1"}
+	terms.verdict[annID] = TaskVerdict{Output: []byte("still 8192 KiB\n"), Detail: "exit status 1"}
 	terms.mu.Unlock()
 	code, r, _ = post(ann, check+"?lang=en")
 	if code != 200 || r.Status != "failed" || r.Done || r.Hint != "still 8192 KiB" || !strings.Contains(r.Message, "exit status 1") || r.Checks != 1 {
@@ -130,7 +130,7 @@ func TestTaskCheck(t *testing.T) {
 		t.Errorf("checks_text after two checks (zh): %q", r.ChecksText)
 	}
 	terms.mu.Lock()
-	terms.verdict[annID] = TaskVerdict{Passed: true, Output: "65536 KiB"}
+	terms.verdict[annID] = TaskVerdict{Passed: true, Output: []byte("65536 KiB")}
 	terms.mu.Unlock()
 	code, r, _ = post(ann, check+"?lang=zh")
 	if code != 200 || r.Status != "passed" || !r.Done || !strings.Contains(r.Message, "通过") || r.Checks != 3 {
@@ -138,7 +138,7 @@ func TestTaskCheck(t *testing.T) {
 	}
 	// A later failure keeps the task done.
 	terms.mu.Lock()
-	terms.verdict[annID] = TaskVerdict{Output: "gone", Detail: "exit status 1"}
+	terms.verdict[annID] = TaskVerdict{Output: []byte("gone"), Detail: "exit status 1"}
 	terms.mu.Unlock()
 	code, r, _ = post(ann, check+"?lang=en")
 	if r.Status != "failed" || !r.Done || !strings.Contains(r.Message, "stays done") {

@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/coder/websocket"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -46,28 +47,14 @@ type Terminals interface {
 	KeepsFor() time.Duration
 }
 
-// TermQueue is a waiting learner's place: Position 1 is next; InUse of Max
-// learner guests run.
-type TermQueue struct{ Position, InUse, Max int }
-
-// TermAttachment is one tab's view of a learner's shell.
-type TermAttachment interface {
-	Recent() []byte          // the output before this attach (bounded)
-	Output() <-chan []byte   // later output; closed when the shell or the view ends
-	Write(keys []byte) error // keystrokes
-	Resize(rows, cols uint16) error
-	Detach()
-	// KeptNote says what became of the learner's kept machine on the
-	// first attach after it was reclaimed: "restored", "unreadable",
-	// "too-big", "stale", or "" (nothing kept, or not the first attach).
-	KeptNote() string
-}
-
-// TerminalsFullError: every learner guest is taken, and Waiting learners
-// fill the queue.
-type TerminalsFullError struct{ Max, Waiting int }
-
-func (e *TerminalsFullError) Error() string { return "all terminals are in use" }
+// The domain's terminal types (package rdmalab), by the names web's
+// handlers use: a waiting learner's place, one tab's view of a shell, and
+// the queue being full.
+type (
+	TermQueue          = rdmalab.TermQueue
+	TermAttachment     = rdmalab.TermConn
+	TerminalsFullError = rdmalab.TermsFullError
+)
 
 // terminalSegment is the ::terminal widget: closed until the learner opens
 // it (a guest is started only on demand).

@@ -52,7 +52,7 @@ func (s *Server) runTaskSetups(ctx context.Context, learner, slug, lang string, 
 		if err != nil {
 			detail = err.Error()
 		}
-		s.log.Warn("task setup", "lesson", slug, "task", t.ID, "setup", t.SetupPath, "detail", detail, "output", taskHint(verdict.Output))
+		s.log.Warn("task setup", "lesson", slug, "task", t.ID, "setup", t.SetupPath, "detail", detail, "output", taskHint(string(verdict.Output)))
 		status(trf(lang, "term.setupfailed", t.ID))
 	}
 }

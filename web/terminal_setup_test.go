@@ -97,7 +97,7 @@ func TestTerminalTaskSetup(t *testing.T) {
 		t.Errorf("statuses before the shell %q: no word of the setup", st)
 	}
 	terms.mu.Lock()
-	terms.verdict[annID] = TaskVerdict{Detail: "exit status 1", Output: "modprobe: not found"}
+	terms.verdict[annID] = TaskVerdict{Detail: "exit status 1", Output: []byte("modprobe: not found")}
 	terms.mu.Unlock()
 	if st := open("lesson=01-t&lang=zh"); !strings.Contains(strings.Join(st, "\n"), "没能为任务「nv」准备好") {
 		t.Errorf("a failed setup is not said in zh: %q", st)

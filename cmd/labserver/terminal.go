@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/fleet"
 	"github.com/rdmalab/rdmalab/sandbox/terminal"
@@ -78,45 +79,11 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(pool.Guests())}, sizing
 }
 
-// vmTermHost adapts *terminal.Terminals to fleet.TermHost: the lab server's own
-// terminals in its Placement, and a worker's that it hosts for the lab.
-type vmTermHost struct{ t *terminal.Terminals }
-
-func (h vmTermHost) Attach(ctx context.Context, key string, rows, cols uint16, wait func(fleet.TermQueue)) (fleet.TermConn, error) {
-	var told func(terminal.Queue)
-	if wait != nil {
-		told = func(q terminal.Queue) { wait(fleet.TermQueue(q)) }
-	}
-	a, err := h.t.AttachWait(ctx, key, rows, cols, told)
-	if err != nil {
-		if fe, ok := errors.AsType[*terminal.FullError](err); ok {
-			return nil, &fleet.TermsFullError{Max: fe.Max, Waiting: fe.Waiting}
-		}
-		return nil, err
-	}
-	return a, nil
-}
-
-func (h vmTermHost) InUse() (int, int)                           { return h.t.InUse() }
-func (h vmTermHost) Waiting() int                                { return h.t.Waiting() }
-func (h vmTermHost) Holds(key string) bool                       { return h.t.Holds(key) }
-func (h vmTermHost) Reset(ctx context.Context, key string) error { return h.t.Reset(ctx, key) }
-
-func (h vmTermHost) Verify(ctx context.Context, key string, script []byte, lang string) (fleet.TermVerdict, error) {
-	res, err := h.t.Verify(ctx, key, script, lang)
-	if errors.Is(err, terminal.ErrNoTerminal) {
-		return fleet.TermVerdict{}, fleet.ErrNoTerminal
-	}
-	if err != nil {
-		return fleet.TermVerdict{}, err
-	}
-	return fleet.TermVerdict{Passed: res.Passed, Output: res.Output, Detail: res.Detail}, nil
-}
-
-// webTerminals adapts the lab's terminals — this machine's and the
-// workers', placed by fleet.Placement — to web.Terminals.
+// webTerminals are the lab's terminals — this machine's and the
+// workers', placed by fleet.Placement, all speaking the domain's types —
+// as web.Terminals, with what only the lab server knows.
 type webTerminals struct {
-	place  *fleet.Placement
+	*fleet.Placement
 	local  *terminal.Terminals // nil: terminals only on workers
 	sizing web.TermSizing      // how --terminals auto chose the local cap
 }
@@ -126,41 +93,16 @@ type webTerminals struct {
 func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.TermSizing) webTerminals {
 	p := &fleet.Placement{}
 	if local != nil {
-		p.Local = vmTermHost{local}
+		p.Local = local.Host()
 	}
 	if fl != nil {
 		p.Fleet = fl
 	}
-	return webTerminals{place: p, local: local, sizing: sizing}
+	return webTerminals{Placement: p, local: local, sizing: sizing}
 }
 
 // Sizing is how the cap was chosen (web.TerminalSizing).
 func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
-
-func (w webTerminals) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(web.TermQueue)) (web.TermAttachment, error) {
-	var told func(fleet.TermQueue)
-	if wait != nil {
-		told = func(q fleet.TermQueue) { wait(web.TermQueue(q)) }
-	}
-	a, err := w.place.Attach(ctx, learner, rows, cols, told)
-	if err != nil {
-		if fe, ok := errors.AsType[*fleet.TermsFullError](err); ok {
-			return nil, &web.TerminalsFullError{Max: fe.Max, Waiting: fe.Waiting}
-		}
-		return nil, err
-	}
-	return a, nil // a worker's (*fleet.RemoteTerm) says when it was lost (web.TermLoser)
-}
-
-func (w webTerminals) InUse() (int, int) { return w.place.InUse() }
-
-func (w webTerminals) Waiting() int { return w.place.Waiting() }
-
-func (w webTerminals) Holds(learner string) bool { return w.place.Holds(learner) }
-
-func (w webTerminals) Reset(ctx context.Context, learner string) error {
-	return w.place.Reset(ctx, learner)
-}
 
 // KeepsFor is how long a reclaimed machine waits (0: not kept). Machines
 // on workers are not kept (docs/operations.md).
@@ -174,14 +116,7 @@ func (w webTerminals) KeepsFor() time.Duration {
 // VerifyTask runs a lesson task's verify script in learner's own guest,
 // where it lives (here or on a worker).
 func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {
-	res, err := w.place.Verify(ctx, learner, script, lang)
-	if errors.Is(err, fleet.ErrNoTerminal) {
-		return web.TaskVerdict{}, web.ErrNoTerminal
-	}
-	if err != nil {
-		return web.TaskVerdict{}, err
-	}
-	return web.TaskVerdict{Passed: res.Passed, Output: string(res.Output), Detail: res.Detail}, nil
+	return w.Verify(ctx, learner, script, lang)
 }
 
 // RunProgram runs a lesson's :::program in learner's own guest. A learner
@@ -196,7 +131,7 @@ func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmpro
 			"程序要在实验服务器自己的虚拟机里运行，而这里的终端都在其他机器（worker）上")
 	}
 	end, err := w.local.RunProgram(ctx, learner, prog, lang, emit)
-	if !errors.Is(err, terminal.ErrNoTerminal) {
+	if !errors.Is(err, rdmalab.ErrNoTerminal) {
 		return end, err
 	}
 	a, err := w.local.Attach(ctx, learner, 24, 80)

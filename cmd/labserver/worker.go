@@ -118,7 +118,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		// lab server: a reclaimed guest here is gone.
 		t := workerTerminals(terms, sb, rdma, log)
 		defer t.Close()
-		cfg.Terms = vmTermHost{t}
+		cfg.Terms = t.Host()
 	}
 	if err := fleet.RunWorker(ctx, cfg); err != nil {
 		fmt.Fprintln(stderr, "labserver worker:", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // Placement puts each learner's new terminal on a machine with room: this
@@ -11,19 +13,14 @@ import (
 // this one's queue. A learner's next attach (a reload, a second tab) and
 // task checks go where their machine is. A worker that dies ends its
 // terminals (RemoteTerm.Lost) and the learner's next attach is placed
-// anew. Placement is itself a TermHost over learner ids.
+// anew. Placement is itself a rdmalab.TermHost over learner ids.
 type Placement struct {
-	Local TermHost // this machine's terminals; nil: none here
-	Fleet *Server  // the workers; nil: none
+	Local rdmalab.TermHost // this machine's terminals; nil: none here
+	Fleet *Server          // the workers; nil: none
 
 	mu    sync.Mutex
 	where map[string]string // learner → the worker that holds their machine
 }
-
-// TermsFullError: every terminal is taken and the queue is full too.
-type TermsFullError struct{ Max, Waiting int }
-
-func (e *TermsFullError) Error() string { return "all terminals are in use" }
 
 // workerOf is the live worker that holds learner's machine, "" if none.
 func (p *Placement) workerOf(learner string) string {
@@ -78,7 +75,7 @@ func (p *Placement) localRoom(learner string) bool {
 
 // Attach returns learner's shell where their machine is, or on a new one
 // placed as the type says.
-func (p *Placement) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermConn, error) {
+func (p *Placement) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(rdmalab.TermQueue)) (rdmalab.TermConn, error) {
 	if w := p.workerOf(learner); w != "" {
 		t, err := p.Fleet.TermAttach(ctx, w, learner, rows, cols)
 		if err == nil || ctx.Err() != nil {
@@ -100,7 +97,7 @@ func (p *Placement) Attach(ctx context.Context, learner string, rows, cols uint1
 		}
 	}
 	if p.Local == nil {
-		return nil, &TermsFullError{}
+		return nil, &rdmalab.TermsFullError{}
 	}
 	return p.Local.Attach(ctx, learner, rows, cols, wait)
 }
@@ -148,12 +145,12 @@ func (p *Placement) Reset(ctx context.Context, learner string) error {
 }
 
 // Verify runs a task's check where learner's machine is.
-func (p *Placement) Verify(ctx context.Context, learner string, script []byte, lang string) (TermVerdict, error) {
+func (p *Placement) Verify(ctx context.Context, learner string, script []byte, lang string) (rdmalab.TaskVerdict, error) {
 	if w := p.workerOf(learner); w != "" {
 		return p.Fleet.TermVerify(ctx, w, learner, script, lang)
 	}
 	if p.Local == nil {
-		return TermVerdict{}, ErrNoTerminal
+		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
 	return p.Local.Verify(ctx, learner, script, lang)
 }

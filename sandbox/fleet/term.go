@@ -1,13 +1,11 @@
 package fleet
 
 import (
-	"context"
-	"errors"
 	"time"
 )
 
 // Learner terminals on workers. A worker started with --terminals hosts
-// learner guests as the lab server does (sandbox/vm Terminals); the
+// learner guests as the lab server does (package terminal); the
 // server places each new terminal (place.go) and relays its bytes over
 // the worker's NATS connection — the one it already holds, authenticated
 // by its own credential, with subjects that carry its name:
@@ -46,7 +44,7 @@ const (
 )
 
 // termOpenWait bounds the wait for a worker's answer to an open: its
-// guest's start (a local one has 5 minutes, sandbox/vm Terminals.open).
+// guest's start (a local one has 5 minutes, terminal.Terminals.open).
 var termOpenWait = 6 * time.Minute
 
 // TermLoad is what a worker says of its learner terminals in heartbeats.
@@ -90,45 +88,6 @@ type termResultMsg struct {
 	NoTerm bool   `json:"noterm,omitempty"` // the learner has no shell there
 	Err    string `json:"err,omitempty"`
 }
-
-// TermHost is one machine's learner terminals, by learner key: the lab
-// server's own and each worker's (cmd/labserver adapts *terminal.Terminals).
-type TermHost interface {
-	// Attach returns key's shell, starting their guest if needed; when
-	// every guest is taken it waits in the host's queue, telling wait (if
-	// not nil) the place each time it changes.
-	Attach(ctx context.Context, key string, rows, cols uint16, wait func(TermQueue)) (TermConn, error)
-	InUse() (n, max int)
-	Waiting() int
-	Holds(key string) bool
-	Reset(ctx context.Context, key string) error
-	// Verify runs a task's check script in key's guest; ErrNoTerminal when
-	// they have none there.
-	Verify(ctx context.Context, key string, script []byte, lang string) (TermVerdict, error)
-}
-
-// TermQueue is a waiting learner's place (Position 1 is next).
-type TermQueue struct{ Position, InUse, Max int }
-
-// TermConn is one tab's view of a shell.
-type TermConn interface {
-	Recent() []byte
-	Output() <-chan []byte // closed when the shell or the view ends
-	Write(keys []byte) error
-	Resize(rows, cols uint16) error
-	Detach()
-	KeptNote() string
-}
-
-// TermVerdict is what a task's check script said.
-type TermVerdict struct {
-	Passed bool
-	Output []byte
-	Detail string
-}
-
-// ErrNoTerminal: the learner has no shell on that machine.
-var ErrNoTerminal = errors.New("no terminal is open")
 
 // TermLost is why a worker's terminal ended without its shell exiting:
 // the worker stopped answering, or broke a bound. The learner's page says

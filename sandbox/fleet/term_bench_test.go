@@ -12,6 +12,8 @@ import (
 
 	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // BenchmarkTerminalEcho is a keystroke's round trip — the key sent, its
@@ -69,7 +71,7 @@ func BenchmarkTerminalEcho(b *testing.B) {
 
 // echoes waits for c's prompt, then types 60 keys one at a time, each sent
 // when the last one's echo came back, and returns each round trip in ms.
-func echoes(b *testing.B, c TermConn) []float64 {
+func echoes(b *testing.B, c rdmalab.TermConn) []float64 {
 	b.Helper()
 	var seen strings.Builder
 	seen.Write(c.Recent())

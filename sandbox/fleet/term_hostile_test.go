@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // handWorker is a worker's side of terminals driven by hand over a real
@@ -156,7 +158,7 @@ func TestWorkerTerminalFloodBounded(t *testing.T) {
 			handWorker(t, evil, "evil", 4, func(id string) { tc.send(evil, id) })
 			waitTermWorker(t, s, "evil")
 			p := &Placement{Fleet: s}
-			var c TermConn
+			var c rdmalab.TermConn
 			grew := heapPeak(func() {
 				c, err = p.Attach(t.Context(), "ann", 24, 80, nil)
 				if err != nil {
@@ -182,8 +184,8 @@ func TestWorkerTerminalFloodBounded(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
-			if _, err := p.Attach(ctx, "bob", 24, 80, nil); !errors.As(err, new(*TermsFullError)) {
-				t.Fatalf("a new terminal with only the bad worker: %v, want TermsFullError", err)
+			if _, err := p.Attach(ctx, "bob", 24, 80, nil); !errors.As(err, new(*rdmalab.TermsFullError)) {
+				t.Fatalf("a new terminal with only the bad worker: %v, want rdmalab.TermsFullError", err)
 			}
 		})
 	}

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // The server's side of terminals on workers (term.go): a RemoteTerm per
@@ -420,15 +422,15 @@ func (s *Server) termCallOn(ctx context.Context, worker, op string, c termCall) 
 }
 
 // TermVerify runs a task's check in learner's guest on worker.
-func (s *Server) TermVerify(ctx context.Context, worker, learner string, script []byte, lang string) (TermVerdict, error) {
+func (s *Server) TermVerify(ctx context.Context, worker, learner string, script []byte, lang string) (rdmalab.TaskVerdict, error) {
 	r, err := s.termCallOn(ctx, worker, "verify", termCall{Key: s.termKey(learner), Script: script, Lang: lang})
 	if err != nil {
-		return TermVerdict{}, err
+		return rdmalab.TaskVerdict{}, err
 	}
 	if r.NoTerm {
-		return TermVerdict{}, ErrNoTerminal
+		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
-	return TermVerdict{Passed: r.Passed, Output: r.Output, Detail: lineio.Clip(r.Detail, maxText)}, nil
+	return rdmalab.TaskVerdict{Passed: r.Passed, Output: r.Output, Detail: lineio.Clip(r.Detail, maxText)}, nil
 }
 
 // TermReset ends learner's machine on worker.

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // screen collects a terminal's output until it ends.
@@ -16,7 +18,7 @@ type screen struct {
 	done chan struct{}
 }
 
-func watch(c TermConn) *screen {
+func watch(c rdmalab.TermConn) *screen {
 	sc := &screen{done: make(chan struct{})}
 	_, _ = sc.buf.Write(c.Recent())
 	go func() {
@@ -101,8 +103,8 @@ func TestTerminalOnWorker(t *testing.T) {
 	if err != nil || v.Passed || !strings.Contains(string(v.Output), "missing") {
 		t.Fatalf("a failing check on ta: %+v, %v", v, err)
 	}
-	if _, err := p.Verify(ctx, "bob", []byte("true"), "en"); !errors.Is(err, ErrNoTerminal) {
-		t.Fatalf("check for a learner with no terminal: %v, want ErrNoTerminal", err)
+	if _, err := p.Verify(ctx, "bob", []byte("true"), "en"); !errors.Is(err, rdmalab.ErrNoTerminal) {
+		t.Fatalf("check for a learner with no terminal: %v, want rdmalab.ErrNoTerminal", err)
 	}
 
 	// A reload: the tab goes, a new one attaches to the same shell.

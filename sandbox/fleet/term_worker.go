@@ -8,13 +8,15 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // termWorker is a worker's side of learner terminals: it opens shells on
-// its TermHost when the server asks and relays their bytes.
+// its rdmalab.TermHost when the server asks and relays their bytes.
 type termWorker struct {
 	w    *worker
-	host TermHost
+	host rdmalab.TermHost
 
 	mu    sync.Mutex
 	conns map[string]*workerTerm // by the server's terminal id
@@ -22,13 +24,13 @@ type termWorker struct {
 
 type workerTerm struct {
 	cancel context.CancelFunc
-	conn   TermConn // nil until attached
+	conn   rdmalab.TermConn // nil until attached
 }
 
 // serveTerms subscribes to the server's terminal requests for this worker;
 // the returned func ends every shell's view here (their guests stay, as a
 // closed tab leaves them).
-func (w *worker) serveTerms(ctx context.Context, host TermHost) (func(), error) {
+func (w *worker) serveTerms(ctx context.Context, host rdmalab.TermHost) (func(), error) {
 	tw := &termWorker{w: w, host: host, conns: map[string]*workerTerm{}}
 	sub, err := w.nc.Subscribe(subjTermIn+w.cfg.Name+".>", func(m *nats.Msg) { tw.on(ctx, m) })
 	if err != nil {
@@ -81,7 +83,7 @@ func (tw *termWorker) on(ctx context.Context, m *nats.Msg) {
 	case "in", "size":
 		tw.mu.Lock()
 		t := tw.conns[id]
-		var c TermConn
+		var c rdmalab.TermConn
 		if t != nil {
 			c = t.conn
 		}
@@ -171,7 +173,7 @@ func (tw *termWorker) call(ctx context.Context, id, op string, c termCall) {
 	} else {
 		v, err := tw.host.Verify(ctx, c.Key, c.Script, c.Lang)
 		switch {
-		case errors.Is(err, ErrNoTerminal):
+		case errors.Is(err, rdmalab.ErrNoTerminal):
 			res.NoTerm = true
 		case err != nil:
 			res.Err = err.Error()

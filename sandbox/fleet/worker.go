@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // WorkerConfig is one worker machine.
@@ -31,7 +33,7 @@ type WorkerConfig struct {
 	Slots    map[sandbox.Need]int
 	// Terms, when set, are learner terminals this worker hosts for the
 	// lab (term.go); nil: none.
-	Terms  TermHost
+	Terms  rdmalab.TermHost
 	Logger *slog.Logger
 }
 

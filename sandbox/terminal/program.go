@@ -10,6 +10,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // ErrProgramNoResult: the guest ended a program run without saying how.
@@ -96,14 +98,14 @@ func clip(b []byte, n int) []byte {
 
 // RunProgram runs a learner's program in their own guest, beside their
 // shell (runProgramIn). Like Verify it needs the learner's session:
-// ErrNoTerminal when they have none (the web layer opens one first).
+// rdmalab.ErrNoTerminal when they have none (the web layer opens one first).
 func (t *Terminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
 	t.init()
 	t.mu.Lock()
 	s := t.sessions[learner]
 	t.mu.Unlock()
 	if s == nil {
-		return vmproto.ProgramEnd{}, ErrNoTerminal
+		return vmproto.ProgramEnd{}, rdmalab.ErrNoTerminal
 	}
 	s.mu.Lock()
 	s.lastUse = time.Now()

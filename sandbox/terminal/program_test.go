@@ -14,6 +14,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 
 	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // programReq is a lesson program's request with source src.
@@ -65,8 +67,8 @@ func TestLessonPrograms(t *testing.T) {
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
 	ctx := context.Background()
-	if _, err := terms.RunProgram(ctx, "learner-p", programReq(l.Programs[0], l.Programs[0].Solution), "en", func(sandbox.Event) {}); err != ErrNoTerminal {
-		t.Fatalf("a program without a session: %v, want ErrNoTerminal", err)
+	if _, err := terms.RunProgram(ctx, "learner-p", programReq(l.Programs[0], l.Programs[0].Solution), "en", func(sandbox.Event) {}); err != rdmalab.ErrNoTerminal {
+		t.Fatalf("a program without a session: %v, want rdmalab.ErrNoTerminal", err)
 	}
 	a, err := terms.Attach(ctx, "learner-p", 24, 80)
 	if err != nil {

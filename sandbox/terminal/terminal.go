@@ -23,6 +23,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // A learner's terminal: a root shell in a guest of the learner's own
@@ -83,29 +85,10 @@ func (t *Terminal) Done() <-chan struct{} { return t.done }
 // Err is why the shell ended, after Done.
 func (t *Terminal) Err() error { <-t.done; return t.err }
 
-// ErrTerminalsFull is returned by Attach when every learner guest is taken
-// and the queue for them is full too.
-var ErrTerminalsFull = errors.New("all terminals are in use")
-
-// FullError says how many terminals there are and how many learners wait.
-type FullError struct{ Max, Waiting int }
-
-func (e *FullError) Error() string {
-	if e.Waiting > 0 {
-		return fmt.Sprintf("all %d terminals are in use and the queue is full (%d waiting); try again in a few minutes", e.Max, e.Waiting)
-	}
-	return fmt.Sprintf("all %d terminals are in use; try again in a few minutes", e.Max)
-}
-func (e *FullError) Is(target error) bool { return target == ErrTerminalsFull }
-
-// Queue is where a learner waiting for a terminal stands: Position 1 is
-// next; InUse of Max learner guests run.
-type Queue struct{ Position, InUse, Max int }
-
 // Terminals gives each learner a guest of their own with one shell in it.
 // A learner who comes when all Max guests are taken waits in a FIFO queue
 // of at most QueueMax learners (told their place as it changes); beyond it
-// they are refused with a *FullError.
+// they are refused with a *rdmalab.TermsFullError.
 type Terminals struct {
 	Cfg        vm.Config
 	Max        int           // concurrent learner guests (2)
@@ -472,14 +455,14 @@ func (s *termSession) setTerm(term *Terminal) {
 // Attach returns learner's shell, starting their guest (restored from the
 // snapshot when the cache has one) and shell if needed. When all Max
 // guests are taken it waits in the queue until a place frees or ctx ends;
-// a full queue gives a *FullError. ctx also bounds the guest's start.
+// a full queue gives a *rdmalab.TermsFullError. ctx also bounds the guest's start.
 func (t *Terminals) Attach(ctx context.Context, learner string, rows, cols uint16) (*Attachment, error) {
 	return t.AttachWait(ctx, learner, rows, cols, nil)
 }
 
 // AttachWait is Attach that tells wait (if not nil) the learner's place
 // in the queue each time it changes while they wait.
-func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols uint16, wait func(Queue)) (*Attachment, error) {
+func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols uint16, wait func(rdmalab.TermQueue)) (*Attachment, error) {
 	t.init()
 	t.mu.Lock()
 	if t.closed {
@@ -495,7 +478,7 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 		// Full, or others wait already: nobody overtakes the queue.
 		if n := t.waitingLearners(learner); n >= t.QueueMax {
 			t.mu.Unlock()
-			return nil, &FullError{Max: t.Max, Waiting: n}
+			return nil, &rdmalab.TermsFullError{Max: t.Max, Waiting: n}
 		}
 		w := &termWaiter{learner: learner}
 		t.waiting = append(t.waiting, w)
@@ -508,7 +491,7 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 				s = t.newSession(learner)
 				break
 			}
-			q := Queue{Position: t.position(w), InUse: t.inUse(), Max: t.Max}
+			q := rdmalab.TermQueue{Position: t.position(w), InUse: t.inUse(), Max: t.Max}
 			changed := t.changed
 			t.mu.Unlock()
 			if wait != nil && q.Position != told {
@@ -748,19 +731,9 @@ func (t *Terminals) Close() error {
 	return nil
 }
 
-// ErrNoTerminal: the learner has no open shell to check a task against.
-var ErrNoTerminal = errors.New("no terminal is open")
-
-// VerifyResult is what a task's verify script said.
-type VerifyResult struct {
-	Passed bool   // it exited 0
-	Output []byte // its output, at most vmproto.VerifyOutputMax bytes
-	Detail string // why it did not pass: "exit status 1", "timed out after 30 s"
-}
-
 // verifyIn runs a lesson task's verify script in g (vmproto.OpVerify).
-func verifyIn(ctx context.Context, g *vm.Guest, script []byte, lang string) (VerifyResult, error) {
-	var res VerifyResult
+func verifyIn(ctx context.Context, g *vm.Guest, script []byte, lang string) (rdmalab.TaskVerdict, error) {
+	var res rdmalab.TaskVerdict
 	var mu sync.Mutex
 	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpVerify, Data: script, Lang: lang}, vm.ChannelOpts{Data: func(b []byte) {
 		mu.Lock()
@@ -794,28 +767,28 @@ func verifyIn(ctx context.Context, g *vm.Guest, script []byte, lang string) (Ver
 const verifyCap = vmproto.VerifyOutputMax
 
 // Verify runs script in learner's own guest (LAB_LANG=lang), beside their shell: the
-// script sees what they did there. ErrNoTerminal when they have no shell
+// script sees what they did there. rdmalab.ErrNoTerminal when they have no shell
 // open (never opened, exited, or discarded after Idle).
-func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, lang string) (VerifyResult, error) {
+func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, lang string) (rdmalab.TaskVerdict, error) {
 	t.init()
 	t.mu.Lock()
 	s := t.sessions[learner]
 	t.mu.Unlock()
 	if s == nil {
-		return VerifyResult{}, ErrNoTerminal
+		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
 	s.mu.Lock()
 	term := s.term
 	s.lastUse = time.Now()
 	s.mu.Unlock()
 	if term == nil || isDone(term.done) {
-		return VerifyResult{}, ErrNoTerminal
+		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
 	s.use() // a paused guest runs the check
 	defer s.unuse()
 	g, err := s.backend.WaitReady(ctx)
 	if err != nil {
-		return VerifyResult{}, err
+		return rdmalab.TaskVerdict{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, (vmproto.VerifyTimeoutS+15)*time.Second)
 	defer cancel()

@@ -17,6 +17,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 
 	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // readUntil collects a's output until it contains every want, or the
@@ -162,29 +164,29 @@ func TestTerminals(t *testing.T) {
 		a   *Attachment
 		err error
 	}
-	places := make(chan Queue, 8)
+	places := make(chan rdmalab.TermQueue, 8)
 	cDone := make(chan attached, 1)
 	go func() {
-		c, err := terms.AttachWait(ctx, "learner-c", 24, 80, func(q Queue) { places <- q })
+		c, err := terms.AttachWait(ctx, "learner-c", 24, 80, func(q rdmalab.TermQueue) { places <- q })
 		cDone <- attached{c, err}
 	}()
-	if q := <-places; q != (Queue{Position: 1, InUse: 2, Max: 2}) {
+	if q := <-places; q != (rdmalab.TermQueue{Position: 1, InUse: 2, Max: 2}) {
 		t.Errorf("learner c's place: %+v, want first in line with 2 of 2 in use", q)
 	}
 	if n := terms.Waiting(); n != 1 {
 		t.Errorf("waiting: %d, want 1", n)
 	}
 	_, err = terms.Attach(ctx, "learner-d", 24, 80)
-	if !errors.Is(err, ErrTerminalsFull) || !strings.Contains(err.Error(), "all 2 terminals are in use and the queue is full (1 waiting)") {
+	if !errors.Is(err, rdmalab.ErrTerminalsFull) || !strings.Contains(err.Error(), "all 2 terminals are in use and the queue is full (1 waiting)") {
 		t.Fatalf("a fourth learner: err %v, want the queue-full message", err)
 	}
 	// A learner who gives up waiting leaves the queue.
 	dctx, dcancel := context.WithCancel(ctx)
-	dPlaces := make(chan Queue, 8)
+	dPlaces := make(chan rdmalab.TermQueue, 8)
 	terms.QueueMax = 2
 	dDone := make(chan error, 1)
 	go func() {
-		_, err := terms.AttachWait(dctx, "learner-d", 24, 80, func(q Queue) { dPlaces <- q })
+		_, err := terms.AttachWait(dctx, "learner-d", 24, 80, func(q rdmalab.TermQueue) { dPlaces <- q })
 		dDone <- err
 	}()
 	if q := <-dPlaces; q.Position != 2 {

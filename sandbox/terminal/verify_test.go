@@ -13,6 +13,8 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/vm"
 
 	"github.com/rdmalab/rdmalab/sandbox/vm/vmtest"
+
+	"github.com/rdmalab/rdmalab"
 )
 
 // lessonScript reads a verify script of the built-in lesson 01.
@@ -34,7 +36,7 @@ func courseScript(t *testing.T, lesson, name string) []byte {
 // TestTerminalVerify: lesson 01's verify scripts, run in a learner's own
 // guest beside their shell, fail before the learner did the step (with a
 // hint in the learner's language) and pass after it; a learner with no
-// shell gets ErrNoTerminal; a script's output is bounded.
+// shell gets rdmalab.ErrNoTerminal; a script's output is bounded.
 func TestTerminalVerify(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = vmtest.OwnCache(t)
@@ -45,8 +47,8 @@ func TestTerminalVerify(t *testing.T) {
 	ctx := context.Background()
 	memlock, bw := lessonScript(t, "memlock.sh"), lessonScript(t, "write-bw.sh")
 
-	if _, err := terms.Verify(ctx, "learner-v", memlock, "en"); !errors.Is(err, ErrNoTerminal) {
-		t.Fatalf("verify without a terminal: %v, want ErrNoTerminal", err)
+	if _, err := terms.Verify(ctx, "learner-v", memlock, "en"); !errors.Is(err, rdmalab.ErrNoTerminal) {
+		t.Fatalf("verify without a terminal: %v, want rdmalab.ErrNoTerminal", err)
 	}
 	a, err := terms.Attach(ctx, "learner-v", 24, 80)
 	if err != nil {
