@@ -64,11 +64,11 @@ var benches = []bench{
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkFidelity", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/terminal", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/terminal", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/terminal", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
+	{Pkg: "./sandbox/terminal", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/fleet", Name: "BenchmarkTerminalEcho", Benchtime: "1x", Slow: true},
 }
 
