@@ -27,3 +27,21 @@ func TestParseWorkerKeys(t *testing.T) {
 		}
 	}
 }
+
+// Two labs asking for any port (":0") both start, each on a port of its
+// own: nats-server reads port 0 as its default 4222, so the second used
+// to wait for a port the first held and never start.
+func TestServersOnAnyPort(t *testing.T) {
+	var addrs []string
+	for range 2 {
+		s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Token: strings.Repeat("t", 24), StoreDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		addrs = append(addrs, s.Addr())
+	}
+	if addrs[0] == addrs[1] || strings.HasSuffix(addrs[0], ":4222") || strings.HasSuffix(addrs[1], ":4222") {
+		t.Errorf("servers asked for any port listen on %v", addrs)
+	}
+}

@@ -81,8 +81,9 @@ type remoteRun struct {
 
 // Start runs the embedded NATS server and subscribes the lab's side.
 
-// natsStartWait bounds the embedded NATS server's start.
-const natsStartWait = 60 * time.Second
+// natsStartWait bounds the embedded NATS server's start (tens of ms
+// here; a loaded 2-core machine needs more).
+const natsStartWait = 30 * time.Second
 
 func Start(cfg ServerConfig) (*Server, error) {
 	if cfg.Logger == nil {
@@ -95,6 +96,12 @@ func Start(cfg ServerConfig) (*Server, error) {
 	p, err := strconv.Atoi(port)
 	if err != nil {
 		return nil, fmt.Errorf("workers listen port %q: %w", port, err)
+	}
+	if p == 0 {
+		// nats-server reads port 0 as its default, 4222, not "any port":
+		// two labs (or test binaries) asking for :0 collided on 4222 and
+		// the second never started. RANDOM_PORT is its "any port".
+		p = server.RANDOM_PORT
 	}
 	if cfg.Token == "" && len(cfg.Workers) == 0 {
 		return nil, errors.New("workers need credentials: an nkey per worker (--nats-nkeys NAME=U…) or a shared token (--nats-token)")
@@ -126,9 +133,8 @@ func Start(cfg ServerConfig) (*Server, error) {
 	nlog := newNatsLogger(cfg.Logger)
 	ns.SetLoggerV2(nlog, false, false, false)
 	go ns.Start()
-	// Starting JetStream (its store directory) took over 10 s at load
-	// average 27-40 on 2 cores, three times in a row once; a server that
-	// truly cannot start still fails here, with its listen address.
+	// A server that cannot start (its port taken, its store directory
+	// unusable) fails here with the last error it reported.
 	if !ns.ReadyForConnections(natsStartWait) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded NATS server did not start on %s within %s (%s)", cfg.Listen, natsStartWait, nlog.lastError())
