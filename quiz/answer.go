@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"strings"
 )
 
@@ -84,7 +85,7 @@ func FormAnswer(q *Question, values []string) (Answer, error) {
 		}
 		f, ok := ParseNumber(values[0])
 		if !ok {
-			return Answer{}, answerErr(q, AnswerNotANumber, "", fmt.Sprintf("%q is not a number", truncate(values[0], 40)))
+			return Answer{}, answerErr(q, AnswerNotANumber, "", fmt.Sprintf("%q is not a number", textclip.Runes(values[0], 40)))
 		}
 		return Answer{Number: f}, nil
 	}
@@ -96,7 +97,7 @@ func checkSingle(q *Question, id string) (Answer, error) {
 		return Answer{}, answerErr(q, AnswerMissing, "", "no option chosen")
 	}
 	if q.option(id) == nil {
-		return Answer{}, answerErr(q, AnswerUnknownOption, id, fmt.Sprintf("unknown option %q", truncate(id, 40)))
+		return Answer{}, answerErr(q, AnswerUnknownOption, id, fmt.Sprintf("unknown option %q", textclip.Runes(id, 40)))
 	}
 	return Answer{Choice: id}, nil
 }
@@ -118,7 +119,7 @@ func checkList(q *Question, ids []string) (Answer, error) {
 			return Answer{}, answerErr(q, AnswerMissing, "", "empty option id")
 		}
 		if q.option(id) == nil {
-			return Answer{}, answerErr(q, AnswerUnknownOption, id, fmt.Sprintf("unknown option %q", truncate(id, 40)))
+			return Answer{}, answerErr(q, AnswerUnknownOption, id, fmt.Sprintf("unknown option %q", textclip.Runes(id, 40)))
 		}
 		if seen[id] {
 			return Answer{}, answerErr(q, AnswerDuplicate, id, fmt.Sprintf("option %q given twice", id))
@@ -132,15 +133,7 @@ func checkList(q *Question, ids []string) (Answer, error) {
 }
 
 func answerErr(q *Question, kind AnswerErrorKind, option, msg string) *AnswerError {
-	return &AnswerError{QuestionID: q.ID, Kind: kind, Option: truncate(option, 40), Message: msg}
-}
-
-// truncate keeps echoed learner input short in messages.
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
+	return &AnswerError{QuestionID: q.ID, Kind: kind, Option: textclip.Runes(option, 40), Message: msg}
 }
 
 // EncodeAnswer is the JSON form of a for q, the same shape DecodeAnswer

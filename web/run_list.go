@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"net/http"
 
 	"github.com/rdmalab/rdmalab/web/page"
@@ -35,20 +36,11 @@ func (s *Server) runList(w http.ResponseWriter, r *http.Request) {
 			Params: s.paramsView(run.Experiment, run.Params, lang),
 		}
 		if run.Result != nil {
-			row.Verdict = clipText(localized(*run.Result, lang), 160)
+			row.Verdict = textclip.Runes(localized(*run.Result, lang), 160)
 		} else if run.Error != "" {
-			row.Verdict = clipText(run.Error, 160)
+			row.Verdict = textclip.Runes(run.Error, 160)
 		}
 		v.Rows = append(v.Rows, row)
 	}
 	s.Render(w, r, http.StatusOK, views.RunListView(v))
-}
-
-// clipText shortens s to about n characters on a rune boundary.
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"regexp"
 	"strings"
 
@@ -70,12 +71,8 @@ func ParseWorkerKeys(s string) ([]WorkerKey, error) {
 	return out, nil
 }
 
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
-}
+// clip keeps what a worker sent short in a log line or an error.
+func clip(s string) string { return textclip.Runes(s, 60) }
 
 // tokenUser is the user a token worker joins as (its password is the token).
 const tokenUser = "worker"
