@@ -151,7 +151,7 @@ func TestRosterClaimAndMerge(t *testing.T) {
 // cascade; MergeLearners refuses to run then, and this test names it).
 func TestMergeKnowsEveryTable(t *testing.T) {
 	db := openInstructorsDB(t)
-	rows, err := db.r.Query(`SELECT DISTINCT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f
+	rows, err := db.r.db.Query(`SELECT DISTINCT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f
 		WHERE m.type = 'table' AND f."table" = 'learners'`)
 	if err != nil {
 		t.Fatal(err)

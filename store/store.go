@@ -24,9 +24,9 @@ import (
 // our own goroutines); reads use a separate pool that WAL lets run alongside.
 type DB struct {
 	Path string
-	w    *sql.DB // writer: exactly one connection
-	r    *sql.DB // readers
-	wr   *writer // group commit of the learner-facing writes (writer.go)
+	w    *sql.DB  // writer: exactly one connection
+	r    *readers // readers, with their statements prepared once (stmts.go)
+	wr   *writer  // group commit of the learner-facing writes (writer.go)
 
 	// Per-learner caches of what every lesson page view reads,
 	// invalidated by this process's writes (learner_cache.go).
@@ -100,7 +100,7 @@ func openWithBusyTimeout(path string, busyMillis int) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 
-	db := &DB{Path: path, w: w, r: r, progress: newLearnerCache[map[string]Progress](learnerCacheMax),
+	db := &DB{Path: path, w: w, r: newReaders(r), progress: newLearnerCache[map[string]Progress](learnerCacheMax),
 		quiz: newLearnerCache[map[string]QuestionSummary](learnerCacheMax),
 		// Runs carry their result event: fewer learners' worth.
 		results: newLearnerCache[map[string]Run](learnerCacheMax / 4),

@@ -30,18 +30,18 @@ func TestMigrationsFromEmpty(t *testing.T) {
 		t.Errorf("schema version %d, want %d", v, ms[len(ms)-1].Version)
 	}
 	var n int
-	db.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	db.r.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 	if n != len(ms) {
 		t.Errorf("%d migrations recorded, want %d", n, len(ms))
 	}
 	for _, table := range []string{"learners", "progress"} {
 		var name string
-		if err := db.r.QueryRow(`SELECT name FROM sqlite_master WHERE type='table' AND name=?`, table).Scan(&name); err != nil {
+		if err := db.r.db.QueryRow(`SELECT name FROM sqlite_master WHERE type='table' AND name=?`, table).Scan(&name); err != nil {
 			t.Errorf("table %s: %v", table, err)
 		}
 	}
 	var mode string
-	db.r.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	db.r.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
 	var fk int
 	db.w.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
 	if mode != "wal" || fk != 1 {
@@ -57,7 +57,7 @@ func TestMigrationsFromEmpty(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db.Close()
-	db.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	db.r.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 	if n != len(ms) {
 		t.Errorf("after reopen %d migrations recorded, want %d", n, len(ms))
 	}
@@ -204,7 +204,7 @@ func TestProgress(t *testing.T) {
 		t.Errorf("other learner sees %v", p)
 	}
 	var n int
-	db.r.QueryRow(`SELECT count(*) FROM learners WHERE id = ?`, me).Scan(&n)
+	db.r.db.QueryRow(`SELECT count(*) FROM learners WHERE id = ?`, me).Scan(&n)
 	if n != 1 {
 		t.Errorf("learner row count %d", n)
 	}

@@ -132,7 +132,7 @@ func TestGroupCommitFailureAlone(t *testing.T) {
 	// Row ids may be reused after a rollback: look for each write's answer.
 	for i, want := range []bool{true, false, true} {
 		var n int
-		if err := db.r.QueryRow(`SELECT COUNT(*) FROM attempts WHERE learner = ? AND answer = ?`, learner, fmt.Sprintf(`"w%d"`, i)).Scan(&n); err != nil {
+		if err := db.r.db.QueryRow(`SELECT COUNT(*) FROM attempts WHERE learner = ? AND answer = ?`, learner, fmt.Sprintf(`"w%d"`, i)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if got := n == 1; got != want || n > 1 {
