@@ -74,21 +74,44 @@ func (db *DB) AppendRunEvent(ctx context.Context, runID string, ev rdmalab.Event
 // (json.Marshal(ev)): the run hub encodes each event once and stores the
 // bytes it sends to its watchers, so a replay sends what was streamed.
 func (db *DB) AppendRunEventJSON(ctx context.Context, runID string, ev rdmalab.Event, data []byte) error {
-	if ev.Type == rdmalab.EvResult || ev.Type == rdmalab.EvStatus && ev.Status.Final() {
-		// The run may now be its learner's latest result; the event does
-		// not name the learner, and runs finish seldom: forget them all.
-		defer db.results.invalidateAll()
+	return db.AppendRunEventsJSON(ctx, runID, []rdmalab.Event{ev}, [][]byte{data})
+}
+
+// AppendRunEventsJSON stores several events of one run, in order, each
+// with its encoding (data[i] is json.Marshal(evs[i])), in one transaction:
+// all of them or none. A run emits its events in bursts (a phase, its log
+// lines, a table); one commit for the burst, not one each, is what keeps
+// its last event from waiting behind the commits of the others.
+func (db *DB) AppendRunEventsJSON(ctx context.Context, runID string, evs []rdmalab.Event, data [][]byte) error {
+	if len(evs) != len(data) {
+		return fmt.Errorf("store: run %s: %d events with %d encodings", runID, len(evs), len(data))
 	}
-	ts := formatTime(ev.Time)
-	err := db.runsTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`,
-			runID, ev.Seq, string(ev.Type), string(data), ts); err != nil {
-			return err
+	if len(evs) == 0 {
+		return nil
+	}
+	for _, ev := range evs {
+		if ev.Type == rdmalab.EvResult || ev.Type == rdmalab.EvStatus && ev.Status.Final() {
+			// The run may now be its learner's latest result; the event does
+			// not name the learner, and runs finish seldom: forget them all.
+			defer db.results.invalidateAll()
+			break
 		}
-		return foldEvent(ctx, tx, runID, ev, data, ts)
+	}
+	err := db.runsTx(ctx, func(tx *sql.Tx) error {
+		for i, ev := range evs {
+			ts := formatTime(ev.Time)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`,
+				runID, ev.Seq, string(ev.Type), string(data[i]), ts); err != nil {
+				return fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if err := foldEvent(ctx, tx, runID, ev, data[i], ts); err != nil {
+				return fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: run %s event %d: %w", runID, ev.Seq, err)
+		return fmt.Errorf("store: run %s: %w", runID, err)
 	}
 	return nil
 }

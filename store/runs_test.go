@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -89,5 +90,55 @@ func TestInterruptRuns(t *testing.T) {
 	}
 	if r, _ := db.Run(ctx, "done"); r.Status != rdmalab.StatusDone {
 		t.Errorf("a finished run was touched: %s", r.Status)
+	}
+}
+
+// A burst of events is one transaction: all stored, the summary folded
+// from them, or (a seq already stored) none at all.
+func TestAppendRunEventsAllOrNone(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	if err := db.CreateRun(ctx, rdmalab.RunInfo{ID: "b1", Learner: NewLearnerID(), Experiment: "memlock",
+		Status: rdmalab.StatusQueued, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(seqs ...int64) ([]rdmalab.Event, [][]byte) {
+		var evs []rdmalab.Event
+		var data [][]byte
+		for _, s := range seqs {
+			ev := rdmalab.Event{Seq: s, Type: rdmalab.EvLog, Message: "line", Time: time.Now()}
+			if s == 1 {
+				ev = rdmalab.Event{Seq: s, Type: rdmalab.EvStatus, Status: rdmalab.StatusRunning, Backend: "host", Time: time.Now()}
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, data = append(evs, ev), append(data, b)
+		}
+		return evs, data
+	}
+	evs, data := mk(1, 2, 3)
+	if err := db.AppendRunEventsJSON(ctx, "b1", evs, data); err != nil {
+		t.Fatal(err)
+	}
+	// 4 and 5 are new, 3 is not: the batch fails whole.
+	evs, data = mk(4, 3, 5)
+	if err := db.AppendRunEventsJSON(ctx, "b1", evs, data); err == nil {
+		t.Error("a batch repeating seq 3 was accepted")
+	}
+	if err := db.AppendRunEventsJSON(ctx, "b1", evs[:1], nil); err == nil {
+		t.Error("events without their encodings were accepted")
+	}
+	got, err := db.RunEventsJSON(ctx, "b1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2].Event.Seq != 3 {
+		t.Fatalf("stored %d events (want 1..3, none of the failed batch): %+v", len(got), got)
+	}
+	r, err := db.Run(ctx, "b1")
+	if err != nil || r.Status != rdmalab.StatusRunning || r.Backend != "host" {
+		t.Errorf("summary %+v %v: the batch's status event was not folded", r, err)
 	}
 }

@@ -69,6 +69,15 @@ type Sink interface {
 	RunEvent(runID string, ev sandbox.Event)
 }
 
+// BatchSink is an optional interface of a Sink: the runner hands it every
+// event of a run that is waiting at once, in order, in one call, so a
+// burst of events is stored in one write and reaches the watchers
+// together (RunEvent each would queue each event behind the previous
+// one's commit).
+type BatchSink interface {
+	RunEvents(runID string, evs []sandbox.Event)
+}
+
 // RunRecorder is an optional interface of a Sink: the runner calls
 // RunCreated in Submit, before the run's first event, so the sink can store
 // the run row its events belong to. An error refuses the submission.

@@ -111,6 +111,10 @@ func (w *runWriter) deliver() {
 		}
 		w.drained.Broadcast()
 		w.mu.Unlock()
+		if b, ok := w.sink.(BatchSink); ok {
+			b.RunEvents(w.runID, evs)
+			continue
+		}
 		for _, ev := range evs {
 			w.sink.RunEvent(w.runID, ev)
 		}

@@ -127,31 +127,49 @@ func (h *Hub) RunCreated(info rdmalab.RunInfo) error {
 	return nil
 }
 
-// RunEvent implements runner.Sink.
+// RunEvent implements runner.Sink: RunEvents of one event.
 func (h *Hub) RunEvent(runID string, ev rdmalab.Event) {
-	ev = h.queue.note(runID, ev)
-	// Encoded once: these bytes are stored and sent to every watcher.
-	data, err := json.Marshal(ev)
-	if err != nil {
-		h.log.Error("encode run event", "run", runID, "seq", ev.Seq, "err", err)
+	h.RunEvents(runID, []rdmalab.Event{ev})
+}
+
+// RunEvents implements runner.BatchSink: the events (one run's, in order)
+// are stored in one write, then each is fanned out, so a burst costs one
+// commit and wakes each watcher once, not once an event.
+func (h *Hub) RunEvents(runID string, evs []rdmalab.Event) {
+	data := make([][]byte, 0, len(evs))
+	kept := evs[:0:0]
+	for _, ev := range evs {
+		ev = h.queue.note(runID, ev)
+		// Encoded once: these bytes are stored and sent to every watcher.
+		b, err := json.Marshal(ev)
+		if err != nil {
+			h.log.Error("encode run event", "run", runID, "seq", ev.Seq, "err", err)
+			continue
+		}
+		kept = append(kept, ev)
+		data = append(data, b)
+	}
+	if len(kept) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = h.db.AppendRunEventJSON(ctx, runID, ev, data)
+	err := h.db.AppendRunEventsJSON(ctx, runID, kept, data)
 	cancel()
 	if err != nil {
-		// Live watchers still get it; the replay will miss it, and the log says so.
-		h.log.Error("store run event", "run", runID, "seq", ev.Seq, "type", ev.Type, "err", err)
+		// Live watchers still get them; the replay will miss them, and the log says so.
+		h.log.Error("store run events", "run", runID, "first", kept[0].Seq, "events", len(kept), "err", err)
 	}
-	frame := frameOf(ev, data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.keepLocked(runID, frame, err == nil)
-	for sub := range h.subs[runID] {
-		select {
-		case sub.ch <- frame:
-		default:
-			h.dropLocked(runID, sub)
+	for i, ev := range kept {
+		frame := frameOf(ev, data[i])
+		h.keepLocked(runID, frame, err == nil)
+		for sub := range h.subs[runID] {
+			select {
+			case sub.ch <- frame:
+			default:
+				h.dropLocked(runID, sub)
+			}
 		}
 	}
 }

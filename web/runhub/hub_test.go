@@ -28,6 +28,16 @@ func newHub(tb testing.TB) (*store.DB, *Hub) {
 // stored bytes (issue 23: SSE frames were marshalled twice, in the store
 // and in the fan-out, and again for a replay).
 func TestRunEventStoredAsSent(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one-by-one", true: "batch"}[batch], func(t *testing.T) {
+			testStoredAsSent(t, batch)
+		})
+	}
+}
+
+// testStoredAsSent sends three events, one RunEvent each or in one
+// RunEvents (the runner's burst: one write, then the fan-out in order).
+func testStoredAsSent(t *testing.T, batch bool) {
 	db, hub := newHub(t)
 	id := "sent-run"
 	learner := store.NewLearnerID()
@@ -43,9 +53,16 @@ func TestRunEventStoredAsSent(t *testing.T) {
 		{Seq: 3, Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusDone},
 	}
 	var live [][]byte
-	for _, ev := range evs {
-		hub.RunEvent(id, ev)
-		live = append(live, (<-sub.ch).b)
+	if batch {
+		hub.RunEvents(id, evs)
+		for range evs {
+			live = append(live, (<-sub.ch).b)
+		}
+	} else {
+		for _, ev := range evs {
+			hub.RunEvent(id, ev)
+			live = append(live, (<-sub.ch).b)
+		}
 	}
 	stored, err := db.RunEventsJSON(context.Background(), id, 0, 0)
 	if err != nil || len(stored) != len(evs) {
