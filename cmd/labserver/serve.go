@@ -191,6 +191,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The first class after a start must not wait while its pages are built.
+	warmStart := time.Now()
+	if err := srv.WarmPages(); err != nil {
+		m.Log.Warn("lesson pages not all prepared at start: each is built when first asked for", "err", err)
+	} else {
+		m.Log.Info("lesson pages prepared", "took", time.Since(warmStart).Round(time.Millisecond))
+	}
 	ln, err := net.Listen("tcp", m.Config.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", m.Config.Addr, err)
