@@ -121,7 +121,7 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("RDMA backend: %w", err)
 	}
-	var host sandbox.Backend = &agentproc.Agent{}
+	var host sandbox.Backend = &agentproc.Agent{Nice: agentproc.HostNice}
 	reg := experimentRegistry()
 	var fl *fleet.Server
 	if c.WorkersListen != "" {

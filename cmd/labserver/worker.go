@@ -102,7 +102,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeRDMA()
 	cfg.Logger = log
-	cfg.Backends = map[sandbox.Need]sandbox.Backend{sandbox.NeedHost: &agentproc.Agent{}}
+	cfg.Backends = map[sandbox.Need]sandbox.Backend{sandbox.NeedHost: &agentproc.Agent{Nice: agentproc.HostNice}}
 	cfg.Slots = map[sandbox.Need]int{sandbox.NeedHost: *hostSlots}
 	if rdma.Name() != "none" {
 		cfg.Backends[sandbox.NeedRDMA] = rdma

@@ -55,6 +55,9 @@ type Spec struct {
 	// Outlive leaves out the parent-death signal: the child survives
 	// labserver's or the agent's death (a guard that restores state).
 	Outlive bool
+	// Nice lowers the child's CPU priority by this much (its children
+	// inherit it); 0 leaves it as ours.
+	Nice int
 }
 
 // Proc is a started child.
@@ -111,6 +114,15 @@ func Start(s Spec) (*Proc, error) {
 		fds[2].Close()
 		fds[4].Close()
 		return nil, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	if s.Nice > 0 {
+		// Set once it runs (exec has no nice attribute): a child it forked
+		// in its first microseconds would keep our priority, and an agent
+		// forks only once it has its request. A failure only leaves it at
+		// our priority. Linux's getpriority answers 20-nice.
+		if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+			_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, min(20-p+s.Nice, 19))
+		}
 	}
 	p := &Proc{group: s.Group, cmd: cmd, stdin: fds[1], stdout: fds[2], stderr: fds[4], exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()

@@ -2,7 +2,10 @@ package agentproc_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,4 +88,48 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe = %q", got)
 	}
 	q.Close()
+}
+
+// A child started with Nice runs, and starts its own children, that much
+// below us; without it, at our priority. (A child it forks in its first
+// microseconds, before Start sets it, would keep ours: an agent forks
+// only once it has read its request.)
+func TestStartNice(t *testing.T) {
+	niceOf := func(pid int) int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis; nice is field 19.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		n, err := strconv.Atoi(f[16])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	own := niceOf(os.Getpid())
+	for _, nice := range []int{0, 7} {
+		// As an agent, it starts its children once it has its request.
+		p, err := agentproc.Start(agentproc.Spec{Argv: []string{"sh", "-c", "read req; sleep 30 & echo $!; wait"}, Group: true, Nice: nice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Send("run"); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		if _, err := fmt.Fscan(p.Stdout(), &child); err != nil {
+			t.Fatal(err)
+		}
+		want := min(own+nice, 19)
+		if got := niceOf(p.Pid()); got != want {
+			t.Errorf("Nice %d: the child runs at nice %d, want %d", nice, got, want)
+		}
+		if got := niceOf(child); got != want {
+			t.Errorf("Nice %d: its child runs at nice %d, want %d", nice, got, want)
+		}
+		p.Kill()
+		<-p.Exited()
+	}
 }
