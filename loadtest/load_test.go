@@ -40,6 +40,7 @@ var (
 	flagThink    = flag.Duration("load.think", time.Second, "a learner's mean pause between requests (uniform in 0..2x); 0 = as fast as the server answers")
 	flagRace     = flag.Bool("load.race", false, "build the server with -race (about 10x slower: a race hunt, not a measurement)")
 	flagGrace    = flag.Duration("load.grace", 60*time.Second, "how long requests and streams started before the end may take to finish")
+	flagWarmup   = flag.Duration("load.warmup", 0, "load run before the measured time; its latencies are reported apart (errors count throughout)")
 	flagLog      = flag.String("load.serverlog", "", "also write the server's log to this file (its request lines carry each request's time in the server)")
 )
 
@@ -68,7 +69,7 @@ func TestLoad(t *testing.T) {
 	// busy cores): a larger heap target makes them rare. Its heap is tens
 	// of MiB.
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
-	if *flagDuration <= 0 || *flagLearners <= 0 || *flagWatchers < 0 || *flagRunners < 0 {
+	if *flagDuration <= 0 || *flagWarmup < 0 || *flagLearners <= 0 || *flagWatchers < 0 || *flagRunners < 0 {
 		t.Fatal("load flags must be positive")
 	}
 	dir := t.TempDir()
@@ -125,9 +126,12 @@ func TestLoad(t *testing.T) {
 		questions: questions, slugs: slugs, think: *flagThink,
 	}
 	loadBefore := loadavg()
-	stop, cancelStop := context.WithTimeout(ctx, *flagDuration)
+	if *flagWarmup > 0 {
+		l.rec.warm, l.rec.until = newRecorder(), time.Now().Add(*flagWarmup)
+	}
+	stop, cancelStop := context.WithTimeout(ctx, *flagWarmup+*flagDuration)
 	defer cancelStop()
-	hard, cancelHard := context.WithTimeout(ctx, *flagDuration+*flagGrace)
+	hard, cancelHard := context.WithTimeout(ctx, *flagWarmup+*flagDuration+*flagGrace)
 	defer cancelHard()
 	l.stop, l.hard = stop, hard
 	start := time.Now()
@@ -165,8 +169,19 @@ func TestLoad(t *testing.T) {
 		*flagLearners, *flagThink, *flagWatchers, *flagRunners, elapsed.Round(100*time.Millisecond), srv.URL, *flagRace)
 	// The machine is shared: say how busy it was, so the figures can be read.
 	fmt.Fprintf(&out, "machine: %d CPUs, load average before %s, after %s\n", runtime.NumCPU(), loadBefore, loadavg())
-	writeTable(&out, rows, elapsed)
+	if *flagWarmup > 0 {
+		fmt.Fprintf(&out, "after a warm-up of %s (below):\n", *flagWarmup)
+	}
+	writeTable(&out, rows, elapsed-*flagWarmup)
 	fmt.Fprintf(&out, "errors: %d; counters: %v\n", errs, l.rec.counters())
+	if *flagWarmup > 0 {
+		// Shown, not hidden: the server has just started (its first
+		// pages, connections and heap) and the run starters are not yet
+		// slowed by the per-learner run limit.
+		warm, _ := l.rec.warm.report()
+		fmt.Fprintf(&out, "the warm-up's first %s (the server just started; the run starters not yet slowed by the per-learner run limit):\n", *flagWarmup)
+		writeTable(&out, warm, *flagWarmup)
+	}
 	fmt.Fprint(os.Stdout, out.String())
 	if errs > 0 {
 		t.Errorf("%d errors (target 0):\n%s\nserver log tail:\n%s", errs, l.rec.errorSamples(), srv.Tail(30))
@@ -481,6 +496,12 @@ func (l *load) watch(ctx context.Context, c *http.Client, id string) {
 			return
 		}
 		ended, err := l.readStream(res.Body, id, start, &last)
+		if ended {
+			// Read the response's end as a browser does, so the
+			// connection is kept for the next run: closed unread, every
+			// watcher opened a new connection for every run.
+			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
+		}
 		res.Body.Close()
 		switch {
 		case ended:

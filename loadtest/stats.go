@@ -23,6 +23,10 @@ type recorder struct {
 	errs    map[string]int    // operation → count
 	samples map[string]string // operation → first error text
 	counts  map[string]int    // named counters (reconnects, rate-limited…)
+	// Latencies observed before until go to warm instead (the warm-up);
+	// errors and counters are kept whenever they happen.
+	until time.Time
+	warm  *recorder
 }
 
 func newRecorder() *recorder {
@@ -31,6 +35,10 @@ func newRecorder() *recorder {
 }
 
 func (r *recorder) observe(op string, d time.Duration) {
+	if r.warm != nil && time.Now().Before(r.until) {
+		r.warm.observe(op, d)
+		return
+	}
 	r.mu.Lock()
 	r.lat[op] = append(r.lat[op], d)
 	r.mu.Unlock()
