@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/web/views"
 )
 
 // Requests that miss the same page together share one build, and a
@@ -80,5 +83,22 @@ func TestWarmPages(t *testing.T) {
 	s.skeletons.mu.Unlock()
 	if want := 4 * len(s.course().Lessons); n != want {
 		t.Errorf("%d pages prepared, want %d (each lesson, two languages, two kinds)", n, want)
+	}
+}
+
+// An unanswered question's status line, taken from its own memo, is the
+// one the template renders.
+func TestBlankStatusLine(t *testing.T) {
+	for _, lang := range []string{"zh", "en"} {
+		var fast, slow bytes.Buffer
+		if err := statusLine(lang, views.QuizStatus{}).Render(context.Background(), &fast); err != nil {
+			t.Fatal(err)
+		}
+		if err := views.QuizStatusLine(tr(lang), views.QuizStatus{}).Render(context.Background(), &slow); err != nil {
+			t.Fatal(err)
+		}
+		if fast.String() != slow.String() || fast.Len() == 0 {
+			t.Errorf("%s: %q, the template renders %q", lang, fast.String(), slow.String())
+		}
 	}
 }

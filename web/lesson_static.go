@@ -229,7 +229,27 @@ func (m *renderMemo) get(key string, render func() templ.Component) templ.Compon
 // statusLines memoizes status lines by language and record: a page shows
 // one per question, and records take few values (rendering them was most
 // of a plain page view's remaining cost).
-var statusLines sync.Map // statusLineKey → templ.Component
+// A map under a lock, not a sync.Map: its key, boxed as an interface for
+// each lookup, was an allocation per question per page.
+var (
+	statusLinesMu sync.RWMutex
+	statusLines   = map[statusLineKey]templ.Component{}
+)
+
+// blankStatusLines is the status line of an unanswered question, by language.
+var blankStatusLines sync.Map // lang → templ.Component
+
+func blankStatusLine(lang string) templ.Component {
+	if v, ok := blankStatusLines.Load(lang); ok {
+		return v.(templ.Component)
+	}
+	var b bytes.Buffer
+	if err := views.QuizStatusLine(tr(lang), views.QuizStatus{}).Render(context.Background(), &b); err != nil {
+		return nil // the general path renders it, and fails visibly
+	}
+	v, _ := blankStatusLines.LoadOrStore(lang, templ.Raw(b.String())) // trusted: our own template's output
+	return v.(templ.Component)
+}
 
 type statusLineKey struct {
 	lang string
@@ -242,18 +262,33 @@ const maxMemoAttempts = 100
 
 // statusLine is the rendered status line of record st in lang.
 func statusLine(lang string, st views.QuizStatus) templ.Component {
-	c := views.QuizStatusLine(tr(lang), st)
 	if st.Attempts > maxMemoAttempts {
-		return c
+		return views.QuizStatusLine(tr(lang), st)
 	}
+	if st == (views.QuizStatus{}) {
+		// Not answered yet: most questions of most pages, looked up
+		// without hashing the record.
+		if v := blankStatusLine(lang); v != nil {
+			return v
+		}
+	}
+	// Looked up before the component is made: a hit (nearly every
+	// request) then costs no closure.
 	key := statusLineKey{lang, st}
-	if v, ok := statusLines.Load(key); ok {
-		return v.(templ.Component)
+	statusLinesMu.RLock()
+	v, ok := statusLines[key]
+	statusLinesMu.RUnlock()
+	if ok {
+		return v
 	}
+	c := views.QuizStatusLine(tr(lang), st)
 	var b bytes.Buffer
 	if err := c.Render(context.Background(), &b); err != nil {
 		return failing(err)
 	}
-	v, _ := statusLines.LoadOrStore(key, templ.Raw(b.String())) // trusted: our own template's output
-	return v.(templ.Component)
+	v = templ.Raw(b.String()) // trusted: our own template's output
+	statusLinesMu.Lock()
+	statusLines[key] = v
+	statusLinesMu.Unlock()
+	return v
 }

@@ -30,17 +30,27 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		// Canonical keys and shared one-value slices (len = cap, so an
+		// Add elsewhere copies): no canonicalizing and no allocation on
+		// every request.
 		if anc := s.frames.get(r.Context(), s); anc != "" {
 			h.Set("Content-Security-Policy", strings.Replace(contentSecurityPolicy, "frame-ancestors 'none'", "frame-ancestors "+anc, 1))
 		} else {
-			h.Set("Content-Security-Policy", contentSecurityPolicy)
-			h.Set("X-Frame-Options", "DENY")
+			h["Content-Security-Policy"] = cspValue
+			h["X-Frame-Options"] = denyValue
 		}
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+		h["X-Content-Type-Options"] = nosniffValue
+		h["Referrer-Policy"] = referrerValue
 		next.ServeHTTP(w, r)
 	})
 }
+
+var (
+	cspValue      = []string{contentSecurityPolicy}[:1:1]
+	denyValue     = []string{"DENY"}[:1:1]
+	nosniffValue  = []string{"nosniff"}[:1:1]
+	referrerValue = []string{"strict-origin-when-cross-origin"}[:1:1]
+)
 
 // frameTTL is how long the framing origins are cached: `labserver lti
 // add` in another process takes effect within it.

@@ -140,7 +140,9 @@ func (t *Terminals) refiller() {
 		case s != nil:
 			grew = true
 			if err := s.prepare(); err != nil {
-				log.Warn("a spare learner guest did not start", "err", err)
+				if !s.discarded.Load() { // not the lab's own stop
+					log.Warn("a spare learner guest did not start", "err", err)
+				}
 				t.mu.Lock()
 				if i := indexOf(t.spares, s); i >= 0 {
 					t.spares = append(t.spares[:i], t.spares[i+1:]...)

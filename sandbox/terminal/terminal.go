@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -165,6 +166,8 @@ type termSession struct {
 
 	pmu   sync.Mutex // orders pausing and resuming the guest
 	users int        // attachments, attaches under way and checks; the guest runs while > 0
+
+	discarded atomic.Bool // the session is being ended on purpose
 }
 
 // Attachment is one browser tab's view of a learner's shell.
@@ -441,6 +444,11 @@ func (s *termSession) setTerm(term *Terminal) {
 	s.term = term
 	go func() {
 		<-term.done
+		if term.err != nil && !s.discarded.Load() {
+			// An exit is the learner's, a discard ours; this is the
+			// machine's (logged once a shell).
+			s.log.Warn("a learner's shell ended", "owner", s.owner, "err", term.err)
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for a := range s.subs {
@@ -699,6 +707,7 @@ func (t *Terminals) Discard(learner string) {
 }
 
 func (s *termSession) discard() {
+	s.discarded.Store(true)
 	s.mu.Lock()
 	for a := range s.subs {
 		a.closeOut()

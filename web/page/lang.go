@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,10 +40,41 @@ func ResolveLang(r *http.Request) (lang string, fromQuery bool) {
 	if c, err := r.Cookie(langCookie); err == nil && supportedLang(c.Value) {
 		return c.Value, false
 	}
-	if l := acceptLanguage(r.Header.Get("Accept-Language")); l != "" {
+	if l := acceptLanguageMemo(r.Header.Get("Accept-Language")); l != "" {
 		return l, false
 	}
 	return DefaultLang, false
+}
+
+// acceptLangs remembers acceptLanguage's answer per header: a class's
+// browsers send a handful of distinct headers, parsed once each. Bounded:
+// past acceptLangsMax headers (a hostile client's inventions) it parses.
+var (
+	acceptLangsMu sync.RWMutex
+	acceptLangs   = map[string]string{}
+)
+
+const acceptLangsMax = 256
+
+func acceptLanguageMemo(h string) string {
+	if h == "" {
+		return ""
+	}
+	acceptLangsMu.RLock()
+	l, ok := acceptLangs[h]
+	acceptLangsMu.RUnlock()
+	if ok {
+		return l
+	}
+	l = acceptLanguage(h)
+	if len(h) <= 256 {
+		acceptLangsMu.Lock()
+		if len(acceptLangs) < acceptLangsMax {
+			acceptLangs[h] = l
+		}
+		acceptLangsMu.Unlock()
+	}
+	return l
 }
 
 // acceptLanguage returns the supported language the header prefers most

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -40,5 +41,27 @@ func TestLanguageResolution(t *testing.T) {
 				t.Errorf("fromQuery = %v", fromQuery)
 			}
 		})
+	}
+}
+
+// The remembered answers are the parsed ones, and a client inventing
+// headers fills the memory only up to its bound.
+func TestAcceptLanguageMemoBounded(t *testing.T) {
+	for _, h := range []string{"zh-CN,zh;q=0.9,en;q=0.8", "en-GB,en;q=0.9", "fr", ""} {
+		if got, want := acceptLanguageMemo(h), acceptLanguage(h); got != want {
+			t.Errorf("%q: %q, parsed %q", h, got, want)
+		}
+		if got, want := acceptLanguageMemo(h), acceptLanguage(h); got != want {
+			t.Errorf("%q again: %q, parsed %q", h, got, want)
+		}
+	}
+	for i := range 2 * acceptLangsMax {
+		acceptLanguageMemo(fmt.Sprintf("x-%d, en;q=0.%d", i, i%9+1))
+	}
+	acceptLangsMu.RLock()
+	n := len(acceptLangs)
+	acceptLangsMu.RUnlock()
+	if n > acceptLangsMax {
+		t.Errorf("%d headers remembered, bound %d", n, acceptLangsMax)
 	}
 }
