@@ -104,8 +104,8 @@ func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.Ter
 // Sizing is how the cap was chosen (web.TerminalSizing).
 func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
 
-// KeepsFor is how long a reclaimed machine waits (0: not kept). Machines
-// on workers are not kept (docs/operations.md).
+// KeepsFor is how long a reclaimed machine here waits (0: not kept). A
+// worker keeps its learners' machines by its own flags (docs/operations.md).
 func (w webTerminals) KeepsFor() time.Duration {
 	if w.local == nil || w.local.Keep == nil {
 		return 0

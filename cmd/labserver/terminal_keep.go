@@ -53,7 +53,9 @@ func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) stri
 		"where kept machines go (default: kept-machines beside --db) [LAB_KEEP_DIR]")
 }
 
-// keep returns the kept machines' store, nil when they are off.
+// keep returns the kept machines' store, nil when they are off. By
+// default it is beside the database (dbPath; "": in the working
+// directory, a worker's).
 func (c keepConfig) keep(dbPath string, log *slog.Logger) *terminal.Keep {
 	if c.Expire <= 0 {
 		log.Info("learner machines are not kept: a reclaimed terminal guest is gone (--keep-machines 0)")
@@ -73,12 +75,15 @@ func (c keepConfig) keep(dbPath string, log *slog.Logger) *terminal.Keep {
 
 // closeTerminals stops the learner terminals, saving the machines in use
 // first (within --keep-stop-wait) when machines are kept.
-func (m *Main) closeTerminals() error {
-	wait := m.Config.Keep.StopWait
-	if m.Terms.Keep == nil || wait <= 0 {
-		return m.Terms.Close()
+func (m *Main) closeTerminals() error { return stopTerminals(m.Terms, m.Config.Keep.StopWait) }
+
+// stopTerminals stops t, saving the machines in use first within wait
+// when machines are kept (serve's and a worker's).
+func stopTerminals(t *terminal.Terminals, wait time.Duration) error {
+	if t.Keep == nil || wait <= 0 {
+		return t.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	return m.Terms.Shutdown(ctx)
+	return t.Shutdown(ctx)
 }

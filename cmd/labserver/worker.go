@@ -37,6 +37,10 @@ flags (environment fallbacks in brackets):
   --terminals N     learner terminals this worker hosts for the lab, each in a Soft-RoCE
                     guest of its own: auto (from free memory and CPUs), a number, or 0
                     (none) [LAB_WORKER_TERMINALS] (default 0)
+  --keep-machines D, --keep-machine-max M, --keep-total-max M, --keep-stop-wait D,
+  --keep-dir DIR    a learner's reclaimed terminal machine here is kept on this worker's
+                    disk and restored at their next attach, as on the lab server
+                    [LAB_KEEP_MACHINES …] (default: 7 days, in ./kept-machines)
 `
 
 // runWorker is `labserver worker`.
@@ -59,6 +63,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "labserver worker: LAB_WORKER_TERMINALS:", err)
 		return 2
 	}
+	var keep keepConfig
+	keepFlags(fset, &keep, osEnvOr)
 	fset.Func("terminals", "learner terminals hosted here: auto, a number, or 0", func(v string) error {
 		t, err := parseTerminals(v)
 		if err == nil {
@@ -114,10 +120,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if terms != 0 {
 		// Learner guests for the lab's terminals (fleet/term.go), beside
-		// this worker's pool when it has one. Kept machines stay on the
-		// lab server: a reclaimed guest here is gone.
+		// this worker's pool when it has one. A reclaimed one is kept on
+		// this worker's disk (--keep-machines): the lab server sends the
+		// learner's next attach back here while this worker lives, and a
+		// stop saves the machines in use first (--keep-stop-wait).
 		t := workerTerminals(terms, sb, rdma, log)
-		defer t.Close()
+		t.Keep = keep.keep("", log)
+		defer stopTerminals(t, keep.StopWait)
 		cfg.Terms = t.Host()
 	}
 	if err := fleet.RunWorker(ctx, cfg); err != nil {
