@@ -27,6 +27,20 @@ var bin labproc.Once
 // share (LAB_VM_DIR): the first one builds it, the others restore from it.
 var guestCache string
 
+// guestWorkerEnv is the environment of worker processes with guests (the
+// shared image, TCG); tests that boot them are skipped with -short (why
+// says what they boot) and without QEMU.
+func guestWorkerEnv(tb testing.TB, why string) []string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip(why + " (-short skips it)")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		tb.Skipf("no QEMU (make deps-test installs it): %v", err)
+	}
+	return []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}
+}
+
 // TestMain makes the folder labserver is built into, on first use.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fleet-test-")
@@ -365,15 +379,10 @@ func TestServerRestartWithWorkers(t *testing.T) {
 // answer comes back the same way (the worker path once dropped the command
 // stream: "it needs a command stream").
 func TestBurstOverGuestAndHostWorkers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots a Soft-RoCE guest (-short skips it)")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skipf("no QEMU (make deps-test installs it): %v", err)
-	}
+	env := guestWorkerEnv(t, "boots a Soft-RoCE guest")
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
-	startWorkerEnv(t, []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}, s.Addr(), "guesty", token, "--backend", "vm", "--guests", "1")
+	startWorkerEnv(t, env, s.Addr(), "guesty", token, "--backend", "vm", "--guests", "1")
 	startWorker(t, s.Addr(), "h1", token)
 	startWorker(t, s.Addr(), "h2", token)
 	waitWorkers(t, s, 3)

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,13 +22,10 @@ import (
 // the same run from the same image (TCG): p50 and p95 of 60 keys each,
 // and worker-p50 / local-p50.
 func BenchmarkTerminalEcho(b *testing.B) {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		b.Skipf("no QEMU (make deps-test installs it): %v", err)
-	}
+	env := guestWorkerEnv(b, "boots Soft-RoCE guests in worker processes")
 	bin := labserverBin(b)
 	s := startServer(b, "127.0.0.1:0")
 	defer s.Close()
-	env := []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}
 	startWorkerEnv(b, env, s.Addr(), "echo-w", token, "--host-slots", "0", "--terminals", "1")
 	waitTermWorker(b, s, "echo-w")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

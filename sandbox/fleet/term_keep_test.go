@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,15 +14,9 @@ import (
 // worker started again restores it at the learner's next attach — the
 // file they made is there, and the attach says so ("restored").
 func TestKeptMachineOnWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots Soft-RoCE guests in worker processes (-short skips it)")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skipf("no QEMU (make deps-test installs it): %v", err)
-	}
+	env := guestWorkerEnv(t, "boots Soft-RoCE guests in worker processes")
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
-	env := []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}
 	args := []string{"--host-slots", "0", "--terminals", "1", "--keep-dir", t.TempDir(), "--keep-stop-wait", "3m"}
 	w := startWorkerEnv(t, env, s.Addr(), "ka", token, args...)
 	waitTermWorker(t, s, "ka")

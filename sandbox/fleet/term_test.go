@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,15 +65,9 @@ func waitTermWorker(t testing.TB, s *Server, name string) {
 // worker killed ends the terminal as lost, and the learner's next attach
 // gets a new machine on the other worker.
 func TestTerminalOnWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots Soft-RoCE guests in worker processes (-short skips it)")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skipf("no QEMU (make deps-test installs it): %v", err)
-	}
+	env := guestWorkerEnv(t, "boots Soft-RoCE guests in worker processes")
 	s := startServer(t, "127.0.0.1:0")
 	defer s.Close()
-	env := []string{"LAB_VM_DIR=" + guestCache, "LAB_VM_ACCEL=tcg"}
 	wa := startWorkerEnv(t, env, s.Addr(), "ta", token, "--host-slots", "0", "--terminals", "1")
 	waitTermWorker(t, s, "ta")
 	p := &Placement{Fleet: s}
