@@ -17,10 +17,6 @@ import (
 // a learner waiting for their shell, and one restore at a time leaves the
 // other cores to the live shells.
 
-// spareRetry is how long the refiller waits after a spare failed to start
-// and between looks at free memory.
-const spareRetry = 30 * time.Second
-
 // SpareStats is the state of the paused spares (for /lab and tests).
 type SpareStats struct {
 	Ready    int // spares restored and paused, waiting for a learner
@@ -139,17 +135,20 @@ func (t *Terminals) refiller() {
 			continue
 		case s != nil:
 			grew = true
-			if err := s.prepare(); err != nil {
+			if err := s.prepare(t.spareUp); err != nil {
 				if !s.discarded.Load() { // not the lab's own stop
 					log.Warn("a spare learner guest did not start", "err", err)
 				}
 				t.mu.Lock()
-				if i := indexOf(t.spares, s); i >= 0 {
+				i := indexOf(t.spares, s)
+				if i >= 0 {
 					t.spares = append(t.spares[:i], t.spares[i+1:]...)
 				}
 				t.mu.Unlock()
-				s.discard()
-				if !t.sleep(spareRetry) {
+				if i >= 0 {
+					s.discard()
+				} // else a learner took it meanwhile: it is their session now, and its health ping restarts a hung guest
+				if !t.sleep(t.SpareRetry) {
 					return
 				}
 			}
@@ -159,7 +158,7 @@ func (t *Terminals) refiller() {
 		case <-t.stop:
 			return
 		case <-t.kick:
-		case <-time.After(spareRetry): // free memory changes on its own
+		case <-time.After(t.SpareRetry): // free memory changes on its own
 		}
 	}
 }

@@ -3,8 +3,10 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,5 +154,70 @@ func waitSpares(t *testing.T, terms *Terminals, n int) SpareStats {
 			t.Fatalf("spares not ready after 5 minutes: %+v", st)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHungSpareNotKept: a spare whose guest hangs after its restore (seen
+// under TCG: a vCPU spinning a core, no prompt, no answer to pings) is not
+// kept as ready; it is given up and another restored, and the learner who
+// opens a terminal gets a shell that answers. The hang is made here by
+// stopping the first spare's QEMU (SIGSTOP) before its shell opens.
+func TestHungSpareNotKept(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Accel = vm.AccelTCG
+	var hung atomic.Int64
+	terms := &Terminals{Cfg: cfg, Max: 2, Spares: 1, SpareRetry: time.Second}
+	terms.spareUp = func(s *termSession) {
+		pid := s.backend.GuestPID()
+		if hung.CompareAndSwap(0, int64(pid)) {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer terms.Close()
+	defer func() {
+		if pid := hung.Load(); pid > 0 {
+			_ = syscall.Kill(int(pid), syscall.SIGCONT) // if it outlived the test
+		}
+	}()
+	// The first learner guest makes the snapshot spares restore from.
+	a, err := terms.Attach(context.Background(), "first", 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Detach()
+	st := waitSpares(t, terms, 1)
+	if hung.Load() == 0 {
+		t.Fatal("no spare was hung")
+	}
+	terms.mu.Lock()
+	var pids []int
+	for _, s := range terms.spares {
+		if s.backend.Paused() {
+			pids = append(pids, s.backend.GuestPID())
+			s.mu.Lock()
+			if len(s.scroll) == 0 {
+				t.Errorf("a spare is ready (paused) without its prompt: QEMU %d", s.backend.GuestPID())
+			}
+			s.mu.Unlock()
+		}
+	}
+	terms.mu.Unlock()
+	if slices.Contains(pids, int(hung.Load())) {
+		t.Fatalf("the hung guest (QEMU %d) is kept as a ready spare: %v", hung.Load(), pids)
+	}
+	t.Logf("spares %+v; ready in QEMUs %v, the hung one was %d", st, pids, hung.Load())
+	b, err := terms.Attach(context.Background(), "learner", 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Detach()
+	if err := b.Write([]byte("echo up-$((6*7))\n")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, b, "up-42")
+	if b.GuestPID() == int(hung.Load()) {
+		t.Errorf("the learner got the hung guest")
 	}
 }

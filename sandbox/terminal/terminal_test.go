@@ -112,7 +112,7 @@ func TestTerminals(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = readUntil(t, b, "limits-81")
-	for _, want := range []string{"0::/learner/term-", "\r\n256\r\n", "150000 100000", "CapEff:\t0000000000002000", "Uid:\t1000\t1000\t1000\t1000"} {
+	for _, want := range []string{"0::/learner/term-", "\r\n256\r\n", "75000 100000", "CapEff:\t0000000000002000", "Uid:\t1000\t1000\t1000\t1000"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the learner's shell lacks %q:\n%s", want, out)
 		}

@@ -342,7 +342,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 		}
 	}
 	if !b.cfg.NoSnapshot {
-		if snap := loadSnapshot(b.cfg.Dir, snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
+		if snap := loadSnapshot(b.cfg.Dir, snapshotSlot(b.cfg), snapshotKey(b.cfg, qemu, im, accel)); snap != nil {
 			b.setState(sandbox.LabBooting, sandbox.Text{"en": "restoring the guest from its snapshot (" + strings.ToUpper(accel) + ")",
 				"zh": "从快照恢复虚拟机（" + strings.ToUpper(accel) + "）"}, nil)
 			g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
@@ -382,10 +382,10 @@ func (b *Backend) snapshot(g *Guest, qemu string, im *vmimage.Image) {
 		return
 	}
 	key := snapshotKey(b.cfg, qemu, im, g.Accel)
-	if loadSnapshot(b.cfg.Dir, key) != nil {
+	if loadSnapshot(b.cfg.Dir, snapshotSlot(b.cfg), key) != nil {
 		return
 	}
-	if _, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, key); err != nil {
+	if _, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, snapshotSlot(b.cfg), key); err != nil {
 		b.cfg.Logger.Warn("guest snapshot not saved; later guests boot", "err", err)
 	}
 }

@@ -62,6 +62,9 @@ func DefaultDir() string {
 	return filepath.Join(".cache", "vm")
 }
 
+// defaultCPUs is a guest's vCPUs unless Config.CPUs says otherwise.
+const defaultCPUs = 2
+
 // WithDefaults is c with its zero fields filled.
 func (c Config) WithDefaults() Config {
 	if c.Dir == "" {
@@ -77,7 +80,7 @@ func (c Config) WithDefaults() Config {
 		c.MemoryMiB = 256
 	}
 	if c.CPUs == 0 {
-		c.CPUs = 2
+		c.CPUs = defaultCPUs
 	}
 	if c.BootTimeout == 0 {
 		c.BootTimeout = 60 * time.Second

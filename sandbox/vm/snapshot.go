@@ -40,11 +40,19 @@ type Snapshot struct {
 	terms  []uint64
 }
 
-const (
-	snapshotFormat = 3 // bump when the QEMU command line changes (3: the on-demand disk)
-	snapshotFile   = "snapshot.state"
-	snapshotMeta   = "snapshot.json"
-)
+const snapshotFormat = 3 // bump when the QEMU command line changes (3: the on-demand disk)
+
+// snapshotSlot names the cache's snapshot files for guests of cfg's shape
+// (slot + ".state", slot + ".json"). Guests with another vCPU count do not
+// restore from the same state, and both shapes run side by side (the
+// experiment pool with 2, learner terminals with 1: package terminal), so
+// each has its own slot; within a slot a new key replaces the old state.
+func snapshotSlot(cfg Config) string {
+	if cfg.CPUs == defaultCPUs {
+		return "snapshot"
+	}
+	return fmt.Sprintf("snapshot-%dcpu", cfg.CPUs)
+}
 
 // snapshotKey names everything the saved state depends on.
 func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
@@ -53,9 +61,9 @@ func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) strin
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
-// loadSnapshot returns the cache's snapshot if its key matches.
-func loadSnapshot(dir, key string) *Snapshot {
-	b, err := os.ReadFile(filepath.Join(dir, snapshotMeta))
+// loadSnapshot returns the cache's snapshot in slot if its key matches.
+func loadSnapshot(dir, slot, key string) *Snapshot {
+	b, err := os.ReadFile(filepath.Join(dir, slot+".json"))
 	if err != nil {
 		return nil
 	}
@@ -63,7 +71,7 @@ func loadSnapshot(dir, key string) *Snapshot {
 	if json.Unmarshal(b, &s) != nil || s.Key != key {
 		return nil
 	}
-	s.Path = filepath.Join(dir, snapshotFile)
+	s.Path = filepath.Join(dir, slot+".state")
 	fi, err := os.Stat(s.Path)
 	if err != nil || fi.Size() != s.Bytes {
 		return nil
@@ -71,11 +79,11 @@ func loadSnapshot(dir, key string) *Snapshot {
 	return &s
 }
 
-// SaveSnapshot saves g's state into the cache dir under key. The guest is
+// SaveSnapshot saves g's state into the cache dir's slot under key. The guest is
 // paused while QEMU writes the file (a fraction of a second for an idle
 // guest) and then continues where it was; the host's connection to its
 // agent stays open. Take it while no run is in flight.
-func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, error) {
+func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	q, err := dialQMP(ctx, g.qmpSock, g.exited)
@@ -83,7 +91,7 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, e
 		return nil, err
 	}
 	defer q.close()
-	f, err := os.CreateTemp(dir, snapshotFile+".*.tmp")
+	f, err := os.CreateTemp(dir, slot+".state.*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -129,7 +137,7 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, e
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	s := &Snapshot{Path: filepath.Join(dir, snapshotFile), Key: key, Hello: g.Hello, Accel: g.Accel,
+	s := &Snapshot{Path: filepath.Join(dir, slot+".state"), Key: key, Hello: g.Hello, Accel: g.Accel,
 		Bytes: fi.Size(), Took: time.Since(begin), Created: time.Now().UTC()}
 	if err := os.Rename(tmp, s.Path); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -138,7 +146,7 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, key string) (*Snapshot, e
 	if err := os.WriteFile(tmp+".json", b, 0o644); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	if err := os.Rename(tmp+".json", filepath.Join(dir, snapshotMeta)); err != nil {
+	if err := os.Rename(tmp+".json", filepath.Join(dir, slot+".json")); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	g.log.Info("guest snapshot saved", "bytes", s.Bytes, "took", s.Took.Round(time.Millisecond))
@@ -233,7 +241,7 @@ func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Im
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return nil, fmt.Errorf("snapshot lock: %w", err)
 	}
-	if s := loadSnapshot(cfg.Dir, key); s != nil {
+	if s := loadSnapshot(cfg.Dir, snapshotSlot(cfg), key); s != nil {
 		return s, nil
 	}
 	g, err := startGuest(ctx, cfg, im, accel, false, nil)
@@ -241,7 +249,7 @@ func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Im
 		return nil, err
 	}
 	defer g.Stop()
-	return g.SaveSnapshot(ctx, cfg.Dir, key)
+	return g.SaveSnapshot(ctx, cfg.Dir, snapshotSlot(cfg), key)
 }
 
 // shellQuote quotes s for sh (QEMU runs exec: migration URIs with sh -c).

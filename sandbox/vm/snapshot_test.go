@@ -37,7 +37,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 		t.Fatalf("restored guest: restored=%v hello=%+v", first.Restored, first.Hello)
 	}
 	qemu, _ := vmimage.CheckQEMU("qemu-system-x86_64")
-	snap := loadSnapshot(cfg.Dir, snapshotKey(cfg.WithDefaults(), qemu, mustImage(t, cfg.Dir), AccelTCG))
+	snap := loadSnapshot(cfg.Dir, snapshotSlot(cfg.WithDefaults()), snapshotKey(cfg.WithDefaults(), qemu, mustImage(t, cfg.Dir), AccelTCG))
 	if snap == nil {
 		t.Fatalf("no snapshot saved in %s", cfg.Dir)
 	}
