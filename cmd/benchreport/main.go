@@ -57,6 +57,7 @@ var benches = []bench{
 	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContent", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkLessonPageStaticVsServeContent", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkQuizSubmitVsInsert", Benchtime: "2s"},
+	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContentHTTP", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkSSEFanout", Benchtime: "2s"},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkAgentStart", Benchtime: "1x", Slow: true},
@@ -270,6 +271,9 @@ func table(res map[string]result, failed map[string]string) []row {
 	add("lesson page, Markdown segments only, vs http.ServeContent (throughput)",
 		"BenchmarkLessonPageStaticVsServeContent", "BenchmarkLessonPageStaticVsServeContent",
 		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "≥ 0.7")
+	add("the same pair served over a loopback HTTP connection (the connection's work counted)",
+		"BenchmarkLessonPageVsServeContentHTTP", "BenchmarkLessonPageVsServeContentHTTP",
+		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
 	add("quiz submission vs bare SQLite INSERT of the row (throughput)",
 		"BenchmarkQuizSubmitVsInsert", "BenchmarkQuizSubmitVsInsert",
 		"handler-ns/op", "insert-ns/op", "ratio", 1e-3, "µs", "report")
