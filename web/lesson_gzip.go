@@ -235,10 +235,6 @@ func writeGzipSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *s
 		}
 	}
 	parts = append(parts, deflateFinal, trailer[:])
-	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
-			return true // the client went away
-		}
-	}
+	writeOnce(w, length, parts)
 	return true
 }

@@ -244,17 +244,30 @@ func (s *Server) renderSkeleton(w http.ResponseWriter, r *http.Request, status i
 	if r.Method == http.MethodHead {
 		return
 	}
+	parts := make([][]byte, 0, 2*len(sk.chunks))
 	filled := buf.Bytes()
 	start := 0
 	for i, c := range sk.chunks {
-		if _, err := w.Write(c); err != nil {
-			return // the client went away
-		}
+		parts = append(parts, c)
 		if i < len(end) {
-			if _, err := w.Write(filled[start:end[i]]); err != nil {
-				return
-			}
+			parts = append(parts, filled[start:end[i]])
 			start = end[i]
 		}
 	}
+	writeOnce(w, size, parts)
+}
+
+// writeOnce writes a page's parts to w in one Write. Written part by part,
+// every small hole between two large chunks cost net/http's buffers an
+// extra socket write: over a loopback connection a lesson page took 230 µs
+// to serve against 150 µs for ServeContent's one write of the same bytes
+// (BenchmarkLessonPageVsServeContentHTTP); copying it whole costs a few µs.
+func writeOnce(w io.Writer, size int, parts [][]byte) {
+	out := page.Buffer()
+	defer page.PutBuffer(out)
+	out.Grow(size)
+	for _, p := range parts {
+		out.Write(p)
+	}
+	_, _ = w.Write(out.Bytes()) // an error is the client gone
 }
