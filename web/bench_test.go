@@ -135,13 +135,18 @@ func benchHandler(b *testing.B, gzip bool) {
 	b.SetBytes(int64(want))
 }
 
-func benchServeContent(b *testing.B, gzip bool) {
-	s := newBench(b)
-	body := s.body(b)
-	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// serveContentOf is the baseline: http.ServeContent of body as a page.
+func serveContentOf(body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 	})
+}
+
+func benchServeContent(b *testing.B, gzip bool) {
+	s := newBench(b)
+	body := s.body(b)
+	h := serveContentOf(body)
 	if gzip {
 		h = middleware.Compress(5, "text/html")(h)
 	}
@@ -212,10 +217,7 @@ func BenchmarkLessonPageStaticVsServeContent(b *testing.B) {
 
 func benchPair(b *testing.B, s benchSetup) {
 	body := s.body(b)
-	base := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
-	})
+	base := serveContentOf(body)
 	w := &discardWriter{h: http.Header{}}
 	r := s.request(false)
 	var handlerTime, baseTime time.Duration
@@ -250,10 +252,7 @@ func benchPair(b *testing.B, s benchSetup) {
 func BenchmarkLessonPageVsServeContentHTTP(b *testing.B) {
 	s := newBench(b)
 	body := s.body(b)
-	base := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
-	})
+	base := serveContentOf(body)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Bench-Base") != "" {
 			base.ServeHTTP(w, r)
