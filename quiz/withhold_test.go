@@ -1,6 +1,7 @@
 package quiz
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -104,5 +105,40 @@ func TestWithheldTellsHowManyNotWhich(t *testing.T) {
 	}
 	if right := Grade(order, Answer{Choices: []string{"s1", "s2", "s3", "s4"}}, "en").Withheld(order.Type); right.Tally != nil || len(right.Options) != 4 {
 		t.Errorf("a right order answer lost its marks: %+v", right)
+	}
+}
+
+// TestChoiceOrderKept pins choiceOrder's shuffles: a learner's options
+// must not move between versions of the lab (a change of hash or
+// generator would reorder every learner's options mid-course).
+func TestChoiceOrderKept(t *testing.T) {
+	for _, c := range []struct {
+		n       int
+		learner string
+		want    []int
+	}{
+		{2, "a", []int{1, 0}},
+		{2, "learner-1234", []int{0, 1}},
+		{2, "0f3c9a", []int{0, 1}},
+		{3, "a", []int{1, 2, 0}},
+		{3, "learner-1234", []int{1, 2, 0}},
+		{3, "0f3c9a", []int{0, 1, 2}},
+		{4, "a", []int{3, 0, 2, 1}},
+		{4, "learner-1234", []int{0, 2, 3, 1}},
+		{4, "0f3c9a", []int{3, 1, 2, 0}},
+		{5, "a", []int{1, 0, 2, 4, 3}},
+		{5, "learner-1234", []int{2, 3, 0, 4, 1}},
+		{5, "0f3c9a", []int{0, 2, 3, 4, 1}},
+		{7, "a", []int{0, 1, 6, 3, 2, 5, 4}},
+		{7, "learner-1234", []int{2, 4, 6, 1, 0, 3, 5}},
+		{7, "0f3c9a", []int{5, 0, 1, 4, 6, 3, 2}},
+	} {
+		q := &Question{ID: fmt.Sprintf("q-%d", c.n), Type: Single}
+		for i := range c.n {
+			q.Options = append(q.Options, Option{ID: fmt.Sprint(i)})
+		}
+		if got := q.choiceOrder(c.learner); !slices.Equal(got, c.want) {
+			t.Errorf("%d options, learner %q: order %v, want %v", c.n, c.learner, got, c.want)
+		}
 	}
 }

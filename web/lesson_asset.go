@@ -71,5 +71,5 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, c *lessons.C
 	}
 	// Embedded files have no modification time; ServeContent then skips
 	// Last-Modified, which is what we want.
-	http.ServeContent(w, r, name, fi.ModTime(), rs)
+	serveFile(w, r, name, fi.ModTime(), rs)
 }

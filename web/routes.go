@@ -9,25 +9,36 @@ import (
 	"github.com/rdmalab/rdmalab/web/page"
 )
 
+// everyResponse is the middleware every response of the lab passes, in
+// order: the page benchmarks put their http.ServeContent baseline behind
+// the same chain, so a ratio compares the page with serving its bytes from
+// this server, not from a bare handler.
+func (s *Server) everyResponse() []func(http.Handler) http.Handler {
+	mw := []func(http.Handler) http.Handler{
+		s.requestDeadline, // a request's body has one deadline, refused or not (body_limit.go)
+		middleware.RequestID,
+		s.securityHeaders,           // CSP, no framing, nosniff, referrer policy (security_headers.go)
+		s.cfg.ClientAddr.Middleware, // the real client address, behind a trusted proxy too (web/page/client_addr.go)
+		s.logRequests,
+		s.recoverPanics,
+		redirectTrailingSlash,   // /lessons/x/ → /lessons/x (trailing_slash.go)
+		middleware.GetHead,      // HEAD is answered by the GET route (monitors, link checkers)
+		s.crossOriginProtection, // every POST/PUT/DELETE: refuse cross-site browser requests
+		s.limitBodies,           // every body read up front, at most page.MaxBody (body_limit.go)
+	}
+	if !s.cfg.NoCompress {
+		mw = append(mw, compressor()) // gzip, deflate; never SSE (compress.go)
+	}
+	return mw
+}
+
 // routes is the whole URL space of the lab (see docs/architecture.md, "HTTP
 // interface"): every route is registered here, with a comment naming the
 // handler file when its name does not say it. Handlers live one user action
 // per file.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestDeadline) // a request's body has one deadline, refused or not (body_limit.go)
-	r.Use(middleware.RequestID)
-	r.Use(s.securityHeaders)           // CSP, no framing, nosniff, referrer policy (security_headers.go)
-	r.Use(s.cfg.ClientAddr.Middleware) // the real client address, behind a trusted proxy too (web/page/client_addr.go)
-	r.Use(s.logRequests)
-	r.Use(s.recoverPanics)
-	r.Use(redirectTrailingSlash)   // /lessons/x/ → /lessons/x (trailing_slash.go)
-	r.Use(middleware.GetHead)      // HEAD is answered by the GET route (monitors, link checkers)
-	r.Use(s.crossOriginProtection) // every POST/PUT/DELETE: refuse cross-site browser requests
-	r.Use(s.limitBodies)           // every body read up front, at most page.MaxBody (body_limit.go)
-	if !s.cfg.NoCompress {
-		r.Use(compressor()) // gzip, deflate; never SSE (compress.go)
-	}
+	r.Use(s.everyResponse()...)
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/favicon.ico", s.favicon) // static.go

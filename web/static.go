@@ -1,10 +1,10 @@
 package web
 
 import (
-	"bytes"
-	"io/fs"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rdmalab/rdmalab/static"
@@ -23,11 +23,12 @@ func (s *Server) staticHandler() http.Handler {
 			s.NotFound(w, r)
 			return
 		}
-		b, err := fs.ReadFile(static.FS, name)
+		f, err := static.FS.Open(name)
 		if err != nil {
 			s.NotFound(w, r)
 			return
 		}
+		defer f.Close()
 		h := w.Header()
 		h.Set("ETag", `"`+hash+`"`)
 		if r.URL.Query().Get("v") == hash {
@@ -36,18 +37,48 @@ func (s *Server) staticHandler() http.Handler {
 			h.Set("Cache-Control", "public, max-age=300")
 		}
 		h.Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+		// An embedded file seeks and reads in place: no copy of the asset
+		// per request.
+		serveFile(w, r, name, time.Time{}, f.(io.ReadSeeker))
 	})
 }
 
 // favicon is GET /favicon.ico: browsers ask for it on every site.
 func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
-	b, err := fs.ReadFile(static.FS, "favicon.ico")
+	f, err := static.FS.Open("favicon.ico")
 	if err != nil {
 		s.NotFound(w, r)
 		return
 	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "image/x-icon")
 	w.Header().Set("Cache-Control", "public, max-age=86400")
-	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
+	serveFile(w, r, "favicon.ico", time.Time{}, f.(io.ReadSeeker))
 }
+
+// serveFile is http.ServeContent with a ReaderFrom on the response: the
+// middleware's writers (chi's compressor) have none, so ServeContent's
+// io.Copy would otherwise allocate a 32 KiB buffer for every file served.
+func serveFile(w http.ResponseWriter, r *http.Request, name string, modtime time.Time, content io.ReadSeeker) {
+	http.ServeContent(copyingWriter{w}, r, name, modtime, content)
+}
+
+// copyBufs are serveFile's copy buffers, net/http's size.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyingWriter adds ReadFrom, through a pooled buffer, to a ResponseWriter.
+// ServeContent needs nothing else of it (no Flush, no Hijack).
+type copyingWriter struct{ http.ResponseWriter }
+
+func (w copyingWriter) ReadFrom(src io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src) // net/http's own: sendfile, or its pooled buffer
+	}
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	// The struct hides ReadFrom, which would call itself.
+	return io.CopyBuffer(struct{ io.Writer }{w.ResponseWriter}, src, *buf)
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath.
+func (w copyingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
