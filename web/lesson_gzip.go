@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/rdmalab/rdmalab/web/page"
 )
 
 // A lesson page is ~90 KB of HTML that is the same for every learner
@@ -47,6 +49,65 @@ var flateWriters = sync.Pool{New: func() any {
 	w, _ := flate.NewWriter(nil, compressLevel)
 	return w
 }}
+
+// gzipHolesDeflated counts the holes compressed anew, not found in
+// holePieces (tests read it).
+var gzipHolesDeflated atomic.Int64
+
+// holePieces keeps holes' deflate pieces by their bytes. Building a
+// dynamic Huffman block for each of a page's ~24 holes was nearly all of a
+// gzip page's 220 µs (pprof: huffmanEncoder.bitCounts), and holes repeat:
+// a status line has a few forms, a question's options a few orders. A
+// piece is a function of the hole's bytes alone (compressed without a
+// window), so the cache is never stale and needs no invalidation; a hole a
+// learner makes unique (their own text) only costs a slot.
+var holePieces = pieceCache{max: 8 << 20}
+
+// pieceCacheHoleMax is the longest hole kept: longer ones are rare (a
+// learner's long answer) and compressing them is not the per-block cost.
+const pieceCacheHoleMax = 16 << 10
+
+// pieceCache is a bounded map from a hole's bytes to its deflate piece.
+// Past max bytes (keys and pieces) it starts over: it is only a cache.
+type pieceCache struct {
+	max   int
+	mu    sync.Mutex
+	m     map[string][]byte
+	bytes int
+}
+
+// deflate appends p's piece to dst: from the cache, or compressed now
+// (and kept when p is short enough).
+func (c *pieceCache) deflate(dst *bytes.Buffer, p []byte) error {
+	keep := len(p) <= pieceCacheHoleMax
+	if keep {
+		c.mu.Lock()
+		d, ok := c.m[string(p)]
+		c.mu.Unlock()
+		if ok {
+			dst.Write(d)
+			return nil
+		}
+	}
+	gzipHolesDeflated.Add(1)
+	start := dst.Len()
+	if err := deflatePiece(dst, p); err != nil {
+		return err
+	}
+	if keep {
+		d := bytes.Clone(dst.Bytes()[start:])
+		c.mu.Lock()
+		if c.m == nil || c.bytes+len(p)+len(d) > c.max {
+			c.m, c.bytes = map[string][]byte{}, 0
+		}
+		if _, ok := c.m[string(p)]; !ok {
+			c.m[string(p)] = d
+			c.bytes += len(p) + len(d)
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
 
 // deflatePiece appends p to dst as deflate blocks ending in a sync flush.
 func deflatePiece(dst *bytes.Buffer, p []byte) error {
@@ -179,7 +240,8 @@ func writeGzipSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *s
 		}
 		return lens
 	})
-	var holes bytes.Buffer
+	holes := page.Buffer() // pooled: growing a fresh one was most of a page's garbage
+	defer page.PutBuffer(holes)
 	holeEnds := make([]int, 0, len(ends))
 	chunks := make([][]byte, len(sk.gz))
 	aligned := al != nil
@@ -199,7 +261,7 @@ func writeGzipSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *s
 			h := filled[start:ends[i]]
 			crc = crc32.Update(crc, crc32.IEEETable, h)
 			size += len(h)
-			if err := deflatePiece(&holes, h); err != nil {
+			if err := holePieces.deflate(holes, h); err != nil {
 				return false
 			}
 			holeEnds = append(holeEnds, holes.Len())

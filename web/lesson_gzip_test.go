@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -75,6 +76,48 @@ func TestLessonPageGzip(t *testing.T) {
 	gzipPage(t, env, one, path, plain)
 	if gzipRealigned.Load() == before {
 		t.Error("a learner with other answers had every hole as long as the first learner's: the standalone path went untested")
+	}
+	// The same learner's next page finds every hole's piece made: nothing
+	// is compressed anew, and the page decodes the same.
+	deflated := gzipHolesDeflated.Load()
+	gzipPage(t, env, one, path, plain)
+	if n := gzipHolesDeflated.Load() - deflated; n != 0 {
+		t.Errorf("a page asked for again compressed %d holes anew, want 0 (holePieces)", n)
+	}
+}
+
+// TestHolePiecesBounded: past its bound the hole cache starts over, and a
+// hole's piece from the cache is the one compressed anew.
+func TestHolePiecesBounded(t *testing.T) {
+	c := pieceCache{max: 4 << 10}
+	var fresh bytes.Buffer
+	for i := range 200 {
+		hole := []byte(fmt.Sprintf(`<p class="status">%d answered, %d to go</p>`, i, 200-i))
+		var a, b bytes.Buffer
+		if err := c.deflate(&a, hole); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.deflate(&b, hole); err != nil {
+			t.Fatal(err)
+		}
+		fresh.Reset()
+		if err := deflatePiece(&fresh, hole); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), fresh.Bytes()) || !bytes.Equal(b.Bytes(), fresh.Bytes()) {
+			t.Fatalf("hole %d: pieces differ: first %x, cached %x, fresh %x", i, a.Bytes(), b.Bytes(), fresh.Bytes())
+		}
+		if c.bytes > c.max {
+			t.Fatalf("after hole %d the cache holds %d bytes, over its %d", i, c.bytes, c.max)
+		}
+	}
+	long := bytes.Repeat([]byte("x"), pieceCacheHoleMax+1)
+	var out bytes.Buffer
+	if err := c.deflate(&out, long); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.m[string(long)]; ok {
+		t.Errorf("a hole of %d bytes was kept (the longest kept is %d)", len(long), pieceCacheHoleMax)
 	}
 }
 
