@@ -190,6 +190,44 @@ func BenchmarkLessonPageVsServeContent(b *testing.B) { benchPair(b, newBench(b),
 // bytes served as a static file by this server.
 func BenchmarkLessonPageVsServeContentSameServer(b *testing.B) { benchPair(b, newBench(b), true) }
 
+// BenchmarkLessonPageGzipVsServeContent is the pair as browsers ask
+// (Accept-Encoding: gzip): the page from its pre-compressed parts
+// (lesson_gzip.go) against ServeContent of the same bytes behind the
+// middleware every response passes, whose compressor gzips the whole
+// page per request, as pages were sent before.
+func BenchmarkLessonPageGzipVsServeContent(b *testing.B) {
+	s := newBench(b)
+	body := s.body(b)
+	base := chi.Chain(s.srv.everyResponse()...).Handler(serveContentOf(body))
+	w := &discardWriter{h: http.Header{}}
+	r := s.request(true)
+	var handlerTime, baseTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.reset()
+		t0 := time.Now()
+		s.handler.ServeHTTP(w, r)
+		t1 := time.Now()
+		if w.h.Get("Content-Encoding") != "gzip" {
+			b.Fatalf("the page is not gzip: %q", w.h.Get("Content-Encoding"))
+		}
+		w.reset()
+		base.ServeHTTP(w, r)
+		t2 := time.Now()
+		if w.h.Get("Content-Encoding") != "gzip" {
+			b.Fatalf("the baseline is not gzip: %q", w.h.Get("Content-Encoding"))
+		}
+		handlerTime += t1.Sub(t0)
+		baseTime += t2.Sub(t1)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(baseTime)/float64(handlerTime), "ratio")
+	b.ReportMetric(float64(handlerTime.Nanoseconds())/float64(b.N), "handler-ns/op")
+	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "servecontent-ns/op")
+	b.SetBytes(int64(len(body)))
+}
+
 // BenchmarkLessonPageStaticVsServeContent is the same pair for the lesson
 // with only its Markdown segments (no quiz forms, experiment widgets or
 // interactive diagrams): the cost of the page machinery itself, apart from

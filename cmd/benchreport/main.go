@@ -60,6 +60,7 @@ var benches = []bench{
 	{Pkg: "./web", Name: "BenchmarkQuizSubmitVsInsert", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContentHTTP", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContentSameServer", Benchtime: "2s"},
+	{Pkg: "./web", Name: "BenchmarkLessonPageGzipVsServeContent", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkSSEFanout", Benchtime: "2s"},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/vm", Name: "BenchmarkAgentStart", Benchtime: "1x", Slow: true},
@@ -279,6 +280,9 @@ func table(res map[string]result, failed map[string]string) []row {
 		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
 	add("the same pair in process, ServeContent behind the middleware every response passes",
 		"BenchmarkLessonPageVsServeContentSameServer", "BenchmarkLessonPageVsServeContentSameServer",
+		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
+	add("the same pair in process with gzip: the page from its compressed parts vs the middleware gzipping ServeContent's",
+		"BenchmarkLessonPageGzipVsServeContent", "BenchmarkLessonPageGzipVsServeContent",
 		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
 	add("the same pair in process, the lesson's Markdown segments only",
 		"BenchmarkLessonPageStaticVsServeContent", "BenchmarkLessonPageStaticVsServeContent",
