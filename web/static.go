@@ -29,6 +29,11 @@ func (s *Server) staticHandler() http.Handler {
 			return
 		}
 		defer f.Close()
+		rs, ok := f.(io.ReadSeeker) // every embedded file is; a directory is not
+		if !ok {
+			s.NotFound(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("ETag", `"`+hash+`"`)
 		if r.URL.Query().Get("v") == hash {
@@ -39,7 +44,7 @@ func (s *Server) staticHandler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		// An embedded file seeks and reads in place: no copy of the asset
 		// per request.
-		serveFile(w, r, name, time.Time{}, f.(io.ReadSeeker))
+		serveFile(w, r, name, time.Time{}, rs)
 	})
 }
 
@@ -51,9 +56,14 @@ func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		s.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "image/x-icon")
 	w.Header().Set("Cache-Control", "public, max-age=86400")
-	serveFile(w, r, "favicon.ico", time.Time{}, f.(io.ReadSeeker))
+	serveFile(w, r, "favicon.ico", time.Time{}, rs)
 }
 
 // serveFile is http.ServeContent with a ReaderFrom on the response: the
@@ -76,8 +86,7 @@ func (w copyingWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 	buf := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(buf)
-	// The struct hides ReadFrom, which would call itself.
-	return io.CopyBuffer(struct{ io.Writer }{w.ResponseWriter}, src, *buf)
+	return io.CopyBuffer(w.ResponseWriter, src, *buf)
 }
 
 // Unwrap lets http.ResponseController reach the writer underneath.
