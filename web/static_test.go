@@ -58,7 +58,11 @@ func TestStaticFileServedInPlace(t *testing.T) {
 	}
 	per := (after.TotalAlloc - before.TotalAlloc) / n
 	t.Logf("%s (%d bytes) through the middleware: %d bytes allocated a request", name, len(want), per)
-	if per > 8<<10 {
-		t.Errorf("serving the %d-byte %s allocated %d bytes a request, want under 8 KiB (no copy of the file, no copy buffer)", len(want), name, per)
+	// 2.4 KB a request in a plain build. Under -race (make test) sync.Pool
+	// drops a quarter of what is put back, so a copy buffer is made for
+	// about one request in four: ~12 KB a request. A copy of the file and
+	// a buffer each time is 61 KB and more.
+	if per > 24<<10 {
+		t.Errorf("serving the %d-byte %s allocated %d bytes a request, want under 24 KiB (no copy of the file, no copy buffer each time)", len(want), name, per)
 	}
 }
