@@ -181,14 +181,16 @@ func BenchmarkServeContentSameBytesGzip(b *testing.B) { benchServeContent(b, tru
 // request, so load from other processes hits both alike, and reports
 // their throughput ratio (handler ÷ ServeContent) as the "ratio" metric.
 // `make bench` prints it.
-func BenchmarkLessonPageVsServeContent(b *testing.B) { benchPair(b, newBench(b), false) }
+func BenchmarkLessonPageVsServeContent(b *testing.B) { benchPair(b, newBench(b), pairOpts{}) }
 
 // BenchmarkLessonPageVsServeContentSameServer is the pair with the
 // baseline behind the middleware every response of the lab passes
 // (Server.everyResponse: request id, security headers, the request's log
 // line, recovery, body limits, compression): the page against the same
 // bytes served as a static file by this server.
-func BenchmarkLessonPageVsServeContentSameServer(b *testing.B) { benchPair(b, newBench(b), true) }
+func BenchmarkLessonPageVsServeContentSameServer(b *testing.B) {
+	benchPair(b, newBench(b), pairOpts{sameServer: true})
+}
 
 // BenchmarkLessonPageGzipVsServeContent is the pair as browsers ask
 // (Accept-Encoding: gzip): the page from its pre-compressed parts
@@ -196,36 +198,7 @@ func BenchmarkLessonPageVsServeContentSameServer(b *testing.B) { benchPair(b, ne
 // middleware every response passes, whose compressor gzips the whole
 // page per request, as pages were sent before.
 func BenchmarkLessonPageGzipVsServeContent(b *testing.B) {
-	s := newBench(b)
-	body := s.body(b)
-	base := chi.Chain(s.srv.everyResponse()...).Handler(serveContentOf(body))
-	w := &discardWriter{h: http.Header{}}
-	r := s.request(true)
-	var handlerTime, baseTime time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		w.reset()
-		t0 := time.Now()
-		s.handler.ServeHTTP(w, r)
-		t1 := time.Now()
-		if w.h.Get("Content-Encoding") != "gzip" {
-			b.Fatalf("the page is not gzip: %q", w.h.Get("Content-Encoding"))
-		}
-		w.reset()
-		base.ServeHTTP(w, r)
-		t2 := time.Now()
-		if w.h.Get("Content-Encoding") != "gzip" {
-			b.Fatalf("the baseline is not gzip: %q", w.h.Get("Content-Encoding"))
-		}
-		handlerTime += t1.Sub(t0)
-		baseTime += t2.Sub(t1)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(baseTime)/float64(handlerTime), "ratio")
-	b.ReportMetric(float64(handlerTime.Nanoseconds())/float64(b.N), "handler-ns/op")
-	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "servecontent-ns/op")
-	b.SetBytes(int64(len(body)))
+	benchPair(b, newBench(b), pairOpts{sameServer: true, gzip: true})
 }
 
 // BenchmarkLessonPageStaticVsServeContent is the same pair for the lesson
@@ -264,17 +237,29 @@ func BenchmarkLessonPageStaticVsServeContent(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.handler = srv.Handler()
-	benchPair(b, s, false)
+	benchPair(b, s, pairOpts{})
 }
 
-func benchPair(b *testing.B, s benchSetup, sameServer bool) {
+// pairOpts: the baseline behind Server.everyResponse, and requests that
+// accept gzip.
+type pairOpts struct{ sameServer, gzip bool }
+
+func benchPair(b *testing.B, s benchSetup, o pairOpts) {
 	body := s.body(b)
 	base := serveContentOf(body)
-	if sameServer {
+	if o.sameServer {
 		base = chi.Chain(s.srv.everyResponse()...).Handler(base)
 	}
 	w := &discardWriter{h: http.Header{}}
-	r := s.request(false)
+	r := s.request(o.gzip)
+	check := func(side string) {
+		if o.gzip && w.h.Get("Content-Encoding") != "gzip" {
+			b.Fatalf("%s: not gzip (%q)", side, w.h.Get("Content-Encoding"))
+		}
+		if !o.gzip && w.n != len(body) {
+			b.Fatalf("%s wrote %d bytes, want %d", side, w.n, len(body))
+		}
+	}
 	var handlerTime, baseTime time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -283,14 +268,14 @@ func benchPair(b *testing.B, s benchSetup, sameServer bool) {
 		t0 := time.Now()
 		s.handler.ServeHTTP(w, r)
 		t1 := time.Now()
-		if w.n != len(body) {
-			b.Fatalf("handler wrote %d bytes, want %d", w.n, len(body))
-		}
+		check("the page")
 		w.reset()
-		base.ServeHTTP(w, r)
 		t2 := time.Now()
+		base.ServeHTTP(w, r)
+		t3 := time.Now()
+		check("the baseline")
 		handlerTime += t1.Sub(t0)
-		baseTime += t2.Sub(t1)
+		baseTime += t3.Sub(t2)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(baseTime)/float64(handlerTime), "ratio")
