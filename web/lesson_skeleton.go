@@ -213,8 +213,8 @@ func (s *Server) WarmPages() error {
 
 // renderSkeleton writes the page: the holes are rendered first (into one
 // pooled buffer), so a failing component still yields a clean 500 and the
-// response carries a Content-Length; the static chunks are written straight
-// from the skeleton without copying.
+// response carries a Content-Length; the page then leaves in one write
+// (writeOnce).
 func (s *Server) renderSkeleton(w http.ResponseWriter, r *http.Request, status int, sk *skeleton, holes []templ.Component) {
 	buf := page.Buffer()
 	defer page.PutBuffer(buf)

@@ -272,21 +272,21 @@ func table(res map[string]result, failed map[string]string) []row {
 	// In process the per-request middleware and memory copies, which a
 	// connection dwarfs, are most of either side (docs/operations.md,
 	// "make bench").
-	add("lesson page vs http.ServeContent of the same bytes, over a loopback HTTP connection (throughput)",
-		"BenchmarkLessonPageVsServeContentHTTP", "BenchmarkLessonPageVsServeContentHTTP",
-		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "≥ 0.7")
-	add("the same pair in process: the page's handler and middleware vs a bare ServeContent",
-		"BenchmarkLessonPageVsServeContent", "BenchmarkLessonPageVsServeContent",
-		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
-	add("the same pair in process, ServeContent behind the middleware every response passes",
-		"BenchmarkLessonPageVsServeContentSameServer", "BenchmarkLessonPageVsServeContentSameServer",
-		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
-	add("the same pair in process with gzip: the page from its compressed parts vs the middleware gzipping ServeContent's",
-		"BenchmarkLessonPageGzipVsServeContent", "BenchmarkLessonPageGzipVsServeContent",
-		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
-	add("the same pair in process, the lesson's Markdown segments only",
-		"BenchmarkLessonPageStaticVsServeContent", "BenchmarkLessonPageStaticVsServeContent",
-		"handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", "report")
+	// pagePair is a row of the lesson page against ServeContent (web's
+	// benchPair and its loopback form report the same three metrics).
+	pagePair := func(what, bench, target string) {
+		add(what, bench, bench, "handler-ns/op", "servecontent-ns/op", "ratio", 1e-3, "µs", target)
+	}
+	pagePair("lesson page vs http.ServeContent of the same bytes, over a loopback HTTP connection (throughput)",
+		"BenchmarkLessonPageVsServeContentHTTP", "≥ 0.7")
+	pagePair("the same pair in process: the page's handler and middleware vs a bare ServeContent",
+		"BenchmarkLessonPageVsServeContent", "report")
+	pagePair("the same pair in process, ServeContent behind the middleware every response passes",
+		"BenchmarkLessonPageVsServeContentSameServer", "report")
+	pagePair("the same pair in process with gzip: the page from its compressed parts vs the middleware gzipping ServeContent's",
+		"BenchmarkLessonPageGzipVsServeContent", "report")
+	pagePair("the same pair in process, the lesson's Markdown segments only",
+		"BenchmarkLessonPageStaticVsServeContent", "report")
 	add("quiz submission vs bare SQLite INSERT of the row (throughput)",
 		"BenchmarkQuizSubmitVsInsert", "BenchmarkQuizSubmitVsInsert",
 		"handler-ns/op", "insert-ns/op", "ratio", 1e-3, "µs", "report")
