@@ -58,7 +58,7 @@ test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 # the rest (a package named twice runs once). bin/testtimes prints go
 # test's usual output from -json and then where the time went; pipefail
 # keeps go test's exit code.
-TEST_FIRST := ./sandbox/rdmaexp ./e2e ./web ./sandbox/terminal ./sandbox/vm ./faults ./sandbox/fleet
+TEST_FIRST := ./sandbox/rdmaexp ./e2e ./web ./terminals/terminal ./machines/vm ./faults ./runs/fleet
 
 test: deps-test lint build
 	$(GO) build -o bin/testtimes ./cmd/testtimes

@@ -41,11 +41,13 @@ func TestDomainArrows(t *testing.T) {
 		}
 	}
 	for _, p := range deps(t, module+"/store") {
-		if strings.HasPrefix(p, "sandbox") {
-			t.Errorf("store depends on %s; it must speak the domain (package rdmalab), not the sandbox tree", p)
+		for _, tree := range []string{"sandbox", "runs", "terminals", "machines"} {
+			if p == tree || strings.HasPrefix(p, tree+"/") {
+				t.Errorf("store depends on %s; it must speak the domain (package rdmalab), not the %s tree", p, tree)
+			}
 		}
 	}
-	experiments := []string{"sandbox/hostexp", "sandbox/rdmaexp", "sandbox/expkit", "sandbox/verbs", "sandbox/agentproc", "sandbox/vm", "sandbox/vmguest", "sandbox/fleet"}
+	experiments := []string{"sandbox/hostexp", "sandbox/rdmaexp", "sandbox/expkit", "sandbox/verbs", "machines/agentproc", "machines/vm", "machines/vmguest", "machines/vmproto", "runs/fleet", "terminals"}
 	for _, p := range deps(t, module+"/web") {
 		for _, e := range experiments {
 			if p == e || strings.HasPrefix(p, e+"/") {
@@ -57,7 +59,7 @@ func TestDomainArrows(t *testing.T) {
 
 // TestAgentCarriesNoQueue: the agent binary performs one run; the queue,
 // its scheduling, shared runs and the wait estimate are the server's
-// (sandbox/runner) and stay out of it, as does anything that would drag
+// (runs/runner) and stay out of it, as does anything that would drag
 // them in.
 func TestAgentCarriesNoQueue(t *testing.T) {
 	agent := deps(t, module+"/cmd/labagent")
@@ -65,7 +67,7 @@ func TestAgentCarriesNoQueue(t *testing.T) {
 		t.Fatalf("cmd/labagent's dependencies %v lack sandbox: not the agent's list?", agent)
 	}
 	for _, p := range agent {
-		if p == "sandbox/runner" || strings.HasPrefix(p, "sandbox/runner/") {
+		if p == "runs/runner" || strings.HasPrefix(p, "runs/runner/") {
 			t.Errorf("cmd/labagent depends on %s; the agent performs one run and must carry no queue", p)
 		}
 	}
@@ -132,6 +134,49 @@ func TestWebAudiences(t *testing.T) {
 	}
 }
 
+// TestSubsystemArrows keeps the four houses of the server in layers, each
+// found by its folder: experiments (sandbox: the experiment model, the
+// agent protocol and the experiments themselves) at the bottom beside the
+// machines that run them (machines: QEMU, the guest image, the guest's
+// PID 1 and wire, the process starter); learner terminals (terminals) on
+// the machines; runs (runs: the queue, backend choice, workers) on the
+// experiments and machines. No house imports one above it or beside it,
+// and none imports the web, the store or the course.
+func TestSubsystemArrows(t *testing.T) {
+	above := map[string][]string{
+		"sandbox":   {"runs", "terminals", "web", "store", "lessons", "quiz"},
+		"machines":  {"runs", "terminals", "web", "store", "lessons", "quiz"},
+		"terminals": {"runs", "web", "store", "lessons", "quiz"},
+		"runs":      {"terminals", "web", "store", "lessons", "quiz"},
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]int{}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		house, _, _ := strings.Cut(rel, "/")
+		banned, ok := above[house]
+		if !ok || strings.HasSuffix(rel, "test") {
+			continue // test helpers (vmtest, sandboxtest) may reach further
+		}
+		seen[house]++
+		for _, p := range deps(t, pkg) {
+			for _, b := range banned {
+				if p == b || strings.HasPrefix(p, b+"/") {
+					t.Errorf("%s depends on %s: %s sits below %s", rel, p, house, b)
+				}
+			}
+		}
+	}
+	for house := range above {
+		if seen[house] == 0 {
+			t.Errorf("no package found under %s/: the layout changed, update this test", house)
+		}
+	}
+}
+
 // TestTerminalArrows keeps learner terminals in their own house: vm boots
 // and supervises guests and knows nothing of terminals; the guest's side
 // of a terminal (guestterm) and the guest's PID 1 and agent server
@@ -143,24 +188,24 @@ func TestTerminalArrows(t *testing.T) {
 		banned []string
 		why    string
 	}{
-		{"sandbox/vm", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+		{"machines/vm", []string{"terminals/terminal", "terminals/guestterm", "machines/vmguest"},
 			"vm boots and supervises guests; terminals are package terminal, over vm's channels"},
-		{"sandbox/vmimage", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+		{"machines/vmimage", []string{"terminals/terminal", "terminals/guestterm", "machines/vmguest"},
 			"the image build takes only the guest's /init (vmguest/initscript)"},
-		{"sandbox/terminal", []string{"sandbox/guestterm", "sandbox/vmguest"},
+		{"terminals/terminal", []string{"terminals/guestterm", "machines/vmguest"},
 			"the host's side of a terminal talks to the guest's over the port, it does not link it"},
-		{"sandbox/fleet", []string{"sandbox/guestterm", "sandbox/vmguest"}, "a host package"},
-		{"web", []string{"sandbox/terminal", "sandbox/guestterm", "sandbox/vmguest"},
+		{"runs/fleet", []string{"terminals/guestterm", "machines/vmguest"}, "a host package"},
+		{"web", []string{"terminals/terminal", "terminals/guestterm", "machines/vmguest"},
 			"web consumes terminals through its own interfaces (cmd/labserver adapts)"},
-		{"sandbox/vmguest", []string{"sandbox/guestterm", "sandbox/terminal", "sandbox/vm"},
+		{"machines/vmguest", []string{"terminals/guestterm", "terminals/terminal", "machines/vm"},
 			"the agent's server serves what agentcmd plugs in (vmguest.Ops)"},
-		{"sandbox/guestterm", []string{"sandbox/terminal", "sandbox/vm", "sandbox/fleet", "web", "store"},
+		{"terminals/guestterm", []string{"terminals/terminal", "machines/vm", "runs/fleet", "web", "store"},
 			"the guest's side never links host code"},
 	}
 	for _, r := range rules {
 		for _, p := range deps(t, module+"/"+r.pkg) {
 			for _, b := range r.banned {
-				if p == b || strings.HasPrefix(p, b+"/") && b != "sandbox/vmguest" {
+				if p == b || strings.HasPrefix(p, b+"/") && b != "machines/vmguest" {
 					t.Errorf("%s depends on %s: %s", r.pkg, p, r.why)
 				}
 			}

@@ -2,7 +2,7 @@
 // that carry it share: the registry of experiments and their params, the
 // event model, the session a backend receives, the agent protocol, how a
 // run ended and the reasons in both languages. The queue that orders runs
-// is package sandbox/runner, which the agent binary does not link. It never
+// is package runs/runner, which the agent binary does not link. It never
 // imports web or store.
 package sandbox
 
@@ -203,7 +203,7 @@ type Slotted interface {
 	Slots() int
 }
 
-// GuestPool is a backend whose runs go to guests of its own (sandbox/vm's
+// GuestPool is a backend whose runs go to guests of its own (machines/vm's
 // Pool): learner terminals, guests of the same kind, can live beside it.
 // A backend that wraps another (fleet.Mix) answers for the one it wraps.
 type GuestPool interface {

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // chartCheckJS measures every chart of the widget: the contrast of its axis

@@ -19,8 +19,8 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
 )

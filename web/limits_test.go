@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // postAs posts a JSON body as a cookieless client at addr (through the

@@ -19,8 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )

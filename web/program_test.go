@@ -13,9 +13,9 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
-	"github.com/rdmalab/rdmalab/sandbox/vmproto"
 	"github.com/rdmalab/rdmalab/store"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 

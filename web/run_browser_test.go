@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // TestExperimentWidgetInBrowser drives headless Chromium through

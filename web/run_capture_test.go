@@ -17,9 +17,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/capture"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // goldenWrite is a real capture of a three-MTU RDMA WRITE in the lab's

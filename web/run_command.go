@@ -5,8 +5,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // /runs is linked from every page's header and from the lesson; it shows

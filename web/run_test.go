@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/testwait"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // widgetCourse places experiments ids on lesson 01-one instead of memlock.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 

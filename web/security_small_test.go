@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 )
 

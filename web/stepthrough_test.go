@@ -13,9 +13,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/rdmaexp"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // fakeSteps is the step-through as the web layer sees it — the real

@@ -13,12 +13,12 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // taskTerms are fake terminals that also verify tasks: a learner has a
 // terminal once open[learner] is set; verdicts are scripted per learner.
-// (The real guest runs lesson 01's scripts in sandbox/vm's
+// (The real guest runs lesson 01's scripts in machines/vm's
 // TestTerminalVerify and e2e's TestLesson01Terminal.)
 type taskTerms struct {
 	*fakeTerms

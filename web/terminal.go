@@ -20,7 +20,7 @@ import (
 
 // A learner's terminal (GET /api/terminal, a WebSocket): a root shell in
 // the learner's own Soft-RoCE guest, never on this host and never in the
-// guests that run the shared experiments (sandbox/terminal). The
+// guests that run the shared experiments (terminals/terminal). The
 // library is github.com/coder/websocket: small, context-aware, maintained,
 // no dependencies.
 //

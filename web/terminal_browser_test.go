@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
-// fakeTerms is a stand-in for the learner guests (sandbox/terminal
+// fakeTerms is a stand-in for the learner guests (terminals/terminal
 // has the real-guest test): one "shell" per learner that answers each line
 // with "you typed: LINE", keeping its output as scrollback; learners over
 // max wait in a FIFO queue of queueMax, as terminal.Terminals does.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // termDial opens the terminal WebSocket as client c from address addr

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // lostTerms gives each learner's first attach a machine that is then lost

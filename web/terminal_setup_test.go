@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
+	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
 // TestTerminalTaskSetup: a lesson whose :::task names setup= gives its

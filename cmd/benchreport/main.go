@@ -7,22 +7,22 @@
 //     connection and in process (web)
 //   - a quiz submission vs a bare SQLite INSERT of the same row (web)
 //   - SSE fan-out delay with 200 watchers vs 1 (web)
-//   - a warm guest's run start vs a host agent's (sandbox/vm)
+//   - a warm guest's run start vs a host agent's (machines/vm)
 //   - an agent process start inside the guest: labagent vs labserver's
-//     agent entry, which initializes the web and Markdown stack (sandbox/vm)
-//   - a guest cold boot vs its kernel's own boot (sandbox/vm)
+//     agent entry, which initializes the web and Markdown stack (machines/vm)
+//   - a guest cold boot vs its kernel's own boot (machines/vm)
 //   - our pingpong vs perftest on the same devices (sandbox/rdmaexp)
-//   - a guest restored from its snapshot vs a cold boot, and their idle memory (sandbox/vm)
+//   - a guest restored from its snapshot vs a cold boot, and their idle memory (machines/vm)
 //   - a burst of 60 learners: single queue vs the pool; pingpong's fidelity
-//     to perftest inside the burst vs alone (sandbox/vm)
+//     to perftest inside the burst vs alone (machines/vm)
 //   - a learner terminal's open → prompt p50 vs p95, and an idle learner
-//     guest's CPU (tab attached vs none) and memory (sandbox/vm)
+//     guest's CPU (tab attached vs none) and memory (machines/vm)
 //   - a class of 30 pressing Run on write-silent within a second: shared
 //     runs vs each learner's own (sandbox/rdmaexp)
 //   - 20 learners opening their terminals at once: open → shell answers
-//     p95 vs p50 (sandbox/vm)
+//     p95 vs p50 (machines/vm)
 //   - a learner's kept machine: attach → shell answers after its restore
-//     vs a fresh guest's, its save, and its disk vs its stream (sandbox/vm)
+//     vs a fresh guest's, its save, and its disk vs its stream (machines/vm)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed (the table still shows the rest).
@@ -62,18 +62,18 @@ var benches = []bench{
 	{Pkg: "./web", Name: "BenchmarkLessonPageVsServeContentSameServer", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkLessonPageGzipVsServeContent", Benchtime: "2s"},
 	{Pkg: "./web", Name: "BenchmarkSSEFanout", Benchtime: "2s"},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkAgentStart", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkColdBoot", Benchtime: "1x", Slow: true},
+	{Pkg: "./machines/vm", Name: "BenchmarkWarmFirstEvent", Benchtime: "1x", Slow: true},
+	{Pkg: "./machines/vm", Name: "BenchmarkAgentStart", Benchtime: "1x", Slow: true},
+	{Pkg: "./machines/vm", Name: "BenchmarkColdBoot", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkFidelity", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/terminal", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
+	{Pkg: "./machines/vm", Name: "BenchmarkRestore", Benchtime: "1x", Slow: true},
+	{Pkg: "./machines/vm", Name: "BenchmarkBurst", Benchtime: "1x", Slow: true},
+	{Pkg: "./terminals/terminal", Name: "BenchmarkTerminal", Benchtime: "1x", Slow: true},
 	{Pkg: "./sandbox/rdmaexp", Name: "BenchmarkClassBurst", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/terminal", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/terminal", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/terminal", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
-	{Pkg: "./sandbox/fleet", Name: "BenchmarkTerminalEcho", Benchtime: "1x", Slow: true},
+	{Pkg: "./terminals/terminal", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
+	{Pkg: "./terminals/terminal", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
+	{Pkg: "./terminals/terminal", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
+	{Pkg: "./runs/fleet", Name: "BenchmarkTerminalEcho", Benchtime: "1x", Slow: true},
 }
 
 // row is one line of the report.

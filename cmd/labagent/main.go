@@ -2,7 +2,7 @@
 // binary the Soft-RoCE guest runs (its /init, its agent server and one
 // fresh agent child per run). It leaves out the web, the store and the
 // Markdown stack so that each agent process starts fast under TCG; see
-// sandbox/agentcmd. `make build` builds it beside labserver, which puts it
+// cmd/internal/agentcmd. `make build` builds it beside labserver, which puts it
 // in the guest image.
 package main
 
@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/rdmalab/rdmalab/sandbox/agentcmd"
+	"github.com/rdmalab/rdmalab/cmd/internal/agentcmd"
 )
 
 const usage = `usage: labagent                      run one experiment request: a JSON line on stdin, events on stdout

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/cmd/internal/agentcmd"
+	"github.com/rdmalab/rdmalab/machines/agentproc"
+	"github.com/rdmalab/rdmalab/runs/fleet"
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentcmd"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
-	"github.com/rdmalab/rdmalab/sandbox/fleet"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/runhub"
 )
@@ -30,7 +30,7 @@ func experimentRegistry() *sandbox.Registry { return agentcmd.Registry() }
 // runAgent is `labserver agent`: read one sandbox.Request as a JSON line on
 // stdin, run it, write its events as JSON lines on stdout. The host backend
 // starts it as a child in its own process group; the Soft-RoCE guest runs
-// the same code from the small labagent binary (sandbox/agentcmd), which
+// the same code from the small labagent binary (cmd/internal/agentcmd), which
 // starts without the web and Markdown stack this binary initializes.
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
@@ -59,7 +59,7 @@ type sandboxConfig struct {
 	VMMemory      int    // [LAB_VM_MEMORY]: the guest's RAM in MiB (256)
 	VMSnapshot    bool   // [LAB_VM_SNAPSHOT] not "off": guests start from a snapshot
 
-	// More machines (sandbox/fleet): workers join the embedded NATS server.
+	// More machines (runs/fleet): workers join the embedded NATS server.
 	WorkersListen string // --workers-listen [LAB_WORKERS_LISTEN]: e.g. 0.0.0.0:4222 ("" = no workers)
 	NatsToken     string // --nats-token [LAB_NATS_TOKEN]
 	NatsNkeys     string // --nats-nkeys [LAB_NATS_NKEYS]: NAME=UPUBKEY per worker, comma-separated

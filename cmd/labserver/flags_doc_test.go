@@ -78,6 +78,6 @@ func TestConfigTablesMatchFlags(t *testing.T) {
 		}
 	}
 	if g := fset.Lookup("guests"); !strings.Contains(g.Usage, "one per two CPUs") {
-		t.Errorf("-h on --guests: %q (sandbox/vm.DefaultGuests takes one per two CPUs)", g.Usage)
+		t.Errorf("-h on --guests: %q (machines/vm.DefaultGuests takes one per two CPUs)", g.Usage)
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/asynclog"
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/sandbox/terminal"
 	"github.com/rdmalab/rdmalab/store"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 	"github.com/rdmalab/rdmalab/web"
 )
 

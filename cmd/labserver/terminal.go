@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
+	"github.com/rdmalab/rdmalab/runs/fleet"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/fleet"
-	"github.com/rdmalab/rdmalab/sandbox/terminal"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
-	"github.com/rdmalab/rdmalab/sandbox/vmproto"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 	"github.com/rdmalab/rdmalab/web"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/terminal"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 )
 
 // Kept machines (terminal.Keep): a learner's terminal guest, reclaimed after its

@@ -10,7 +10,7 @@ import (
 
 // Paused spare learner guests (`serve --spares`, terminal.Terminals.Spares):
 // how large a class the lab keeps guests restored for, before the class
-// presses Open (sandbox/terminal/spares.go).
+// presses Open (terminals/terminal/spares.go).
 
 // sparesAuto is the class `--spares auto` keeps spares for: issue 31's
 // class opening its terminals at once. Free memory (terminal.AutoRoom) and the

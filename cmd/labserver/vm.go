@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rdmalab/rdmalab/machines/agentproc"
+	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/machines/vmimage"
+	"github.com/rdmalab/rdmalab/runs/choose"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
-	"github.com/rdmalab/rdmalab/sandbox/choose"
 	"github.com/rdmalab/rdmalab/sandbox/rxedev"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
-	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 const vmUsage = `usage: labserver vm build [--if-needed] [--force]   build the guest image (only when inputs changed)

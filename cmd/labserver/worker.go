@@ -9,11 +9,11 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/rdmalab/rdmalab/machines/agentproc"
+	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/runs/fleet"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
-	"github.com/rdmalab/rdmalab/sandbox/fleet"
-	"github.com/rdmalab/rdmalab/sandbox/terminal"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 )
 
 const workerUsage = `usage: labserver worker --join nats://HOST:4222 (--token T | --nkey-seed FILE) [flags]

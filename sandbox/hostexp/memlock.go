@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/expkit"
 )
 

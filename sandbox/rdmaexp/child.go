@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 

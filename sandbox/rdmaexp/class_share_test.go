@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/runner"
 )
 
 // classSink records, per run, when its result and its final status came.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/labproc"
+	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/vm"
-	"github.com/rdmalab/rdmalab/sandbox/vmimage"
 )
 
 // executor runs one experiment with raw params and returns its events; it

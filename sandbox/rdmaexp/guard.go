@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
+	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"golang.org/x/sys/unix"
 )
 

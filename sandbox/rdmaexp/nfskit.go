@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
+	"github.com/rdmalab/rdmalab/machines/demanddisk"
 )
 
 // NFS over RDMA plumbing for lesson 08: the kernel's NFS server (knfsd)

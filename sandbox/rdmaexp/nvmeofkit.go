@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
+	"github.com/rdmalab/rdmalab/machines/demanddisk"
 )
 
 // NVMe over Fabrics plumbing for lesson 08: a target configured through

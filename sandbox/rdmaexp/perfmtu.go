@@ -14,8 +14,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 

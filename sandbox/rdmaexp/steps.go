@@ -449,7 +449,7 @@ func (s *stepper) exchange(string) (stepOut, error) {
                   uint64_t addr; uint32_t rkey; };
 struct endpoint me = { qp->qp_num, my_psn, gid,
                        (uintptr_t)buf, mr->rkey }, peer;
-write(sock, &me, sizeof me);     /* a TCP socket (perftest), or rdma_cm */
+write(sock, &me, sizeof me);     /* a TCP socket, or rdma_cm's private_data */
 read(sock, &peer, sizeof peer);`
 	out.rows = [][]string{
 		{"ours: qpn", fmt.Sprintf("0x%x", me.QPN)}, {"ours: psn", fmt.Sprint(me.PSN)}, {"ours: gid", me.GID},
@@ -458,8 +458,8 @@ read(sock, &peer, sizeof peer);`
 		{"peer: addr, rkey, length", fmt.Sprintf("0x%x, 0x%x, %d", s.remote.Addr, s.remote.RKey, s.remote.Len)},
 		{"peer's QP state", pst.String()},
 	}
-	out.detail = say(fmt.Sprintf("Verbs has no call for this step. Before two RC QPs can talk, each must learn the other's QP number, first packet sequence number (PSN) and GID — and, for one-sided WRITE and READ, the address and rkey of the memory it may touch. Programs send these out of band: a JSON line over a TCP socket (perftest does that), or the connection manager carries them. The peer on %s already used our values to move its QP to %s.", s.top.Server.Dev, pst),
-		fmt.Sprintf("这一步没有对应的 verbs 调用。两个 RC QP 通信之前，双方都必须知道对方的 QP 号、起始包序号（PSN）和 GID——做单边 WRITE、READ 还要知道可访问内存的地址和 rkey。程序通过带外方式传递这些：在 TCP 套接字上发一行 JSON（perftest 就是这么做的），或者交给连接管理器。%s 上的对端已经用我们的值把它的 QP 推进到了 %s。", s.top.Server.Dev, pst))
+	out.detail = say(fmt.Sprintf("Verbs has no call for this step. Before two RC QPs can talk, each must learn the other's QP number, first packet sequence number (PSN) and GID — and, for one-sided WRITE and READ, the address and rkey of the memory it may touch. Programs send these out of band over a TCP socket — perftest writes them as one line of colon-separated hex fields (its KEY_PRINT_FMT_GID), the sketch here a struct — or the connection manager carries them. The peer on %s already used our values to move its QP to %s.", s.top.Server.Dev, pst),
+		fmt.Sprintf("这一步没有对应的 verbs 调用。两个 RC QP 通信之前，双方都必须知道对方的 QP 号、起始包序号（PSN）和 GID——做单边 WRITE、READ 还要知道可访问内存的地址和 rkey。程序通过带外方式在 TCP 套接字上传递这些——perftest 把它们写成一行以冒号分隔的十六进制字段（它的 KEY_PRINT_FMT_GID），这里的示意代码发的是一个结构体——或者交给连接管理器携带。%s 上的对端已经用我们的值把它的 QP 推进到了 %s。", s.top.Server.Dev, pst))
 	out.figs = map[string]float64{"peer_qpn": float64(s.remote.QPN), "psn": float64(s.psn), "peer_psn": float64(s.remote.PSN)}
 	return out, nil
 }
@@ -588,12 +588,12 @@ int rc = ibv_post_send(qp, &wr, &bad);`, s.mr.LKey())
 		if err := refused(perr, &out); err != nil {
 			return out, err
 		}
-		out.detail = say("The send queue of a QP in RTR does not run, and Soft-RoCE said so: ibv_post_send returned EINVAL. That check is rxe's kernel module, looking at the QP's state when the doorbell write() arrives — rdma-core's rxe provider had already put the WQE in the send queue before that write(), so the request stays queued and would run once the QP reached RTS (which is why this post went to a twin of our QP, also in RTR, destroyed at once). A hardware provider need not check at all: mlx5's ibv_post_send writes the WQE, rings the doorbell and returns 0. Sending needs RTS, where the QP knows its PSN, timeout and retries; do not rely on the post to tell you.",
-			"RTR 状态的 QP 发送队列不工作，Soft-RoCE 也这样告诉了你：ibv_post_send 返回 EINVAL。这个检查来自 rxe 内核模块，它在门铃 write() 到达时查看 QP 的状态——而 rdma-core 里 rxe 的用户态驱动在这次 write() 之前已经把 WQE 放进了发送队列，所以请求留在队列里，等 QP 到 RTS 时就会执行（这就是这次投递用了一个同样处于 RTR、随即销毁的替身 QP 的原因）。硬件网卡的用户态驱动可以根本不检查：mlx5 的 ibv_post_send 写好 WQE、敲门铃，然后返回 0。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数；别指望投递来提醒你。")
+		out.detail = say("The send queue of a QP in RTR does not run, and the IB specification asks for an immediate error on such a post (C10-29; C10-25 in INIT): Soft-RoCE returned EINVAL. That check is rxe's kernel module, looking at the QP's state when the doorbell write() arrives — rdma-core's rxe provider had already put the WQE in the send queue before that write(), so the request stays queued and would run once the QP reached RTS (which is why this post went to a twin of our QP, also in RTR, destroyed at once). That leftover WQE is rxe's own quirk. mlx5 follows the spec: since rdma-core v40 (commit 988f90bc1; Debian 12 ships v44) its ibv_post_send returns ENOMEM until the QP is in RTS and queues nothing. Sending needs RTS, where the QP knows its PSN, timeout and retries.",
+			"RTR 状态的 QP 发送队列不工作，IB 规范要求对这样的投递立即报错（C10-29；INIT 状态是 C10-25）：Soft-RoCE 返回了 EINVAL。这个检查来自 rxe 内核模块，它在门铃 write() 到达时查看 QP 的状态——而 rdma-core 里 rxe 的用户态驱动在这次 write() 之前已经把 WQE 放进了发送队列，所以请求留在队列里，等 QP 到 RTS 时就会执行（这就是这次投递用了一个同样处于 RTR、随即销毁的替身 QP 的原因）。留下的这个 WQE 是 rxe 自己的怪癖。mlx5 遵守规范：从 rdma-core v40 起（提交 988f90bc1；Debian 12 带的是 v44），QP 进入 RTS 之前它的 ibv_post_send 返回 ENOMEM，什么也不入队。发送需要 RTS——那时 QP 才知道自己的 PSN、超时和重试次数。")
 	} else {
 		out.rows = append(out.rows, []string{"returned", "0 (accepted)"})
-		out.detail = say("This device accepted a post on a QP in RTR, as mlx5 does (its post_send has no state check); the send queue only runs in RTS. Soft-RoCE's kernel module refuses such a post with EINVAL.",
-			"本设备接受了对 RTR 状态 QP 的投递，mlx5 也是这样（它的 post_send 不检查状态）；发送队列只在 RTS 状态工作。Soft-RoCE 的内核模块会以 EINVAL 拒绝这种投递。")
+		out.detail = say("This device accepted a post on a QP in RTR, against the IB specification, which asks for an immediate error (C10-29): Soft-RoCE's kernel module refuses such a post with EINVAL, and mlx5 with ENOMEM since rdma-core v40 (commit 988f90bc1). Older mlx5 providers accepted it; either way the send queue only runs in RTS.",
+			"本设备接受了对 RTR 状态 QP 的投递，这不符合 IB 规范——规范要求立即报错（C10-29）：Soft-RoCE 的内核模块以 EINVAL 拒绝这种投递，mlx5 从 rdma-core v40 起（提交 988f90bc1）以 ENOMEM 拒绝。更早的 mlx5 用户态驱动会接受；无论哪种，发送队列都只在 RTS 状态工作。")
 	}
 	return out, nil
 }
@@ -672,14 +672,14 @@ func (s *stepper) pollWrite(string) (stepOut, error) {
 	case verbs.WCSuccess:
 		got := strings.TrimRight(string(s.peer.buf.Bytes()[:len(stepMsg)]), " ")
 		out.rows = append(out.rows, []string{"peer's memory now", fmt.Sprintf("%q", got)})
-		out.detail = say("One completion: wr_id 1 — the id we chose when posting — finished with IBV_WC_SUCCESS, opcode RDMA_WRITE. The peer's memory holds our bytes, and the peer saw nothing: a WRITE makes no completion on the target, and its CPU was not asked.",
-			"一个完成事件：wr_id 1——投递时我们自己选的编号——以 IBV_WC_SUCCESS 结束，opcode 为 RDMA_WRITE。对端内存里已经是我们的数据，而对端什么也没察觉：WRITE 在目标端不产生完成事件，也没有用到它的 CPU。")
+		out.detail = say("One completion: wr_id 1 — the id we chose when posting — finished with IBV_WC_SUCCESS, opcode RDMA_WRITE. The peer's memory holds our bytes, and the peer saw nothing: a WRITE makes no completion on the target, and its application was not asked (on Soft-RoCE the peer's kernel placed the bytes; a hardware RNIC places them by DMA).",
+			"一个完成事件：wr_id 1——投递时我们自己选的编号——以 IBV_WC_SUCCESS 结束，opcode 为 RDMA_WRITE。对端内存里已经是我们的数据，而对端什么也没察觉：WRITE 在目标端不产生完成事件，也没有惊动它的应用程序（在 Soft-RoCE 上是对端的内核把数据放进去的；硬件 RNIC 用 DMA 放进去）。")
 	case verbs.WCRetryExcErr:
 		out.detail = say(fmt.Sprintf("IBV_WC_RETRY_EXC_ERR, transport retry counter exceeded, after %s: no acknowledgement came. With the wrong remote QPN given at RTR, the peer's NIC had no QP to deliver the WRITE to and dropped every packet; our NIC resent it retry_cnt (%d) times, one timeout each, then gave up. The QP is now in ERROR: every request still queued would complete with IBV_WC_WR_FLUSH_ERR. Reset and reconnect to go on.", took.Round(time.Millisecond), s.attr.RetryCnt),
 			fmt.Sprintf("等了 %s 后得到 IBV_WC_RETRY_EXC_ERR（传输重试次数超限）：一直没有确认。RTR 时填错了对端 QPN，对端网卡找不到可以交付的 QP，只能丢弃每个报文；我们的网卡每隔一个超时重发一次，共 retry_cnt（%d）次，然后放弃。QP 现在处于 ERROR：队列里剩下的请求都会以 IBV_WC_WR_FLUSH_ERR 完成。重置并重新连接才能继续。", took.Round(time.Millisecond), s.attr.RetryCnt))
 	case verbs.WCRemAccessErr:
-		out.detail = say("IBV_WC_REM_ACCESS_ERR, remote access error: the peer's NIC checked the rkey, the range and the rights, found the WRITE running past the end of the MR and refused all of it (a NAK) — without its CPU. The error came back to our CQ, and our QP is now in ERROR. Reset and reconnect to go on.",
-			"IBV_WC_REM_ACCESS_ERR（远程访问错误）：对端网卡检查了 rkey、范围和权限，发现这个 WRITE 越过了 MR 的末尾，于是整个拒绝（NAK）——全程没有用到对端 CPU。错误回到了我们的 CQ，我们的 QP 现在处于 ERROR。重置并重新连接才能继续。")
+		out.detail = say("IBV_WC_REM_ACCESS_ERR, remote access error: the peer's NIC checked the rkey, the range and the rights, found the WRITE running past the end of the MR and refused all of it (a NAK) — without its application. (On Soft-RoCE the peer's kernel did that check, on its CPU; a hardware RNIC does it in the NIC.) The error came back to our CQ, and our QP is now in ERROR. Reset and reconnect to go on.",
+			"IBV_WC_REM_ACCESS_ERR（远程访问错误）：对端网卡检查了 rkey、范围和权限，发现这个 WRITE 越过了 MR 的末尾，于是整个拒绝（NAK）——全程没有惊动对端的应用程序。（在 Soft-RoCE 上，这个检查是对端的内核在它的 CPU 上做的；硬件 RNIC 在网卡里完成。）错误回到了我们的 CQ，我们的 QP 现在处于 ERROR。重置并重新连接才能继续。")
 	default:
 		out.detail = say(fmt.Sprintf("The WRITE failed with %s (%s); the QP is in %s.", wc.Status, wc.Status.Description(), st),
 			fmt.Sprintf("WRITE 以 %s（%s）失败；QP 处于 %s。", wc.Status, wc.Status.Description(), st))
@@ -890,8 +890,8 @@ func (s *stepper) teardown(string) (stepOut, error) {
 			out.rows = append(out.rows, []string{"kernel's counts on " + dev + " (start→now)", strings.Join(parts, ", ")})
 		}
 	}
-	out.detail = say("Teardown runs in reverse order of creation: a QP holds its CQs and PD, an MR its PD, so the QP goes first, then the MR (which unpins the pages), the CQ, the PD and finally the device context. Freeing in the wrong order fails with EBUSY. The kernel's counts show what this walk had created is gone.",
-		"拆除按创建的相反顺序进行：QP 引用着它的 CQ 和 PD，MR 引用着它的 PD，所以先销毁 QP，再注销 MR（解除页面钉住）、销毁 CQ、释放 PD，最后关闭设备上下文。顺序错了会以 EBUSY 失败。内核计数显示这次演示创建的东西都已清理。")
+	out.detail = say("Teardown runs in reverse order of creation: a QP holds its CQs and PD, an MR its PD, so the QP goes first, then the MR (which unpins the pages), the CQ, the PD and finally the device context. Only two wrong orders are refused, with EBUSY: a PD that still has QPs, MRs or AHs, and a CQ a QP still uses; the rest of the order is the safe habit, not a check. The kernel's counts show what this walk had created is gone.",
+		"拆除按创建的相反顺序进行：QP 引用着它的 CQ 和 PD，MR 引用着它的 PD，所以先销毁 QP，再注销 MR（解除页面钉住）、销毁 CQ、释放 PD，最后关闭设备上下文。只有两种错误顺序会被 EBUSY 拒绝：还有 QP、MR 或 AH 的 PD，以及还被 QP 使用的 CQ；其余的顺序是稳妥的习惯，并没有检查。内核计数显示这次演示创建的东西都已清理。")
 	return out, nil
 }
 

@@ -18,7 +18,7 @@ import (
 // UDvsRC is the experiment "RC vs UD": the same SEND over a reliable
 // connected QP and over an unreliable datagram QP with an address handle —
 // where the 40-byte GRH lands in the receive buffer, and what happens to a
-// message larger than the path MTU on each.
+// message larger than the MTU on each (RC's path MTU, UD's port MTU).
 func UDvsRC() *sandbox.Experiment {
 	return &sandbox.Experiment{
 		ID:    "ud-vs-rc",
@@ -30,7 +30,7 @@ func UDvsRC() *sandbox.Experiment {
 		Sharing: sandbox.Shareable, // it shows what arrives, not how fast
 		Params: []sandbox.Param{
 			{Name: "size", Kind: sandbox.ParamBytes, Title: say("Size of the big message", "大消息的大小"),
-				Help: say("Sent over RC, then over UD. Bigger than the path MTU (1024 bytes on the lab's veth) shows UD's limit.", "先走 RC 再走 UD。大于路径 MTU（实验环境的 veth 上是 1024 字节）时可以看到 UD 的上限。"),
+				Help: say("Sent over RC, then over UD. Bigger than the port's MTU (1024 bytes on the lab's veth) shows UD's limit.", "先走 RC 再走 UD。大于端口的 MTU（实验环境的 veth 上是 1024 字节）时可以看到 UD 的上限。"),
 				Min:  1, Max: 64 << 10, Unit: "B", Default: int64(3000)},
 		},
 		Presets: []sandbox.Preset{
@@ -268,8 +268,8 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	mtu := cli.port.ActiveMTU.Bytes()
 	figs["mtu"] = float64(mtu)
-	note(emit, "info", say(fmt.Sprintf("path MTU %d bytes (active MTU of %s port 1)", mtu, top.Client.Dev),
-		fmt.Sprintf("路径 MTU 为 %d 字节（%s 端口 1 的 active MTU）", mtu, top.Client.Dev)))
+	note(emit, "info", say(fmt.Sprintf("MTU %d bytes (active MTU of %s port 1): RC's path MTU at RTR, and UD's limit, which is the port's — UD has no path", mtu, top.Client.Dev),
+		fmt.Sprintf("MTU 为 %d 字节（%s 端口 1 的 active MTU）：既是 RC 在 RTR 时设定的路径 MTU，也是 UD 的上限——UD 没有路径，上限就是端口的 MTU", mtu, top.Client.Dev)))
 	if err := srv.qp.PostRecv(1, srv.mr, 0, size); err != nil {
 		return verbsError(emit, err)
 	}
@@ -364,7 +364,7 @@ func runUDvsRC(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 
 	// 3. UD: a datagram bigger than the MTU.
-	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (path MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（路径 MTU %d）", size, mtu)))
+	phase(emit, "ud-big", say(fmt.Sprintf("UD: SEND %d bytes (port MTU %d)", size, mtu), fmt.Sprintf("UD：SEND %d 字节（端口 MTU %d）", size, mtu)))
 	fill(uc.buf.Bytes()[:size], "big")
 	before = settledPkts(emit, top.Client.Dev)
 	bigPost := "ok"

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/machines/demanddisk"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/demanddisk"
 )
 
 // Lesson 08 runs the field's own tools (ucx_perftest, fi_pingpong, mpirun)

@@ -3,8 +3,8 @@ package rxedev
 import (
 	"context"
 
+	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
-	"github.com/rdmalab/rdmalab/sandbox/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 )
 

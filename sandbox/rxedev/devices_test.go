@@ -8,7 +8,7 @@ import (
 
 // Devices on this kernel: a list (possibly empty: these machines' host
 // kernels have no RDMA) and never an error for "no devices". The guest
-// tests in sandbox/vm (through the guest) exercise Devices and SetupSoftRoCE on real rxe.
+// tests in machines/vm (through the guest) exercise Devices and SetupSoftRoCE on real rxe.
 func TestDevicesThisKernel(t *testing.T) {
 	devs, err := Devices()
 	if err != nil {

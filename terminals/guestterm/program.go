@@ -1,0 +1,517 @@
+package guestterm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/machines/vmguest"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
+	"github.com/rdmalab/rdmalab/sandbox"
+)
+
+// A learner's own program (vmproto.OpProgram, a lesson's :::program):
+// compiled with tcc and run in this guest, which is the learner's own, as
+// the learner's own user (learnerUID, no capabilities: the program is the
+// learner's code, so it gets no more than their shell — it cannot reach
+// the agent, the check's evidence or the cgroup limits, and
+// RLIMIT_MEMLOCK binds ibv_reg_mr as for any unprivileged program), in a
+// cgroup of its own under the learner cgroup, bounded in time and
+// output. Only the work directory's "work" folder is the learner's; the
+// evidence beside it (counters, output, the peer's report) is root's. The lab's peer, when the exercise has one, runs as the lab
+// (root, outside the learner cgroup) on rxe1 and is told to report by
+// closing its standard input once the learner's program is over; the
+// exercise's check script then judges by the peer's report, the devices'
+// counters and the program's exit status, not by what the program printed.
+
+const (
+	peerDir     = "/run/lab-peer"     // what the peer publishes for the learner's side
+	peerSrcDir  = "/run/lab-peer-src" // the peer's source and binary (root only)
+	peerReadyS  = 30                  // seconds the peer has to publish "ready"
+	compileMaxS = 60
+	// outputFlush: program output is sent at least this often while it
+	// comes, so the page shows it live.
+	outputFlush = 50 * time.Millisecond
+)
+
+// program starts request m's program run; one at a time per guest.
+func (s *Service) program(ctx context.Context, m vmproto.HostMsg, ch vmguest.Channel) {
+	p := m.Program
+	if p == nil || len(p.Source) == 0 || len(p.Source) > vmproto.ProgramSourceMax || len(p.Check) == 0 {
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBadOp, Error: "program without a bounded source and a check"})
+		return
+	}
+	s.mu.Lock()
+	if s.progCancel != nil {
+		s.mu.Unlock()
+		_ = ch.End(sandbox.End{Kind: vmproto.EndBusy, Error: "another program is running"})
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	s.progID, s.progCancel = m.ID, cancel
+	s.mu.Unlock()
+	ch.Go(func() {
+		defer cancel()
+		sent := 0
+		emit := func(ev sandbox.Event) {
+			if sent >= vmproto.ProgramEvents-1 {
+				return
+			}
+			sent++
+			ev.Time = time.Now()
+			_ = ch.Event(ev)
+		}
+		end := runProgram(pctx, m.ID, p, m.Lang, emit)
+		s.mu.Lock()
+		s.progID, s.progCancel = 0, nil
+		s.mu.Unlock()
+		msg := vmproto.GuestMsg{End: &sandbox.End{}, Program: &end}
+		if pctx.Err() != nil && ctx.Err() == nil {
+			msg.End = &sandbox.End{Kind: vmproto.EndCancelled, Error: "cancelled"}
+		}
+		_ = ch.Send(msg)
+	})
+}
+
+// cancelProgram ends program id; false if it is not the one running.
+func (s *Service) cancelProgram(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.progID != id || s.progCancel == nil {
+		return false
+	}
+	s.progCancel()
+	return true
+}
+
+// runProgram does one program run, start to end.
+func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string, emit func(sandbox.Event)) (end vmproto.ProgramEnd) {
+	phase := func(name string) { emit(sandbox.Event{Type: sandbox.EvPhase, Name: name}) }
+	timeout := min(max(p.TimeoutS, 1), vmproto.ProgramTimeoutMax)
+	dir, err := os.MkdirTemp("/tmp", "program-")
+	if err != nil {
+		end.Stage, end.Detail = "peer", "no work directory: "+err.Error()
+		return end
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	src := filepath.Join(dir, "main.c")
+	if err := os.WriteFile(src, p.Source, 0o644); err != nil {
+		end.Stage, end.Detail = "peer", "write the source: "+err.Error()
+		return end
+	}
+	before := filepath.Join(dir, "counters-before")
+	_ = os.WriteFile(before, rxeCounters(), 0o644)
+
+	var peer *peerProc
+	if len(p.Peer) > 0 {
+		phase("peer")
+		peer, err = startPeer(ctx, p)
+		if err != nil {
+			end.Stage, end.Detail = "peer", err.Error()
+			return end
+		}
+		defer peer.stop()
+	}
+
+	// The learner's processes write only here: the evidence beside it
+	// stays root's.
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err == nil {
+		err = os.Chown(work, learnerUID, learnerUID)
+	}
+	if err != nil {
+		end.Stage, end.Detail = "peer", "no work directory: "+err.Error()
+		return end
+	}
+
+	phase("compile")
+	t0 := time.Now()
+	out, cerr := compile(ctx, id, src, filepath.Join(work, "prog"), p.Libs)
+	end.Millis.Compile = time.Since(t0).Milliseconds()
+	end.Compiler = out
+	if len(out) > 0 {
+		emit(sandbox.Event{Type: sandbox.EvLog, Name: "compile", Level: "stderr", Message: string(out)})
+	}
+	if cerr != nil {
+		end.Stage, end.Detail = "compile", cerr.Error()
+		return end
+	}
+
+	phase("run")
+	outFile := filepath.Join(dir, "output")
+	t0 = time.Now()
+	run := runLearner(ctx, id, filepath.Join(work, "prog"), p.Args, work, time.Duration(timeout)*time.Second, outFile, emit)
+	end.Millis.Run = time.Since(t0).Milliseconds()
+	end.Exit, end.Signal, end.TimedOut, end.Capped = run.exit, run.signal, run.timedOut, run.capped
+
+	peerOut := filepath.Join(dir, "peer-output")
+	if peer != nil {
+		rep := peer.report()
+		_ = os.WriteFile(peerOut, rep, 0o644)
+		if len(rep) > 0 {
+			emit(sandbox.Event{Type: sandbox.EvLog, Name: "peer", Level: "info", Message: string(rep)})
+		}
+	} else {
+		_ = os.WriteFile(peerOut, nil, 0o644)
+	}
+	after := filepath.Join(dir, "counters-after")
+	_ = os.WriteFile(after, rxeCounters(), 0o644)
+
+	phase("check")
+	end.Stage = "check"
+	timedOut := "0"
+	if run.timedOut {
+		timedOut = "1"
+	}
+	cout, cerr := runScript(ctx, p.Check, lang,
+		"LAB_EXIT="+strconv.Itoa(run.exit), "LAB_SIGNAL="+run.signal, "LAB_TIMED_OUT="+timedOut,
+		"LAB_OUT="+outFile, "LAB_PEER_OUT="+peerOut, "LAB_SOURCE="+src,
+		"LAB_COUNTERS_BEFORE="+before, "LAB_COUNTERS_AFTER="+after)
+	end.Check = cout
+	if cerr == nil {
+		end.Passed = true
+	} else {
+		end.Detail = cerr.Error()
+	}
+	return end
+}
+
+// compile runs tcc on src as the learner would (in their cgroup).
+func compile(ctx context.Context, id uint64, src, bin string, libs []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, compileMaxS*time.Second)
+	defer cancel()
+	args := []string{"-Wall", "-o", bin, filepath.Base(src)}
+	for _, l := range libs {
+		if l == "ibverbs" || l == "rdmacm" || l == "m" {
+			args = append(args, "-l"+l)
+		}
+	}
+	out := &capped{n: vmproto.ProgramCompileMax}
+	cmd := exec.CommandContext(ctx, "/usr/bin/tcc", args...)
+	cmd.Dir = filepath.Dir(src)
+	cmd.Env = learnerEnv()
+	cmd.Stdout, cmd.Stderr = out, out
+	grp := learnerProc(cmd, "compile", id)
+	if grp != nil {
+		defer grp.remove()
+	}
+	err := cmd.Run()
+	if grp != nil {
+		grp.kill()
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return out.b, fmt.Errorf("the compiler took more than %d s", compileMaxS)
+	}
+	if err != nil {
+		return out.b, fmt.Errorf("tcc: %w", err)
+	}
+	return out.b, nil
+}
+
+func learnerEnv() []string {
+	return []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + learnerHome, "LANG=C.UTF-8", "LAB_PEER_DIR=" + peerDir}
+}
+
+// learnerProc makes cmd run as the learner's own processes do: as the
+// learner's user with no capabilities, in a cgroup of its own under the
+// learner cgroup (nil when the guest has none: then only the process
+// group bounds it), in a process group of its own.
+func learnerProc(cmd *exec.Cmd, kind string, id uint64) *termGroup {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true,
+		Credential: &syscall.Credential{Uid: learnerUID, Gid: learnerUID, Groups: []uint32{}}}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	grp, err := newLearnerGroup(fmt.Sprintf("%s-%d", kind, id))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rdmalab-guest: program %d without its cgroup limits: %v\n", id, err)
+		return nil
+	}
+	grp.place(cmd.SysProcAttr)
+	return grp
+}
+
+// learnerRun is how the learner's program ended.
+type learnerRun struct {
+	exit     int
+	signal   string
+	timedOut bool
+	capped   bool
+}
+
+// runLearner runs the learner's program, streaming its output (at most
+// ProgramOutputMax bytes: beyond it the program is killed) and keeping it
+// in outFile for the check.
+func runLearner(ctx context.Context, id uint64, bin string, args []string, dir string, limit time.Duration, outFile string, emit func(sandbox.Event)) learnerRun {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = learnerEnv()
+	grp := learnerProc(cmd, "run", id)
+	if grp != nil {
+		defer grp.remove()
+	}
+	f, _ := os.Create(outFile)
+	if f != nil {
+		defer f.Close()
+	}
+	st := &outStream{emit: emit, file: f, kill: cancel}
+	cmd.Stderr = st.writer("stderr")
+	// Standard output is a terminal, as in the learner's shell: stdio
+	// then flushes every line, so output shows while the program runs
+	// (and is not lost in a buffer when it is killed).
+	var copied chan struct{}
+	master, slave, perr := pty.Open()
+	if perr == nil {
+		if t, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); err == nil {
+			t.Oflag &^= unix.OPOST // no \r before \n
+			t.Lflag &^= unix.ECHO
+			_ = unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, t)
+		}
+		cmd.Stdout = slave
+		copied = make(chan struct{})
+		go func() {
+			defer close(copied)
+			_, _ = io.Copy(st.writer("stdout"), master) // ends with EIO once every copy of the slave is closed
+		}()
+	} else {
+		cmd.Stdout = st.writer("stdout")
+	}
+	err := cmd.Start()
+	if slave != nil {
+		slave.Close()
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if grp != nil {
+		grp.kill() // what it left behind (a fork bomb's children)
+	}
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if copied != nil {
+		select {
+		case <-copied:
+		case <-time.After(2 * time.Second):
+		}
+		master.Close()
+	}
+	st.flush()
+	r := learnerRun{capped: st.over()}
+	r.timedOut = ctx.Err() == context.DeadlineExceeded && !r.capped
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.exit = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.exit, r.signal = -1, ws.Signal().String()
+		}
+	case err != nil:
+		r.exit, r.signal = -1, err.Error()
+	}
+	return r
+}
+
+// outStream collects a program's stdout and stderr: kept in a file for
+// the check, sent as log events in chunks, at most ProgramOutputMax bytes.
+type outStream struct {
+	mu    sync.Mutex
+	emit  func(sandbox.Event)
+	file  *os.File
+	kill  func()
+	total int
+	name  string // stream of buf
+	buf   []byte
+	last  time.Time
+}
+
+type streamWriter struct {
+	s    *outStream
+	name string
+}
+
+func (s *outStream) writer(name string) io.Writer { return &streamWriter{s, name} }
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(p)
+	room := vmproto.ProgramOutputMax - s.total
+	if room <= 0 {
+		s.kill()
+		return n, nil
+	}
+	if len(p) > room {
+		p = p[:room]
+	}
+	s.total += len(p)
+	if s.file != nil {
+		_, _ = s.file.Write(p)
+	}
+	if s.name != w.name {
+		s.flushLocked()
+		s.name = w.name
+	}
+	s.buf = append(s.buf, p...)
+	if len(s.buf) >= vmproto.ProgramChunk || time.Since(s.last) >= outputFlush {
+		s.flushLocked()
+	}
+	if s.total >= vmproto.ProgramOutputMax {
+		s.flushLocked()
+		s.kill()
+	}
+	return n, nil
+}
+
+func (s *outStream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *outStream) flushLocked() {
+	s.last = time.Now()
+	if len(s.buf) == 0 {
+		return
+	}
+	level := "info"
+	if s.name == "stderr" {
+		level = "stderr"
+	}
+	s.emit(sandbox.Event{Type: sandbox.EvLog, Name: s.name, Level: level, Message: string(s.buf)})
+	s.buf = nil
+}
+
+func (s *outStream) over() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total >= vmproto.ProgramOutputMax
+}
+
+// peerProc is the lab's peer program, running.
+type peerProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *capped
+	done  chan struct{}
+	once  sync.Once
+}
+
+// startPeer compiles the peer and starts it, waiting until it has
+// published peerDir/ready (or has failed).
+func startPeer(ctx context.Context, p *vmproto.Program) (*peerProc, error) {
+	_ = os.RemoveAll(peerDir)
+	_ = os.RemoveAll(peerSrcDir)
+	if err := os.MkdirAll(peerSrcDir, 0o700); err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	// The learner's side answers in here (a file of its own, as the
+	// exercise says): writable by anyone, like /tmp.
+	if err := os.MkdirAll(peerDir, 0o755); err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	_ = os.Chmod(peerDir, 0o777|os.ModeSticky)
+	src := filepath.Join(peerSrcDir, "peer.c")
+	if err := os.WriteFile(src, p.Peer, 0o600); err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	bin := filepath.Join(peerSrcDir, "peer")
+	cctx, cancel := context.WithTimeout(ctx, compileMaxS*time.Second)
+	out, err := exec.CommandContext(cctx, "/usr/bin/tcc", "-o", bin, src, "-libverbs", "-lrdmacm").CombinedOutput()
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("the lab's peer did not compile: %v: %s", err, bytes.TrimSpace(out))
+	}
+	pp := &peerProc{out: &capped{n: vmproto.ProgramPeerMax}, done: make(chan struct{})}
+	cmd := exec.Command(bin, p.PeerArgs...)
+	cmd.Dir = peerDir
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "LAB_PEER_DIR=" + peerDir}
+	cmd.Stdout, cmd.Stderr = pp.out, pp.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pp.stdin, err = cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("the lab's peer did not start: %w", err)
+	}
+	pp.cmd = cmd
+	go func() { _ = cmd.Wait(); close(pp.done) }()
+	deadline := time.After(peerReadyS * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(peerDir, "ready")); err == nil {
+			return pp, nil
+		}
+		select {
+		case <-pp.done:
+			return nil, fmt.Errorf("the lab's peer ended before it was ready: %s", bytes.TrimSpace(pp.out.b))
+		case <-deadline:
+			pp.stop()
+			return nil, fmt.Errorf("the lab's peer was not ready after %d s: %s", peerReadyS, bytes.TrimSpace(pp.out.b))
+		case <-ctx.Done():
+			pp.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// report asks the peer for its report (its stdin closes) and returns what
+// it printed, waiting at most 3 s.
+func (pp *peerProc) report() []byte {
+	_ = pp.stdin.Close()
+	select {
+	case <-pp.done:
+	case <-time.After(3 * time.Second):
+		pp.stop()
+	}
+	<-pp.done
+	return slices.Clone(pp.out.b)
+}
+
+// stop kills the peer and its process group.
+func (pp *peerProc) stop() {
+	pp.once.Do(func() {
+		_ = pp.stdin.Close()
+		if pp.cmd != nil && pp.cmd.Process != nil {
+			_ = syscall.Kill(-pp.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// rxeCounters lists every rxe device's hw_counters as "DEV NAME VALUE"
+// lines.
+func rxeCounters() []byte {
+	var b strings.Builder
+	devs, _ := filepath.Glob("/sys/class/infiniband/*/ports/1/hw_counters")
+	slices.Sort(devs)
+	for _, d := range devs {
+		dev := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(d))))
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			v, err := os.ReadFile(filepath.Join(d, e.Name()))
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "%s %s %s\n", dev, e.Name(), strings.TrimSpace(string(v)))
+		}
+	}
+	return []byte(b.String())
+}

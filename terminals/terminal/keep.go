@@ -1,0 +1,304 @@
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/machines/vmimage"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
+)
+
+// A machine that waits for its learner: when Terminals reclaims a
+// learner's guest (idle, or a closed tab while others wait), Keep saves
+// the whole guest (vm.Backend.SaveState: QEMU's migration through zstd)
+// into one file per learner, and the learner's next attach restores it
+// (vm.Backend.RestoreFirst): their files, their shell history (the shell
+// appends it after every command, guestterm/terminal.go), what they built.
+// The guest is the learner's and they are hostile, so the host bounds
+// what it writes (MaxBytes compressed, the guest's RAM plus a margin raw)
+// and never trusts what it reads back: a state that does not restore
+// gives a fresh machine and a note saying so, never an error.
+
+// Keep is where learners' machines wait for them.
+type Keep struct {
+	Dir      string        // one state file and one note per learner
+	MaxBytes int64         // a learner's compressed state at most (64 MiB); over it, the machine is not kept
+	Expire   time.Duration // a state not restored this long is deleted (7 days)
+	// TotalMax bounds the disk all kept machines take together: after a
+	// save that goes over it, the oldest are deleted (each learner told
+	// at their next attach) until they fit. 0: no total bound.
+	TotalMax int64
+	// Logger says what the budget evicted (nil: not logged).
+	Logger *slog.Logger
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
+	budgetMu  sync.Mutex
+	evicted   int // machines deleted for TotalMax since the start
+}
+
+// KeepNote is what became of a learner's kept machine at their attach.
+type KeepNote string
+
+// The notes a learner can get.
+const (
+	KeepNone       KeepNote = ""           // nothing was kept: a fresh machine
+	KeepRestored   KeepNote = "restored"   // their machine as they left it
+	KeepUnreadable KeepNote = "unreadable" // the saved state did not restore: a fresh machine
+	KeepTooBig     KeepNote = "too-big"    // it was over the size cap when reclaimed: not kept
+	KeepStale      KeepNote = "stale"      // the lab's guest changed since (an upgrade): not restorable
+	KeepEvicted    KeepNote = "evicted"    // deleted, the oldest, when the kept machines went over TotalMax
+)
+
+// keptMeta is the note beside a state file (or alone, when it was dropped).
+type keptMeta struct {
+	Key     string        `json:"key"` // snapshotKey of the guest saved
+	Hello   vmproto.Hello `json:"hello"`
+	Bytes   int64         `json:"bytes"` // the file's size (compressed)
+	Raw     int64         `json:"raw"`   // the migration stream's size
+	Took    time.Duration `json:"took"`
+	Created time.Time     `json:"created"`
+	// NextID and Terms: the agent connection's next request id and the
+	// shells open at the save, so the restored guest's new connection
+	// neither reuses an id the agent still knows nor keeps the old shells.
+	NextID  uint64   `json:"next_id"`
+	Terms   []uint64 `json:"terms,omitempty"`
+	Dropped KeepNote `json:"dropped,omitempty"` // set: no state file, tell the learner why
+}
+
+// KeptSave is what a save measured.
+type KeptSave struct {
+	Bytes, Raw int64
+	Took       time.Duration
+}
+
+func (k *Keep) maxBytes() int64 {
+	if k.MaxBytes <= 0 {
+		return 64 << 20
+	}
+	return k.MaxBytes
+}
+
+func (k *Keep) expire() time.Duration {
+	if k.Expire <= 0 {
+		return 7 * 24 * time.Hour
+	}
+	return k.Expire
+}
+
+// name is the learner's files' stem: a hash, so a learner id never becomes
+// a path.
+func (k *Keep) name(learner string) string {
+	h := sha256.Sum256([]byte("rdmalab-keep\x00" + learner))
+	return filepath.Join(k.Dir, hex.EncodeToString(h[:16]))
+}
+
+// save writes the state of b's guest for learner (open: its shells'
+// channels). The guest is stopped for good (the caller closes b
+// afterwards). Over the cap, a note says so and no state is kept.
+func (k *Keep) save(ctx context.Context, b *vm.Backend, learner string, open []uint64) (KeptSave, error) {
+	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
+		return KeptSave{}, fmt.Errorf("keep: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	stem := k.name(learner)
+	st, err := b.SaveState(ctx, stem+".zst.tmp", k.maxBytes(), open)
+	defer os.Remove(stem + ".zst.tmp") // after a failure; renamed away on success
+	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open}
+	if errors.Is(err, vm.ErrStateTooBig) {
+		os.Remove(stem + ".zst")
+		m.Dropped, m.Bytes = KeepTooBig, 0
+		_ = k.writeMeta(stem, m)
+		return KeptSave{Raw: st.Raw, Took: m.Took}, err
+	}
+	if err != nil {
+		return KeptSave{}, err
+	}
+	if err := os.Rename(stem+".zst.tmp", stem+".zst"); err != nil {
+		return KeptSave{}, fmt.Errorf("keep: %w", err)
+	}
+	if err := k.writeMeta(stem, m); err != nil {
+		os.Remove(stem + ".zst")
+		return KeptSave{}, err
+	}
+	k.Enforce()
+	return KeptSave{Bytes: st.Bytes, Raw: st.Raw, Took: m.Took}, nil
+}
+
+// Enforce deletes the oldest kept machines while all of them together
+// take more than TotalMax, leaving each learner a note that says so.
+// Called after every save, and at start (a lowered budget).
+func (k *Keep) Enforce() {
+	if k.TotalMax <= 0 {
+		return
+	}
+	k.budgetMu.Lock()
+	defer k.budgetMu.Unlock()
+	type kept struct {
+		stem string
+		size int64
+		mod  time.Time
+	}
+	var all []kept
+	var total int64
+	ents, _ := os.ReadDir(k.Dir)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".zst") {
+			continue
+		}
+		stem := filepath.Join(k.Dir, strings.TrimSuffix(e.Name(), ".zst"))
+		if _, err := os.Stat(stem + ".json"); err != nil {
+			continue // being restored: it goes when that ends (done)
+		}
+		if fi, err := e.Info(); err == nil {
+			all = append(all, kept{stem, fi.Size(), fi.ModTime()})
+			total += fi.Size()
+		}
+	}
+	if total <= k.TotalMax {
+		return
+	}
+	slices.SortFunc(all, func(a, b kept) int { return a.mod.Compare(b.mod) })
+	for _, m := range all {
+		if total <= k.TotalMax {
+			break
+		}
+		if os.Remove(m.stem+".zst") != nil {
+			continue
+		}
+		total -= m.size
+		k.evicted++
+		_ = k.writeMeta(m.stem, keptMeta{Dropped: KeepEvicted, Created: time.Now().UTC()})
+		if k.Logger != nil {
+			k.Logger.Warn("a kept learner machine deleted: the kept machines are over their disk budget (oldest first)",
+				"file", filepath.Base(m.stem), "bytes", m.size, "saved", m.mod.UTC().Format(time.RFC3339),
+				"total_max_mib", k.TotalMax>>20, "total_now_mib", total>>20)
+		}
+	}
+}
+
+// Evicted is how many kept machines the budget deleted since the start.
+func (k *Keep) Evicted() int {
+	k.budgetMu.Lock()
+	defer k.budgetMu.Unlock()
+	return k.evicted
+}
+
+func (k *Keep) writeMeta(stem string, m keptMeta) error {
+	b, _ := json.Marshal(m)
+	if err := vmimage.WriteFileAtomic(stem+".json", b); err != nil {
+		return fmt.Errorf("keep: %w", err)
+	}
+	return nil
+}
+
+// take returns learner's kept state for a guest of key, or a note saying
+// why there is none. A state is restored once: take removes its note, so a
+// state that fails to restore is not tried again (the file goes with
+// Forget or the sweep).
+func (k *Keep) take(learner, key string) (*vm.SavedState, KeepNote) {
+	k.sweep()
+	stem := k.name(learner)
+	b, err := os.ReadFile(stem + ".json")
+	if err != nil {
+		if _, serr := os.Stat(stem + ".zst"); serr == nil {
+			os.Remove(stem + ".zst")
+			return nil, KeepUnreadable // a state without its note
+		}
+		return nil, KeepNone
+	}
+	os.Remove(stem + ".json")
+	var m keptMeta
+	if len(b) > 64<<10 || json.Unmarshal(b, &m) != nil {
+		os.Remove(stem + ".zst")
+		return nil, KeepUnreadable
+	}
+	if m.Dropped != "" {
+		return nil, m.Dropped
+	}
+	if time.Since(m.Created) > k.expire() {
+		os.Remove(stem + ".zst")
+		return nil, KeepNone
+	}
+	if m.Key != key {
+		os.Remove(stem + ".zst")
+		return nil, KeepStale
+	}
+	fi, err := os.Stat(stem + ".zst")
+	if err != nil || fi.Size() != m.Bytes || fi.Size() > k.maxBytes() {
+		os.Remove(stem + ".zst")
+		return nil, KeepUnreadable
+	}
+	return &vm.SavedState{Path: stem + ".zst", Key: m.Key, Hello: m.Hello, Bytes: m.Bytes, NextID: m.NextID, Open: m.Terms}, KeepRestored
+}
+
+// done removes a state once it was restored (or given up on).
+func (k *Keep) done(st *vm.SavedState) {
+	if st != nil {
+		os.Remove(st.Path)
+	}
+}
+
+// Forget deletes whatever is kept for learner ("reset my machine").
+func (k *Keep) Forget(learner string) {
+	stem := k.name(learner)
+	os.Remove(stem + ".json")
+	os.Remove(stem + ".zst")
+	os.Remove(stem + ".zst.tmp")
+}
+
+// Has reports whether a machine (or a note about one) waits for learner.
+func (k *Keep) Has(learner string) bool {
+	_, err := os.Stat(k.name(learner) + ".json")
+	return err == nil
+}
+
+// sweep deletes states and notes older than Expire, at most once a minute.
+func (k *Keep) sweep() {
+	k.sweepMu.Lock()
+	if time.Since(k.lastSweep) < time.Minute {
+		k.sweepMu.Unlock()
+		return
+	}
+	k.lastSweep = time.Now()
+	k.sweepMu.Unlock()
+	ents, err := os.ReadDir(k.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".zst") && !strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > k.expire() {
+			os.Remove(filepath.Join(k.Dir, e.Name()))
+		}
+	}
+}
+
+// Usage is the disk the kept machines take and how many there are.
+func (k *Keep) Usage() (bytes int64, machines int) {
+	ents, _ := os.ReadDir(k.Dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".zst") {
+			if fi, err := e.Info(); err == nil {
+				bytes += fi.Size()
+				machines++
+			}
+		}
+	}
+	return bytes, machines
+}

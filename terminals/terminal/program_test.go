@@ -1,0 +1,157 @@
+package terminal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/lessons"
+	"github.com/rdmalab/rdmalab/machines/vmproto"
+	"github.com/rdmalab/rdmalab/sandbox"
+
+	"github.com/rdmalab/rdmalab/machines/vm"
+
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
+
+	"github.com/rdmalab/rdmalab"
+)
+
+// programReq is a lesson program's request with source src.
+func programReq(p *lessons.Program, src []byte) vmproto.Program {
+	return vmproto.Program{Source: src, Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
+		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Check: p.Check}
+}
+
+// collect gathers a run's events.
+type collect struct {
+	mu  sync.Mutex
+	evs []sandbox.Event
+}
+
+func (c *collect) emit(ev sandbox.Event) { c.mu.Lock(); c.evs = append(c.evs, ev); c.mu.Unlock() }
+
+func (c *collect) text(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range c.evs {
+		if ev.Type == sandbox.EvLog && ev.Name == name {
+			b.WriteString(ev.Message)
+		}
+	}
+	return b.String()
+}
+
+// TestLessonPrograms is the guest suite of lesson 04's :::program
+// exercises, in one learner guest: every solution compiles, runs and
+// passes its check, every starter compiles and fails it, with the check's
+// words in zh and en; then the abuse cases end bounded and the guest
+// still answers.
+func TestLessonPrograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a guest")
+	}
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := course.Lesson("04-first-program")
+	if l == nil || len(l.Programs) < 4 {
+		t.Fatalf("lesson 04-first-program with 4 programs: %v", l)
+	}
+	cfg := testConfig(t)
+	cfg.Dir = vmtest.OwnCache(t)
+	cfg.Accel = vm.AccelTCG
+	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
+	defer terms.Close()
+	ctx := context.Background()
+	if _, err := terms.RunProgram(ctx, "learner-p", programReq(l.Programs[0], l.Programs[0].Solution), "en", func(sandbox.Event) {}); err != rdmalab.ErrNoTerminal {
+		t.Fatalf("a program without a session: %v, want rdmalab.ErrNoTerminal", err)
+	}
+	a, err := terms.Attach(ctx, "learner-p", 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Detach()
+	run := func(p *lessons.Program, src []byte, lang string) (vmproto.ProgramEnd, *collect) {
+		t.Helper()
+		c := &collect{}
+		end, err := terms.RunProgram(ctx, "learner-p", programReq(p, src), lang, c.emit)
+		if err != nil {
+			t.Fatalf("%s (%s): %v", p.ID, lang, err)
+		}
+		t.Logf("%s (%s): stage %s exit %d passed %v (%s), compile %d ms, run %d ms\ncompiler: %s\nstdout: %s\nstderr: %s\npeer: %s\ncheck: %s",
+			p.ID, lang, end.Stage, end.Exit, end.Passed, end.Detail, end.Millis.Compile, end.Millis.Run,
+			end.Compiler, c.text("stdout"), c.text("stderr"), c.text("peer"), end.Check)
+		return end, c
+	}
+	// Each program's solution in one language and its starter in the
+	// other, swapped from one program to the next: both languages meet
+	// both kinds, at half the guest time of all four per program.
+	for i, p := range l.Programs {
+		solLang, startLang := "en", "zh"
+		if i%2 == 1 {
+			solLang, startLang = "zh", "en"
+		}
+		end, _ := run(p, p.Solution, solLang)
+		if end.Stage != "check" || !end.Passed {
+			t.Errorf("%s solution (%s): stage %s passed %v: %s", p.ID, solLang, end.Stage, end.Passed, end.Check)
+		}
+		end, _ = run(p, p.Starter, startLang)
+		if end.Stage != "check" || end.Passed {
+			t.Errorf("%s starter (%s): stage %s passed %v; want compiled and failed", p.ID, startLang, end.Stage, end.Passed)
+		}
+		if hasHan := strings.ContainsFunc(string(end.Check), func(r rune) bool { return r >= 0x4e00 && r <= 0x9fff }); hasHan != (startLang == "zh") {
+			t.Errorf("%s starter (%s): the check's hint %q is not in %s", p.ID, startLang, end.Check, startLang)
+		}
+	}
+	p := l.Programs[0]
+	// A compile error: the compiler's line comes back, the program never runs.
+	end, _ := run(p, []byte("int main(void)\n{\n\tint x = ; return x; }\n"), "en")
+	if end.Stage != "compile" || !strings.Contains(string(end.Compiler), "main.c:3:") {
+		t.Errorf("compile error: stage %s, compiler %q; want stage compile and main.c:3:", end.Stage, end.Compiler)
+	}
+	// Printing the expected text without the device fails: the check reads the device.
+	gid := "fe80:0000:0000:0000:0000:0000:0000:0000"
+	end, _ = run(p, fmt.Appendf(nil, "#include <stdio.h>\nint main(void){ puts(\"GID[1]: %s ibv_query_gid\"); return 0; }\n", gid), "en")
+	if end.Passed {
+		t.Errorf("a program printing a made-up GID passed")
+	}
+	abuse := []struct{ name, src, want string }{
+		{"infinite loop", "int main(void){ for(;;); }", "timed out"},
+		{"never exits", "#include <unistd.h>\nint main(void){ for(;;) pause(); }", "timed out"},
+		{"100 MB print", "#include <stdio.h>\n#include <string.h>\nint main(void){ static char b[1<<20]; memset(b,'x',sizeof b); for(int i=0;i<100;i++) fwrite(b,1,sizeof b,stdout); return 0; }", "capped"},
+		{"fork bomb", "#include <unistd.h>\nint main(void){ for(;;) fork(); }", "timed out"},
+		// The learner's code runs as the learner, not as root: the
+		// evidence folder beside its work folder, core_pattern and the
+		// guest's PID 1 are out of its reach (exit 3 only if every try
+		// was refused; it exits 0 when any succeeded).
+		{"root's powers", "#include <stdio.h>\n#include <signal.h>\n#include <unistd.h>\nint main(void){ int got=0; FILE *f=fopen(\"../output\",\"w\"); if(f){got++;fclose(f);} f=fopen(\"../forged\",\"w\"); if(f){got++;fclose(f);} f=fopen(\"/proc/sys/kernel/core_pattern\",\"w\"); if(f && fputs(\"|/tmp/x\",f)>=0 && fflush(f)==0){got++;} if(kill(1,0)==0){got++;} if(getuid()==0){got++;} printf(\"root powers used: %d\\n\",got); return got?0:3; }", "exit 3"},
+		{"host address", "#include <stdio.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n#include <arpa/inet.h>\nint main(void){ int s=socket(AF_INET,SOCK_STREAM,0); struct sockaddr_in a={.sin_family=AF_INET,.sin_port=htons(22)}; inet_pton(AF_INET,\"10.0.2.2\",&a.sin_addr); if(connect(s,(void*)&a,sizeof a)){ perror(\"connect\"); return 3; } return 0; }", "exit 3"},
+	}
+	for _, ab := range abuse {
+		short := *p
+		short.Config.Timeout = 3
+		end, c := run(&short, []byte(ab.src), "en")
+		got := fmt.Sprintf("exit %d", end.Exit)
+		switch {
+		case end.Capped:
+			got = "capped"
+		case end.TimedOut:
+			got = "timed out"
+		}
+		if got != ab.want || end.Stage != "check" {
+			t.Errorf("%s: stage %s, %s; want %s", ab.name, end.Stage, got, ab.want)
+		}
+		if n := len(c.text("stdout")) + len(c.text("stderr")); n > vmproto.ProgramOutputMax {
+			t.Errorf("%s: %d bytes of output came back, more than %d", ab.name, n, vmproto.ProgramOutputMax)
+		}
+	}
+	// The guest still serves its learner after all that.
+	end, _ = run(p, p.Solution, "en")
+	if !end.Passed {
+		t.Errorf("the solution after the abuse: passed %v (%s)", end.Passed, end.Check)
+	}
+}
