@@ -10,7 +10,8 @@ import (
 // guest of their own, the queue for one, and a lesson task's check run
 // there. Package terminal hands them out on one machine, package fleet
 // places them on this machine or a worker's, and web serves them to the
-// browser; all three speak these types, so none mirrors another's.
+// browser; all three speak these types, so none mirrors another's. A
+// lesson's program (programs.go) runs in the same guest.
 
 // TermQueue is where a learner waiting for a terminal stands: Position 1
 // is next; InUse of Max learner guests run.
@@ -59,6 +60,10 @@ type TermConn interface {
 	// "too-big", "stale", "evicted", or "" (nothing kept, or not the
 	// first attach).
 	KeptNote() string
+	// Lost reports whether Output ended because the machine the shell
+	// lived on was lost (a worker that died or broke a bound), not because
+	// the shell ended: the tab then places a new machine.
+	Lost() bool
 }
 
 // TermHost is a machine's learner terminals by learner (on a worker, by a

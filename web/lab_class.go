@@ -23,12 +23,6 @@ type TermSizing struct {
 	ByCPU        int // what CPUs allow
 }
 
-// TerminalSizing is an optional interface of Terminals: how the cap was
-// chosen.
-type TerminalSizing interface {
-	Sizing() TermSizing
-}
-
 // TermSpares is the state of the paused spare learner guests (serve
 // --spares; terminal.SpareStats).
 type TermSpares struct {
@@ -47,11 +41,24 @@ type TermKept struct {
 	Evicted           int   // removed for the budget since the start
 }
 
-// TerminalSpares is an optional interface of Terminals: the spares' and
-// the kept machines' state.
-type TerminalSpares interface {
+// TerminalInfo is what the lab server knows of its terminals beyond the
+// terminals themselves (cmd/labserver's webTerminals): how the cap was
+// chosen, the paused spares, the kept machines.
+type TerminalInfo interface {
+	Sizing() TermSizing
 	Spares() TermSpares
 	Kept() (TermKept, bool) // false: machines are not kept
+	// KeepsFor is how long a reclaimed machine is kept for its learner
+	// (0: it is not).
+	KeepsFor() time.Duration
+}
+
+// keepsFor is TermInfo's KeepsFor, 0 without one.
+func (s *Server) keepsFor() time.Duration {
+	if s.cfg.TermInfo == nil {
+		return 0
+	}
+	return s.cfg.TermInfo.KeepsFor()
 }
 
 var labClassStrings = page.Table{
@@ -84,11 +91,10 @@ var labClassStrings = page.Table{
 // labTerminalSizing is the terminals' sizing for /lab in lang, "" when the
 // admin chose the number.
 func (s *Server) labTerminalSizing(lang string) string {
-	ts, ok := s.cfg.Terminals.(TerminalSizing)
-	if !ok {
+	if s.cfg.TermInfo == nil {
 		return ""
 	}
-	sz := ts.Sizing()
+	sz := s.cfg.TermInfo.Sizing()
 	if !sz.Auto {
 		return ""
 	}
@@ -176,8 +182,8 @@ func (s *Server) labCrowdWarning(lang string) string {
 // labSpares is /lab's line about the paused spares and the kept machines
 // in lang ("" when the terminals do not say).
 func (s *Server) labSpares(lang string) (spares, kept string) {
-	ts, ok := s.cfg.Terminals.(TerminalSpares)
-	if !ok {
+	ts := s.cfg.TermInfo
+	if ts == nil {
 		return "", ""
 	}
 	sp := ts.Spares()

@@ -9,14 +9,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
 )
 
-func labClassServer(t *testing.T, terms Terminals, limits Limits) *httptest.Server {
+func labClassServer(t *testing.T, terms rdmalab.TermHost, info TerminalInfo, limits Limits) *httptest.Server {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
@@ -25,7 +27,7 @@ func labClassServer(t *testing.T, terms Terminals, limits Limits) *httptest.Serv
 	var course atomic.Pointer[lessons.Course]
 	course.Store(fixtureCourse())
 	srv, err := New(Config{Course: course.Load, Store: db, Logger: slog.New(slog.DiscardHandler), Limits: limits,
-		Lab: labFunc(func(context.Context) sandbox.Lab { return readyLab }), Terminals: terms})
+		Lab: labFunc(func(context.Context) sandbox.Lab { return readyLab }), Terminals: terms, TermInfo: info})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,17 +36,22 @@ func labClassServer(t *testing.T, terms Terminals, limits Limits) *httptest.Serv
 	return ts
 }
 
-type sizedTerms struct {
-	*fakeTerms
-	sz TermSizing
+// termInfo is a TerminalInfo that says what a test set.
+type termInfo struct {
+	sz   TermSizing
+	sp   TermSpares
+	kept TermKept // Machines < 0: not kept
 }
 
-func (s sizedTerms) Sizing() TermSizing { return s.sz }
+func (i termInfo) Sizing() TermSizing      { return i.sz }
+func (i termInfo) Spares() TermSpares      { return i.sp }
+func (i termInfo) Kept() (TermKept, bool)  { return i.kept, i.kept.Machines >= 0 }
+func (i termInfo) KeepsFor() time.Duration { return 0 }
 
 // /lab says how --terminals auto chose the cap, in the page's language.
 func TestLabTerminalSizing(t *testing.T) {
 	fake := &fakeTerms{max: 7, queueMax: 4, sessions: map[string]*fakeShell{}}
-	ts := labClassServer(t, sizedTerms{fake, TermSizing{Auto: true, AvailableMiB: 3000, CPUs: 2, PoolGuests: 1, ByMemory: 7, ByCPU: 50}}, Limits{})
+	ts := labClassServer(t, fake, termInfo{sz: TermSizing{Auto: true, AvailableMiB: 3000, CPUs: 2, PoolGuests: 1, ByMemory: 7, ByCPU: 50}}, Limits{})
 	for lang, want := range map[string]string{
 		"en": "0 / 7 (auto: 3000 MiB of available memory allows 7, 2 CPUs allow 50, with memory kept for 1 experiment guests; set --terminals to choose)",
 		"zh": "0 / 7（自动：可用内存 3000 MiB 允许 7 个，2 个 CPU 允许 50 个，已为 1 个实验虚拟机留出内存；用 --terminals 可手动设定）",
@@ -53,7 +60,7 @@ func TestLabTerminalSizing(t *testing.T) {
 			t.Errorf("%s: %q, want %q", lang, got, want)
 		}
 	}
-	set := labClassServer(t, sizedTerms{fake, TermSizing{}}, Limits{})
+	set := labClassServer(t, fake, termInfo{sz: TermSizing{}}, Limits{})
 	if got := labDoc(t, set, "en").Find(`[data-testid=lab-terminals]`).Text(); got != "0 / 7" {
 		t.Errorf("a cap the admin set: %q", got)
 	}
@@ -72,7 +79,7 @@ func TestLabCrowdWarning(t *testing.T) {
 			res.Body.Close()
 		}
 	}
-	ts := labClassServer(t, nil, Limits{})
+	ts := labClassServer(t, nil, nil, Limits{})
 	write(ts, crowdWarn-1)
 	if n := labDoc(t, ts, "en").Find(`[data-testid=lab-crowd]`).Length(); n != 0 {
 		t.Errorf("%d learners on one address: warned", crowdWarn-1)
@@ -84,30 +91,19 @@ func TestLabCrowdWarning(t *testing.T) {
 			t.Errorf("%s: %q, want %q and the setting", lang, got, want)
 		}
 	}
-	off := labClassServer(t, nil, Limits{RunsPerAddr: -1, NewLearnerBurst: -1})
+	off := labClassServer(t, nil, nil, Limits{RunsPerAddr: -1, NewLearnerBurst: -1})
 	write(off, 12)
 	if n := labDoc(t, off, "en").Find(`[data-testid=lab-crowd]`).Length(); n != 0 {
 		t.Error("warned with the per-address limits off")
 	}
 }
 
-type spareTerms struct {
-	*fakeTerms
-	sp   TermSpares
-	kept TermKept
-}
-
-func (s spareTerms) Spares() TermSpares     { return s.sp }
-func (s spareTerms) Kept() (TermKept, bool) { return s.kept, s.kept.Machines >= 0 }
-func (s spareTerms) Sizing() TermSizing     { return TermSizing{} }
-
 // /lab shows the paused spares (what --spares keeps and what memory
 // holds) and the kept machines' disk against their budget, in zh without
 // English prose; not kept machines: no line.
 func TestLabSparesAndKept(t *testing.T) {
 	fake := &fakeTerms{max: 50, queueMax: 4, sessions: map[string]*fakeShell{}}
-	ts := labClassServer(t, spareTerms{fake, TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true},
-		TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
+	ts := labClassServer(t, fake, termInfo{sp: TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true}, kept: TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
 	for lang, want := range map[string][2]string{
 		"en": {"17 ready, 1 restoring; target 20 (kept for 20 learners opening their terminals at once, less the learners in, within the places left); free memory holds 9 more learner machines",
 			"3, taking 99 MiB of disk (of 4096 MiB in all; the oldest go first when over it; 2 removed since the start)"},
@@ -125,7 +121,7 @@ func TestLabSparesAndKept(t *testing.T) {
 			}
 		}
 	}
-	off := labClassServer(t, spareTerms{fake, TermSpares{Ready: 1, Target: 1, Class: 1}, TermKept{Machines: -1}}, Limits{})
+	off := labClassServer(t, fake, termInfo{sp: TermSpares{Ready: 1, Target: 1, Class: 1}, kept: TermKept{Machines: -1}}, Limits{})
 	d := labDoc(t, off, "en")
 	if got := d.Find(`[data-testid=lab-spares]`).Text(); got != "1 ready, 0 restoring; target 1 (kept for 1 learners opening their terminals at once, less the learners in, within the places left)" {
 		t.Errorf("no memory bound: %q", got)

@@ -18,8 +18,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
@@ -27,7 +27,7 @@ import (
 
 // A lesson's :::program exercises (issue 25): the learner writes C in the
 // page, the code is saved on the server as they type, and Run compiles
-// and runs it in the learner's own guest (ProgramRunner), after the lab's
+// and runs it in the learner's own guest (Config.Programs), after the lab's
 // peer; the exercise's check judges by what the device did. A program
 // run is stored like an experiment run (experiment "program", its events
 // through the run hub, web/runhub), so the page follows it over the same event stream
@@ -37,13 +37,6 @@ import (
 //	PUT  /api/lessons/{slug}/programs/{id}/code      {"source"} autosave
 //	POST /api/lessons/{slug}/programs/{id}/run       {"source"} → {"run"}
 //	POST /api/lessons/{slug}/programs/{id}/solution  the solution, recorded
-
-// ProgramRunner compiles and runs a learner's program in their own guest
-// (cmd/labserver adapts *terminal.Terminals, starting the learner's guest when
-// they have none yet); emit gets its events as they come.
-type ProgramRunner interface {
-	RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error)
-}
 
 // ProgramExperiment is the experiment id a program run is stored under.
 const ProgramExperiment = "program"
@@ -58,7 +51,9 @@ var programRunning sync.Map
 var programStrings = page.Table{
 	"zh": {
 		"prog.heading":       "练习 %d",
-		"prog.editor":        "C 源代码编辑器",
+		"prog.editor":        "练习 %d 的 C 源代码",
+		"prog.keys":          "键盘：Tab 键离开编辑器，去往下一个控件（和页面上其他地方一样）；Ctrl-] 缩进一行，Ctrl-[ 取消缩进。打开「Tab 键缩进」后，Tab 键在编辑器里缩进；要离开编辑器，先按 Esc，再按 Tab。",
+		"prog.tabindent":     "Tab 键缩进",
 		"prog.run":           "运行",
 		"prog.running":       "正在你的虚拟机里编译和运行……",
 		"prog.reset":         "恢复为起始代码",
@@ -98,7 +93,9 @@ var programStrings = page.Table{
 	},
 	"en": {
 		"prog.heading":       "Exercise %d",
-		"prog.editor":        "C source editor",
+		"prog.editor":        "C source of exercise %d",
+		"prog.keys":          "Keys: Tab leaves the editor for the next control (as everywhere on the page); Ctrl-] indents a line, Ctrl-[ dedents it. With “Tab indents” on, Tab indents inside the editor; to leave the editor, press Esc, then Tab.",
+		"prog.tabindent":     "Tab indents",
 		"prog.run":           "Run",
 		"prog.running":       "Compiling and running in your machine…",
 		"prog.reset":         "Reset to starter",
@@ -247,8 +244,8 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	runner, ok := s.cfg.Terminals.(ProgramRunner)
-	if s.cfg.Terminals == nil || !ok || s.cfg.Runs == nil {
+	runner := s.cfg.Programs
+	if runner == nil || s.cfg.Runs == nil {
 		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, t("term.off")))
 		return
 	}
@@ -279,7 +276,7 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, err)
 		return
 	}
-	req := vmproto.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
+	req := rdmalab.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
 		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Check: p.Check}
 	go func() {
 		defer programRunning.Delete(learner)
@@ -294,7 +291,7 @@ var diagLine = regexp.MustCompile(`^main\.c:(\d+):(?:(\d+):)?\s*(error|warning|n
 // runProgram does one run and records it: events stored and streamed in
 // order, diagnostics at their lines, the verdict in both languages, the
 // attempt in the learner's record.
-func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p *lessons.Program, req vmproto.Program, lang string) {
+func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson string, p *lessons.Program, req rdmalab.Program, lang string) {
 	var seq atomic.Int64
 	var mu sync.Mutex // one event at a time, in order
 	emit := func(ev sandbox.Event) {
@@ -348,7 +345,7 @@ func (s *Server) runProgram(runner ProgramRunner, id, learner, lesson string, p 
 		case end.TimedOut:
 			why = append(why, both("prog.timedout", req.TimeoutS))
 		case end.Capped:
-			why = append(why, both("prog.capped", vmproto.ProgramOutputMax>>10))
+			why = append(why, both("prog.capped", rdmalab.ProgramOutputMax>>10))
 		case end.Signal != "":
 			why = append(why, both("prog.signal", end.Signal))
 		case end.Exit != 0:
@@ -445,7 +442,7 @@ func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Co
 	return views.Program(views.ProgramWidget{
 		ID: seg.ID, Heading: trf(lr.Lang, "prog.heading", n), Text: templ.Raw(seg.HTML), // trusted: rendered by lessons from the course's Markdown
 		Endpoint: "/api/lessons/" + lr.Lesson.Slug + "/programs/" + seg.ID, Lang: lr.Lang,
-		Editor: lr.T("prog.editor"), Run: lr.T("prog.run"), Reset: lr.T("prog.reset"), Solution: lr.T("prog.solution"),
+		Editor: trf(lr.Lang, "prog.editor", n), Keys: lr.T("prog.keys"), TabIndent: lr.T("prog.tabindent"), Run: lr.T("prog.run"), Reset: lr.T("prog.reset"), Solution: lr.T("prog.solution"),
 		Output: lr.T("prog.output"), Diags: lr.T("prog.diags"), NoScript: lr.T("prog.noscript"),
 		Strings: string(js), Preview: lr.Draft,
 	})

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
-	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -108,8 +108,8 @@ func TestProgramDiagnostics(t *testing.T) {
 // failingPrograms is a ProgramRunner whose every run fails with err.
 type failingPrograms struct{ err error }
 
-func (f failingPrograms) RunProgram(context.Context, string, vmproto.Program, string, func(sandbox.Event)) (vmproto.ProgramEnd, error) {
-	return vmproto.ProgramEnd{}, f.err
+func (f failingPrograms) RunProgram(context.Context, string, rdmalab.Program, string, func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	return rdmalab.ProgramEnd{}, f.err
 }
 
 // TestProgramFailureInChinese (issue 23 item 5): why a program could not
@@ -141,7 +141,7 @@ func TestProgramFailureInChinese(t *testing.T) {
 		if err := env.Hub.RunCreated(info); err != nil {
 			t.Fatal(err)
 		}
-		env.Server.runProgram(failingPrograms{c.err}, id, learner, "04-first-program", p, vmproto.Program{}, "zh")
+		env.Server.runProgram(failingPrograms{c.err}, id, learner, "04-first-program", p, rdmalab.Program{}, "zh")
 		evs, err := env.DB.RunEvents(ctx, id, 0, 100)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -59,7 +60,13 @@ type Config struct {
 
 	// Terminals gives each learner a shell in a guest of their own
 	// (terminal.go); nil: the terminal widget says terminals are off.
-	Terminals Terminals
+	Terminals rdmalab.TermHost
+	// Programs runs lessons' :::program exercises in learners' guests;
+	// nil: programs are off (they also need Runs).
+	Programs rdmalab.ProgramRunner
+	// TermInfo says what only the lab server knows of the terminals
+	// (sizing, spares, kept machines) for /lab and the widget; nil: none.
+	TermInfo TerminalInfo
 
 	// LTI makes the lab an LTI 1.3 tool (lti_*.go); nil: off.
 	LTI *LTI
@@ -67,6 +74,13 @@ type Config struct {
 	// Now is the time graded lessons' open and close dates are judged
 	// against (graded.go); nil: time.Now. Tests move it past a close date.
 	Now func() time.Time
+
+	// Observer is told every request, stream and terminal refusal for the
+	// lab's metrics (observe.go); nil: nothing is told.
+	Observer Observer
+	// Metrics, when set, is served at /metrics (internal/metrics: the
+	// handler checks who may read it).
+	Metrics http.Handler
 }
 
 // Server serves the lab. It is safe for concurrent use.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -27,13 +26,6 @@ import (
 // is a learner write like the others: cross-origin protection and the
 // per-address write limit apply (routes.go), plus a per-learner limit on
 // checks here, since each one runs a script in a guest.
-
-// TaskVerifier runs a task's verify script in learner's own terminal
-// guest. The lab's Terminals implement it (cmd/labserver adapts
-// *terminal.Terminals); ErrNoTerminal when the learner has no shell open.
-type TaskVerifier interface {
-	VerifyTask(ctx context.Context, learner string, script []byte, lang string) (TaskVerdict, error)
-}
 
 // TaskVerdict is what a verify script said (the domain's).
 type TaskVerdict = rdmalab.TaskVerdict
@@ -134,8 +126,8 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, page.Errorf(page.CodeNotFound, t("task.unknown")))
 		return
 	}
-	v, ok := s.cfg.Terminals.(TaskVerifier)
-	if s.cfg.Terminals == nil || !ok {
+	v := s.cfg.Terminals
+	if v == nil {
 		s.WriteError(w, r, page.Errorf(page.CodeUnavailable, t("term.off")))
 		return
 	}
@@ -148,7 +140,7 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("task.busy")))
 		return
 	}
-	verdict, err := v.VerifyTask(r.Context(), learner, task.Script, lang)
+	verdict, err := v.Verify(r.Context(), learner, task.Script, lang)
 	taskChecking.Delete(learner)
 	switch {
 	case errors.Is(err, ErrNoTerminal):

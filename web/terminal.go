@@ -18,8 +18,8 @@ import (
 	"github.com/rdmalab/rdmalab/web/views"
 )
 
-// A learner's terminal (GET /api/terminal, a WebSocket): a root shell in
-// the learner's own Soft-RoCE guest, never on this host and never in the
+// A learner's terminal (GET /api/terminal, a WebSocket): a shell as the
+// ordinary user learner (uid 1000) in the learner's own Soft-RoCE guest, never on this host and never in the
 // guests that run the shared experiments (terminals/terminal). The
 // library is github.com/coder/websocket: small, context-aware, maintained,
 // no dependencies.
@@ -27,34 +27,6 @@ import (
 // Frames: the server sends the shell's output as binary frames and its own
 // news as text JSON ({"t":"status"|"error"|"exit","msg":…}); the browser
 // sends {"t":"in","d":"keys"} and {"t":"size","rows":R,"cols":C}.
-
-// Terminals is the lab's learner guests (cmd/labserver adapts *terminal.Terminals).
-type Terminals interface {
-	// Attach returns learner's shell, starting their guest if needed. When
-	// every guest is taken it waits in a FIFO queue until a place frees or
-	// ctx ends, telling wait (if not nil) the learner's place each time it
-	// changes; when the queue is full too it returns a *TerminalsFullError.
-	Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error)
-	InUse() (n, max int)
-	Waiting() int // learners in the queue
-	// Holds reports whether learner has a guest or waits for one.
-	Holds(learner string) bool
-	// Reset ends learner's machine and deletes what was kept of it: their
-	// next attach starts clean ("reset my machine").
-	Reset(ctx context.Context, learner string) error
-	// KeepsFor is how long a reclaimed machine is kept for its learner
-	// (0: it is not).
-	KeepsFor() time.Duration
-}
-
-// The domain's terminal types (package rdmalab), by the names web's
-// handlers use: a waiting learner's place, one tab's view of a shell, and
-// the queue being full.
-type (
-	TermQueue          = rdmalab.TermQueue
-	TermAttachment     = rdmalab.TermConn
-	TerminalsFullError = rdmalab.TermsFullError
-)
 
 // terminalSegment is the ::terminal widget: closed until the learner opens
 // it (a guest is started only on demand).
@@ -67,7 +39,7 @@ func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 		w.Unavailable = t("term.off")
 	} else {
 		w.InUse = s.terminalsInUse(lr.Lang)
-		if d := s.cfg.Terminals.KeepsFor(); d > 0 {
+		if d := s.keepsFor(); d > 0 {
 			w.Lede = trf(lr.Lang, "term.lede.kept", keepSpan(lr.Lang, d))
 		}
 	}
@@ -101,7 +73,7 @@ func (s *Server) labTerminals() *labTerminals {
 }
 
 // termQueueText tells a waiting learner their place.
-func termQueueText(lang string, q TermQueue) string {
+func termQueueText(lang string, q rdmalab.TermQueue) string {
 	if lang == "zh" {
 		return trf(lang, "term.queue", q.InUse, q.Max, q.Position)
 	}
@@ -168,6 +140,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ws.CloseNow()
 	if refusal != "" {
+		s.terminalRefused() // metrics: observe.go
 		// Said in a frame: a browser cannot read a refused upgrade's body.
 		b, _ := json.Marshal(termMsg{T: "error", Msg: refusal})
 		wctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -191,7 +164,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	// Keystrokes and sizes from the browser, from the start: before the
 	// shell is there a size is kept and keys are dropped.
 	var mu sync.Mutex
-	var att TermAttachment
+	var att rdmalab.TermConn
 	go func() {
 		defer cancel()
 		for {
@@ -248,8 +221,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ended := s.streamTerminal(ctx, ws, send, a, lang, note)
-		l, ok := a.(TermLoser)
-		if !ended || !ok || !l.Lost() || lost == 2 {
+		if !ended || !a.Lost() || lost == 2 {
 			break
 		}
 		// The machine the shell lived on (a worker) was lost: say so and
@@ -266,17 +238,12 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TermLoser is an optional interface of a TermAttachment: Lost reports
-// whether its output ended because the machine the shell lived on was
-// lost (a worker that died or broke a bound), not because the shell ended.
-type TermLoser interface{ Lost() bool }
-
 // attachTerminal attaches learner's shell for the WebSocket handler,
 // telling the tab its place in the queue, and makes it the one keystrokes
 // go to (*att, under mu). again: a new machine after a lost one. lesson
 // (the page's slug, or ""): its task setups run first. A failure is said
 // to the tab and ends the socket.
-func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson string, send func(termMsg) error, mu *sync.Mutex, att *TermAttachment, rows, cols *uint16, again bool) (TermAttachment, error) {
+func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson string, send func(termMsg) error, mu *sync.Mutex, att *rdmalab.TermConn, rows, cols *uint16, again bool) (rdmalab.TermConn, error) {
 	msg := tr(lang)("term.starting")
 	if again {
 		msg = tr(lang)("term.lost")
@@ -286,7 +253,7 @@ func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson strin
 	mu.Lock()
 	r0, c0 := *rows, *cols
 	mu.Unlock()
-	a, err := s.cfg.Terminals.Attach(ctx, learner, r0, c0, func(q TermQueue) {
+	a, err := s.cfg.Terminals.Attach(ctx, learner, r0, c0, func(q rdmalab.TermQueue) {
 		queued = true
 		_ = send(termMsg{T: "status", Msg: termQueueText(lang, q), Pos: q.Position, InUse: s.terminalsInUse(lang)})
 	})
@@ -295,7 +262,8 @@ func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson strin
 			return nil, err // the browser went away while waiting
 		}
 		msg := trf(lang, "term.failed", err.Error())
-		if fe, ok := errors.AsType[*TerminalsFullError](err); ok {
+		if fe, ok := errors.AsType[*rdmalab.TermsFullError](err); ok {
+			s.terminalRefused() // metrics: observe.go
 			msg = trf(lang, "term.full", fe.Max)
 			if fe.Waiting > 0 {
 				msg = trf(lang, "term.queuefull", fe.Max, fe.Waiting)
@@ -323,7 +291,7 @@ func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson strin
 // streamTerminal sends a's output to the tab until it ends; ended is
 // false when the tab went or could not be written to. note (if not "")
 // is said once the shell is there, before what became of a kept machine.
-func (s *Server) streamTerminal(ctx context.Context, ws *websocket.Conn, send func(termMsg) error, a TermAttachment, lang, note string) (ended bool) {
+func (s *Server) streamTerminal(ctx context.Context, ws *websocket.Conn, send func(termMsg) error, a rdmalab.TermConn, lang, note string) (ended bool) {
 	defer a.Detach()
 	stop := context.AfterFunc(ctx, a.Detach) // the browser went: end the output loop
 	defer stop()

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/testwait"
 	"os/exec"
 	"slices"
@@ -83,7 +84,7 @@ type fakeAttach struct {
 	once   sync.Once
 }
 
-func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error) {
+func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(rdmalab.TermQueue)) (rdmalab.TermConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed == nil {
@@ -92,11 +93,11 @@ func (f *fakeTerms) Attach(ctx context.Context, learner string, rows, cols uint1
 	s := f.sessions[learner]
 	if s == nil && (len(f.sessions) >= f.max || len(f.waiting) > 0) {
 		if len(f.waiting) >= f.queueMax {
-			return nil, &TerminalsFullError{Max: f.max, Waiting: len(f.waiting)}
+			return nil, &rdmalab.TermsFullError{Max: f.max, Waiting: len(f.waiting)}
 		}
 		f.waiting = append(f.waiting, learner)
 		for f.waiting[0] != learner || len(f.sessions) >= f.max {
-			q := TermQueue{Position: slices.Index(f.waiting, learner) + 1, InUse: len(f.sessions), Max: f.max}
+			q := rdmalab.TermQueue{Position: slices.Index(f.waiting, learner) + 1, InUse: len(f.sessions), Max: f.max}
 			changed := f.changed
 			f.mu.Unlock()
 			wait(q)
@@ -131,7 +132,10 @@ func (f *fakeTerms) Reset(ctx context.Context, learner string) error {
 	return nil
 }
 
-func (f *fakeTerms) KeepsFor() time.Duration { return 0 }
+// Verify finds no shell to check in (taskTerms scripts verdicts).
+func (f *fakeTerms) Verify(context.Context, string, []byte, string) (rdmalab.TaskVerdict, error) {
+	return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
+}
 
 func (f *fakeTerms) InUse() (int, int) {
 	f.mu.Lock()
@@ -140,6 +144,7 @@ func (f *fakeTerms) InUse() (int, int) {
 }
 
 func (a *fakeAttach) KeptNote() string         { return "" }
+func (a *fakeAttach) Lost() bool               { return false }
 func (a *fakeAttach) Recent() []byte           { return a.recent }
 func (a *fakeAttach) Output() <-chan []byte    { return a.ch }
 func (a *fakeAttach) Resize(r, c uint16) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -21,7 +22,7 @@ func TestLabTerminals(t *testing.T) {
 	fake := &fakeTerms{max: 2, queueMax: 4, sessions: map[string]*fakeShell{"a": {}}, waiting: []string{"b"}}
 	for _, tc := range []struct {
 		name  string
-		terms Terminals
+		terms rdmalab.TermHost
 		api   *labTerminals
 		zh    string
 		en    string

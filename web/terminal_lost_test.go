@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/runs/runner"
 )
@@ -28,7 +29,7 @@ type lostAttach struct {
 
 func (a *lostAttach) Lost() bool { return true }
 
-func (l *lostTerms) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(TermQueue)) (TermAttachment, error) {
+func (l *lostTerms) Attach(ctx context.Context, learner string, rows, cols uint16, wait func(rdmalab.TermQueue)) (rdmalab.TermConn, error) {
 	l.mu.Lock()
 	first := !l.lost[learner]
 	l.lost[learner] = true

@@ -35,8 +35,8 @@ func (s *Server) runTaskSetups(ctx context.Context, learner, slug, lang string, 
 	if l == nil {
 		return
 	}
-	v, ok := s.cfg.Terminals.(TaskVerifier)
-	if !ok {
+	v := s.cfg.Terminals
+	if v == nil {
 		return
 	}
 	for _, t := range l.Tasks {
@@ -44,7 +44,7 @@ func (s *Server) runTaskSetups(ctx context.Context, learner, slug, lang string, 
 			continue
 		}
 		status(tr(lang)("term.setup"))
-		verdict, err := v.VerifyTask(ctx, learner, t.Setup, lang)
+		verdict, err := v.Verify(ctx, learner, t.Setup, lang)
 		if err == nil && verdict.Passed {
 			continue
 		}

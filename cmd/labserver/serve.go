@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/asynclog"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
@@ -168,11 +169,18 @@ func (m *Main) Run(ctx context.Context) error {
 			m.Terms.Warm()
 		}
 	}
-	var terms web.Terminals
+	// Each is nil (off) unless there are terminals: an interface holding
+	// a nil pointer would not be.
+	var (
+		terms    rdmalab.TermHost
+		programs rdmalab.ProgramRunner
+		info     web.TerminalInfo
+	)
 	if m.Terms != nil || sb.Fleet != nil && m.Config.Terminals != 0 {
 		// Placed here while this machine has room, else on the workers
 		// that host terminals (`labserver worker --terminals`).
-		terms = newWebTerminals(m.Terms, sb.Fleet, sizing)
+		wt := newWebTerminals(m.Terms, sb.Fleet, sizing)
+		terms, programs, info = wt.Placement, wt, wt
 	}
 
 	// Learner cookies are signed with a key kept in the database, so a
@@ -187,7 +195,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
 		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA,
-		ClientAddr: clientAddr, Limits: limits, Terminals: terms, LTI: m.lti.start(ctx, m)})
+		ClientAddr: clientAddr, Limits: limits, Terminals: terms, Programs: programs, TermInfo: info, LTI: m.lti.start(ctx, m)})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/machines/vm"
-	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/runs/fleet"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/terminals/terminal"
@@ -81,7 +80,8 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 
 // webTerminals are the lab's terminals — this machine's and the
 // workers', placed by fleet.Placement, all speaking the domain's types —
-// as web.Terminals, with what only the lab server knows.
+// with what only the lab server knows (web.TerminalInfo) and programs
+// run in learners' guests here (rdmalab.ProgramRunner).
 type webTerminals struct {
 	*fleet.Placement
 	local  *terminal.Terminals // nil: terminals only on workers
@@ -101,7 +101,16 @@ func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.Ter
 	return webTerminals{Placement: p, local: local, sizing: sizing}
 }
 
-// Sizing is how the cap was chosen (web.TerminalSizing).
+// The compiler checks the seams web is wired with (serve.go): renaming a
+// method here fails the build instead of turning a feature off.
+var (
+	_ rdmalab.TermHost      = (*fleet.Placement)(nil)
+	_ rdmalab.TermHost      = webTerminals{}
+	_ rdmalab.ProgramRunner = webTerminals{}
+	_ web.TerminalInfo      = webTerminals{}
+)
+
+// Sizing is how the cap was chosen (web.TerminalInfo).
 func (w webTerminals) Sizing() web.TermSizing { return w.sizing }
 
 // KeepsFor is how long a reclaimed machine here waits (0: not kept). A
@@ -113,21 +122,15 @@ func (w webTerminals) KeepsFor() time.Duration {
 	return w.local.Keep.Expire
 }
 
-// VerifyTask runs a lesson task's verify script in learner's own guest,
-// where it lives (here or on a worker).
-func (w webTerminals) VerifyTask(ctx context.Context, learner string, script []byte, lang string) (web.TaskVerdict, error) {
-	return w.Verify(ctx, learner, script, lang)
-}
-
 // RunProgram runs a lesson's :::program in learner's own guest. A learner
 // who has no guest yet gets one as the terminal would (the same queue and
 // limits): their shell starts and stays, detached, for the terminal widget.
 //
 // Programs run in a guest on this machine, also for a learner whose
 // terminal lives on a worker (a guest of their own here then).
-func (w webTerminals) RunProgram(ctx context.Context, learner string, prog vmproto.Program, lang string, emit func(sandbox.Event)) (vmproto.ProgramEnd, error) {
+func (w webTerminals) RunProgram(ctx context.Context, learner string, prog rdmalab.Program, lang string, emit func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
 	if w.local == nil {
-		return vmproto.ProgramEnd{}, sandbox.Because("no-local-guests", "programs need the vm backend on the lab server; terminals here are on workers only",
+		return rdmalab.ProgramEnd{}, sandbox.Because("no-local-guests", "programs need the vm backend on the lab server; terminals here are on workers only",
 			"程序要在实验服务器自己的虚拟机里运行，而这里的终端都在其他机器（worker）上")
 	}
 	end, err := w.local.RunProgram(ctx, learner, prog, lang, emit)

@@ -47,7 +47,7 @@ func parseSpares(v string) (int, error) {
 	return n, nil
 }
 
-// Spares is this machine's paused spares' state (web.TerminalSpares).
+// Spares is this machine's paused spares' state (web.TerminalInfo).
 func (w webTerminals) Spares() web.TermSpares {
 	if w.local == nil {
 		return web.TermSpares{}
@@ -57,7 +57,7 @@ func (w webTerminals) Spares() web.TermSpares {
 		Room: st.Room, Bounded: st.Bounded}
 }
 
-// Kept is the kept machines' disk (web.TerminalSpares); false when
+// Kept is the kept machines' disk (web.TerminalInfo); false when
 // machines are not kept.
 func (w webTerminals) Kept() (web.TermKept, bool) {
 	if w.local == nil || w.local.Keep == nil {

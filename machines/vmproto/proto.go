@@ -1,12 +1,13 @@
 // Package vmproto is what the host and the lab guest agree on: the image
 // layout (layout.go; the guest's /init is package vmguest/initscript) and
 // the message envelopes on the virtio-serial port (proto.go). Both sides
-// import it; it imports only package sandbox.
+// import it; it imports only package sandbox and the domain.
 package vmproto
 
 import (
 	"encoding/json"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -72,47 +73,23 @@ const (
 
 // Bounds of a program run (OpProgram).
 const (
-	ProgramSourceMax  = 64 << 10 // the learner's source
-	ProgramCompileMax = 16 << 10 // compiler output kept and sent
-	ProgramOutputMax  = 64 << 10 // the program's stdout+stderr sent; beyond it the program is killed
-	ProgramPeerMax    = 8 << 10  // the peer's report
-	ProgramTimeoutMax = 30       // seconds a program may run
+	ProgramSourceMax  = 64 << 10                 // the learner's source
+	ProgramCompileMax = 16 << 10                 // compiler output kept and sent
+	ProgramOutputMax  = rdmalab.ProgramOutputMax // the program's stdout+stderr sent; beyond it the program is killed
+	ProgramPeerMax    = 8 << 10                  // the peer's report
+	ProgramTimeoutMax = 30                       // seconds a program may run
 	// ProgramEvents bounds the event lines of one program run: output is
 	// sent in chunks of at least ProgramChunk bytes or every 50 ms.
 	ProgramEvents = 2048
 	ProgramChunk  = 4 << 10
 )
 
-// Program is a learner's program to compile and run (OpProgram).
-type Program struct {
-	Source   []byte   `json:"source"`
-	Libs     []string `json:"libs,omitempty"` // -l names: ibverbs, rdmacm, m
-	Args     []string `json:"args,omitempty"`
-	TimeoutS int      `json:"timeout_s"`
-	Peer     []byte   `json:"peer,omitempty"` // the lab's peer, C source
-	PeerArgs []string `json:"peer_args,omitempty"`
-	Check    []byte   `json:"check"` // run with /bin/sh after the program
-}
+// Program is a learner's program to compile and run (OpProgram): the
+// domain's type, carried as it is.
+type Program = rdmalab.Program
 
-// ProgramEnd is how a program run ended.
-type ProgramEnd struct {
-	// Stage is where it stopped: "peer" (the lab's peer did not start:
-	// the lab's fault), "compile" (it did not compile), "check" (it ran
-	// and was checked).
-	Stage    string `json:"stage"`
-	Compiler []byte `json:"compiler,omitempty"` // the compiler's output (bounded)
-	Exit     int    `json:"exit"`               // the program's exit status; -1 when a signal ended it
-	Signal   string `json:"signal,omitempty"`   // e.g. "killed"
-	TimedOut bool   `json:"timed_out,omitempty"`
-	Capped   bool   `json:"capped,omitempty"` // killed for printing more than ProgramOutputMax
-	Passed   bool   `json:"passed"`
-	Check    []byte `json:"check_output,omitempty"` // the check script's output (bounded)
-	Detail   string `json:"detail,omitempty"`       // the check's "exit status 1", or what went wrong
-	Millis   struct {
-		Compile int64 `json:"compile"`
-		Run     int64 `json:"run"`
-	} `json:"ms"`
-}
+// ProgramEnd is how a program run ended: the domain's type.
+type ProgramEnd = rdmalab.ProgramEnd
 
 // Bounds of a verify script (OpVerify).
 const (

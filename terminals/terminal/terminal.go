@@ -719,8 +719,12 @@ func (a *Attachment) Detach() {
 	})
 }
 
-// KeptNote is Kept as a string (web.TermAttachment).
+// KeptNote is Kept as a string (rdmalab.TermConn).
 func (a *Attachment) KeptNote() string { return string(a.Kept) }
+
+// Lost is false: a shell on this machine ends with its guest, and its
+// learner's next attach starts that guest again here (rdmalab.TermConn).
+func (a *Attachment) Lost() bool { return false }
 
 // Recent is the output the shell had produced before this attach.
 func (a *Attachment) Recent() []byte { return a.Scrollback }
