@@ -25,7 +25,7 @@ import (
 //	   one more JSON line on the agent's stdin; the vm backend wraps it in a
 //	   "command" envelope to the guest, whose server does the same with its
 //	   agent child; the fleet server publishes it to the worker that claimed
-//	   the run (lab.cmd.<run>), whose backend does one of the above
+//	   the run (lab.cmd.<w>.<run>), whose backend does one of the above
 //	 → ServeAgent reads it, checks it against the experiment again and
 //	   hands it to Run through CommandsFrom(ctx).
 //

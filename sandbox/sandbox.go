@@ -184,9 +184,10 @@ type Request struct {
 }
 
 // Backend runs agent requests somewhere: "host" (a child process), "vm"
-// (the Soft-RoCE guest) or "none".
+// (the Soft-RoCE guest), "workers" (other machines, runs/fleet.Mix when
+// none of its own can) or "none".
 type Backend interface {
-	// Name is "host", "vm" or "none".
+	// Name is "host", "vm", "workers" or "none".
 	Name() string
 	// Lab describes the backend's current state for GET /api/lab.
 	Lab(ctx context.Context) Lab

@@ -41,7 +41,7 @@ var guestPrograms = []string{
 	"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw",
 	"qperf",
 	"strace",  // the syscalls experiment counts system calls per message with it
-	"tc",      // lesson 02: netem loss on the veth path, reset after every run; lesson 04: drop packets of one QP (clsact + u32 + gact)
+	"tc",      // lesson 02: netem loss on the veth path, reset after every run; lesson 05: drop packets of one QP (clsact + u32 + gact)
 	"rping",   // lesson 03: rdma_cm connects (rdmacm-utils)
 	"tcpdump", // the learner's terminal (::terminal): watch RoCEv2 on the veth pair
 	"nvme",    // lesson 08: NVMe over Fabrics, `nvme connect -t rdma|tcp` (nvme-cli)

@@ -60,7 +60,7 @@ type Job struct {
 	// Req is the run's request as the runner encoded it (Session.Request):
 	// neither the server nor the worker decodes it, the agent does.
 	Req json.RawMessage `json:"req"`
-	// Interactive: commands follow on lab.cmd.<run> once the run is claimed.
+	// Interactive: commands follow on lab.cmd.<w>.<run> once the run is claimed.
 	Interactive bool         `json:"interactive,omitempty"`
 	Need        sandbox.Need `json:"need"`
 	Epoch       string       `json:"epoch"` // the server instance that queued it

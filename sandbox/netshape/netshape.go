@@ -98,7 +98,7 @@ func Reset(devs ...string) error {
 		}
 		for _, q := range qs {
 			a := q.Attrs()
-			// netem: lesson 02's loss; clsact: lesson 04's drop filters
+			// netem: lesson 02's loss; clsact: lesson 05's drop filters
 			// (sandbox/rdmaexp/wiretc.go), which match one QP number — a
 			// leftover would hit the next QP that gets the same number.
 			if a.Parent == netlink.HANDLE_ROOT && q.Type() == "netem" || q.Type() == "clsact" {

@@ -10,7 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
-// TestPerfOnDevices runs lesson 05's experiments for real (here, or in the
+// TestPerfOnDevices runs lesson 06's experiments for real (here, or in the
 // Soft-RoCE guest) and checks the effect each one teaches, then that the
 // devices hold no more than before.
 func TestPerfOnDevices(t *testing.T) {

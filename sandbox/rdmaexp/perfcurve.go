@@ -13,7 +13,7 @@ import (
 	"github.com/creack/pty"
 )
 
-// perftest's curve for lesson 05's size sweep. `ib_write_bw -a` runs every
+// perftest's curve for lesson 06's size sweep. `ib_write_bw -a` runs every
 // power of two from 2 B to 8 MiB (perftest has no option to bound it) and
 // calibrates its cycle clock again for every row (~0.2 s each). Under TCG
 // the whole -a run took 10–11 s with -n 5 on a quiet machine, and 22 s on a

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// perfDepthDecl is lesson 05's "queue depth": bandwidth of a WRITE stream with
+// perfDepthDecl is lesson 06's "queue depth": bandwidth of a WRITE stream with
 // 1, 2, 4 … WRs in flight.
 var perfDepthDecl = perfDecl{
 	id:    "perf-depth",

@@ -12,7 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
 
-// perfInlineDecl is lesson 05's "inline data": the same small RDMA WRITE posted
+// perfInlineDecl is lesson 06's "inline data": the same small RDMA WRITE posted
 // with and without IBV_SEND_INLINE, below the QP's inline threshold, then
 // one size above it, where the device refuses an inline post.
 var perfInlineDecl = perfDecl{

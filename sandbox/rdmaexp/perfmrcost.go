@@ -10,7 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
 
-// perfMRCostDecl is lesson 05's "memory registration cost": ibv_reg_mr and
+// perfMRCostDecl is lesson 06's "memory registration cost": ibv_reg_mr and
 // ibv_dereg_mr timed at sizes from 4 KiB up, then one message sent the
 // wrong way (register, send, deregister) against the right way (send from
 // memory registered once).

@@ -19,7 +19,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// perfMTUDecl is lesson 05's "path MTU": the same WRITE stream over a path MTU
+// perfMTUDecl is lesson 06's "path MTU": the same WRITE stream over a path MTU
 // of 1024 (the veth pair at its usual 1500-byte MTU) and of 4096 (the veth
 // MTU raised to 9000 inside the guest, put back afterwards — also when the
 // run fails or is cancelled).

@@ -10,7 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// perfSignalDecl is lesson 05's "selective signaling": stream small WRITEs
+// perfSignalDecl is lesson 06's "selective signaling": stream small WRITEs
 // asking for a completion on every one, then on every Nth; and what
 // happens when a program never asks for one.
 var perfSignalDecl = perfDecl{

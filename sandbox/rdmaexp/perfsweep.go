@@ -14,7 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
-// perfSweepDecl is lesson 05's message-size sweep: latency (post → completion
+// perfSweepDecl is lesson 06's message-size sweep: latency (post → completion
 // of one WRITE) and bandwidth (a stream of WRITEs) at sizes from 64 B up,
 // with perftest's ib_write_bw -a curve (stopped at the same largest size)
 // from the same devices for comparison.

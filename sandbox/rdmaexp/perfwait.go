@@ -13,7 +13,7 @@ import (
 	"github.com/rdmalab/rdmalab/sandbox/verbs/tsc"
 )
 
-// perfWaitDecl is lesson 05's "polling vs completion events": a SEND/RECV
+// perfWaitDecl is lesson 06's "polling vs completion events": a SEND/RECV
 // ping-pong between two threads, each waiting for its RECV completion by
 // spinning on the CQ or by sleeping on a completion channel; latency and
 // CPU time per round trip for both ways.
