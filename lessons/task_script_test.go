@@ -14,7 +14,9 @@ import (
 // devices' counters (BW_REPORT and SYSFS point it away from /home/learner and
 // /sys): the unit it quotes is the report's (MB/sec, or Gb/sec with
 // --report_gbits), a size sweep (-a) passes on its 64 KiB row, the
-// client may run on rxe1, and a report the counter cannot back fails.
+// client may run on rxe1, and a report the counter cannot back fails, as
+// does every forged report below (counts that overflow, MTUs RoCE lacks,
+// links).
 func TestWriteBWScript(t *testing.T) {
 	sh, err := exec.LookPath("dash")
 	if err != nil {
@@ -42,9 +44,30 @@ func TestWriteBWScript(t *testing.T) {
 		{"no WRITEs (a forged report needs no packets)", "report-zero.txt", "rxe0", 0, "en", false, "The report says 0 WRITEs; the task asks for a run of 200"},
 		{"no WRITEs zh", "report-zero.txt", "rxe0", 0, "zh", false, "报告里只有 0 个 WRITE"},
 		{"counter of the other device", "report-sweep-rxe1.txt", "rxe0", 20000, "en", false, "sent_pkts counter is only 0"},
+		// Hostile reports (issue 43 fall 2): 2^58 WRITEs × 64 packets
+		// wrapped to 0 packets needed; 30 digits overflow dash's test; an
+		// MTU no RoCE has makes one packet a message; a link makes root
+		// read someone else's file.
+		{"2^58 WRITEs (overflow)", "report-overflow.txt", "rxe0", 0, "en", false, "The report claims more than 1000000 WRITEs"},
+		{"2^58 WRITEs zh", "report-overflow.txt", "rxe0", 0, "zh", false, "报告声称超过 1000000 个 WRITE"},
+		{"30 digits of WRITEs", "report-digits.txt", "rxe0", 1 << 62, "en", false, "The report claims more than 1000000 WRITEs"},
+		{"MTU 999999", "report-mtu.txt", "rxe0", 200, "en", false, "The report says MTU 999999; RoCE's MTU is one of"},
+		{"MTU 999999 zh", "report-mtu.txt", "rxe0", 200, "zh", false, "报告里的 MTU 是 999999"},
+		{"a link to another file", "link:report-mb.txt", "rxe0", 13016, "en", false, "is not a plain file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
+			report := filepath.Join("testdata/write-bw", c.report)
+			if target, ok := strings.CutPrefix(c.report, "link:"); ok {
+				abs, err := filepath.Abs(filepath.Join("testdata/write-bw", target))
+				if err != nil {
+					t.Fatal(err)
+				}
+				report = filepath.Join(dir, "bw.txt")
+				if err := os.Symlink(abs, report); err != nil {
+					t.Fatal(err)
+				}
+			}
 			cnt := filepath.Join(dir, "class/infiniband", c.dev, "ports/1/hw_counters")
 			if err := os.MkdirAll(cnt, 0o755); err != nil {
 				t.Fatal(err)
@@ -54,7 +77,7 @@ func TestWriteBWScript(t *testing.T) {
 			}
 			cmd := exec.Command(sh, script)
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "LAB_LANG=" + c.lang,
-				"BW_REPORT=" + filepath.Join("testdata/write-bw", c.report), "SYSFS=" + dir}
+				"BW_REPORT=" + report, "SYSFS=" + dir}
 			out, err := cmd.CombinedOutput()
 			if (err == nil) != c.pass || !strings.Contains(string(out), c.want) {
 				t.Errorf("passed=%v (want %v), said:\n%s\nwant it to contain %q", err == nil, c.pass, out, c.want)
