@@ -55,8 +55,11 @@ func TestLesson01Quiz(t *testing.T) {
 		{"why-rdma/write-semantics", Answer{Choice: "one-sided"}, true},
 		{"why-rdma/cpu-arithmetic", Answer{Number: 40}, true},
 		{"why-rdma/cpu-arithmetic", Answer{Number: 100}, false},
-		{"why-rdma/send-path-order", Answer{Choices: []string{"post-recv", "post-send", "doorbell", "dma-read", "dma-write", "cqe"}}, true},
-		{"why-rdma/send-path-order", Answer{Choices: []string{"post-send", "doorbell", "dma-read", "post-recv", "dma-write", "cqe"}}, false},
+		// B's RECV is in the prompt, not a step: it only has to precede the
+		// SEND's arrival, so no single position of it is the right one.
+		{"why-rdma/send-path-order", Answer{Choices: []string{"post-send", "doorbell", "dma-read", "dma-write", "cqe"}}, true},
+		{"why-rdma/send-path-order", Answer{Choices: []string{"post-send", "doorbell", "dma-read", "cqe", "dma-write"}}, false},
+		{"why-rdma/send-path-order", Answer{Choices: []string{"doorbell", "post-send", "dma-read", "dma-write", "cqe"}}, false},
 		{"why-rdma/mr-keys", Answer{Choice: "rkey-for-peer"}, true},
 		{"why-rdma/lossless-transport", Answer{Choice: "ib"}, true},
 		{"why-rdma/dpdk-bypass", Answer{Choice: "no-transport-offload"}, true},

@@ -242,8 +242,8 @@ func nfsVerdict(reads []nfsRead, size int64) (sandbox.Text, bool) {
 			ok = ok && r.pktsPerMiB() < 1
 		}
 	}
-	here := say(" Here both transports run on the CPU: Soft-RoCE builds every RoCE packet, copies the payload and computes the ICRC in the kernel, as TCP copies and checksums — these figures compare two software paths, not an offload.",
-		"这里两种传输都跑在 CPU 上：Soft-RoCE 在内核里构造每个 RoCE 报文、复制载荷、计算 ICRC，正如 TCP 要复制并计算校验和——这些数字比较的是两条软件路径，而不是卸载。")
+	here := say(" Here both transports run on the CPU: Soft-RoCE builds every RoCE packet, copies the payload and computes the ICRC in the kernel, as TCP copies (over the veth pair TCP does not even checksum: packets pass as CHECKSUM_PARTIAL in 64 KiB GSO segments) — these figures compare two software paths, not an offload.",
+		"这里两种传输都跑在 CPU 上：Soft-RoCE 在内核里构造每个 RoCE 报文、复制载荷、计算 ICRC，正如 TCP 要复制（在 veth 对上 TCP 连校验和都不算：报文以 CHECKSUM_PARTIAL、最多 64 KiB 的 GSO 段交过去）——这些数字比较的是两条软件路径，而不是卸载。")
 	hw := say(" Hardware reference (RFC 8166, RPC-over-RDMA version 1; RFC 8267, NFS's binding to it): the server sends a READ's data with RDMA WRITE straight into the client's registered buffer, and an RDMA NIC moves it by DMA — no CPU copies the payload or handles a packet on either side; only the RPC call and reply are SENDs.",
 		"硬件参考（RFC 8166，RPC-over-RDMA 第 1 版；RFC 8267，NFS 与它的绑定）：服务端用 RDMA WRITE 把 READ 的数据直接写进客户端已注册的缓冲区，RDMA 网卡以 DMA 搬运——两端都没有 CPU 复制载荷或处理单个报文；只有 RPC 的调用和回复是 SEND。")
 	var en, zh string

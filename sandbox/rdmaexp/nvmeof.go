@@ -236,7 +236,11 @@ func captureOneRead(ctx context.Context, emit sandbox.Emitter, top topology, fig
 	if err != nil {
 		return err
 	}
-	var cmd, writes, wbytes, resp int
+	// Linux's host registers every I/O buffer (nvme-rdma register_always)
+	// and asks for remote invalidation (NVME_SGL_FMT_INVALIDATE in the keyed
+	// SGL); the target then answers with SEND with Invalidate naming that
+	// rkey (nvmet_rdma_queue_response). inv counts those responses.
+	var cmd, writes, wbytes, resp, inv int
 	for _, pk := range packets {
 		switch {
 		case pk.Src == hostIP && strings.HasPrefix(pk.OpName, "SEND"):
@@ -246,12 +250,21 @@ func captureOneRead(ctx context.Context, emit sandbox.Emitter, top topology, fig
 			wbytes += pk.PayloadLen
 		case pk.Src == tgtIP && strings.HasPrefix(pk.OpName, "SEND"):
 			resp++
+			if strings.Contains(pk.OpName, "Invalidate") {
+				inv++
+			}
 		}
 	}
 	emit.Emit(ev)
-	note(emit, "info", say(fmt.Sprintf("On the wire: %d SEND from the host (the command capsule), %d RDMA WRITE packets from the target carrying %d bytes into the host's buffer, %d SEND from the target (the response capsule), and the acknowledgements.", cmd, writes, wbytes, resp),
-		fmt.Sprintf("线上：主机端发出 %d 个 SEND（命令胶囊），目标端发出 %d 个 RDMA WRITE 报文、把 %d 字节写进主机的缓冲区，目标端再发出 %d 个 SEND（响应胶囊），另有确认报文。", cmd, writes, wbytes, resp)))
+	invEn, invZh := "", ""
+	if inv > 0 {
+		invEn = fmt.Sprintf(" — %d of them SEND with Invalidate: the reply also invalidates the rkey the host exposed for this read (the host asked for it in the keyed SGL; lesson 07's remote invalidation, in production)", inv)
+		invZh = fmt.Sprintf("——其中 %d 个是带失效的 SEND：回复同时让主机为这次读取公开的 rkey 失效（主机在带钥匙的 SGL 里要求了这一点；这就是第 07 课讲的远程失效，用在生产里）", inv)
+	}
+	note(emit, "info", say(fmt.Sprintf("On the wire: %d SEND from the host (the command capsule), %d RDMA WRITE packets from the target carrying %d bytes into the host's buffer, %d SEND from the target (the response capsule%s), and the acknowledgements.", cmd, writes, wbytes, resp, invEn),
+		fmt.Sprintf("线上：主机端发出 %d 个 SEND（命令胶囊），目标端发出 %d 个 RDMA WRITE 报文、把 %d 字节写进主机的缓冲区，目标端再发出 %d 个 SEND（响应胶囊%s），另有确认报文。", cmd, writes, wbytes, resp, invZh)))
 	figs["capture_cmd_sends"], figs["capture_data_writes"], figs["capture_write_bytes"], figs["capture_resp_sends"] = float64(cmd), float64(writes), float64(wbytes), float64(resp)
+	figs["capture_resp_invalidate"] = float64(inv)
 	return nil
 }
 
@@ -270,10 +283,10 @@ func nvmeofVerdict(points []nvmeofPoint, seen map[string]string, depth int) (san
 	rd, hasR := at["rdma"]
 	tc, hasT := at["tcp"]
 	ok = ok && (!hasR || rd.RoCEPkts > 0)
-	hw := say(" Hardware reference (NVMe RDMA transport specification; Linux drivers/nvme/target/rdma.c and tcp.c): on an RDMA NIC the target's RDMA WRITE of the 4 KiB and the transport's acknowledgements are done by the NIC by DMA — no CPU copies the data on either side, the CPU only submits the command and handles one completion per read; NVMe/TCP still copies and checksums every byte in the kernel on both ends unless the NIC offloads that.",
-		"硬件参考（NVMe RDMA 传输规范；Linux drivers/nvme/target/rdma.c 与 tcp.c）：在 RDMA 网卡上，目标端对 4 KiB 数据的 RDMA WRITE 和传输层确认都由网卡以 DMA 完成——两端都没有 CPU 复制数据，CPU 只提交命令、为每次读取处理一个完成；NVMe/TCP 则仍要在两端的内核里复制每个字节并计算校验和，除非网卡卸载了这些工作。")
-	here := say(" Here both transports run on the CPU: Soft-RoCE builds each RoCE packet, copies the payload and computes the ICRC in the kernel, as TCP copies and checksums — so these figures compare two software paths, not an offload.",
-		"这里两种传输都跑在 CPU 上：Soft-RoCE 在内核里构造每个 RoCE 报文、复制载荷、计算 ICRC，正如 TCP 要复制并计算校验和——所以这些数字比较的是两条软件路径，而不是卸载。")
+	hw := say(" Hardware reference (NVMe RDMA transport specification; Linux drivers/nvme/target/rdma.c and tcp.c): on an RDMA NIC the target's RDMA WRITE of the 4 KiB and the transport's acknowledgements are done by the NIC by DMA — no CPU copies the data on either side, the CPU only submits the command and handles one completion per read; NVMe/TCP still copies every byte in the kernel on both ends — checksums and segmentation are offloaded to the NIC (checksum offload, TSO) and NVMe/TCP's digests are off unless nvme connect asks for them, so the copies are what TCP keeps.",
+		"硬件参考（NVMe RDMA 传输规范；Linux drivers/nvme/target/rdma.c 与 tcp.c）：在 RDMA 网卡上，目标端对 4 KiB 数据的 RDMA WRITE 和传输层确认都由网卡以 DMA 完成——两端都没有 CPU 复制数据，CPU 只提交命令、为每次读取处理一个完成；NVMe/TCP 则仍要在两端的内核里复制每个字节——校验和与分段已卸载给网卡（校验和卸载、TSO），NVMe/TCP 的摘要除非 nvme connect 要求，否则是关闭的，所以 TCP 留下的代价是这些复制。")
+	here := say(" Here both transports run on the CPU: Soft-RoCE builds each RoCE packet, copies the payload and computes the ICRC in the kernel, as TCP copies (over the veth pair TCP does not even checksum: packets pass as CHECKSUM_PARTIAL in 64 KiB GSO segments) — so these figures compare two software paths, not an offload.",
+		"这里两种传输都跑在 CPU 上：Soft-RoCE 在内核里构造每个 RoCE 报文、复制载荷、计算 ICRC，正如 TCP 要复制（在 veth 对上 TCP 连校验和都不算：报文以 CHECKSUM_PARTIAL、最多 64 KiB 的 GSO 段交过去）——所以这些数字比较的是两条软件路径，而不是卸载。")
 	switch {
 	case hasR && hasT:
 		ra, _ := rd.cpuPerIO()

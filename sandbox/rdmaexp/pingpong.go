@@ -361,8 +361,8 @@ func reportPingpong(emit sandbox.Emitter, tr, mode string, iters int, top topolo
 		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server — both sides spin on their completion queue, so nobody sleeps or is woken, and each side spends a core while it waits. The peer must have posted a RECV for every message. Polling is a different trade from TCP's sleeping reader; compare it with the events run too.", ppName(tr, mode), oneWay, size, cpuC, cpuS),
 			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs——两端都在完成队列上空转，谁也不睡、谁也不被唤醒，等待期间各占一个核。对端必须为每条消息预先投递 RECV。轮询和 TCP 读方的睡眠是不同的取舍；也请与事件模式的结果对比。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS))
 	default:
-		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server. Each side WRITEs straight into the other's registered memory and spins on the message's last byte until the peer's WRITE lands: no RECV, no completion at the receiver, no sleep, no wakeup — and a spinning core on each side. Polling is a different trade from TCP's sleeping reader.", ppName(tr, mode), oneWay, size, cpuC, cpuS),
-			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs。每一端都把数据直接 WRITE 进对方注册的内存，并在消息最后一个字节上空转，直到对方的 WRITE 到达：没有 RECV，接收方没有完成，没有睡眠也没有唤醒——代价是每一端都有一个核在空转。轮询和 TCP 读方的睡眠是不同的取舍。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS))
+		claim = say(fmt.Sprintf("%s: %.1f µs one way (median) for %s; CPU per round trip %.1f µs on the client and %.1f µs on the server. Each side WRITEs straight into the other's registered memory and spins on the message's last byte until the peer's WRITE lands: no RECV, no completion at the receiver, no sleep, no wakeup — and a spinning core on each side. Polling is a different trade from TCP's sleeping reader. Watching the last byte is what perftest's ib_write_lat does, and it works in practice on rxe and on ConnectX NICs, which place a WRITE's bytes in order; the IB specification does not promise that order, so the portable signal is RDMA WRITE with immediate, whose completion at the receiver comes only once all the data is placed.", ppName(tr, mode), oneWay, size, cpuC, cpuS),
+			fmt.Sprintf("%s：%s 消息单程 %.1f µs（中位数）；每次往返的 CPU，客户端 %.1f µs，服务端 %.1f µs。每一端都把数据直接 WRITE 进对方注册的内存，并在消息最后一个字节上空转，直到对方的 WRITE 到达：没有 RECV，接收方没有完成，没有睡眠也没有唤醒——代价是每一端都有一个核在空转。轮询和 TCP 读方的睡眠是不同的取舍。盯着最后一个字节正是 perftest 的 ib_write_lat 的做法，在 rxe 和按顺序放置 WRITE 字节的 ConnectX 网卡上实际都行得通；但 IB 规范并不保证这个顺序，可移植的信号是带立即数的 RDMA WRITE：它在接收方的完成要等全部数据放好之后才出现。", ppNameZh(tr, mode), size, oneWay, cpuC, cpuS))
 	}
 	result(emit, first.Median > 0, claim, figs)
 	return nil
@@ -592,7 +592,10 @@ func (e *ppEnd) await(ctx context.Context, k, size int) error {
 		}
 		return nil
 	}
-	if e.recvs == 0 { // WRITE, polling: spin on the last byte, as perftest does
+	// WRITE, polling: spin on the last byte, as perftest does. That relies on
+	// the bytes of a WRITE landing in order, which rxe and ConnectX do but the
+	// spec does not promise (WRITE_WITH_IMM is the portable signal).
+	if e.recvs == 0 {
 		want := uint32(marker(k))
 		off := size - 1
 		shift := uint(off&3) * 8

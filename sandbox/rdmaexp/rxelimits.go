@@ -91,7 +91,7 @@ func runRxeLimits(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	xrcE := probe("xrc")
 	figs["xrc_cap"], figs["xrc_errno"] = b2f(caps.Has(verbs.DevCapXRC)), float64(xrcE)
 	row("xrc", say("XRC (extended reliable connected)", "XRC（扩展可靠连接）"),
-		say("one receive-side SRQ shared by many sending processes on a node: fewer QPs per node pair in MPI jobs", "一个节点上许多发送进程共享接收端的 SRQ：MPI 作业中每对节点需要的 QP 更少"),
+		say("a sending process needs one XRC initiator QP per remote node, not one RC QP per remote process, and names the destination process's XRC SRQ in each message; the receiving node's target QPs are shared through an XRC domain: far fewer QPs in MPI jobs", "发送进程对每个远端节点只需一个 XRC 发起端（INI）QP，而不是对每个远端进程一个 RC QP，每条消息指明目的进程的 XRC SRQ；接收节点上的目标端（TGT）QP 通过 XRC 域共享：MPI 作业需要的 QP 少得多"),
 		say("IBV_DEVICE_XRC: "+yesNo(caps.Has(verbs.DevCapXRC))["en"], "IBV_DEVICE_XRC："+yesNo(caps.Has(verbs.DevCapXRC))["zh"]),
 		say("ibv_open_xrcd → "+attemptCell(xrcE)["en"], "ibv_open_xrcd → "+attemptCell(xrcE)["zh"]))
 
@@ -110,7 +110,7 @@ func runRxeLimits(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) e
 	dmE := probe("dm")
 	figs["max_dm_size"], figs["dm_errno"] = float64(caps.MaxDMSize), float64(dmE)
 	row("dm", say("device memory", "设备内存"),
-		say("a few KiB of the NIC's own memory, for counters or flags that remote atomics hit without a PCIe round trip", "网卡自身的几 KiB 内存，放远程原子操作频繁访问的计数器或标志，免去 PCIe 往返"),
+		say("the NIC's own memory (how much is the device's: max_dm_size; ConnectX's MEMIC offers 100+ KiB), for counters or flags that remote atomics hit without a PCIe round trip", "网卡自身的内存（有多少由设备决定：看 max_dm_size；ConnectX 的 MEMIC 有 100 多 KiB），放远程原子操作频繁访问的计数器或标志，免去 PCIe 往返"),
 		sandbox.Same(fmt.Sprintf("max_dm_size = %d", caps.MaxDMSize)),
 		say("ibv_alloc_dm(4096) → "+attemptCell(dmE)["en"], "ibv_alloc_dm(4096) → "+attemptCell(dmE)["zh"]))
 
