@@ -139,3 +139,26 @@ func TestBuiltinExperimentParams(t *testing.T) {
 		t.Logf("not registered in this build (checked by labserver check once they are): %v", unregistered)
 	}
 }
+
+// TestBuiltinSources: every page of the shipped course ends with its
+// sources, under the one heading of its language (DESIGN: every lesson
+// ends with Sources; `check` holds the title and id, this the presence).
+func TestBuiltinSources(t *testing.T) {
+	c, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range c.Lessons {
+		for _, lang := range lessons.Langs {
+			var last lessons.Heading
+			for _, h := range l.Page(lang).TOC {
+				if h.Level == 2 {
+					last = h
+				}
+			}
+			if last.ID != lessons.SourcesID || last.Text != lessons.SourcesTitle[lang] {
+				t.Errorf("%s (%s) ends with %q {#%s}, want %q {#%s}", l.Slug, lang, last.Text, last.ID, lessons.SourcesTitle[lang], lessons.SourcesID)
+			}
+		}
+	}
+}

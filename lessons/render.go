@@ -184,6 +184,7 @@ func (r *pageRenderer) render(pieces []piece) {
 	r.flush()
 	r.finish()
 	r.tasksNeedTerminal()
+	r.checkSources()
 }
 
 // flush moves buffered HTML into a segment.
