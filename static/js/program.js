@@ -8,6 +8,13 @@
 
   var SAVE_AFTER = 800; // ms without a keystroke
 
+  // TAB_KEY remembers the learner's "Tab indents" choice (off by default:
+  // Tab leaves the editor, as it leaves every other field).
+  var TAB_KEY = 'lab-tab-indents';
+  function tabIndents() {
+    try { return localStorage.getItem(TAB_KEY) === '1'; } catch (e) { return false; }
+  }
+
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -79,8 +86,26 @@
       var isDark = function () {
         return (html.dataset.theme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light')) === 'dark';
       };
-      var cm = window.LabEditor.create(ta.parentNode, { doc: '', label: ta.getAttribute('aria-label'), dark: isDark(), onChange: onEdit });
+      var keys = root.querySelector('.program-keys');
+      var tabBox = keys && keys.querySelector('input[type=checkbox]');
+      var cm = window.LabEditor.create(ta.parentNode, {
+        doc: '', label: ta.getAttribute('aria-label'), dark: isDark(), onChange: onEdit,
+        describedBy: keys ? keys.id : '', tabIndents: tabIndents(),
+      });
       ta.hidden = true;
+      if (keys) {
+        keys.hidden = false;
+        tabBox.checked = tabIndents();
+        tabBox.addEventListener('change', function () {
+          try { localStorage.setItem(TAB_KEY, tabBox.checked ? '1' : '0'); } catch (e) {}
+          document.dispatchEvent(new CustomEvent('lab-tab-indents'));
+        });
+        // One choice for every editor of the page (and the next visit).
+        document.addEventListener('lab-tab-indents', function () {
+          tabBox.checked = tabIndents();
+          cm.setTabIndents(tabBox.checked);
+        });
+      }
       ed = {
         get: function () { return cm.value; },
         // Only a real change: replacing the text with itself would drop
@@ -89,7 +114,9 @@
         diagnostics: function (ds) { cm.setDiagnostics(ds); },
         goto: function (n) { cm.goto(n); },
       };
+      // The page's theme: the learner's toggle (data-theme) or the system's.
       new MutationObserver(function () { cm.setDark(isDark()); }).observe(html, { attributes: true, attributeFilter: ['data-theme'] });
+      matchMedia('(prefers-color-scheme: dark)').addEventListener('change', function () { cm.setDark(isDark()); });
       root.classList.add('program-cm');
     } else {
       ta.addEventListener('input', onEdit);
@@ -227,6 +254,9 @@
         try { ev = JSON.parse(m.data); } catch (e) { return; }
         switch (ev.type) {
           case 'phase':
+            // The verdict is the exercise's polite live region: each phase
+            // replaces "running…" there, so a screen reader hears progress.
+            if (runBtn.disabled && verdict.firstChild) verdict.firstChild.textContent = ((ev.messages && ev.messages[lang]) || ev.message || ev.name) + (lang === 'zh' ? '……' : '…');
             append('phase', '— ' + ((ev.messages && ev.messages[lang]) || ev.message || ev.name) + ' —\n');
             break;
           case 'log':
