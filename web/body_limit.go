@@ -58,10 +58,14 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		// body is in, the handler may take its time.
 		rc := http.NewResponseController(w)
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, page.MaxBody))
-		if s.cfg.Limits.BodyTimeout > 0 {
-			rc.SetReadDeadline(time.Time{})
-		}
 		if err != nil {
+			// Every error path closes the connection and keeps a read
+			// deadline, one already passed: net/http reads what is left of
+			// a body (up to 256 KiB) after the handler, and with the
+			// deadline lifted a client trickling its body held the
+			// connection for hours after its 408 (issue 43 fall 5).
+			_ = rc.SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
 			if _, big := errors.AsType[*http.MaxBytesError](err); big {
 				s.tooLarge(w, r)
 				return
@@ -69,7 +73,6 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			// The client went away, was too slow, or sent a broken chunked body.
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.log.Warn("request body too slow", "method", r.Method, "path", r.URL.Path, "addr", page.ClientIP(r))
-				w.Header().Set("Connection", "close")
 				// net/http cancels the request's context on a read error; the
 				// answer is still worth writing.
 				r = r.WithContext(context.WithoutCancel(r.Context()))
@@ -79,6 +82,9 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			}
 			s.writeBodyError(w, r, &page.Error{Code: page.CodeBadRequest, Message: "the request body could not be read", Err: err})
 			return
+		}
+		if s.cfg.Limits.BodyTimeout > 0 {
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -94,7 +100,7 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 // before its body is read (a cross-origin 403): net/http then reads what is
 // left of the body before it reuses the connection, and that read had no
 // deadline (70 s and more with a byte every 2 s). limitBodies lifts the
-// deadline once the body is in.
+// deadline once the body is in, and only then.
 func (s *Server) requestDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Limits.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {

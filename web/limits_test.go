@@ -253,3 +253,43 @@ func TestRefusedTrickledBodyClosed(t *testing.T) {
 	}
 	t.Logf("refused and closed by the server after %d trickled bytes", sent.Load())
 }
+
+// TestTimedOutBodyClosed is issue 43, fall 5: a same-origin POST whose
+// body trickles in a byte every 200 ms is answered 408 once BodyTimeout
+// (1 s here) has passed; limitBodies lifted the read deadline before it
+// looked at the error, and net/http then went on draining what was left
+// of the body (up to 256 KiB) with no deadline, so the connection stayed
+// open for as long as the trickle went on. Now it is closed right after
+// the 408, well before the trickle of 4,000 bytes (13 minutes) could end.
+func TestTimedOutBodyClosed(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	srv := httptest.NewUnstartedServer(env.Server.Handler())
+	env.Server.cfg.Limits.BodyTimeout = time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /me HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4000\r\n\r\nn", srv.Listener.Addr())
+	var sent atomic.Int64
+	go func() {
+		for {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open 20 s after its body timed out (%d bytes trickled; answer so far %.80q)", sent.Load(), got)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 408 ") {
+		t.Fatalf("answer %.200q, want 408", got)
+	}
+	t.Logf("answered 408 and closed by the server after %d trickled bytes", sent.Load())
+}
