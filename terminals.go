@@ -38,6 +38,11 @@ func (e *TermsFullError) Error() string {
 // Is makes a *TermsFullError ErrTerminalsFull.
 func (e *TermsFullError) Is(target error) bool { return target == ErrTerminalsFull }
 
+// ErrKeysDropped: these keystrokes reached the shell, but some sent
+// before them did not (the shell was not reading its input and the
+// guest's queue for it was full). The tab tells its learner.
+var ErrKeysDropped = errors.New("some keystrokes were dropped: the shell is not reading its input")
+
 // ErrNoTerminal: the learner has no open shell (there) to check a task in.
 var ErrNoTerminal = errors.New("no terminal is open")
 

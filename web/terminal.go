@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -162,9 +161,8 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 		return ws.Write(wctx, websocket.MessageText, b)
 	}
 	// Keystrokes and sizes from the browser, from the start: before the
-	// shell is there a size is kept and keys are dropped.
-	var mu sync.Mutex
-	var att rdmalab.TermConn
+	// shell is there they are kept (tabInput).
+	in := &tabInput{rows: rows, cols: cols, say: func(key string) { _ = send(termMsg{T: "status", Msg: tr(lang)(key)}) }}
 	go func() {
 		defer cancel()
 		for {
@@ -176,22 +174,13 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 			if typ != websocket.MessageText || json.Unmarshal(b, &m) != nil {
 				continue
 			}
-			mu.Lock()
-			a := att
-			if a == nil && m.T == "size" {
-				rows, cols = dim(strconv.Itoa(int(m.Rows)), rows), dim(strconv.Itoa(int(m.Cols)), cols)
-			}
-			mu.Unlock()
-			if a == nil {
-				continue
-			}
 			switch m.T {
 			case "in":
 				if m.D != "" {
-					_ = a.Write([]byte(m.D))
+					in.keys([]byte(m.D))
 				}
 			case "size":
-				_ = a.Resize(m.Rows, m.Cols)
+				in.size(m.Rows, m.Cols)
 			}
 		}
 	}()
@@ -213,7 +202,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	}()
 	note := "" // said with the shell once it is there
 	for lost := 0; ; lost++ {
-		a, err := s.attachTerminal(ctx, learner, lang, r.URL.Query().Get("lesson"), send, &mu, &att, &rows, &cols, lost > 0)
+		a, err := s.attachTerminal(ctx, learner, lang, r.URL.Query().Get("lesson"), send, in, lost > 0)
 		if err != nil {
 			if ctx.Err() == nil {
 				ws.Close(websocket.StatusTryAgainLater, "unavailable")
@@ -228,9 +217,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 		// place a new one elsewhere (at most twice in one tab).
 		s.log.Warn("terminal: the learner's machine was lost; a new one is placed", "learner", learner)
 		note = tr(lang)("term.lost.new")
-		mu.Lock()
-		att = nil
-		mu.Unlock()
+		in.detach()
 	}
 	if ctx.Err() == nil {
 		_ = send(termMsg{T: "exit", Msg: tr(lang)("term.exited")})
@@ -240,19 +227,17 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 
 // attachTerminal attaches learner's shell for the WebSocket handler,
 // telling the tab its place in the queue, and makes it the one keystrokes
-// go to (*att, under mu). again: a new machine after a lost one. lesson
+// go to (in). again: a new machine after a lost one. lesson
 // (the page's slug, or ""): its task setups run first. A failure is said
 // to the tab and ends the socket.
-func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson string, send func(termMsg) error, mu *sync.Mutex, att *rdmalab.TermConn, rows, cols *uint16, again bool) (rdmalab.TermConn, error) {
+func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson string, send func(termMsg) error, in *tabInput, again bool) (rdmalab.TermConn, error) {
 	msg := tr(lang)("term.starting")
 	if again {
 		msg = tr(lang)("term.lost")
 	}
 	_ = send(termMsg{T: "status", Msg: msg})
 	queued := false
-	mu.Lock()
-	r0, c0 := *rows, *cols
-	mu.Unlock()
+	r0, c0 := in.dims()
 	a, err := s.cfg.Terminals.Attach(ctx, learner, r0, c0, func(q rdmalab.TermQueue) {
 		queued = true
 		_ = send(termMsg{T: "status", Msg: termQueueText(lang, q), Pos: q.Position, InUse: s.terminalsInUse(lang)})
@@ -273,18 +258,13 @@ func (s *Server) attachTerminal(ctx context.Context, learner, lang, lesson strin
 		return nil, err
 	}
 	if lesson != "" {
-		// before keystrokes are taken (*att is not set yet): terminal_setup.go
+		// before keystrokes are taken (in is not attached yet): terminal_setup.go
 		s.runTaskSetups(ctx, learner, lesson, lang, func(m string) { _ = send(termMsg{T: "status", Msg: m}) })
 	}
 	if queued {
 		s.log.Info("terminal: a learner waited in the queue", "learner", learner)
 	}
-	mu.Lock()
-	*att = a
-	if *rows != r0 || *cols != c0 {
-		_ = a.Resize(*rows, *cols)
-	}
-	mu.Unlock()
+	in.attach(a, r0, c0)
 	return a, nil
 }
 
@@ -343,6 +323,8 @@ var terminalStrings = page.Table{
 		"term.full":             "所有 %d 个终端都在使用中，请过几分钟再试。",
 		"term.failed":           "终端打不开：%s",
 		"term.exited":           "shell 已退出；重新打开会得到一个新的 shell。",
+		"term.keys.early":       "机器启动期间你输入的内容太多，超出 4 KiB 的部分没有送到 shell，请重新输入。",
+		"term.keys.dropped":     "有些按键没有送到：shell 没有在读取输入（也许前台程序不读键盘）。按 Ctrl-C 结束它，再重新输入。",
 		"term.lost":             "运行你终端的那台机器出了故障（不再应答，或越过了限制），原来的 shell 已经结束，里面的文件也没有了。正在另一台机器上为你启动新的虚拟机……",
 		"term.lost.new":         "这是另一台机器上的新虚拟机：原来那台机器出了故障，之前的 shell 和文件都随它丢失了。",
 		"term.closed":           "连接已断开。",
@@ -377,6 +359,8 @@ var terminalStrings = page.Table{
 		"term.full":             "All %d terminals are in use; try again in a few minutes.",
 		"term.failed":           "The terminal could not open: %s",
 		"term.exited":           "The shell exited; open the terminal again for a new one.",
+		"term.keys.early":       "You typed more than 4 KiB while the machine started: what went beyond it did not reach the shell. Please type it again.",
+		"term.keys.dropped":     "Some keys did not arrive: the shell is not reading its input (perhaps the program in front does not read the keyboard). Press Ctrl-C to end it, then type again.",
 		"term.lost":             "The machine your terminal ran on failed (it stopped answering, or broke a limit): that shell has ended and its files are gone. Starting a new machine for you on another one…",
 		"term.lost.new":         "This is a new machine on another computer: the one your terminal ran on failed, and the shell and files you had there went with it.",
 		"term.closed":           "The connection was closed.",

@@ -53,6 +53,10 @@ const (
 	// OpTermIn writes Data to terminal Target's PTY; with Rows and Cols it
 	// resizes it instead.
 	OpTermIn = "term-in"
+	// KeysDropped names the log event a terminal's channel carries when
+	// the guest dropped keystrokes (the shell was not reading its input
+	// and its queue was full), once per such spell.
+	KeysDropped = "keys-dropped"
 	// OpVerify runs a lesson task's verify script (Data, run with
 	// /bin/sh) in this guest, beside the learner's terminals: the script
 	// sees LAB_TERM_PIDS, the pids of every process of the open terminals'

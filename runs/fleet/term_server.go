@@ -114,6 +114,7 @@ type RemoteTerm struct {
 	mu             sync.Mutex // guards what follows and orders out
 	total          int
 	closed, opened bool
+	dropped        bool // the worker's guest dropped keystrokes since the last Write
 	lost           *TermLost
 }
 
@@ -193,7 +194,8 @@ func (t *RemoteTerm) Lost() bool {
 // Write sends keystrokes.
 func (t *RemoteTerm) Write(b []byte) error {
 	t.mu.Lock()
-	closed := t.closed
+	closed, dropped := t.closed, t.dropped
+	t.dropped = false
 	t.mu.Unlock()
 	if closed {
 		return errors.New("the shell has ended")
@@ -204,6 +206,9 @@ func (t *RemoteTerm) Write(b []byte) error {
 			return err
 		}
 		b = b[n:]
+	}
+	if dropped {
+		return rdmalab.ErrKeysDropped
 	}
 	return nil
 }
@@ -341,6 +346,10 @@ func (s *Server) onTermOut(m *nats.Msg) {
 		if behind {
 			t.Detach()
 		}
+	case "dropped":
+		t.mu.Lock()
+		t.dropped = true
+		t.mu.Unlock()
 	case "end":
 		t.mu.Lock()
 		opened := t.opened

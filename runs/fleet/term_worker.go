@@ -89,10 +89,15 @@ func (tw *termWorker) on(ctx context.Context, m *nats.Msg) {
 		}
 		tw.mu.Unlock()
 		if c == nil {
+			// Not a keystroke lost before attach: the server writes only
+			// after "ready", which open sends once conn is set. This
+			// terminal has ended here (detached, or its shell exited).
 			return
 		}
 		if op == "in" {
-			_ = c.Write(m.Data)
+			if errors.Is(c.Write(m.Data), rdmalab.ErrKeysDropped) {
+				tw.publish(id, "dropped", nil) // the server's next Write says so
+			}
 			return
 		}
 		var sz termSize

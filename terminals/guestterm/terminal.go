@@ -63,6 +63,11 @@ type guestTerm struct {
 	cmd    *exec.Cmd
 	in     chan []byte // keystrokes, written by their own goroutine
 	grp    *termGroup  // its cgroup (termlimits.go); nil if the guest has none
+	ch     vmguest.Channel
+	// dropping is set from the first keystrokes the full queue drops
+	// until some go through again: the host hears once per such spell
+	// (KeysDropped), not once per key.
+	dropping bool
 }
 
 // termShell is the shell a learner gets: bash when the image has it (line
@@ -154,11 +159,11 @@ func (s *Service) startTerm(ctx context.Context, m vmproto.HostMsg, ch vmguest.C
 	slave.Close()
 	// Soft as for any user, hard above what the lessons ask for.
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 8 << 20, Max: learnerMemlockMax}, nil)
-	t := &guestTerm{master: master, cmd: cmd, in: make(chan []byte, 64), grp: grp}
+	t := &guestTerm{master: master, cmd: cmd, in: make(chan []byte, 64), grp: grp, ch: ch}
 	go func() {
 		// A shell that does not read its input must not block the port's
 		// reader (which also serves pings): writes happen here, and input
-		// beyond the channel is dropped.
+		// beyond the channel is dropped and the host told (termIn).
 		for b := range t.in {
 			_, _ = master.Write(b)
 		}
@@ -274,7 +279,12 @@ func (s *Service) termIn(m vmproto.HostMsg) {
 		if s.terms[m.Target] == t {
 			select {
 			case t.in <- m.Data:
+				t.dropping = false
 			default:
+				if !t.dropping {
+					t.dropping = true
+					_ = t.ch.Event(sandbox.Event{Type: sandbox.EvLog, Name: vmproto.KeysDropped})
+				}
 			}
 		}
 		s.mu.Unlock()

@@ -28,7 +28,8 @@ import (
 	"github.com/rdmalab/rdmalab"
 )
 
-// A learner's terminal: a root shell in a guest of the learner's own
+// A learner's terminal: a shell as the ordinary user learner (uid 1000,
+// guestterm) in a guest of the learner's own
 // (never the host, never the shared experiment guests), relayed over the
 // guest's agent port (vmproto.OpTerm). Terminals hands out one guest per
 // learner, restored from the cache's snapshot when there is one, capped
@@ -37,9 +38,10 @@ import (
 // Terminal is one shell in a guest: a channel of its agent port
 // (vmproto.OpTerm).
 type Terminal struct {
-	ch   *vm.Channel
-	done chan struct{}
-	err  error
+	ch      *vm.Channel
+	done    chan struct{}
+	err     error
+	dropped atomic.Bool // the guest dropped keystrokes since the last Write
 }
 
 // openTerminal starts a shell on a PTY of rows×cols in g; out receives its
@@ -47,11 +49,17 @@ type Terminal struct {
 func openTerminal(g *vm.Guest, rows, cols uint16, out func([]byte)) (*Terminal, error) {
 	// The guest holds a shell's output at its own rate; the host holds
 	// it at a rate of its own (vm's bounds), whatever the guest says.
-	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpTerm, Rows: rows, Cols: cols}, vm.ChannelOpts{Data: out, Rated: true})
+	t := &Terminal{done: make(chan struct{})}
+	ch, err := g.Open(vmproto.HostMsg{Op: vmproto.OpTerm, Rows: rows, Cols: cols}, vm.ChannelOpts{Data: out, Rated: true,
+		Event: func(ev sandbox.Event) {
+			if ev.Type == sandbox.EvLog && ev.Name == vmproto.KeysDropped {
+				t.dropped.Store(true)
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}
-	t := &Terminal{ch: ch, done: make(chan struct{})}
+	t.ch = ch
 	go func() {
 		t.err = <-ch.End()
 		close(t.done)
@@ -59,14 +67,21 @@ func openTerminal(g *vm.Guest, rows, cols uint16, out func([]byte)) (*Terminal, 
 	return t, nil
 }
 
-// Write sends keystrokes to the shell.
+// Write sends keystrokes to the shell; rdmalab.ErrKeysDropped when they
+// went but the guest had dropped some sent before them.
 func (t *Terminal) Write(b []byte) error {
 	select {
 	case <-t.done:
 		return errors.New("the shell has exited")
 	default:
 	}
-	return t.ch.Send(vmproto.HostMsg{Op: vmproto.OpTermIn, Data: b})
+	if err := t.ch.Send(vmproto.HostMsg{Op: vmproto.OpTermIn, Data: b}); err != nil {
+		return err
+	}
+	if t.dropped.Swap(false) {
+		return rdmalab.ErrKeysDropped
+	}
+	return nil
 }
 
 // Resize sets the PTY's window size.
