@@ -162,10 +162,21 @@ func createAccount(ctx context.Context, q execQuerier, username, password, role 
 	if err != nil {
 		return Instructor{}, err
 	}
+	return createInstructorRow(ctx, q, username, h, role)
+}
+
+// createInstructorRow writes the account's row, with its username's
+// skeleton: ErrInstructorTaken when the name is taken (ASCII case
+// folded), ErrUsernameLookalike when its skeleton is (the unique index
+// of migration 0142).
+func createInstructorRow(ctx context.Context, q execQuerier, username, h, role string) (Instructor, error) {
 	ts := now()
 	res, err := q.ExecContext(ctx,
-		`INSERT INTO instructors (username, password_hash, created_at, role) VALUES (?, ?, ?, ?) ON CONFLICT (username) DO NOTHING`,
-		username, h, ts, role)
+		`INSERT INTO instructors (username, password_hash, created_at, role, username_skeleton) VALUES (?, ?, ?, ?, ?) ON CONFLICT (username) DO NOTHING`,
+		username, h, ts, role, usernameSkeleton(username))
+	if err != nil && strings.Contains(err.Error(), "instructors.username_skeleton") {
+		return Instructor{}, ErrUsernameLookalike
+	}
 	if err != nil {
 		return Instructor{}, fmt.Errorf("store: create instructor %q: %w", username, err)
 	}

@@ -105,9 +105,34 @@ func newUsername(ctx context.Context, q execQuerier, name string) error {
 		if err := rows.Scan(&u); err != nil {
 			return fmt.Errorf("store: usernames: %w", err)
 		}
-		if !strings.EqualFold(u, name) && usernameSkeleton(u) == skel {
+		// Only a name the username index itself refuses is "the same
+		// name" (ErrInstructorTaken): it folds ASCII letters alone, so a
+		// Kelvin sign K or an Ångström sign Å (which strings.EqualFold
+		// folds to k and å) is a lookalike like any other.
+		if usernameSkeleton(u) == skel && !asciiEqualFold(u, name) {
 			return ErrUsernameLookalike
 		}
 	}
 	return rows.Err()
+}
+
+// asciiEqualFold is SQLite's NOCASE: a and b equal once ASCII letters are
+// folded, every other rune compared as it is.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

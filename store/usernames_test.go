@@ -67,6 +67,29 @@ func TestHomoglyphUsernames(t *testing.T) {
 			t.Errorf("%q: %v, want a lookalike refused", name, err)
 		}
 	}
+	// Issue 43 fall 7: a Kelvin sign K (U+212A) and an Ångström sign Å
+	// (U+212B) fold to k and å under strings.EqualFold, so the lookalike
+	// test passed them as "the same name" while the NOCASE index, which
+	// folds ASCII only, let them in beside the real ones.
+	for _, real := range []string{"Kelly", "Åsa"} {
+		if _, err := db.CreateInstructor(ctx, real, pw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"\u212Aelly", "\u212Bsa", "\u212AELLY", "\u212BSA", "A\u030Asa"} {
+		if _, err := db.CreateInstructor(ctx, name, pw); !errors.Is(err, ErrUsernameLookalike) && !errors.As(err, new(*ValidationError)) {
+			t.Errorf("%q (%+q): %v, want refused as a lookalike", name, name, err)
+		}
+	}
+	// The skeleton column is unique in the database too: a row written
+	// past newUsername (two creations racing) is refused by the index.
+	var skel string
+	if err := db.w.QueryRowContext(ctx, `SELECT username_skeleton FROM instructors WHERE username = 'Kelly'`).Scan(&skel); err != nil || skel != usernameSkeleton("Kelly") {
+		t.Fatalf("Kelly's skeleton column: %q %v, want %q", skel, err, usernameSkeleton("Kelly"))
+	}
+	if _, err := createInstructorRow(ctx, db.w, "\u212Aelly", "x", RoleInstructor); !errors.Is(err, ErrUsernameLookalike) {
+		t.Errorf("the Kelvin-sign Kelly written past the check: %v, want ErrUsernameLookalike from the index", err)
+	}
 	// By invitation, the way the attack came in.
 	tok, _, err := db.CreateInvite(ctx, admin.ID, time.Hour)
 	if err != nil {
