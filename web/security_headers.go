@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,8 @@ import (
 // images and connections from this origin only, no inline script (the
 // theme script is a file too), no inline style attribute (the dashboard's
 // bars use classes), no plugins, and no framing by other sites — except
-// by the LMSs registered for LTI (frameAncestors).
+// a learner's pages by the LMSs registered for LTI (frameAncestors,
+// framable).
 // Scripts may still set element.style (uPlot, the reload overlay):
 // CSSOM changes are not governed by style-src. data: images are the
 // charts' exported PNGs.
@@ -25,15 +27,18 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // framing (also for browsers without frame-ancestors), no content-type
 // sniffing, and no full URLs (run ids, lesson anchors) in Referer to
 // other sites. With LTI platforms registered, their origins may frame the
-// lab (an LMS shows a tool in an iframe): frame-ancestors names them and
-// X-Frame-Options, which cannot name an origin, is left out.
+// learner's pages an LMS launch opens (framable): frame-ancestors names
+// them and X-Frame-Options, which cannot name an origin, is left out
+// there. Every other page keeps 'none' and DENY: an LMS origin may also
+// host anyone's free teacher account (a hosted Canvas), and from there it
+// framed /instructor/* to clickjack instructor actions (issue 43 fall 8).
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// Canonical keys and shared one-value slices (len = cap, so an
 		// Add elsewhere copies): no canonicalizing and no allocation on
 		// every request.
-		if anc := s.frames.get(r.Context(), s); anc != "" {
+		if anc := s.frames.get(r.Context(), s); anc != "" && framable(r.URL.Path) {
 			h.Set("Content-Security-Policy", strings.Replace(contentSecurityPolicy, "frame-ancestors 'none'", "frame-ancestors "+anc, 1))
 		} else {
 			h["Content-Security-Policy"] = cspValue
@@ -43,6 +48,25 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 		h["Referrer-Policy"] = referrerValue
 		next.ServeHTTP(w, r)
 	})
+}
+
+// framable says whether the page at path may be framed by a registered
+// LMS: the launch itself and the learner's pages a launch opens and
+// links to (the course home, lessons, runs, the lab's state) — never the
+// instructor's area, the deep-linking picker (an instructor's choice of
+// content for a course), a learner's account page (/me) or a class join.
+// Only a clean path counts: chi routes by the path as sent.
+func framable(p string) bool {
+	if p != path.Clean(p) {
+		return false
+	}
+	switch {
+	case p == "/", p == "/lti/launch", p == "/lti/login", p == "/runs", p == "/lab":
+		return true
+	case strings.HasPrefix(p, "/lessons/"), strings.HasPrefix(p, "/runs/"), strings.HasPrefix(p, "/api/"):
+		return true
+	}
+	return false
 }
 
 var (
