@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 )
 
 // The agent protocol, spoken on an agent child's stdin and stdout. It is
@@ -332,13 +333,13 @@ func (a *AgentReader) ReadRun(emit func(Event)) error {
 			var f Frame
 			if json.Unmarshal(line, &f) == nil && f.End != nil {
 				if k := f.End.Kind; k != EndDone && k != EndFailed {
-					return &ProtocolError{Reason: fmt.Sprintf("the agent ended the run with kind %q", lineio.Clip(string(k), 40))}
+					return &ProtocolError{Reason: fmt.Sprintf("the agent ended the run with kind %q", textclip.Bytes(string(k), 40))}
 				}
 				return f.End.Err()
 			}
 		}
 		if err != nil || ev.Type == "" {
-			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", lineio.ClipBytes(line, 120))}
+			return &ProtocolError{Reason: fmt.Sprintf("the agent printed something that is not an event: %q", textclip.BytesOf(line, 120))}
 		}
 		if ev.Type == EvStatus {
 			continue // the runner owns the lifecycle

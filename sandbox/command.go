@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 
 	"bytes"
 	"context"
@@ -88,7 +88,7 @@ func (e *Experiment) ValidateCommand(c Command) error {
 	for i, s := range e.Commands {
 		names[i] = s.Name
 	}
-	return &CommandError{Cmd: c.Cmd, Message: fmt.Sprintf("unknown command %q for %s (it accepts %v)", lineio.Clip(c.Cmd, 40), e.ID, names)}
+	return &CommandError{Cmd: c.Cmd, Message: fmt.Sprintf("unknown command %q for %s (it accepts %v)", textclip.Bytes(c.Cmd, 40), e.ID, names)}
 }
 
 // DecodeCommand parses one JSON command strictly: an object with exactly

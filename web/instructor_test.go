@@ -26,7 +26,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/store"
@@ -996,7 +996,7 @@ func TestRunsCSVGuardsWorkerFields(t *testing.T) {
 			t.Errorf("backend %q", b)
 		}
 		if v := col(r, "result"); !strings.HasPrefix(v, "'@SUM(1)") || len(v) > instructor.MaxWorkerText+10 {
-			t.Errorf("result %q… (%d bytes)", lineio.Clip(v, 40), len(v))
+			t.Errorf("result %q… (%d bytes)", textclip.Bytes(v, 40), len(v))
 		}
 		if v := col(r, "error"); v != `'+cmd|' /C calc'!A0` {
 			t.Errorf("error %q", v)

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
@@ -158,6 +158,9 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, err)
 		return
 	}
+	if verdict.Passed {
+		s.ltiQueueLesson(r.Context(), learner, l.Slug) // a task done may complete the lesson (lti_scores.go)
+	}
 	recs, err := s.cfg.Store.LessonTasks(r.Context(), learner, l.Slug)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -191,15 +194,7 @@ func taskHint(out string) string {
 	if len(lines) > taskHintLines {
 		lines = append(lines[:taskHintLines], "…")
 	}
-	out = strings.Join(lines, "\n")
-	if len(out) > taskHintBytes {
-		cut := taskHintBytes
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + "…"
-	}
-	return out
+	return textclip.Bytes(strings.Join(lines, "\n"), taskHintBytes)
 }
 
 // taskSegment is one :::task of the page with the learner's record.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
 )
 
 // ErrLongLine is a line over the limit; Read skipped it.
@@ -56,11 +55,6 @@ func trim(b []byte) []byte {
 	return b
 }
 
-// ClipBytes is Clip for bytes, without copying more of b than it keeps.
-func ClipBytes(b []byte, n int) string {
-	return Clip(string(b[:min(len(b), n+1)]), n)
-}
-
 // ReadClipped reads one line (up to and without its "\n" or "\r\n") and
 // keeps at most max bytes of it; the rest of the line is read and thrown
 // away, and counted in cut. An endless line therefore costs the reader's
@@ -82,15 +76,3 @@ func ReadClipped(br *bufio.Reader, max int) (line []byte, cut int, err error) {
 	}
 }
 
-// Clip is s cut to at most n bytes on a character boundary, with "…" when
-// it was longer: the one clip of diagnostics (stderr lines, protocol
-// garbage) quoted in messages.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -44,17 +44,3 @@ func TestReadClipped(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		n    int
-		want string
-	}{{"abc", 3, "abc"}, {"abcd", 3, "abc…"}, {"内存不足", 4, "内…"}, {"内存", 2, "…"}} {
-		if got := Clip(c.s, c.n); got != c.want {
-			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
-		}
-	}
-	if got := ClipBytes([]byte("abcdef"), 2); got != "ab…" {
-		t.Errorf("ClipBytes = %q", got)
-	}
-}

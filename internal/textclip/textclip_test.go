@@ -22,3 +22,18 @@ func TestRunes(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 3, "abc"}, {"abcd", 3, "abc…"}, {"内存不足", 4, "内…"}, {"内存", 2, "…"}, {"abc", -1, "…"}} {
+		if got := Bytes(c.s, c.n); got != c.want {
+			t.Errorf("Bytes(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+	if got := BytesOf([]byte("abcdef"), 2); got != "ab…" {
+		t.Errorf("BytesOf = %q", got)
+	}
+}

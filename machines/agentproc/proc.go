@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 )
 
 // Defaults of Output.
@@ -328,7 +329,7 @@ func (l *lastLine) set(s string) {
 		return
 	}
 	l.mu.Lock()
-	l.s = lineio.Clip(s, lastLineMax)
+	l.s = textclip.Bytes(s, lastLineMax)
 	l.mu.Unlock()
 }
 

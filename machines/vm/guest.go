@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -469,7 +470,7 @@ func (c *client) read() {
 		}
 		var m vmproto.GuestMsg
 		if err := json.Unmarshal(line, &m); err != nil {
-			c.malformed(fmt.Sprintf("%q", lineio.ClipBytes(line, 120)))
+			c.malformed(fmt.Sprintf("%q", textclip.BytesOf(line, 120)))
 			continue
 		}
 		if why := c.deliver(m, len(line)); why != "" {

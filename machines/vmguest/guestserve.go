@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
@@ -141,7 +142,7 @@ func (s *GuestServer) Serve(ctx context.Context, port io.ReadWriter) error {
 		var m vmproto.HostMsg
 		if err := json.Unmarshal(line, &m); err != nil {
 			// Nothing to answer to without an id; say so on the stream.
-			_ = c.send(vmproto.GuestMsg{End: &sandbox.End{Kind: vmproto.EndBadOp, Error: fmt.Sprintf("not a request: %q", lineio.ClipBytes(line, 80))}})
+			_ = c.send(vmproto.GuestMsg{End: &sandbox.End{Kind: vmproto.EndBadOp, Error: fmt.Sprintf("not a request: %q", textclip.BytesOf(line, 80))}})
 			continue
 		}
 		c.dispatch(ctx, m)

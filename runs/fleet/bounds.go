@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -63,8 +63,8 @@ func sanitize(hb Worker) Worker {
 		if i == maxDevices {
 			break
 		}
-		out.Devices = append(out.Devices, sandbox.Device{Name: lineio.Clip(d.Name, 32), Netdev: lineio.Clip(d.Netdev, 32),
-			GID: lineio.Clip(d.GID, 64), GIDIndex: d.GIDIndex})
+		out.Devices = append(out.Devices, sandbox.Device{Name: textclip.Bytes(d.Name, 32), Netdev: textclip.Bytes(d.Netdev, 32),
+			GID: textclip.Bytes(d.GID, 64), GIDIndex: d.GIDIndex})
 	}
 	if hb.Terms != nil && hb.Terms.Max > 0 {
 		m := min(hb.Terms.Max, termPerHost)

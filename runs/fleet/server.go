@@ -22,7 +22,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"golang.org/x/time/rate"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 
 	"github.com/rdmalab/rdmalab/sandbox"
 )
@@ -388,7 +388,7 @@ func (s *Server) onEvent(m *nats.Msg) {
 	}
 	r.n = f.N
 	if f.End != nil {
-		end := sandbox.End{Kind: f.End.Kind, Error: lineio.Clip(f.End.Error, maxText), Zh: lineio.Clip(f.End.Zh, maxText)}
+		end := sandbox.End{Kind: f.End.Kind, Error: textclip.Bytes(f.End.Error, maxText), Zh: textclip.Bytes(f.End.Zh, maxText)}
 		select {
 		case r.end <- end:
 		default:

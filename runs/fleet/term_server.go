@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/time/rate"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 
 	"github.com/rdmalab/rdmalab"
 )
@@ -439,7 +439,7 @@ func (s *Server) TermVerify(ctx context.Context, worker, learner string, script 
 	if r.NoTerm {
 		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
-	return rdmalab.TaskVerdict{Passed: r.Passed, Output: r.Output, Detail: lineio.Clip(r.Detail, maxText)}, nil
+	return rdmalab.TaskVerdict{Passed: r.Passed, Output: r.Output, Detail: textclip.Bytes(r.Detail, maxText)}, nil
 }
 
 // TermReset ends learner's machine on worker.

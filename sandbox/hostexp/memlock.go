@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/expkit"
@@ -195,7 +195,7 @@ func lockInChild(ctx context.Context, req lockRequest) (lockReply, error) {
 	}
 	var rep lockReply
 	if err := json.Unmarshal(stdout, &rep); err != nil {
-		return lockReply{}, fmt.Errorf("memlock: child answered %q: %w", lineio.ClipBytes(stdout, 200), err)
+		return lockReply{}, fmt.Errorf("memlock: child answered %q: %w", textclip.BytesOf(stdout, 200), err)
 	}
 	return rep, nil
 }

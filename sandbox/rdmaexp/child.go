@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
@@ -110,7 +111,7 @@ func (c *child) recv(ctx context.Context, timeout time.Duration, v any) error {
 	case line := <-c.lines:
 		var m helperMsg
 		if err := json.Unmarshal(line, &m); err != nil {
-			return fmt.Errorf("helper %s printed %q: %w", c.name, lineio.ClipBytes(line, 160), err)
+			return fmt.Errorf("helper %s printed %q: %w", c.name, textclip.BytesOf(line, 160), err)
 		}
 		if m.Error != "" {
 			return helperError(m)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/vm"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -57,10 +58,10 @@ func runProgramIn(ctx context.Context, g *vm.Guest, prog vmproto.Program, lang s
 			defer mu.Unlock()
 			if m.Program != nil {
 				e := *m.Program
-				e.Compiler = clip(e.Compiler, vmproto.ProgramCompileMax)
-				e.Check = clip(e.Check, vmproto.VerifyOutputMax)
-				e.Detail = string(clip([]byte(e.Detail), 512))
-				e.Signal = string(clip([]byte(e.Signal), 64))
+				e.Compiler = e.Compiler[:min(len(e.Compiler), vmproto.ProgramCompileMax)]
+				e.Check = e.Check[:min(len(e.Check), vmproto.VerifyOutputMax)]
+				e.Detail = textclip.Bytes(e.Detail, 512)
+				e.Signal = textclip.Bytes(e.Signal, 64)
 				end = &e
 			}
 		},
@@ -87,13 +88,6 @@ func runProgramIn(ctx context.Context, g *vm.Guest, prog vmproto.Program, lang s
 		ch.Cancel()
 		return vmproto.ProgramEnd{}, ctx.Err()
 	}
-}
-
-func clip(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }
 
 // RunProgram runs a learner's program in their own guest, beside their

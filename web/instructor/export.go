@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/rdmalab/rdmalab/internal/lineio"
+	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 	"github.com/rdmalab/rdmalab/store"
@@ -43,7 +43,7 @@ const MaxWorkerText = 1000
 
 // csvWorkerText is csvText for text a worker sent, cut to MaxWorkerText
 // bytes (on a rune boundary).
-func csvWorkerText(s string) string { return csvText(lineio.Clip(s, MaxWorkerText)) }
+func csvWorkerText(s string) string { return csvText(textclip.Bytes(s, MaxWorkerText)) }
 
 // csvFile is rows as a CSV file: a BOM, then the records.
 func csvFile(rows [][]string) ([]byte, error) {
