@@ -214,18 +214,6 @@ func max64(a, b int64) int64 {
 // errBootTimeout is a guest whose agent did not say hello in time.
 var errBootTimeout = errors.New("the guest did not come up")
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // startNiced starts cmd at niceness nice (0: as this process). The child
 // inherits the niceness of the thread that forks it, so the fork happens
 // on a locked thread reniced first; that thread then waits for exited

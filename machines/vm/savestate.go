@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/rdmalab/rdmalab/internal/ctxtime"
 	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -199,7 +200,7 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (
 		if st == "failed" || st == "cancelled" {
 			return raw, cw.n, fmt.Errorf("keep: migration %s", st)
 		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return raw, cw.n, fmt.Errorf("keep: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/ctxtime"
 	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 )
@@ -129,7 +130,7 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snaps
 		if st.Status == "failed" || st.Status == "cancelled" {
 			return nil, fmt.Errorf("snapshot: migration %s: %s", st.Status, st.ErrorDesc)
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/rdmalab/rdmalab/internal/ctxtime"
 	"github.com/rdmalab/rdmalab/sandbox"
 
 	"github.com/rdmalab/rdmalab"
@@ -153,7 +154,7 @@ func (w *worker) heartbeat(ctx context.Context) {
 	go func() {
 		for ctx.Err() == nil {
 			refresh()
-			_ = sleep(ctx, 10*time.Second)
+			_ = ctxtime.Sleep(ctx, 10*time.Second)
 		}
 	}()
 	for ctx.Err() == nil {
@@ -170,7 +171,7 @@ func (w *worker) heartbeat(ctx context.Context) {
 		hb.Load1 = load1()
 		b, _ := json.Marshal(hb)
 		_ = w.nc.Publish(subjHeartbeat+w.cfg.Name, b)
-		_ = sleep(ctx, beatEvery)
+		_ = ctxtime.Sleep(ctx, beatEvery)
 	}
 }
 
@@ -183,7 +184,7 @@ func (w *worker) serve(ctx context.Context, need sandbox.Need) {
 			// The server made the consumer; a worker may only use it.
 			c, err := w.js.Consumer(ctx, stream, consumerName(need))
 			if err != nil {
-				_ = sleep(ctx, 500*time.Millisecond)
+				_ = ctxtime.Sleep(ctx, 500*time.Millisecond)
 				continue
 			}
 			cons = c
@@ -191,7 +192,7 @@ func (w *worker) serve(ctx context.Context, need sandbox.Need) {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			cons = nil
-			_ = sleep(ctx, 250*time.Millisecond)
+			_ = ctxtime.Sleep(ctx, 250*time.Millisecond)
 			continue
 		}
 		for m := range batch.Messages() {
@@ -317,17 +318,6 @@ func (w *worker) commands(id string) (<-chan sandbox.Command, func(), error) {
 		return nil, nil, err
 	}
 	return ch, func() { _ = sub.Unsubscribe(); closeOnce() }, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func load1() float64 {
