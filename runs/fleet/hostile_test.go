@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/rdmalab/rdmalab/internal/ctxtime"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -253,7 +254,7 @@ func TestWorkerEventFloodBounded(t *testing.T) {
 	go func() {
 		for beating.Err() == nil {
 			_ = rg.nc.Publish(subjHeartbeat+"flooder", beat)
-			_ = sleep(beating, 300*time.Millisecond)
+			_ = ctxtime.Sleep(beating, 300*time.Millisecond)
 		}
 	}()
 	cons, err := rg.js.Consumer(t.Context(), stream, consumerName(sandbox.NeedHost))
