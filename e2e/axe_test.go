@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// axeTags are the rule sets the lab promises: WCAG 2.0, 2.1 and 2.2, levels
+// A and AA (axe-core's tags; 2.2 added only AA rules axe can test).
+var axeTags = []string{"wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"}
+
+// axeSource is testdata/axe/axe.min.js (axe-core, vendored for the tests
+// only: see its README), read once.
+var axeSource = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile("testdata/axe/axe.min.js")
+	return string(b), err
+})
+
+// axeViolation is one failed axe rule on a page, with the nodes it failed on.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target  []any  `json:"target"`
+		Summary string `json:"failureSummary"`
+	} `json:"nodes"`
+}
+
+// axeState is one way a page is looked at: a colour scheme the system asks
+// for and a window width.
+type axeState struct {
+	dark  bool
+	width int64
+}
+
+func (s axeState) String() string {
+	th := "light"
+	if s.dark {
+		th = "dark"
+	}
+	return fmt.Sprintf("%s %dpx", th, s.width)
+}
+
+// axeStates: light and dark at a laptop's width, then a phone's, dark and
+// light (the order flips one thing at a time).
+var axeStates = []axeState{{false, 1280}, {true, 1280}, {true, 375}, {false, 375}}
+
+// setState emulates the colour scheme and the window width; the page
+// follows both without a reload (theme.js and the CSS read the media query).
+func (b *browser) setState(s axeState) {
+	b.t.Helper()
+	scheme := "light"
+	if s.dark {
+		scheme = "dark"
+	}
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}},
+	}); err != nil {
+		b.t.Fatalf("emulate %s: %v", scheme, err)
+	}
+	h := int64(900)
+	var opts []chromedp.EmulateViewportOption
+	if s.width < 600 {
+		h = 812
+		opts = append(opts, chromedp.EmulateMobile)
+	}
+	b.do("viewport "+s.String(), chromedp.EmulateViewport(s.width, h, opts...))
+	b.waitFor(s.String()+" applied", fmt.Sprintf(`matchMedia("(prefers-color-scheme: %s)").matches && document.documentElement.clientWidth <= %d`, scheme, s.width), stepTimeout)
+}
+
+// settledJS is true once the page's scripts have built what they build on
+// load (editors, charts' tables), so axe sees the page a learner sees.
+const settledJS = `document.readyState === "complete" && document.fonts.status === "loaded" &&
+	document.querySelectorAll(".program").length === document.querySelectorAll(".program .cm-editor").length`
+
+// axe runs axe-core on the current document and returns its violations.
+func (b *browser) axe() []axeViolation {
+	b.t.Helper()
+	src, err := axeSource()
+	if err != nil {
+		b.t.Fatalf("axe-core: %v", err)
+	}
+	b.waitFor("page settled", settledJS, stepTimeout)
+	if !eval[bool](b, `typeof window.axe === "object"`) {
+		b.do("inject axe-core", evalVoid(src))
+	}
+	// Two frames: a theme or width change has been laid out and painted.
+	tags, _ := jsonString(axeTags)
+	return evalAsync[[]axeViolation](b, `new Promise(function(r){ requestAnimationFrame(function(){ requestAnimationFrame(r); }); }).then(function(){
+		return axe.run(document, {runOnly: {type: "tag", values: `+tags+`}, resultTypes: ["violations"]});
+	}).then(function(res){ return res.violations.map(function(v){
+		return {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(function(n){ return {target: n.target, failureSummary: n.failureSummary}; })};
+	}); })`)
+}
+
+// checkAxe fails t with every violation axe finds on the page in state s.
+func checkAxe(t *testing.T, b *browser, where string) {
+	t.Helper()
+	vs := b.axe()
+	if len(vs) == 0 {
+		return
+	}
+	sort.Slice(vs, func(i, j int) bool { return len(vs[i].Nodes) > len(vs[j].Nodes) })
+	var lines []string
+	n := 0
+	for _, v := range vs {
+		n += len(v.Nodes)
+		lines = append(lines, fmt.Sprintf("%s (%s, %d nodes): %s", v.ID, v.Impact, len(v.Nodes), v.Help))
+		for i, nd := range v.Nodes {
+			if i == 4 {
+				lines = append(lines, fmt.Sprintf("    … and %d more", len(v.Nodes)-4))
+				break
+			}
+			lines = append(lines, fmt.Sprintf("    %v: %s", nd.Target, strings.ReplaceAll(strings.TrimSpace(nd.Summary), "\n", " / ")))
+		}
+	}
+	t.Errorf("%s: axe-core finds %d violations on %d nodes:\n  %s", where, len(vs), n, strings.Join(lines, "\n  "))
+}
+
+// axePages are the learner's pages, each in both languages.
+func axeLearnerPages() []string {
+	p := []string{"/", "/me", "/join", "/lab", "/runs", "/no-such-page"}
+	for _, l := range courseLessons {
+		p = append(p, "/lessons/"+l)
+	}
+	return p
+}
+
+// TestAxe runs axe-core (WCAG 2.0/2.1/2.2 A and AA) on every page of the
+// lab, in both languages, light and dark, 1280 and 375 px wide: any
+// violation fails. Subtests are named by page, so one page can be run
+// alone: go test -run 'TestAxe/lessons_04' ./e2e/.
+func TestAxe(t *testing.T) {
+	flow(t)
+	for _, p := range axeLearnerPages() {
+		t.Run(strings.Trim(strings.ReplaceAll(p, "/", "_"), "_"), func(t *testing.T) {
+			b := newBrowser(t, shared)
+			for _, lang := range []string{"en", "zh"} {
+				b.open(p + "?lang=" + lang)
+				for _, s := range axeStates {
+					b.setState(s)
+					checkAxe(t, b, fmt.Sprintf("%s %s %s", p, lang, s))
+				}
+			}
+		})
+	}
+	t.Run("instructor", func(t *testing.T) {
+		b := newBrowser(t, shared)
+		for _, lang := range []string{"en", "zh"} {
+			b.open("/instructor/login?lang=" + lang)
+			for _, s := range axeStates[:2] {
+				b.setState(s)
+				checkAxe(t, b, "/instructor/login "+lang+" "+s.String())
+			}
+		}
+		instructorLogin(b)
+		for _, p := range []string{"/instructor", "/instructor/account", "/instructor/classes", "/instructor/gradebook",
+			"/instructor/answers", "/instructor/invitations", "/instructor/drafts", "/instructor/lti"} {
+			for _, lang := range []string{"en", "zh"} {
+				b.open(p + "?lang=" + lang)
+				for _, s := range axeStates {
+					b.setState(s)
+					checkAxe(t, b, fmt.Sprintf("%s %s %s", p, lang, s))
+				}
+			}
+		}
+	})
+}
+
+// courseLessons are the built-in course's lessons, in order.
+var courseLessons = []string{"01-why-rdma", "02-lossless-roce", "03-verbs-lifecycle", "04-first-program",
+	"05-see-the-wire", "06-performance", "07-beyond-send-write", "08-upper-layers"}
+
+// jsonString is v as a JavaScript literal.
+func jsonString(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// instructorLogin logs b in as the lab's admin instructor.
+func instructorLogin(b *browser) {
+	b.t.Helper()
+	b.open("/instructor/login")
+	b.do("fill the login form",
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=instructor-login] input[name=username]`), "admin"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=instructor-login] input[name=password]`), instructorPassword),
+	)
+	b.navigates("log in", chromedpClick(`[data-testid=instructor-login] button[type=submit]`))
+	if n := b.count("[data-testid=dashboard]"); n != 1 {
+		b.t.Fatalf("after logging in: no dashboard (at %s)", eval[string](b, `location.pathname`))
+	}
+}
