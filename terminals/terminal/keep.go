@@ -302,3 +302,135 @@ func (k *Keep) Usage() (bytes int64, machines int) {
 	}
 	return bytes, machines
 }
+
+// setKeepNote records what became of the learner's kept machine.
+func (s *termSession) setKeepNote(n KeepNote) {
+	s.keepMu.Lock()
+	s.keepNote = n
+	s.keepMu.Unlock()
+}
+
+// takeKeepNote returns what became of the kept machine, once.
+func (s *termSession) takeKeepNote() KeepNote {
+	s.keepMu.Lock()
+	defer s.keepMu.Unlock()
+	n := s.keepNote
+	s.keepNote = KeepNone
+	return n
+}
+
+// awaitSaved waits while learner's machine is being kept, so that their
+// attach restores it rather than racing its save. t.mu held (released
+// while waiting).
+func (t *Terminals) awaitSaved(ctx context.Context, learner string) error {
+	for {
+		ch := t.saving[learner]
+		if ch == nil {
+			return nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-t.stop:
+		}
+		t.mu.Lock()
+		if t.closed {
+			return errors.New("the lab is shutting down")
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Reclaim ends learner's session as the reaper does (their machine is
+// kept when Keep is set) and returns once it is, with what the save
+// measured (zero when nothing was kept).
+func (t *Terminals) Reclaim(learner string) KeptSave {
+	t.init()
+	t.mu.Lock()
+	s := t.sessions[learner]
+	if s != nil {
+		delete(t.sessions, learner)
+		if t.Keep != nil {
+			t.saving[learner] = make(chan struct{})
+		}
+		t.notify()
+	}
+	t.mu.Unlock()
+	switch {
+	case s == nil:
+	case t.Keep == nil:
+		s.discard()
+	default:
+		return t.keepSession(context.Background(), s)
+	}
+	return KeptSave{}
+}
+
+// keepSession saves s's machine for its learner (Keep), then stops it.
+// Whatever goes wrong, the guest stops and the learner's next attach
+// starts from what was kept, or fresh.
+func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
+	defer func() {
+		s.discard()
+		t.mu.Lock()
+		if ch := t.saving[s.owner]; ch != nil {
+			close(ch)
+			delete(t.saving, s.owner)
+		}
+		t.notify()
+		t.mu.Unlock()
+	}()
+	if g, key := s.backend.Current(); g == nil || key == "" {
+		return KeptSave{} // no guest up (booting, died): nothing to keep
+	}
+	s.mu.Lock()
+	for a := range s.subs {
+		a.closeOut()
+	}
+	s.subs = map[*Attachment]struct{}{}
+	var terms []uint64
+	if s.term != nil && !isDone(s.term.done) {
+		terms = append(terms, s.term.ch.ID())
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := t.Keep.save(ctx, s.backend, s.owner, terms)
+	log := t.Cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case errors.Is(err, vm.ErrStateTooBig):
+		log.Warn("a learner's machine is over the keep cap; not kept", "cap_bytes", t.Keep.maxBytes(), "stream_bytes", res.Raw)
+	case err != nil:
+		log.Warn("a learner's machine could not be kept", "err", err)
+	default:
+		log.Info("learner's machine kept", "bytes", res.Bytes, "stream_bytes", res.Raw, "took", res.Took.Round(time.Millisecond))
+	}
+	if err != nil {
+		return KeptSave{}
+	}
+	return res
+}
+
+// Reset gives learner a fresh machine at their next attach: their session
+// ends and whatever was kept of it is deleted ("reset my machine").
+func (t *Terminals) Reset(ctx context.Context, learner string) error {
+	t.Discard(learner)
+	// A save the reaper began before the Discard ends first, so that
+	// nothing of it is left behind.
+	t.mu.Lock()
+	err := t.awaitSaved(ctx, learner)
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if t.Keep != nil {
+		t.Keep.Forget(learner)
+	}
+	return nil
+}
