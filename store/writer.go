@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit. The learner-facing writes (quiz answers, lesson opens, run
@@ -36,6 +37,8 @@ type writeJob struct {
 	ctx  context.Context
 	fn   func(*sql.Tx) error
 	done chan error // buffered: the loop never waits on a writer
+	// queued is when it was handed to the loop (the write observer's latency).
+	queued time.Time
 }
 
 // writer is the group-commit loop's state.
@@ -47,8 +50,10 @@ type writer struct {
 	mu     sync.RWMutex
 	closed bool
 	wg     sync.WaitGroup
-	// batches counts committed transactions (tests; a metric one day).
+	// batches counts committed transactions (tests).
 	batches atomic.Int64
+	// obs is told every write and commit (observe.go: the metrics).
+	obs atomic.Pointer[WriteObserver]
 }
 
 // startWriter starts the loop; Close stops it.
@@ -80,7 +85,7 @@ func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	if db.wr == nil { // before the loop starts (migrations) or after a failed open
 		return db.txWrite(ctx, fn)
 	}
-	j := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	j := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1), queued: time.Now()}
 	db.wr.mu.RLock()
 	if db.wr.closed {
 		db.wr.mu.RUnlock()
@@ -95,7 +100,11 @@ func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	db.wr.mu.RUnlock()
 	// Queued: wait for the answer whatever ctx does, so a write that
 	// committed is never reported as failed.
-	return <-j.done
+	err := <-j.done
+	if o := db.wr.observer(); o != nil {
+		o.Wrote(time.Since(j.queued))
+	}
+	return err
 }
 
 // txWrite is fn in a transaction of its own.
@@ -150,6 +159,7 @@ func (db *DB) writeLoop() {
 // commitBatch runs batch's writes in one transaction until one fails, and
 // returns how many it took (answered); the rest go to the next batch.
 func (db *DB) commitBatch(batch []*writeJob) int {
+	begin := time.Now()
 	tx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		for _, j := range batch {
@@ -185,6 +195,9 @@ func (db *DB) commitBatch(batch []*writeJob) int {
 	}
 	err = tx.Commit()
 	db.wr.batches.Add(1)
+	if o := db.wr.observer(); o != nil {
+		o.Committed(len(ran), time.Since(begin))
+	}
 	if err != nil {
 		_ = tx.Rollback()
 	}

@@ -65,12 +65,14 @@ func learnerID(r *http.Request) string {
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		stream := s.observeStart(r) // metrics: observe.go
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
 		}
+		s.observeEnd(r, stream, status, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

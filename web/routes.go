@@ -41,6 +41,9 @@ func (s *Server) routes() http.Handler {
 	r.Use(s.everyResponse()...)
 
 	r.Get("/healthz", s.healthz)
+	if s.cfg.Metrics != nil {
+		r.Get("/metrics", s.cfg.Metrics.ServeHTTP) // internal/metrics: token, or a direct loopback client
+	}
 	r.Get("/favicon.ico", s.favicon) // static.go
 	r.Handle(staticPrefix+"*", s.staticHandler())
 	r.Get("/api/reload", s.reloadEvents) // live_reload.go: the live-reload stream

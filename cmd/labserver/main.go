@@ -30,6 +30,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver roster import|codes --class CODE   a class's roster from CSV, its personal codes as CSV
        labserver import aiken|gift FILE [--prefix P] [--lang L]   Moodle questions → quiz.yaml on stdout
        labserver lti add|list|remove|urls ...   register LMS platforms (LTI 1.3)
+       labserver version             the module version and VCS revision this binary was built from
 
 environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
@@ -57,6 +58,7 @@ var commands = map[string]Command{
 	"import":  runImport,
 	"roster":  runRoster,
 	"lti":     runLTI,
+	"version": runVersion,
 }
 
 func main() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/asynclog"
+	"github.com/rdmalab/rdmalab/internal/metrics"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/terminals/terminal"
@@ -30,10 +31,11 @@ type Config struct {
 	LessonsDir string // LAB_LESSONS; "" = the built-in course
 	Sandbox    sandboxConfig
 	Limits     limitsConfig
-	Terminals  int        // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
-	Keep       keepConfig // kept learner machines (terminal_keep.go)
-	Spares     int        // LAB_SPARES: the class paused spare guests are kept for; -1 none (terminal_spares.go)
-	PublicURL  string     // LAB_PUBLIC_URL: the lab's address as browsers and an LMS reach it (LTI)
+	Terminals  int           // LAB_TERMINALS: learner terminals at once, TerminalsAuto = from the machine (terminal.go)
+	Keep       keepConfig    // kept learner machines (terminal_keep.go)
+	Spares     int           // LAB_SPARES: the class paused spare guests are kept for; -1 none (terminal_spares.go)
+	Metrics    metricsConfig // who may read /metrics (serve_metrics.go)
+	PublicURL  string        // LAB_PUBLIC_URL: the lab's address as browsers and an LMS reach it (LTI)
 }
 
 // Main is one serve process, split into steps so a test can run it end to
@@ -48,6 +50,7 @@ type Main struct {
 	DB      *store.DB
 	Sandbox *labSandbox
 	Terms   *terminal.Terminals // learner terminals; nil when off
+	Metrics *metrics.Lab        // the registry /metrics serves (serve_metrics.go)
 	Course  atomic.Pointer[lessons.Course]
 	watch   liveCourse // --lessons DIR: live reload (serve_watch.go)
 	lti     ltiRun     // the LTI score deliverer (serve_lti.go)
@@ -101,6 +104,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	terminalFlags(fset, &m.Config.Terminals, m.envOr)
 	keepFlags(fset, &m.Config.Keep, m.envOr)
 	spareFlags(fset, &m.Config.Spares, m.envOr)
+	metricsFlags(fset, &m.Config.Metrics, m.envOr)
 	return fset
 }
 
@@ -193,9 +197,18 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mx := labMetrics{db: db, dbPath: m.Config.DBPath, sb: sb, local: m.Terms}
+	if terms != nil {
+		mx.terms = terms
+	}
+	if m.Terms != nil {
+		mx.keep = m.Terms.Keep
+	}
+	m.Metrics = startMetrics(mx)
 	srv, err := web.New(web.Config{Course: m.courseNow, Live: m.watch.live, Store: db, Logger: m.Log,
 		Experiments: sb.Registry, Runner: sb.Runner, Runs: sb.Hub, LearnerKey: learnerKey, Lab: sb.RDMA,
-		ClientAddr: clientAddr, Limits: limits, Terminals: terms, Programs: programs, TermInfo: info, LTI: m.lti.start(ctx, m)})
+		ClientAddr: clientAddr, Limits: limits, Terminals: terms, Programs: programs, TermInfo: info, LTI: m.lti.start(ctx, m),
+		Observer: m.Metrics, Metrics: m.Metrics.Handler(metrics.Access{Token: m.Config.Metrics.Token, ProxyHeader: clientAddr.Header})})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type Backend struct {
 	startOnce sync.Once
 	started   atomic.Bool
 	paused    atomic.Bool
+	restarts  atomic.Int64 // guests lost and booted again (Restarts)
 
 	// key is the snapshot key of the guest running (what a saved state of
 	// it depends on); restoreTake and restoreDone, when set, restore a
@@ -263,6 +264,7 @@ func (b *Backend) supervise() {
 			break
 		}
 		b.cfg.Logger.Warn("lab guest lost; booting a fresh one", "reason", reason, "console", tail)
+		b.restarts.Add(1)
 		if time.Since(g.Ready) < 30*time.Second {
 			quickDeaths++
 		} else {
@@ -449,4 +451,16 @@ func failedBoot(err error) sandbox.Text {
 		return sandbox.Text{"en": err.Error(), "zh": "无法启动虚拟机：缺少软件包 " + strings.Join(me.Packages, " ") + " 提供的文件；解决办法：" + me.Fix()}
 	}
 	return sandbox.Detail("the guest did not boot", "虚拟机没能启动", err.Error())
+}
+
+// Restarts is how many times this backend's guest was lost and a fresh
+// one booted since the backend started (the lab's metrics).
+func (b *Backend) Restarts() int64 { return b.restarts.Load() }
+
+// State is the backend's lab state now, without asking the guest (Lab
+// does, for its devices): cheap enough for every metrics scrape.
+func (b *Backend) State() sandbox.LabState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
 }

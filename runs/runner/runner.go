@@ -61,6 +61,9 @@ type Config struct {
 	// learners queued after a restart are told a wait, by the same
 	// estimate that tells every later one.
 	Expect map[string]time.Duration
+	// Observer is told every run's queueing, start and end (observe.go:
+	// the lab's metrics); nil: nothing is told.
+	Observer Observer
 }
 
 // Sink receives everything the runner decides and everything a run emits, in
@@ -229,6 +232,7 @@ func (r *Runner) Submit(learner, experiment string, raw map[string]any) (sandbox
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru.recorded = true
+	r.observeQueued(ru)
 	r.dispatchLocked()
 	return ru.info, nil
 }
@@ -381,6 +385,7 @@ func (r *Runner) start(ru *run, be sandbox.Backend) {
 	ru.info.Status = sandbox.StatusRunning
 	ru.info.Position = 0
 	ru.be, ru.began = be, time.Now()
+	r.observeStarted(ru)
 	ru.share.startedAt(ru.began.Add(r.cfg.Share))
 	name := "none"
 	if be != nil {
@@ -469,6 +474,7 @@ func (r *Runner) finish(ru *run, status sandbox.Status, why sandbox.Text) {
 	defer r.mu.Unlock()
 	ru.info.Status = status
 	r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: status, Message: why.Get("en"), Messages: why, Backend: ru.info.Backend})
+	r.observeFinished(ru, status)
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, status)
 	r.running--
@@ -531,6 +537,9 @@ func (r *Runner) stopLocked(ru *run, why sandbox.Status) {
 		msg = msgStoppedBefore
 	}
 	r.emit(ru, sandbox.Event{Type: sandbox.EvStatus, Status: why, Message: msg.Get("en"), Messages: msg})
+	if ru.host == nil {
+		r.observeFinished(ru, why)
+	}
 	r.removeLocked(ru)
 	r.endJoinedLocked(ru, why)
 	r.dispatchLocked() // a waiting timing run may have held others back
