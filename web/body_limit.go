@@ -18,6 +18,14 @@ import (
 // already read). The largest real ones (a run's params, an order
 // question's answer, a login form) are a few hundred bytes.
 
+// MaxHeaderBytes is what the lab's http.Server takes of a request's
+// header block (net/http's default is 1 MiB, and it adds 4 KiB of slack):
+// the largest real ones — the learner's cookie, an instructor's session,
+// a few LTI state cookies, Accept-Language — are a few KiB. A larger one
+// is answered 431 without reaching a handler (issue 43 fall 6: 1 MiB
+// headers on every request of a flood).
+const MaxHeaderBytes = 32 << 10
+
 // A request body beyond page.MaxBody is page.CodeTooLarge (413); a body that
 // did not arrive within Limits.BodyTimeout page.CodeTimeout (408).
 

@@ -61,8 +61,10 @@ func learnerID(r *http.Request) string {
 	return id
 }
 
-// logRequests logs one line per request with slog.
+// logRequests logs one line per request with slog, bounded
+// (request_log.go).
 func (s *Server) logRequests(next http.Handler) http.Handler {
+	rl := newRequestLog()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		stream := s.observeStart(r) // metrics: observe.go
@@ -77,14 +79,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.LogAttrs(r.Context(), level, "http",
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("dur", time.Since(start)),
-			slog.String("req", middleware.GetReqID(r.Context())),
-		)
+		s.logRequest(rl, r, level, status, ww.BytesWritten(), time.Since(start))
 	})
 }
 

@@ -237,6 +237,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.HTTP = &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    web.MaxHeaderBytes, // a few KiB are real; net/http's default is 1 MiB
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
