@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
 )
 
@@ -88,6 +89,20 @@ func testSRQ(t *testing.T, ex executor) {
 	}
 	if f["event_left"] >= 2 {
 		t.Errorf("the limit event came with %v receives left; want fewer than the limit 2", f["event_left"])
+	}
+	// One numbering in the table, the chart and quiz beyond/srq-limit:
+	// messages count from 1, so 6 receives with limit 2 give the event
+	// after message 5 (1 left).
+	eventRow := ""
+	for _, tb := range rec.of(sandbox.EvTable) {
+		for _, row := range tb.Table.Rows {
+			if len(row) > 0 && strings.Contains(row[len(row)-1], "SRQ_LIMIT") {
+				eventRow = row[0]
+			}
+		}
+	}
+	if eventRow != "5" {
+		t.Errorf("the table shows the limit event at message %q; want 5 (numbered from 1)", eventRow)
 	}
 	if f["dry_completed_early"] != 0 || f["rnr_naks"] < 1 || verbs.WCStatus(f["refill_status"]) != verbs.WCSuccess {
 		rec.dump(t)

@@ -107,9 +107,11 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	for i, q := range sqps {
 		byQPN[q.qp.Num()] = i
 	}
+	// Messages are numbered from 1 everywhere — table, log, chart — as
+	// the lesson's quiz counts them ("after the 6th message").
 	for i := range pool {
 		c := clis[i%nqp]
-		copy(c.buf.Bytes(), fmt.Sprintf("message %d via client QP %d", i, i%nqp))
+		copy(c.buf.Bytes(), fmt.Sprintf("message %d via client QP %d", i+1, i%nqp))
 		wc, err := c.sendAndWait(ctx, verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: c.mr, Length: srqMsg})
 		if err != nil {
 			return verbsError(emit, err)
@@ -133,12 +135,12 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 				if ev.Type == verbs.EventSRQLimitReached {
 					eventAt = left
 				}
-				note(emit, "info", say(fmt.Sprintf("ibv_get_async_event: %s after message %d, %d receives left", ev.Type, i, left),
-					fmt.Sprintf("ibv_get_async_event：第 %d 条消息之后读到 %s，剩余 %d 个接收缓冲", i, ev.Type, left)))
+				note(emit, "info", say(fmt.Sprintf("ibv_get_async_event: %s after message %d, %d receives left", ev.Type, i+1, left),
+					fmt.Sprintf("ibv_get_async_event：第 %d 条消息之后读到 %s，剩余 %d 个接收缓冲", i+1, ev.Type, left)))
 			}
 		}
 		metric(emit, "srq_left", say("receives left in the SRQ", "SRQ 中剩余的接收缓冲"), float64(i+1), float64(left), "recv")
-		tab.AddRow(sandbox.Same(fmt.Sprint(i)), sandbox.Same(fmt.Sprintf("QP %d", i%nqp)),
+		tab.AddRow(sandbox.Same(fmt.Sprint(i+1)), sandbox.Same(fmt.Sprintf("QP %d", i%nqp)),
 			sandbox.Same(fmt.Sprintf("QP %d (0x%x)", byQPN[rw.QPNum], rw.QPNum)), sandbox.Same(fmt.Sprint(left)), evText)
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: tab})
