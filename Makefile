@@ -34,8 +34,10 @@ deps-test:
 generate:
 	$(GO) tool templ generate -path . >/dev/null
 
+# -buildvcs=auto: `labserver version` names the commit even where the go
+# environment turns stamping off (GOFLAGS=-buildvcs=false).
 build:
-	$(GO) build -o $(BIN) ./cmd/labserver
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/labserver
 	$(GO) build -o $(AGENT) ./cmd/labagent
 
 run: deps-run build

@@ -27,8 +27,9 @@ func TestVersionLine(t *testing.T) {
 }
 
 // TestVersionOfBuiltBinary builds labserver from this work tree the way
-// `make build` does and checks that `labserver version` prints the
-// commit checked out (the go tool stamps it from git).
+// `make build` does (-buildvcs=auto, whatever GOFLAGS says) and checks
+// that `labserver version` prints the commit checked out (the go tool
+// stamps it from git).
 func TestVersionOfBuiltBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds labserver")
@@ -38,7 +39,7 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 		t.Skipf("not a git work tree: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "labserver")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "version").Output()
