@@ -75,4 +75,3 @@ func ReadClipped(br *bufio.Reader, max int) (line []byte, cut int, err error) {
 		return bytes.TrimSuffix(line, []byte("\r")), cut, rerr
 	}
 }
-

@@ -43,4 +43,3 @@ func TestReadClipped(t *testing.T) {
 		}
 	}
 }
-

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/machines/vmimage"
@@ -331,7 +332,7 @@ func (g *Guest) Stop() {
 	// Keep the last console for the admin (labserver vm status names it):
 	// at most consoleMax bytes (console.go).
 	if g.keepConsole != "" {
-		_ = vmimage.CopyFile(g.Console, g.keepConsole)
+		_ = fsutil.CopyFile(g.Console, g.keepConsole)
 	}
 	os.RemoveAll(g.runDir)
 }

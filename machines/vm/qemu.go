@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 )
@@ -95,7 +96,7 @@ func loadAccelRecord(dir, key string) *accelRecord {
 
 func saveAccelRecord(dir string, r accelRecord) {
 	b, _ := json.Marshal(r)
-	_ = vmimage.WriteFileAtomic(filepath.Join(dir, "accel.json"), b)
+	_ = fsutil.WriteFileAtomic(filepath.Join(dir, "accel.json"), b)
 }
 
 // chooseAccel says which accelerator to boot with and why not KVM; probe

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 )
 
@@ -153,7 +154,7 @@ func writeDisk(ctx context.Context, t tree, stage, out string) error {
 		case kindFile:
 			if e.src == "" {
 				err = os.WriteFile(dst, e.data, e.mode.Perm())
-			} else if err = CopyFile(e.src, dst); err == nil {
+			} else if err = fsutil.CopyFile(e.src, dst); err == nil {
 				err = os.Chmod(dst, e.mode.Perm())
 			}
 		default:

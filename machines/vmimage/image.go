@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/machines/vmguest/initscript"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"io"
@@ -232,7 +233,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 	if err := cachedVmlinux(ctx, p.kernel.Image, filepath.Join(opt.Dir, "vmlinux")); err != nil {
 		// Still bootable, only slower: QEMU runs the kernel's own decompressor.
 		say("no PVH kernel (%v); booting the compressed kernel", err)
-		if err := CopyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
+		if err := fsutil.CopyFile(p.kernel.Image, filepath.Join(opt.Dir, "vmlinuz")); err != nil {
 			return nil, false, err
 		}
 		im.Kernel = "vmlinuz"
@@ -295,7 +296,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Image, bool, error) {
 
 	im.Built = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.MarshalIndent(im, "", "  ")
-	if err := WriteFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.Dir, "manifest.json"), b); err != nil {
 		return nil, false, err
 	}
 	say("ready in %s (%.1f s)", opt.Dir, time.Since(start).Seconds())
@@ -675,7 +676,7 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 		if strings.HasSuffix(m, ".ko.xz") {
 			err = decompressXZ(ctx, m, dst)
 		} else if strings.HasSuffix(m, ".ko") {
-			err = CopyFile(m, dst)
+			err = fsutil.CopyFile(m, dst)
 		} else {
 			err = fmt.Errorf("module %s: unsupported compression (need .ko or .ko.xz)", m)
 		}
@@ -685,7 +686,7 @@ func addModules(ctx context.Context, p *plan, stage string) error {
 		order = append(order, "/"+rel+"/"+strings.TrimSuffix(r, ".xz"))
 	}
 	for _, f := range []string{"modules.order", "modules.builtin", "modules.builtin.modinfo"} {
-		if err := CopyFile(filepath.Join(p.kernel.Modules, f), filepath.Join(stage, rel, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsutil.CopyFile(filepath.Join(p.kernel.Modules, f), filepath.Join(stage, rel, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -826,34 +827,6 @@ func (p *plan) hashInputs() error {
 	}
 	p.hash = hex.EncodeToString(h.Sum(nil))
 	return nil
-}
-
-// CopyFile copies src to dst (the kernel, modules; the host side keeps a
-// failed boot's console log with it).
-func CopyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	return out.Close()
-}
-
-// WriteFileAtomic replaces name with b through a rename, so a reader never
-// sees half a file (the manifest; the host side's accelerator record).
-func WriteFileAtomic(name string, b []byte) error {
-	if err := os.WriteFile(name+".tmp", b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(name+".tmp", name)
 }
 
 // lockDir takes an exclusive lock on dir so two labservers (make run and a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 	"io"
 	"os"
@@ -127,7 +128,7 @@ func TestBuildImage(t *testing.T) {
 	dir := t.TempDir()
 	agent := filepath.Join(t.TempDir(), AgentName)
 	exe, _ := os.Executable()
-	if err := CopyFile(exe, agent); err != nil {
+	if err := fsutil.CopyFile(exe, agent); err != nil {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/machines/vm"
-	"github.com/rdmalab/rdmalab/machines/vmimage"
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 )
 
@@ -199,7 +199,7 @@ func (k *Keep) Evicted() int {
 
 func (k *Keep) writeMeta(stem string, m keptMeta) error {
 	b, _ := json.Marshal(m)
-	if err := vmimage.WriteFileAtomic(stem+".json", b); err != nil {
+	if err := fsutil.WriteFileAtomic(stem+".json", b); err != nil {
 		return fmt.Errorf("keep: %w", err)
 	}
 	return nil
