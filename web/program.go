@@ -323,7 +323,7 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		emit(final)
 		return
 	}
-	for _, d := range programDiagnostics(string(end.Compiler)) {
+	for _, d := range placeMissingSemicolons(programDiagnostics(string(end.Compiler)), string(req.Source)) {
 		emit(d)
 	}
 	ok := end.Passed
