@@ -262,7 +262,21 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, page.Errorf(page.CodeRateLimited, trf(lang, "prog.rate", page.RetryAfter(w, wait))))
 		return
 	}
+	// A run may start the learner's machine: it passes the terminal's
+	// admission (terminal_fair.go), the one path to a machine, or six
+	// cookies of one address held every machine and the queue through
+	// program runs (issue 43 fall 3). The learner stays counted while
+	// their machine is held.
+	leave := func() {}
+	if s.cfg.Terminals != nil {
+		var refusal string
+		if leave, refusal = s.termAdmit(r, learner, lang); refusal != "" {
+			s.WriteError(w, r, page.Errorf(page.CodeRateLimited, refusal))
+			return
+		}
+	}
 	if _, busy := programRunning.LoadOrStore(learner, struct{}{}); busy {
+		leave()
 		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("prog.busy")))
 		return
 	}
@@ -273,12 +287,14 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		Params: sandbox.Params{"lesson": l.Slug, "program": p.ID}, Status: sandbox.StatusRunning, Created: time.Now()}
 	if err := s.cfg.Runs.RunCreated(info); err != nil {
 		programRunning.Delete(learner)
+		leave()
 		s.WriteError(w, r, err)
 		return
 	}
 	req := rdmalab.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
 		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Check: p.Check}
 	go func() {
+		defer leave()
 		defer programRunning.Delete(learner)
 		s.runProgram(runner, id, learner, l.Slug, p, req, lang)
 	}()
