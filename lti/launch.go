@@ -110,10 +110,14 @@ func (t *Tool) Launch(ctx context.Context, state, idToken string) (*Launch, erro
 	}
 	now := t.Now()
 	st, err := t.Registry.TakeLoginState(ctx, state, now)
-	if errors.Is(err, ErrNoState) {
+	switch {
+	case errors.Is(err, ErrNoState):
 		return nil, refuse(KindState, "%w", err)
-	}
-	if err != nil {
+	case errors.Is(err, ErrStateUsed):
+		return nil, refuse(KindStateUsed, "%w", err)
+	case errors.Is(err, ErrStateExpired):
+		return nil, refuse(KindStateExpired, "%w", err)
+	case err != nil:
 		return nil, err
 	}
 	p, err := t.Registry.PlatformByID(ctx, st.PlatformID)
@@ -149,7 +153,7 @@ func (t *Tool) Launch(ctx context.Context, state, idToken string) (*Launch, erro
 		return nil, refuse(KindExpired, "iat %s is in the future", tok.IssuedAt.UTC().Format(time.RFC3339))
 	}
 	if tok.Nonce == "" || subtle.ConstantTimeCompare([]byte(tok.Nonce), []byte(st.Nonce)) != 1 {
-		return nil, refuse(KindReplay, "the nonce is not the one this login sent")
+		return nil, refuse(KindNonce, "the nonce is not the one this login sent")
 	}
 	if err := t.Registry.UseNonce(ctx, p.ID, tok.Nonce, tok.Expiry.Add(Skew)); errors.Is(err, ErrNonceUsed) {
 		return nil, refuse(KindReplay, "%w", err)
@@ -244,9 +248,13 @@ const (
 	RoleIsInstructor
 )
 
-// Role is the launch's role in its context: instructor (instructor,
-// content developer, administrator), TA (the Instructor#TeachingAssistant
-// sub-role, or TeachingAssistant), otherwise learner.
+// Role is the launch's role in its context (the course launched), from
+// the context roles only: instructor (instructor, content developer,
+// administrator of the course), TA (the Instructor#TeachingAssistant
+// sub-role, or TeachingAssistant), otherwise learner. Institution and
+// system roles (LTI Core §A.2.1, §A.2.2: "system#Administrator" is the
+// LMS's site admin) say nothing about this course: a student who also
+// administers the site is a learner here.
 func (l *Launch) Role() Role {
 	r := RoleIsLearner
 	for _, s := range l.Roles {
@@ -255,9 +263,7 @@ func (l *Launch) Role() Role {
 			return RoleIsTA
 		case RoleInstructor, "Instructor",
 			"http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper",
-			"http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator",
-			"http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
-			"http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator":
+			"http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator":
 			r = RoleIsInstructor
 		}
 	}

@@ -87,27 +87,39 @@ type Platform struct {
 	CreatedAt    time.Time
 }
 
-// Check validates a registration before it is stored.
+// FieldError is a registration field Check refuses. Field is the
+// field's key (issuer, client-id, auth-url, token-url, jwks-url,
+// deployment, frame-origin): the CLI prints it as its flag, a web form
+// as its label.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Check validates a registration before it is stored; a refusal is a
+// *FieldError.
 func (p Platform) Check() error {
 	for _, u := range []struct{ name, v string }{{"issuer", p.Issuer}, {"auth-url", p.AuthURL}, {"token-url", p.TokenURL}, {"jwks-url", p.JWKSURL}} {
 		if err := checkURL(u.v); err != nil {
-			return fmt.Errorf("--%s: %w", u.name, err)
+			return &FieldError{u.name, err.Error()}
 		}
 	}
 	for _, o := range p.FrameOrigins {
 		if err := checkURL(o); err != nil {
-			return fmt.Errorf("--frame-origin: %w", err)
+			return &FieldError{"frame-origin", err.Error()}
 		}
 	}
 	if strings.TrimSpace(p.ClientID) == "" || len(p.ClientID) > 255 {
-		return errors.New("--client-id: 1 to 255 characters")
+		return &FieldError{"client-id", "1 to 255 characters"}
 	}
 	if len(p.Deployments) == 0 {
-		return errors.New("--deployment: at least one deployment id")
+		return &FieldError{"deployment", "at least one deployment id"}
 	}
 	for _, d := range p.Deployments {
 		if d == "" || len(d) > 255 {
-			return errors.New("--deployment: 1 to 255 characters each")
+			return &FieldError{"deployment", "1 to 255 characters each"}
 		}
 	}
 	return nil
@@ -126,9 +138,15 @@ type LoginState struct {
 	Expires    time.Time
 }
 
-// ErrNoState is a login state the registry does not hold (never made,
-// already used or expired).
-var ErrNoState = errors.New("lti: unknown, used or expired login state")
+// ErrNoState is a login state the registry does not hold: this tool
+// never issued it (or so long ago that it is forgotten).
+var ErrNoState = errors.New("lti: unknown login state")
+
+// ErrStateUsed is a login state a launch has used already.
+var ErrStateUsed = errors.New("lti: login state used already")
+
+// ErrStateExpired is a login state whose launch came after StateLife.
+var ErrStateExpired = errors.New("lti: login state expired")
 
 // ErrNonceUsed is a nonce the registry has seen already.
 var ErrNonceUsed = errors.New("lti: nonce already used")
@@ -147,8 +165,9 @@ type Registry interface {
 	PlatformByID(ctx context.Context, id int64) (Platform, error)
 	// SaveLoginState stores a state until it expires.
 	SaveLoginState(ctx context.Context, s LoginState) error
-	// TakeLoginState returns and deletes the state (single use);
-	// ErrNoState when it is unknown or expired at now.
+	// TakeLoginState returns the state and marks it used (single use):
+	// ErrNoState when it is unknown, ErrStateUsed when a launch took it
+	// already, ErrStateExpired when it expired before now.
 	TakeLoginState(ctx context.Context, state string, now time.Time) (LoginState, error)
 	// UseNonce records a nonce of the platform until until; ErrNonceUsed
 	// when it is recorded already.
@@ -160,15 +179,19 @@ type Kind string
 
 // The kinds of refusal.
 const (
-	KindState      Kind = "state"      // unknown, replayed or expired login state
-	KindPlatform   Kind = "platform"   // issuer/client id not registered
-	KindSignature  Kind = "signature"  // bad JWT, unknown key, wrong alg, bad signature
-	KindAudience   Kind = "audience"   // aud/azp not this tool's client id, or wrong iss
-	KindExpired    Kind = "expired"    // exp passed or iat in the future
-	KindReplay     Kind = "replay"     // nonce reused or not the state's nonce
-	KindDeployment Kind = "deployment" // deployment id not registered
-	KindClaims     Kind = "claims"     // a required claim missing or wrong
-	KindRequest    Kind = "request"    // the login or launch request itself is malformed
+	KindState        Kind = "state"         // a login state this tool never issued
+	KindStateUsed    Kind = "state-used"    // the login state was used by a launch already (the form posted again)
+	KindStateExpired Kind = "state-expired" // the launch came more than StateLife after its login
+	KindBrowser      Kind = "browser"       // the login state is not the one this browser started (cookie missing or another)
+	KindPlatform     Kind = "platform"      // issuer/client id not registered
+	KindSignature    Kind = "signature"     // bad JWT, unknown key, wrong alg, bad signature
+	KindAudience     Kind = "audience"      // aud/azp not this tool's client id, or wrong iss
+	KindExpired      Kind = "expired"       // exp passed or iat in the future
+	KindNonce        Kind = "nonce"         // the token's nonce is not the one its login sent (a token from another login)
+	KindReplay       Kind = "replay"        // the token's nonce was used by a launch already
+	KindDeployment   Kind = "deployment"    // deployment id not registered
+	KindClaims       Kind = "claims"        // a required claim missing or wrong
+	KindRequest      Kind = "request"       // the login or launch request itself is malformed
 )
 
 // Error is a refused login or launch.

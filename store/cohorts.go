@@ -86,12 +86,19 @@ func (sc Scope) cond(activity string) string {
 	staff := `NOT EXISTS (SELECT 1 FROM staff_learners s WHERE s.learner = l.id)`
 	if sc.Cohort > 0 {
 		// The id is an integer formatted here, not text from a request.
-		return staff + ` AND EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id AND m.cohort_id = ` +
-			strconv.FormatInt(sc.Cohort, 10) + `)`
+		// Staff of this class (an LMS course's instructor or TA) are out;
+		// staff of another class are not (roles are per course).
+		id := strconv.FormatInt(sc.Cohort, 10)
+		return staff + ` AND EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id AND m.cohort_id = ` + id + `)
+			AND NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.learner = l.id AND cs.cohort_id = ` + id + `)`
 	}
-	// A learner of an archived class leaves "all learners" unless they are
-	// in an open class too (the next term).
+	// A learner who is staff of classes and a learner of none is staff in
+	// "all learners"; a learner of an archived class leaves it unless they
+	// are in an open class too (the next term).
 	return staff + ` AND ` + activity + `
+		AND (NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.learner = l.id)
+		     OR EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id
+		                AND NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.learner = l.id AND cs.cohort_id = m.cohort_id)))
 		AND (NOT EXISTS (SELECT 1 FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id
 		                 WHERE m.learner = l.id AND c.archived_at IS NOT NULL)
 		     OR EXISTS (SELECT 1 FROM cohort_members m JOIN cohorts c ON c.id = m.cohort_id
@@ -159,7 +166,8 @@ func (db *DB) CreateCohort(ctx context.Context, name string, by int64) (Cohort, 
 func (db *DB) Cohorts(ctx context.Context, withArchived bool) ([]Cohort, error) {
 	rows, err := db.r.QueryContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
-		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id), c.time_zone
+		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id
+		        AND NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.cohort_id = c.id AND cs.learner = m.learner)), c.time_zone
 		FROM cohorts c WHERE ? OR c.archived_at IS NULL ORDER BY c.created_at DESC, c.id DESC`, withArchived)
 	return collect("list classes", rows, err, scanCohort)
 }
@@ -190,7 +198,8 @@ func scanCohort(s scanner) (Cohort, error) {
 func (db *DB) Cohort(ctx context.Context, id int64) (Cohort, error) {
 	c, err := scanCohort(db.r.QueryRowContext(ctx, `WITH `+Scope{}.cteAll()+`
 		SELECT c.id, c.name, c.code, c.created_at, COALESCE(c.archived_at, ''),
-		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id), c.time_zone
+		       (SELECT COUNT(*) FROM cohort_members m JOIN counted k ON k.id = m.learner WHERE m.cohort_id = c.id
+		        AND NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.cohort_id = c.id AND cs.learner = m.learner)), c.time_zone
 		FROM cohorts c WHERE c.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cohort{}, ErrNoCohort
@@ -201,14 +210,18 @@ func (db *DB) Cohort(ctx context.Context, id int64) (Cohort, error) {
 	return c, nil
 }
 
-// OpenCohortByCode returns the open (not archived) class with this join code.
+// OpenCohortByCode returns the open (not archived) class with this join
+// code. An LMS course's class has none that works: its learners are the
+// course's, as the LMS launches them (issue 41: an outsider joined one
+// under a student's name).
 func (db *DB) OpenCohortByCode(ctx context.Context, code string) (Cohort, error) {
 	code = NormalizeJoinCode(code)
 	if code == "" || len(code) > 32 {
 		return Cohort{}, ErrNoCohort
 	}
 	c, err := scanCohort(db.r.QueryRowContext(ctx, `SELECT id, name, code, created_at, '', 0, time_zone
-		FROM cohorts WHERE code = ? AND archived_at IS NULL`, code))
+		FROM cohorts WHERE code = ? AND archived_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM lti_contexts x WHERE x.cohort_id = cohorts.id)`, code))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cohort{}, ErrNoCohort
 	}
@@ -358,4 +371,19 @@ func (db *DB) MoveLessonProgress(ctx context.Context, from, to string) (int64, e
 		db.progress.invalidateAll()
 	}
 	return n, nil
+}
+
+// CohortJoinedAt is when the learner joined the class (ok false when
+// they are not a member): their work in the class counts from then on.
+func (db *DB) CohortJoinedAt(ctx context.Context, cohort int64, learner string) (time.Time, bool, error) {
+	var at string
+	err := db.r.QueryRowContext(ctx, `SELECT joined_at FROM cohort_members WHERE cohort_id = ? AND learner = ?`, cohort, learner).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("store: joined class: %w", err)
+	}
+	t, _ := parseTime(at)
+	return t, true, nil
 }

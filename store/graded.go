@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,7 +71,8 @@ func (db *DB) SetGradedLesson(ctx context.Context, g GradedLesson, by int64) err
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (cohort_id, lesson) DO UPDATE SET opens_at = excluded.opens_at,
 		closes_at = excluded.closes_at, attempt_limit = excluded.attempt_limit,
-		counts = excluded.counts, set_by = excluded.set_by, set_at = excluded.set_at`,
+		counts = excluded.counts, set_by = excluded.set_by, set_at = excluded.set_at,
+		close_sent_at = CASE WHEN closes_at = excluded.closes_at THEN close_sent_at END`,
 		g.Cohort, g.Lesson, formatTime(g.Opens), formatTime(g.Closes), g.Limit, g.Counts, byArg, now())
 	if err != nil {
 		if isConstraint(err) {
@@ -240,4 +242,95 @@ func (db *DB) LearnerReveals(ctx context.Context, learner string, questionIDs []
 		out[q] = append(out[q], t)
 	}
 	return out, rows.Err()
+}
+
+// ErrAttemptLimit: a graded answer over the attempt limit, or outside the
+// lesson's window; AddGradedAttempt stored nothing.
+var ErrAttemptLimit = errors.New("store: graded answer refused: limit reached or lesson not open")
+
+// GradedWindow is what a graded answer is checked against in the write
+// that stores it: answers made from Since (the later of the class's open
+// date and the learner's joining) until Closes count, at most Limit.
+type GradedWindow struct {
+	Since, Opens, Closes time.Time
+	Limit                int
+}
+
+// AddGradedAttempt is AddAttempt for a graded question, atomic with its
+// check: in the one write that stores it (the store's single writer) it
+// counts the learner's answers to the question in the window and refuses
+// with ErrAttemptLimit, storing nothing, when Limit are made already or
+// the answer's time falls outside [Opens, Closes). Answers racing each
+// other are therefore taken one at a time, and never more than Limit.
+func (db *DB) AddGradedAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct, seen bool, w GradedWindow) (Attempt, error) {
+	if !ValidLearnerID(learner) {
+		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
+	}
+	if !json.Valid(answer) {
+		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
+	}
+	defer db.quiz.invalidate(learner)
+	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
+	at := clock()
+	ts := formatTime(at)
+	refused := false
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		refused = false
+		if at.Before(w.Opens) || !at.Before(w.Closes) {
+			refused = true
+			return nil
+		}
+		since := w.Since
+		if since.Before(w.Opens) {
+			since = w.Opens
+		}
+		var made int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE learner = ? AND question_id = ?
+			AND created_at >= ? AND created_at < ?`, learner, questionID, formatTime(since), formatTime(w.Closes)).Scan(&made); err != nil {
+			return err
+		}
+		if made >= w.Limit {
+			refused = true
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO attempts (learner, question_id, answer, correct, seen, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			learner, questionID, string(answer), correct, seen, ts)
+		if err != nil {
+			return err
+		}
+		a.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return Attempt{}, fmt.Errorf("store: add attempt at %s: %w", questionID, err)
+	}
+	if refused {
+		return Attempt{}, ErrAttemptLimit
+	}
+	a.CreatedAt, _ = parseTime(ts)
+	return a, nil
+}
+
+// DueGradedCloses lists the graded settings whose close date has passed
+// at at and whose close was not sent yet (MarkCloseSent): their classes'
+// LMS scores go out once more, final.
+func (db *DB) DueGradedCloses(ctx context.Context, at time.Time) ([]GradedLesson, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+gradedCols+` FROM graded_lessons g
+		WHERE g.closes_at <= ? AND g.close_sent_at IS NULL ORDER BY g.closes_at`, formatTime(at))
+	return collect("due closes", rows, err, func(sc scanner) (GradedLesson, error) { return scanGraded(sc) })
+}
+
+// MarkCloseSent records that the close of g (as it was: its close date)
+// was sent; a close date changed since is left due.
+func (db *DB) MarkCloseSent(ctx context.Context, g GradedLesson) error {
+	if _, err := db.w.ExecContext(ctx, `UPDATE graded_lessons SET close_sent_at = ? WHERE cohort_id = ? AND lesson = ? AND closes_at = ?`,
+		now(), g.Cohort, g.Lesson, formatTime(g.Closes)); err != nil {
+		return fmt.Errorf("store: close sent: %w", err)
+	}
+	return nil
 }

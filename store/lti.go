@@ -19,35 +19,47 @@ import (
 // courses linked to classes, graded links and the score outbox (the
 // lti.Outbox the deliverer drains). Migration 0120.
 
-// AddLTIPlatform registers a platform (p.Check first); a platform with the
-// same issuer and client id is a *ValidationError.
+// AddLTIPlatform registers a platform (p.Check first). A platform with
+// the same issuer and client id that was removed is registered again
+// under its old id, with these URLs and deployments: its users and
+// courses reconnect to their learners and classes. One still registered
+// is a *ValidationError (change it with UpdateLTIPlatform instead).
 func (db *DB) AddLTIPlatform(ctx context.Context, p lti.Platform) (int64, error) {
 	if err := p.Check(); err != nil {
-		return 0, &ValidationError{err.Error()}
+		return 0, platformInvalid(err)
 	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: add platform: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO lti_platforms (issuer, client_id, auth_url, token_url, jwks_url, frame_origins, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (issuer, client_id) DO NOTHING`,
-		p.Issuer, p.ClientID, p.AuthURL, p.TokenURL, p.JWKSURL, strings.Join(p.FrameOrigins, " "), now())
-	if err != nil {
-		return 0, fmt.Errorf("store: add platform: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return 0, &ValidationError{fmt.Sprintf("issuer %s with client id %s is registered already (remove it first)", p.Issuer, p.ClientID)}
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("store: add platform: %w", err)
-	}
-	for _, d := range p.Deployments {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_deployments (platform_id, deployment_id) VALUES (?, ?)
-			ON CONFLICT DO NOTHING`, id, d); err != nil {
+	var (
+		id      int64
+		removed sql.NullString
+	)
+	err = tx.QueryRowContext(ctx, `SELECT id, removed_at FROM lti_platforms WHERE issuer = ? AND client_id = ?`, p.Issuer, p.ClientID).Scan(&id, &removed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		res, err := tx.ExecContext(ctx, `INSERT INTO lti_platforms (issuer, client_id, auth_url, token_url, jwks_url, frame_origins, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.Issuer, p.ClientID, p.AuthURL, p.TokenURL, p.JWKSURL, strings.Join(p.FrameOrigins, " "), now())
+		if err != nil {
 			return 0, fmt.Errorf("store: add platform: %w", err)
 		}
+		if id, err = res.LastInsertId(); err != nil {
+			return 0, fmt.Errorf("store: add platform: %w", err)
+		}
+	case err != nil:
+		return 0, fmt.Errorf("store: add platform: %w", err)
+	case !removed.Valid:
+		return 0, &ValidationError{fmt.Sprintf("issuer %s with client id %s is registered already as platform %d: change that registration instead of adding it again", p.Issuer, p.ClientID, id)}
+	default:
+		p.ID = id
+		if err := updatePlatform(ctx, tx, p); err != nil {
+			return 0, err
+		}
+	}
+	if err := setDeployments(ctx, tx, id, p.Deployments); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("store: add platform: %w", err)
@@ -55,29 +67,129 @@ func (db *DB) AddLTIPlatform(ctx context.Context, p lti.Platform) (int64, error)
 	return id, nil
 }
 
-// RemoveLTIPlatform deletes a registration with its states, users' links,
-// courses' links and pending scores (the learners and classes stay).
+// platformInvalid is lti.Platform.Check's refusal as a *ValidationError
+// (the CLI and the web form run Check first, to name the flag or the
+// form's field).
+func platformInvalid(err error) error {
+	return &ValidationError{err.Error()}
+}
+
+// UpdateLTIPlatform changes registration p.ID (still registered) to p:
+// URLs, client id, frame origins, and the deployments (the set becomes
+// p.Deployments: ids added and removed). Its users, courses, graded links
+// and pending scores are untouched; a launch from a deployment no longer
+// listed is refused from now on.
+func (db *DB) UpdateLTIPlatform(ctx context.Context, p lti.Platform) error {
+	if err := p.Check(); err != nil {
+		return platformInvalid(err)
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: update platform: %w", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM lti_platforms WHERE id = ? AND removed_at IS NULL`, p.ID).Scan(&n); err != nil {
+		return fmt.Errorf("store: update platform: %w", err)
+	}
+	if n == 0 {
+		return lti.ErrNoPlatform
+	}
+	if err := updatePlatform(ctx, tx, p); err != nil {
+		return err
+	}
+	if err := setDeployments(ctx, tx, p.ID, p.Deployments); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: update platform: %w", err)
+	}
+	return nil
+}
+
+// updatePlatform writes p's fields onto row p.ID and marks it registered.
+func updatePlatform(ctx context.Context, tx *sql.Tx, p lti.Platform) error {
+	_, err := tx.ExecContext(ctx, `UPDATE lti_platforms SET issuer = ?, client_id = ?, auth_url = ?, token_url = ?, jwks_url = ?,
+		frame_origins = ?, removed_at = NULL WHERE id = ?`,
+		p.Issuer, p.ClientID, p.AuthURL, p.TokenURL, p.JWKSURL, strings.Join(p.FrameOrigins, " "), p.ID)
+	if isConstraint(err) {
+		return &ValidationError{fmt.Sprintf("issuer %s with client id %s is another registration already", p.Issuer, p.ClientID)}
+	}
+	if err != nil {
+		return fmt.Errorf("store: update platform: %w", err)
+	}
+	return nil
+}
+
+// setDeployments makes the platform's deployment ids exactly deps.
+func setDeployments(ctx context.Context, tx *sql.Tx, id int64, deps []string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lti_deployments WHERE platform_id = ?`, id); err != nil {
+		return fmt.Errorf("store: platform deployments: %w", err)
+	}
+	for _, d := range deps {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_deployments (platform_id, deployment_id) VALUES (?, ?)
+			ON CONFLICT DO NOTHING`, id, d); err != nil {
+			return fmt.Errorf("store: platform deployments: %w", err)
+		}
+	}
+	return nil
+}
+
+// RemoveLTIPlatform takes a registration out of use: its launches are
+// refused and its scores wait, but its users', courses' and graded links
+// are kept (and the learners and classes), so registering the same issuer
+// and client id again reconnects everyone to their own work. Its login
+// states go.
 func (db *DB) RemoveLTIPlatform(ctx context.Context, id int64) error {
-	res, err := db.w.ExecContext(ctx, `DELETE FROM lti_platforms WHERE id = ?`, id)
+	res, err := db.w.ExecContext(ctx, `UPDATE lti_platforms SET removed_at = ? WHERE id = ? AND removed_at IS NULL`, now(), id)
 	if err != nil {
 		return fmt.Errorf("store: remove platform: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return lti.ErrNoPlatform
 	}
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM lti_login_states WHERE platform_id = ?`, id); err != nil {
+		return fmt.Errorf("store: remove platform: %w", err)
+	}
 	return nil
+}
+
+// RemovedLTIPlatform is a removed registration whose links are kept.
+type RemovedLTIPlatform struct {
+	lti.Platform
+	RemovedAt time.Time
+	Users     int // platform users kept, reconnected by registering it again
+}
+
+// RemovedLTIPlatforms lists the removed registrations, oldest first.
+func (db *DB) RemovedLTIPlatforms(ctx context.Context) ([]RemovedLTIPlatform, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+`, p.removed_at,
+		(SELECT COUNT(*) FROM lti_users u WHERE u.platform_id = p.id)
+		FROM lti_platforms p WHERE p.removed_at IS NOT NULL ORDER BY p.id`)
+	return collect("removed platforms", rows, err, func(sc scanner) (RemovedLTIPlatform, error) {
+		var (
+			r  RemovedLTIPlatform
+			at string
+		)
+		p, err := scanPlatformWith(sc, &at, &r.Users)
+		r.Platform = p
+		r.RemovedAt, _ = parseTime(at)
+		return r, err
+	})
 }
 
 const platformCols = `p.id, p.issuer, p.client_id, p.auth_url, p.token_url, p.jwks_url, p.frame_origins, p.created_at,
 	COALESCE((SELECT group_concat(deployment_id, char(10)) FROM (SELECT deployment_id FROM lti_deployments d
 		WHERE d.platform_id = p.id ORDER BY deployment_id)), '')`
 
-func scanPlatform(sc scanner) (lti.Platform, error) {
+func scanPlatform(sc scanner) (lti.Platform, error) { return scanPlatformWith(sc) }
+
+func scanPlatformWith(sc scanner, extra ...any) (lti.Platform, error) {
 	var (
 		p                lti.Platform
 		frames, ts, deps string
 	)
-	if err := sc.Scan(&p.ID, &p.Issuer, &p.ClientID, &p.AuthURL, &p.TokenURL, &p.JWKSURL, &frames, &ts, &deps); err != nil {
+	if err := sc.Scan(append([]any{&p.ID, &p.Issuer, &p.ClientID, &p.AuthURL, &p.TokenURL, &p.JWKSURL, &frames, &ts, &deps}, extra...)...); err != nil {
 		return p, err
 	}
 	p.FrameOrigins = strings.Fields(frames)
@@ -88,16 +200,16 @@ func scanPlatform(sc scanner) (lti.Platform, error) {
 	return p, nil
 }
 
-// LTIPlatforms lists the registrations, oldest first.
+// LTIPlatforms lists the registrations in use, oldest first.
 func (db *DB) LTIPlatforms(ctx context.Context) ([]lti.Platform, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p ORDER BY p.id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p WHERE p.removed_at IS NULL ORDER BY p.id`)
 	return collect("platforms", rows, err, scanPlatform)
 }
 
 // PlatformFor implements lti.Registry.
 func (db *DB) PlatformFor(ctx context.Context, issuer, clientID string) (lti.Platform, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p
-		WHERE p.issuer = ?1 AND (?2 = '' OR p.client_id = ?2) LIMIT 2`, issuer, clientID)
+		WHERE p.issuer = ?1 AND (?2 = '' OR p.client_id = ?2) AND p.removed_at IS NULL LIMIT 2`, issuer, clientID)
 	found, err := collect("platform", rows, err, scanPlatform)
 	if err != nil {
 		return lti.Platform{}, err
@@ -110,7 +222,7 @@ func (db *DB) PlatformFor(ctx context.Context, issuer, clientID string) (lti.Pla
 
 // PlatformByID implements lti.Registry.
 func (db *DB) PlatformByID(ctx context.Context, id int64) (lti.Platform, error) {
-	p, err := scanPlatform(db.r.QueryRowContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p WHERE p.id = ?`, id))
+	p, err := scanPlatform(db.r.QueryRowContext(ctx, `SELECT `+platformCols+` FROM lti_platforms p WHERE p.id = ? AND p.removed_at IS NULL`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, lti.ErrNoPlatform
 	}
@@ -120,12 +232,13 @@ func (db *DB) PlatformByID(ctx context.Context, id int64) (lti.Platform, error) 
 	return p, nil
 }
 
-// SaveLoginState implements lti.Registry; expired states and nonces are
-// swept at the same time (both tables stay as small as the logins of the
-// last few minutes).
+// SaveLoginState implements lti.Registry; states expired an hour ago and
+// expired nonces are swept at the same time (both tables stay as small as
+// the logins of the last hour). A state is kept, marked used, past its
+// launch until then, so a launch that repeats it is told so.
 func (db *DB) SaveLoginState(ctx context.Context, s lti.LoginState) error {
 	ts := now()
-	if _, err := db.w.ExecContext(ctx, `DELETE FROM lti_login_states WHERE expires_at < ?`, ts); err != nil {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM lti_login_states WHERE expires_at < ?`, formatTime(clock().Add(-time.Hour))); err != nil {
 		return fmt.Errorf("store: login state: %w", err)
 	}
 	if _, err := db.w.ExecContext(ctx, `DELETE FROM lti_nonces WHERE expires_at < ?`, ts); err != nil {
@@ -138,14 +251,21 @@ func (db *DB) SaveLoginState(ctx context.Context, s lti.LoginState) error {
 	return nil
 }
 
-// TakeLoginState implements lti.Registry: the DELETE … RETURNING makes a
-// state usable once even by two launches racing.
+// TakeLoginState implements lti.Registry: the UPDATE … RETURNING of an
+// unused state makes it usable once even by two launches racing.
 func (db *DB) TakeLoginState(ctx context.Context, state string, at time.Time) (lti.LoginState, error) {
 	s := lti.LoginState{State: state}
 	var exp string
-	err := db.w.QueryRowContext(ctx, `DELETE FROM lti_login_states WHERE state = ? RETURNING nonce, platform_id, expires_at`, state).
-		Scan(&s.Nonce, &s.PlatformID, &exp)
+	err := db.w.QueryRowContext(ctx, `UPDATE lti_login_states SET used_at = ? WHERE state = ? AND used_at IS NULL
+		RETURNING nonce, platform_id, expires_at`, now(), state).Scan(&s.Nonce, &s.PlatformID, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
+		var n int
+		if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM lti_login_states WHERE state = ?`, state).Scan(&n); err != nil {
+			return s, fmt.Errorf("store: login state: %w", err)
+		}
+		if n > 0 {
+			return s, lti.ErrStateUsed
+		}
 		return s, lti.ErrNoState
 	}
 	if err != nil {
@@ -153,7 +273,7 @@ func (db *DB) TakeLoginState(ctx context.Context, state string, at time.Time) (l
 	}
 	s.Expires, _ = parseTime(exp)
 	if !at.Before(s.Expires) {
-		return s, lti.ErrNoState
+		return s, lti.ErrStateExpired
 	}
 	return s, nil
 }
@@ -208,12 +328,24 @@ func cleanName(s string, max int) string {
 	return strings.TrimSpace(s)
 }
 
+// ErrLTIClassArchived: the launch's LMS course is a class its instructor
+// archived; the launch changes nothing.
+var ErrLTIClassArchived = errors.New("store: the LMS course's class is archived")
+
 // RecordLTILaunch maps a launch onto the lab in one transaction: the
 // platform user's learner (made at their first launch, named from the
 // claims at every launch), the course's class (made at its first launch)
 // with the learner in it — or, for an instructor or TA of the course,
-// the learner marked as staff, out of class figures — and the graded
-// link, when the launch has one.
+// the learner marked as that class's staff, out of its figures (roles are
+// per course: staff of one course is still a learner in another) — and
+// the graded link, when the launch has one.
+//
+// An LMS identity never silently becomes a new learner: a sub unknown
+// under this registration but known under another of the same issuer (the
+// platform registered again with a new client id) is the same person
+// (OIDC Core §2: sub is unique within its issuer), and so is the course.
+// A course whose class is archived refuses the launch
+// (ErrLTIClassArchived) and nothing is written.
 func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, error) {
 	defer db.noLTI.invalidateAll() // the launch may add a link to a learner
 	var out LTILaunched
@@ -224,11 +356,25 @@ func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, er
 	defer tx.Rollback()
 	ts := now()
 	name := cleanName(l.Name, MaxDisplayName)
+	if l.ContextID != "" {
+		if out.Cohort, err = ltiCohort(ctx, tx, l, ts); err != nil {
+			return out, err
+		}
+	}
 	err = tx.QueryRowContext(ctx, `SELECT learner FROM lti_users WHERE platform_id = ? AND sub = ?`, l.PlatformID, l.Sub).Scan(&out.Learner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		out.Learner, out.NewLearner = NewLearnerID(), true
-		if _, err := tx.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)`, out.Learner, ts, name); err != nil {
+		// The same issuer's user under another registration (removed, or
+		// registered anew with another client id).
+		err = tx.QueryRowContext(ctx, `SELECT u.learner FROM lti_users u JOIN lti_platforms o ON o.id = u.platform_id
+			JOIN lti_platforms p ON p.id = ? AND p.issuer = o.issuer
+			WHERE u.sub = ? ORDER BY u.launched_at DESC LIMIT 1`, l.PlatformID, l.Sub).Scan(&out.Learner)
+		if errors.Is(err, sql.ErrNoRows) {
+			out.Learner, out.NewLearner = NewLearnerID(), true
+			if _, err := tx.ExecContext(ctx, `INSERT INTO learners (id, created, display_name) VALUES (?, ?, ?)`, out.Learner, ts, name); err != nil {
+				return out, fmt.Errorf("store: lti launch: %w", err)
+			}
+		} else if err != nil {
 			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_users (platform_id, sub, learner, name, email, role, created_at, launched_at)
@@ -242,20 +388,22 @@ func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, er
 			name, l.Email, l.Role, ts, l.PlatformID, l.Sub); err != nil {
 			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
-		if name != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE learners SET display_name = ? WHERE id = ?`, name, out.Learner); err != nil {
-				return out, fmt.Errorf("store: lti launch: %w", err)
-			}
-		}
 	}
-	if l.Role != "learner" {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO staff_learners (learner, marked_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, out.Learner, ts); err != nil {
+	if !out.NewLearner && name != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE learners SET display_name = ? WHERE id = ?`, name, out.Learner); err != nil {
 			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
 	}
-	if l.ContextID != "" {
-		if out.Cohort, err = ltiCohort(ctx, tx, l, ts); err != nil {
-			return out, err
+	if out.Cohort > 0 {
+		// The role is the course's, as this launch says it.
+		if l.Role != "learner" {
+			_, err = tx.ExecContext(ctx, `INSERT INTO cohort_staff (cohort_id, learner, role, marked_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (cohort_id, learner) DO UPDATE SET role = excluded.role`, out.Cohort, out.Learner, l.Role, ts)
+		} else {
+			_, err = tx.ExecContext(ctx, `DELETE FROM cohort_staff WHERE cohort_id = ? AND learner = ?`, out.Cohort, out.Learner)
+		}
+		if err != nil {
+			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
 		if l.Role == "learner" {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO cohort_members (cohort_id, learner, joined_at) VALUES (?, ?, ?)
@@ -283,12 +431,34 @@ func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, er
 	return out, nil
 }
 
-// ltiCohort is the class of the launch's LMS course, made with a fresh
-// join code at the course's first launch (named after the course).
+// ltiCohort is the class of the launch's LMS course: the one linked to
+// the course under this registration, else under another registration of
+// the same issuer (then linked here too), else a new class named after
+// the course. ErrLTIClassArchived when that class is archived. An LMS
+// course's class has no join code anyone can use (OpenCohortByCode
+// refuses it): its members are the course's, as the LMS launches them.
 func ltiCohort(ctx context.Context, tx *sql.Tx, l LTILaunch, ts string) (int64, error) {
-	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT cohort_id FROM lti_contexts WHERE platform_id = ? AND context_id = ?`, l.PlatformID, l.ContextID).Scan(&id)
+	var (
+		id       int64
+		archived sql.NullString
+	)
+	err := tx.QueryRowContext(ctx, `SELECT x.cohort_id, c.archived_at FROM lti_contexts x JOIN cohorts c ON c.id = x.cohort_id
+		WHERE x.platform_id = ? AND x.context_id = ?`, l.PlatformID, l.ContextID).Scan(&id, &archived)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.QueryRowContext(ctx, `SELECT x.cohort_id, c.archived_at FROM lti_contexts x JOIN cohorts c ON c.id = x.cohort_id
+			JOIN lti_platforms o ON o.id = x.platform_id JOIN lti_platforms p ON p.id = ? AND p.issuer = o.issuer
+			WHERE x.context_id = ? ORDER BY x.cohort_id DESC LIMIT 1`, l.PlatformID, l.ContextID).Scan(&id, &archived)
+		if err == nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO lti_contexts (platform_id, context_id, cohort_id) VALUES (?, ?, ?)`,
+				l.PlatformID, l.ContextID, id); err != nil {
+				return 0, fmt.Errorf("store: lti class: %w", err)
+			}
+		}
+	}
 	if err == nil {
+		if archived.Valid {
+			return id, ErrLTIClassArchived
+		}
 		return id, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -327,10 +497,13 @@ type LTIGradeLink struct {
 	Lesson     string
 	Question   string // "" when the link grades the whole lesson
 	Cohort     int64  // the class of the launch (the LMS course); 0 without one
+	Archived   bool   // that class is archived: its scores are final, nothing is sent
 }
 
 // LTIGradeLinks lists the graded links of a learner (none for a learner
-// who never launched from an LMS: one indexed lookup).
+// who never launched from an LMS: one indexed lookup), leaving out those
+// of removed registrations (their scores wait for the platform to be
+// registered again).
 func (db *DB) LTIGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink, error) {
 	if _, none := db.noLTI.get(learner); none {
 		return nil, nil
@@ -344,8 +517,10 @@ func (db *DB) LTIGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink
 }
 
 func (db *DB) ltiGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT g.platform_id, g.sub, g.line_item, g.lesson, g.question, COALESCE(g.cohort_id, 0)
+	rows, err := db.r.QueryContext(ctx, `SELECT g.platform_id, g.sub, g.line_item, g.lesson, g.question, COALESCE(g.cohort_id, 0),
+		COALESCE((SELECT c.archived_at IS NOT NULL FROM cohorts c WHERE c.id = g.cohort_id), 0)
 		FROM lti_users u JOIN lti_grade_links g ON g.platform_id = u.platform_id AND g.sub = u.sub
+		JOIN lti_platforms p ON p.id = g.platform_id AND p.removed_at IS NULL
 		WHERE u.learner = ? ORDER BY g.created_at`, learner)
 	if err != nil {
 		return nil, fmt.Errorf("store: grade links: %w", err)
@@ -354,7 +529,7 @@ func (db *DB) ltiGradeLinks(ctx context.Context, learner string) ([]LTIGradeLink
 	var out []LTIGradeLink
 	for rows.Next() {
 		var g LTIGradeLink
-		if err := rows.Scan(&g.PlatformID, &g.Sub, &g.LineItem, &g.Lesson, &g.Question, &g.Cohort); err != nil {
+		if err := rows.Scan(&g.PlatformID, &g.Sub, &g.LineItem, &g.Lesson, &g.Question, &g.Cohort, &g.Archived); err != nil {
 			return nil, fmt.Errorf("store: grade links: %w", err)
 		}
 		out = append(out, g)
@@ -379,10 +554,12 @@ func (db *DB) QueueScore(ctx context.Context, platformID int64, lineItem string,
 	return nil
 }
 
-// DueScores implements lti.Outbox.
+// DueScores implements lti.Outbox; the scores of a removed registration
+// wait for it to be registered again.
 func (db *DB) DueScores(ctx context.Context, at time.Time, max int) ([]lti.PendingScore, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, platform_id, line_item, score, attempts, version FROM lti_outbox
-		WHERE next_at <= ? ORDER BY next_at, id LIMIT ?`, formatTime(at), max)
+	rows, err := db.r.QueryContext(ctx, `SELECT o.id, o.platform_id, o.line_item, o.score, o.attempts, o.version FROM lti_outbox o
+		WHERE o.next_at <= ? AND NOT EXISTS (SELECT 1 FROM lti_platforms p WHERE p.id = o.platform_id AND p.removed_at IS NOT NULL)
+		ORDER BY o.next_at, o.id LIMIT ?`, formatTime(at), max)
 	if err != nil {
 		return nil, fmt.Errorf("store: due scores: %w", err)
 	}
@@ -467,4 +644,37 @@ func (db *DB) LTIOutbox(ctx context.Context, limit int) ([]LTIOutboxRow, error) 
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// LTIGradedLearners lists the learners with a graded link in class cohort
+// (to lesson, or to any lesson when lesson is ""): whose LMS scores a
+// change of the class's settings, or the instructor's "send again", must
+// queue again.
+func (db *DB) LTIGradedLearners(ctx context.Context, cohort int64, lesson string) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT u.learner FROM lti_grade_links g
+		JOIN lti_users u ON u.platform_id = g.platform_id AND u.sub = g.sub
+		WHERE g.cohort_id = ?1 AND (?2 = '' OR g.lesson = ?2) ORDER BY u.learner`, cohort, lesson)
+	return collect("graded learners", rows, err, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+}
+
+// IsLTIClass reports whether the class is an LMS course's.
+func (db *DB) IsLTIClass(ctx context.Context, cohort int64) (bool, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM lti_contexts WHERE cohort_id = ?`, cohort).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: lti class: %w", err)
+	}
+	return n > 0, nil
+}
+
+// IsLTILearner reports whether the learner is a platform user's (their
+// name is the LMS's: SetDisplayName refuses it).
+func (db *DB) IsLTILearner(ctx context.Context, learner string) (bool, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM lti_users WHERE learner = ?`, learner).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: lti learner: %w", err)
+	}
+	return n > 0, nil
 }

@@ -391,7 +391,12 @@ var mergeSQL = map[string][]string{
 		ON CONFLICT (cohort_id, learner) DO UPDATE SET joined_at = MIN(joined_at, excluded.joined_at)`,
 		`DELETE FROM cohort_members WHERE learner = ?1`},
 	"staff_learners": {}, // a staff id is never merged (checked first)
-	"roster_seats":   {`UPDATE roster_seats SET learner = ?2 WHERE learner = ?1`},
+	// An LMS course's staff mark moves with the learner (roles per course).
+	"cohort_staff": {`INSERT INTO cohort_staff (cohort_id, learner, role, marked_at)
+		SELECT cohort_id, ?2, role, marked_at FROM cohort_staff WHERE learner = ?1 AND true
+		ON CONFLICT (cohort_id, learner) DO NOTHING`,
+		`DELETE FROM cohort_staff WHERE learner = ?1`},
+	"roster_seats": {`UPDATE roster_seats SET learner = ?2 WHERE learner = ?1`},
 	// A platform user stays one user: their link moves to the merged learner.
 	"lti_users": {`UPDATE lti_users SET learner = ?2 WHERE learner = ?1`},
 }
@@ -494,6 +499,7 @@ func (db *DB) CohortMembers(ctx context.Context, cohort int64) ([]Member, error)
 			EXISTS (SELECT 1 FROM roster_seats s WHERE s.cohort_id = m.cohort_id AND s.learner = m.learner)
 		FROM cohort_members m JOIN learners l ON l.id = m.learner
 		WHERE m.cohort_id = ? AND NOT EXISTS (SELECT 1 FROM staff_learners s WHERE s.learner = m.learner)
+		AND NOT EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.cohort_id = m.cohort_id AND cs.learner = m.learner)
 		ORDER BY m.joined_at, m.learner`, cohort)
 	if err != nil {
 		return nil, fmt.Errorf("store: class members: %w", err)

@@ -21,6 +21,7 @@ var meStrings = page.Table{
 		"me.link":         "我的名字",
 		"me.toolong":      "名字最多 %d 个字符，且不能包含控制字符或文字方向控制符。",
 		"me.roster":       "你的名字来自班级花名册，不能在这里修改。如有错误，请联系老师。",
+		"me.lms":          "你是从学校的学习平台进入实验室的，名字来自学习平台，不能在这里修改。如有错误，请在学习平台里更正，下次进入时会更新。",
 		"me.seats":        "你已凭个人码登录为：",
 		"me.signout":      "退出（在这台电脑上）",
 		"me.signout.lede": "在公用电脑上用完后请退出。你的记录都保留，下次用同样的两个码即可继续。",
@@ -34,6 +35,7 @@ var meStrings = page.Table{
 		"me.link":         "Your name",
 		"me.toolong":      "The name may have at most %d characters and no control or text-direction characters.",
 		"me.roster":       "Your name comes from the class roster and cannot be changed here. Ask your instructor if it is wrong.",
+		"me.lms":          "You came in from your school's LMS, and your name is the LMS's: it cannot be changed here. Correct it in the LMS; your next launch brings it.",
 		"me.seats":        "You are signed in with a personal code as:",
 		"me.signout":      "Sign out on this computer",
 		"me.signout.lede": "On a shared computer, sign out when you are done. Your work stays; the same two codes bring you back.",
@@ -99,6 +101,10 @@ func (s *Server) renderMe(w http.ResponseWriter, r *http.Request, status int, v 
 	}
 	for _, st := range seats {
 		v.Seats = append(v.Seats, st.StudentID+" "+st.Name+" ("+st.ClassName+")")
+	}
+	if v.LMS, err = s.cfg.Store.IsLTILearner(r.Context(), learnerID(r)); err != nil {
+		s.InternalError(w, r, err)
+		return
 	}
 	if len(v.Seats) > 0 {
 		v.SignOutAction = "/me/signout"

@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/quiz"
+	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
 )
@@ -75,11 +77,26 @@ func (d *deepLinks) get(tok string, take bool) *lti.Launch {
 
 // ltiDeepLinkStart keeps a verified deep-linking request and sends the
 // instructor to the picker. Only the course's instructors and TAs place
-// content.
+// content. The course's class is made (or found) now, with the
+// instructor as its staff: graded mode can be set before any learner
+// opens the placed link.
 func (s *Server) ltiDeepLinkStart(w http.ResponseWriter, r *http.Request, l *lti.Launch) {
 	if l.Role() == lti.RoleIsLearner {
 		s.ltiRefused(w, r, &lti.Error{Kind: "role", Err: errNoDeepLink})
 		return
+	}
+	if l.Context.ID != "" {
+		done, err := s.cfg.Store.RecordLTILaunch(r.Context(), store.LTILaunch{PlatformID: l.Platform.ID, Sub: l.Subject,
+			Name: l.Name, Email: l.Email, Role: ltiRole(l), ContextID: l.Context.ID, ContextTitle: l.Context.Title})
+		if errors.Is(err, store.ErrLTIClassArchived) {
+			s.ltiArchived(w, r)
+			return
+		}
+		if err != nil {
+			s.InternalError(w, r, err)
+			return
+		}
+		s.setLTICookie(w, r, done.Learner)
 	}
 	http.Redirect(w, r, "/lti/deep-link/"+s.deepLinks.put(l), http.StatusSeeOther)
 }
@@ -91,7 +108,7 @@ func (s *Server) ltiDeepLinkShow(w http.ResponseWriter, r *http.Request) {
 	}
 	l := s.deepLinks.get(chi.URLParam(r, "token"), false)
 	if l == nil {
-		s.ltiRefused(w, r, &lti.Error{Kind: lti.KindState, Err: errNoDeepLink})
+		s.ltiRefused(w, r, &lti.Error{Kind: "picker", Err: errNoDeepLink})
 		return
 	}
 	lang := page.LangOf(r)
@@ -135,7 +152,7 @@ func (s *Server) ltiDeepLinkPost(w http.ResponseWriter, r *http.Request) {
 	tok := chi.URLParam(r, "token")
 	l := s.deepLinks.get(tok, false)
 	if l == nil {
-		s.ltiRefused(w, r, &lti.Error{Kind: lti.KindState, Err: errNoDeepLink})
+		s.ltiRefused(w, r, &lti.Error{Kind: "picker", Err: errNoDeepLink})
 		return
 	}
 	lang := page.LangOf(r)

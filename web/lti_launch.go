@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/url"
@@ -36,6 +38,10 @@ type LTI struct {
 	// PublicURL is the lab's address as browsers and the LMS reach it
 	// (https://lab.example.edu); "" derives it from each request.
 	PublicURL string
+	// Background, when set, runs the server's LTI background work (the
+	// scores sent as graded lessons close: RunLTICloses) until the
+	// caller stops it, before the database closes.
+	Background func(run func(context.Context))
 }
 
 // ltiBase is the tool's base URL, no trailing slash.
@@ -74,9 +80,10 @@ func (s *Server) ltiJWKS(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// ltiLogin is GET and POST /lti/login: store a state and nonce, send the
-// browser to the platform. Every login writes a row, so it counts
-// against the address's write rate like any write.
+// ltiLogin is GET and POST /lti/login: store a state and nonce, bind the
+// state to this browser with a cookie, send the browser to the platform.
+// Every login writes a row, so it counts against the address's write rate
+// like any write.
 func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 	if !s.ltiOn(w, r) {
 		return
@@ -85,22 +92,51 @@ func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.ParseForm()
-	to, err := s.cfg.LTI.Tool.Login(r.Context(), lti.LoginRequestOf(r.Form), s.ltiBase(r)+"/lti/launch")
+	to, state, err := s.cfg.LTI.Tool.Login(r.Context(), lti.LoginRequestOf(r.Form), s.ltiBase(r)+"/lti/launch")
 	if err != nil {
 		s.ltiRefused(w, r, err)
 		return
 	}
+	s.setLTIStateCookie(w, r, state)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to, http.StatusFound)
 }
 
-// ltiAllow applies the per-address write rate (write_guard.go).
+// setLTIStateCookie binds a login's state to this browser until its
+// launch (lti.StateLife): the launch is refused unless the browser sends
+// it back. It travels as the learner cookie does (setLTICookie): over
+// HTTPS SameSite=None; Secure; Partitioned, so the LMS's frame keeps it;
+// over plain HTTP with no SameSite attribute, which browsers send with a
+// top-level cross-site POST made within two minutes (a trial on
+// localhost, the LMS opening the lab in a new window).
+func (s *Server) setLTIStateCookie(w http.ResponseWriter, r *http.Request, state string) {
+	c := &http.Cookie{Name: lti.StateCookie(state), Value: state, Path: "/lti/", MaxAge: int(lti.StateLife / time.Second), HttpOnly: true}
+	if page.SecureRequest(r) {
+		c.Secure, c.SameSite, c.Partitioned = true, http.SameSiteNoneMode, true
+	}
+	http.SetCookie(w, c)
+}
+
+// ltiBrowserHasState reports whether the launch comes from the browser
+// that started its login: the one holding the state's cookie.
+func ltiBrowserHasState(r *http.Request, state string) bool {
+	c, err := r.Cookie(lti.StateCookie(state))
+	return err == nil && state != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) == 1
+}
+
+// ltiAllow applies the per-address write rate (write_guard.go), with a
+// page that speaks of the LMS link, not of a run.
 func (s *Server) ltiAllow(w http.ResponseWriter, r *http.Request) bool {
 	addr := page.AddrKey(page.ClientAddr(r))
 	if ok, wait := s.limits.write.allow(addr); !ok {
 		secs := page.RetryAfter(w, wait)
 		s.log.Warn("write rate limit", "addr", addr, "path", r.URL.Path, "retry_after_s", secs)
-		s.Refused(w, r, page.Errorf(page.CodeRateLimited, trf(page.LangOf(r), "limit.writes", secs)))
+		lang := page.LangOf(r)
+		t := tr(lang)
+		w.Header().Set("Cache-Control", "no-store")
+		s.Render(w, r, http.StatusTooManyRequests, views.ErrorView(views.ErrorPage{
+			Chrome: s.Chrome(r, t("lti.busy")), Status: http.StatusTooManyRequests, Heading: t("lti.busy"),
+			Message: trf(lang, "limit.writes", secs)}))
 		return false
 	}
 	return true
@@ -126,6 +162,16 @@ func (s *Server) ltiRefused(w http.ResponseWriter, r *http.Request, err error) {
 	}))
 }
 
+// ltiArchived is the page of a launch into a course whose class the
+// instructor archived: nothing was recorded and no score goes out.
+func (s *Server) ltiArchived(w http.ResponseWriter, r *http.Request) {
+	t := tr(page.LangOf(r))
+	w.Header().Set("Cache-Control", "no-store")
+	s.Render(w, r, http.StatusConflict, views.ErrorView(views.ErrorPage{
+		Chrome: s.Chrome(r, t("lti.archived")), Status: http.StatusConflict, Heading: t("lti.archived"), Message: t("lti.archived.lede"),
+	}))
+}
+
 // ltiLaunch is POST /lti/launch.
 func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	if !s.ltiOn(w, r) {
@@ -134,7 +180,15 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	if !s.ltiAllow(w, r) {
 		return
 	}
-	l, err := s.cfg.LTI.Tool.Launch(r.Context(), r.PostFormValue("state"), r.PostFormValue("id_token"))
+	state := r.PostFormValue("state")
+	if state != "" && !ltiBrowserHasState(r, state) {
+		// Not the browser that started this login: a token issued to
+		// someone else, posted from here (login CSRF). The state stays
+		// unused, for its own browser.
+		s.ltiRefused(w, r, &lti.Error{Kind: lti.KindBrowser, Err: errors.New("no state cookie for this launch's state")})
+		return
+	}
+	l, err := s.cfg.LTI.Tool.Launch(r.Context(), state, r.PostFormValue("id_token"))
 	if err != nil {
 		s.ltiRefused(w, r, err)
 		return
@@ -150,6 +204,10 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 		rec.LineItem, rec.Lesson, rec.Question = l.AGS.LineItem, slug, question
 	}
 	done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
+	if errors.Is(err, store.ErrLTIClassArchived) {
+		s.ltiArchived(w, r)
+		return
+	}
 	if err != nil {
 		s.InternalError(w, r, err)
 		return
@@ -158,7 +216,7 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	if rec.LineItem != "" {
 		// Work done before this link was graded (another link, a merge)
 		// reaches the new column now, not at the next answer.
-		s.ltiQueueScores(r, done.Learner, "", true)
+		s.ltiQueueScores(r.Context(), done.Learner, "", true)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, ltiLanding(s.course(), slug, question), http.StatusSeeOther)
@@ -251,90 +309,6 @@ func ltiLanding(c *lessons.Course, slug, question string) string {
 		u += "#" + questionPlace(c.Lesson(slug), question)
 	}
 	return u
-}
-
-// ltiQueueScores puts the learner's current scores in the outbox for
-// their graded links: those grading question, or the lesson holding it
-// ("" with all: every link). A lesson link launched from an LMS course
-// sends that class's gradebook figure (LessonScore: graded mode, terms);
-// a question link, or a launch without a course, the practice rule (right
-// at least once without the answer shown). A link whose lesson is gone
-// is skipped.
-// Failures are logged: the answer itself was saved, and the next answer
-// queues the score again.
-func (s *Server) ltiQueueScores(r *http.Request, learner, question string, all bool) {
-	if s.cfg.LTI == nil {
-		return
-	}
-	ctx := r.Context()
-	links, err := s.cfg.Store.LTIGradeLinks(ctx, learner)
-	if err != nil || len(links) == 0 {
-		if err != nil {
-			s.log.Error("lti scores", "learner", learner, "err", err)
-		}
-		return
-	}
-	sum, err := s.cfg.Store.LearnerQuizSummary(ctx, learner)
-	if err != nil {
-		s.log.Error("lti scores", "learner", learner, "err", err)
-		return
-	}
-	c := s.course()
-	queued := false
-	for _, g := range links {
-		l := c.Lesson(g.Lesson)
-		if l == nil || l.Quiz == nil {
-			continue
-		}
-		var given, max, tried float64
-		touched := all
-		for _, q := range l.Quiz.Questions {
-			if g.Question != "" && q.ID != g.Question {
-				continue
-			}
-			touched = touched || q.ID == question
-			max++
-			if st := sum[q.ID]; st.Attempts > 0 {
-				tried++
-				if st.EverCorrect {
-					given++
-				}
-			}
-		}
-		if !touched || max == 0 || (all && tried == 0) {
-			continue
-		}
-		progress := "InProgress"
-		if tried == max {
-			progress = "Completed"
-		}
-		if g.Question == "" && g.Cohort > 0 {
-			// A lesson link of an LMS course: the figure that course's class
-			// gradebook shows (graded mode's rules and dates, its term).
-			ls, err := s.instructors.LessonScore(ctx, g.Cohort, learner, g.Lesson)
-			if err != nil {
-				s.log.Error("lti scores", "learner", learner, "err", err)
-				continue
-			}
-			given, max = float64(ls.Score), float64(ls.Questions)
-			if ls.Graded {
-				progress = "InProgress" // graded: complete is computed from the work
-				if ls.Completed {
-					progress = "Completed"
-				}
-			}
-		}
-		err := s.cfg.Store.QueueScore(ctx, g.PlatformID, g.LineItem, lti.Score{UserID: g.Sub, ScoreGiven: given, ScoreMaximum: max,
-			ActivityProgress: progress, GradingProgress: "FullyGraded", Timestamp: time.Now().UTC()})
-		if err != nil {
-			s.log.Error("lti scores", "learner", learner, "err", err)
-			continue
-		}
-		queued = true
-	}
-	if queued && s.cfg.LTI.Kick != nil {
-		s.cfg.LTI.Kick()
-	}
 }
 
 // errNoDeepLink is a deep-linking picker whose request expired or never was.

@@ -19,6 +19,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/crypto/bcrypt"
 
+	rdmalab "github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/lti"
@@ -41,6 +42,9 @@ type ltiEnv struct {
 	stop     context.CancelFunc
 	stopped  chan struct{}
 	course   atomic.Pointer[lessons.Course]
+	Srv      *Server
+	limits   Limits           // the server's limits (zero: the defaults)
+	terms    rdmalab.TermHost // the server's terminals (nil: none)
 }
 
 func newLTIEnv(t *testing.T) *ltiEnv {
@@ -72,11 +76,12 @@ func (e *ltiEnv) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop, e.stopped = cancel, make(chan struct{})
 	go func() { d.Run(ctx); close(e.stopped) }()
-	srv, err := New(Config{Course: e.course.Load, Store: db, Logger: log,
+	srv, err := New(Config{Course: e.course.Load, Store: db, Logger: log, Limits: e.limits, Terminals: e.terms,
 		LTI: &LTI{Tool: e.Tool, Kick: d.Kick}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Srv = srv
 	e.HTTP = httptest.NewServer(srv.Handler())
 	e.Platform.SetToolJWKS(e.HTTP.URL + "/lti/jwks")
 	t.Cleanup(e.stopServing)
@@ -168,8 +173,8 @@ func TestLTILaunchIdentifiesLearnerAndClass(t *testing.T) {
 	if n := e.count(`SELECT COUNT(*) FROM cohort_members`); n != 2 {
 		t.Errorf("%d class members, want the 2 learners", n)
 	}
-	if staff, _ := e.DB.IsStaff(context.Background(), e.learnerOf(teacher)); !staff {
-		t.Error("an instructor's launch is not marked staff")
+	if n := e.count(`SELECT COUNT(*) FROM cohort_staff WHERE learner = ? AND role = 'instructor'`, e.learnerOf(teacher)); n != 1 {
+		t.Error("an instructor's launch is not marked staff of the course's class")
 	}
 	if n := e.count(`SELECT COUNT(*) FROM lti_users`); n != 3 {
 		t.Errorf("%d platform users, want 3", n)
@@ -218,7 +223,7 @@ func TestLTIRefusals(t *testing.T) {
 			c["iat"] = time.Now().Add(-10 * time.Minute).Unix()
 		}), lti.KindExpired},
 		{"issued in the future", tamper(func(c map[string]any) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() }), lti.KindExpired},
-		{"other nonce", tamper(func(c map[string]any) { c["nonce"] = "not-the-login-nonce" }), lti.KindReplay},
+		{"other nonce", tamper(func(c map[string]any) { c["nonce"] = "not-the-login-nonce" }), lti.KindNonce},
 		{"no sub", tamper(func(c map[string]any) { delete(c, "sub") }), lti.KindClaims},
 		{"version 1.1", tamper(func(c map[string]any) { c[lti.ClaimVersion] = "1.1" }), lti.KindClaims},
 		{"no roles", tamper(func(c map[string]any) { delete(c, lti.ClaimRoles) }), lti.KindClaims},
@@ -247,8 +252,8 @@ func TestLTIRefusals(t *testing.T) {
 	if err := first.Post(c); err != nil {
 		t.Fatal(err)
 	}
-	if first.Resp.StatusCode != http.StatusForbidden || !strings.Contains(first.Body, msg("lti.refused.state")) {
-		t.Errorf("replayed form: %d, want 403 with the state message\n%s", first.Resp.StatusCode, first.Body)
+	if first.Resp.StatusCode != http.StatusForbidden || !strings.Contains(first.Body, msg("lti.refused.state-used")) {
+		t.Errorf("replayed form: %d, want 403 with the state-used message\n%s", first.Resp.StatusCode, first.Body)
 	}
 	captured := first.Form.Get("id_token")
 	// A fresh login whose launch carries the captured token instead.
@@ -257,8 +262,8 @@ func TestLTIRefusals(t *testing.T) {
 	if err := fresh.Post(c); err != nil {
 		t.Fatal(err)
 	}
-	if fresh.Resp.StatusCode != http.StatusForbidden || !strings.Contains(fresh.Body, msg("lti.refused.replay")) {
-		t.Errorf("captured token with a fresh state: %d, want 403 with the replay message\n%s", fresh.Resp.StatusCode, fresh.Body)
+	if fresh.Resp.StatusCode != http.StatusForbidden || !strings.Contains(fresh.Body, msg("lti.refused.nonce")) {
+		t.Errorf("captured token with a fresh state: %d, want 403 with the nonce message\n%s", fresh.Resp.StatusCode, fresh.Body)
 	}
 	// An expired state.
 	old := e.loginOnly(c, ltitest.Message{Sub: "u-1"})
@@ -268,8 +273,8 @@ func TestLTIRefusals(t *testing.T) {
 	if err := old.Post(c); err != nil {
 		t.Fatal(err)
 	}
-	if old.Resp.StatusCode != http.StatusForbidden || !strings.Contains(old.Body, msg("lti.refused.state")) {
-		t.Errorf("expired state: %d, want 403 with the state message", old.Resp.StatusCode)
+	if old.Resp.StatusCode != http.StatusForbidden || !strings.Contains(old.Body, msg("lti.refused.state-expired")) {
+		t.Errorf("expired state: %d, want 403 with the state-expired message", old.Resp.StatusCode)
 	}
 	// The refusal page in Chinese is Chinese.
 	p.Forge(ltitest.Forge{SignWith: forger})

@@ -386,6 +386,8 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := s.cfg.Store.RecordProgramRun(rctx, learner, lesson, p.ID, end.Passed); err != nil {
 			s.log.Error("record program run", "err", err)
+		} else if end.Passed {
+			s.ltiQueueLesson(rctx, learner, lesson) // a program passed may complete the lesson (lti_scores.go)
 		}
 		rcancel()
 	}

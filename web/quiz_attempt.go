@@ -303,12 +303,24 @@ func (s *Server) saveAttempt(r *http.Request, q *quiz.Question, a quiz.Answer, l
 	}
 	seen := qc.policy().Seen(qc.record(q.ID, quizStatusOf(st[q.ID], revealed), revealed))
 	res := quiz.Grade(q, a, lang)
-	att, err := s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
+	var att store.Attempt
+	if g := qc.Graded; g != nil {
+		// The limit is checked again in the write that stores the answer:
+		// answers sent at once are taken one at a time, and one over the
+		// limit is refused like any, saying nothing of right or wrong.
+		att, err = s.cfg.Store.AddGradedAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen,
+			store.GradedWindow{Since: g.JoinedAt, Opens: g.Rules.Opens, Closes: g.Rules.Closes, Limit: g.Rules.Limit})
+		if errors.Is(err, store.ErrAttemptLimit) {
+			return store.Attempt{}, quiz.Result{}, refusedError(lang, g, g.Rules.Admit(s.now(), g.Rules.Limit))
+		}
+	} else {
+		att, err = s.cfg.Store.AddAttempt(r.Context(), learner, q.ID, quiz.EncodeAnswer(q, a), res.Correct, seen)
+	}
 	if err == nil {
 		if qc.Graded != nil {
 			qc.Graded.Tries[q.ID] = append(qc.Graded.Tries[q.ID], quiz.Try{At: att.CreatedAt, Correct: att.Correct, Seen: att.Seen})
 		}
-		s.ltiQueueScores(r, learner, q.ID, false) // a graded LMS link's score (lti_launch.go)
+		s.ltiQueueScores(r.Context(), learner, q.ID, false) // a graded LMS link's score (lti_launch.go)
 	}
 	return att, res, err
 }

@@ -4,6 +4,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -124,6 +125,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.instructors = instructor.New(ic)
 	s.handler = s.routes()
+	if cfg.LTI != nil && cfg.LTI.Background != nil {
+		cfg.LTI.Background(s.RunLTICloses)
+	}
 	return s, nil
 }
 
@@ -163,3 +167,7 @@ func (l learnerSide) LearnerID(r *http.Request) string { return learnerID(r) }
 func (l learnerSide) DraftShow(w http.ResponseWriter, r *http.Request) { l.s.draftShow(w, r) }
 
 func (l learnerSide) DraftAsset(w http.ResponseWriter, r *http.Request) { l.s.draftAsset(w, r) }
+
+func (l learnerSide) RescoreLTI(ctx context.Context, cohort int64, lesson string) (int, error) {
+	return l.s.RescoreLTI(ctx, cohort, lesson)
+}

@@ -10,6 +10,7 @@
 package instructor
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -67,6 +68,10 @@ type LearnerSide interface {
 	// assets: a _drafts/ lesson rendered like a lesson page.
 	DraftShow(w http.ResponseWriter, r *http.Request)
 	DraftAsset(w http.ResponseWriter, r *http.Request)
+	// RescoreLTI queues again the LMS scores of the class's learners on
+	// lesson ("" every lesson) and says how many learners it looked at: a
+	// graded setting changed, or the instructor asked.
+	RescoreLTI(ctx context.Context, cohort int64, lesson string) (int, error)
 }
 
 // Area serves the instructor pages. It is safe for concurrent use.

@@ -50,6 +50,9 @@ func (s *Area) gradedShow(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("saved") {
 		v.Notice = s.tr(page.LangOf(r))("gset.saved")
 	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("resent")); err == nil {
+		v.Notice = s.trf(page.LangOf(r), "gset.resent", n)
+	}
 	s.renderGraded(w, r, c, http.StatusOK, v)
 }
 
@@ -69,6 +72,14 @@ func (s *Area) renderGraded(w http.ResponseWriter, r *http.Request, c store.Coho
 	v.ClassName, v.ReadOnly = c.Name, in.TA()
 	v.Dashboard, v.Gradebook = "/instructor?class="+id, "/instructor/gradebook?class="+id
 	v.Zone, v.ZoneShown, v.Zones, v.ZoneAction = loc.String(), zoneShown(lang, loc, now), commonZones, gradedHref(c)+"/zone"
+	if s.cfg.LTI != nil && !v.ReadOnly {
+		if lms, err := s.cfg.Store.IsLTIClass(r.Context(), c.ID); err != nil {
+			s.InternalError(w, r, err)
+			return
+		} else if lms {
+			v.ResendAction = gradedHref(c) + "/lti-resend"
+		}
+	}
 	for _, l := range s.course().Lessons {
 		if l.Quiz == nil || len(l.Quiz.Questions) == 0 {
 			continue
@@ -136,6 +147,7 @@ func (s *Area) gradedSet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.log.Info("lesson set to practice", "by", in.Username, "class", c.ID, "lesson", slug)
+		s.rescore(r, c.ID, slug)
 		http.Redirect(w, r, gradedHref(c)+"?saved=1", http.StatusSeeOther)
 		return
 	}
@@ -162,7 +174,34 @@ func (s *Area) gradedSet(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("lesson set to graded", "by", in.Username, "class", c.ID, "lesson", slug,
 		"opens", opens.UTC(), "closes", closes.UTC(), "limit", limit, "counts", g.Counts)
+	s.rescore(r, c.ID, slug)
 	http.Redirect(w, r, gradedHref(c)+"?saved=1", http.StatusSeeOther)
+}
+
+// rescore queues the LMS scores of the class's learners on lesson again:
+// its setting changed, so the figure the LMS holds may be stale. A
+// failure is logged (the setting is saved; "send again" retries).
+func (s *Area) rescore(r *http.Request, cohort int64, lesson string) {
+	if _, err := s.cfg.Learners.RescoreLTI(r.Context(), cohort, lesson); err != nil {
+		s.log.Error("lti rescore", "class", cohort, "lesson", lesson, "err", err)
+	}
+}
+
+// gradedResend is POST /instructor/classes/{id}/graded/lti-resend: every
+// LMS score of the class goes out again, as the gradebook has it now.
+func (s *Area) gradedResend(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok || !s.ParseForm(w, r) {
+		return
+	}
+	n, err := s.cfg.Learners.RescoreLTI(r.Context(), c.ID, "")
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
+	in, _ := currentInstructor(r)
+	s.log.Info("lti scores sent again", "by", in.Username, "class", c.ID, "learners", n)
+	http.Redirect(w, r, gradedHref(c)+"?resent="+strconv.Itoa(n), http.StatusSeeOther)
 }
 
 // lessonModes says each lesson's mode in class c, in course order, for the

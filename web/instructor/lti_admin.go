@@ -86,6 +86,13 @@ func (s *Area) ltiPlatformAdd(w http.ResponseWriter, r *http.Request) {
 	p := lti.Platform{Issuer: f("issuer"), ClientID: f("client_id"), AuthURL: f("auth_url"), TokenURL: f("token_url"),
 		JWKSURL: f("jwks_url"), Deployments: strings.Fields(strings.ReplaceAll(f("deployments"), ",", " ")),
 		FrameOrigins: strings.Fields(strings.ReplaceAll(f("frame_origins"), ",", " "))}
+	t := s.tr(page.LangOf(r))
+	var fe *lti.FieldError
+	if err := p.Check(); errors.As(err, &fe) {
+		// The form's own label, not the CLI's flag.
+		s.renderLTIAdmin(w, r, http.StatusBadRequest, t(ltiFieldLabel[fe.Field])+t("lti.colon")+fe.Message, "")
+		return
+	}
 	_, err := s.cfg.Store.AddLTIPlatform(r.Context(), p)
 	var ve *store.ValidationError
 	if errors.As(err, &ve) {
@@ -99,6 +106,10 @@ func (s *Area) ltiPlatformAdd(w http.ResponseWriter, r *http.Request) {
 	s.platformsChanged()
 	http.Redirect(w, r, "/instructor/lti", http.StatusSeeOther)
 }
+
+// ltiFieldLabel is the form label of each field lti.Platform.Check names.
+var ltiFieldLabel = map[string]string{"issuer": "lti.f.issuer", "client-id": "lti.f.client", "deployment": "lti.f.deployments",
+	"auth-url": "lti.f.auth", "token-url": "lti.f.token", "jwks-url": "lti.f.jwks", "frame-origin": "lti.f.frames"}
 
 // ltiPlatformRemove is POST /instructor/lti/{id}/remove.
 func (s *Area) ltiPlatformRemove(w http.ResponseWriter, r *http.Request) {

@@ -52,6 +52,7 @@ func (s *Area) Routes(r chi.Router) {
 				r.Post("/instructor/classes/{id}/roster", s.rosterImport)
 				r.Post("/instructor/classes/{id}/graded", s.gradedSet)
 				r.Post("/instructor/classes/{id}/graded/zone", s.gradedZone)
+				r.Post("/instructor/classes/{id}/graded/lti-resend", s.gradedResend)
 				r.Post("/instructor/classes/{id}/roster/{seat}/code", s.rosterSeatAction(false))
 				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
 				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)

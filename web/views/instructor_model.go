@@ -46,6 +46,9 @@ type DisplayNameForm struct {
 	// holds; the name is the roster's then, and signing out is offered.
 	Seats         []string
 	SignOutAction string
+	// LMS: the learner came from an LMS, whose name it is; shown, not
+	// offered for editing (the store refuses to change it).
+	LMS bool
 }
 
 // Dashboard is the instructor's class overview.
