@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -84,6 +85,9 @@ func (db *DB) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := newerSchema(db.Path, applied, ms); err != nil {
+		return err
+	}
 	for _, m := range ms {
 		if applied[m.Version] {
 			continue
@@ -121,4 +125,29 @@ func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("store: schema version: %w", err)
 	}
 	return v, nil
+}
+
+// ErrNewerSchema is Open's error for a database a newer labserver has
+// migrated: this one does not know its tables, and writing to them could
+// lose what the newer one keeps there.
+var ErrNewerSchema = errors.New("the database was written by a newer labserver")
+
+// newerSchema refuses a database whose migrations go beyond the ones this
+// build embeds (a downgrade, or a copy from a newer lab), naming both
+// versions and the way out.
+func newerSchema(path string, applied map[int]bool, ms []migration) error {
+	known := 0
+	if len(ms) > 0 {
+		known = ms[len(ms)-1].Version
+	}
+	newest := 0
+	for v := range applied {
+		newest = max(newest, v)
+	}
+	if newest <= known {
+		return nil
+	}
+	return fmt.Errorf("store: %s: %w (its schema is at migration %d, this labserver knows up to %d): "+
+		"run that release or a later one, or restore a backup made by this release (labserver restore); "+
+		"the database was left as it was", path, ErrNewerSchema, newest, known)
 }
