@@ -26,8 +26,9 @@ import (
 //   - check.sh: run with the guest's /bin/sh after the program, like a task's
 //     verify script, with LAB_EXIT (the program's exit status), LAB_OUT (a
 //     file with its output), LAB_PEER_OUT (what the lab's peer reported),
-//     LAB_COUNTERS_BEFORE / LAB_COUNTERS_AFTER (the rxe devices' counters)
-//     and LAB_LANG; exit 0 = passed, its first lines are the hint;
+//     LAB_COUNTERS_BEFORE / LAB_COUNTERS_AFTER (the rxe devices' counters),
+//     LAB_TRACE (the verbs calls the kernel saw the program make) and
+//     LAB_LANG; exit 0 = passed, its first lines are the hint;
 //   - program.yaml (optional): ProgramConfig.
 //
 // The guest suite compiles and runs every solution and starter; `check`

@@ -36,7 +36,9 @@ import (
 // (root, outside the learner cgroup) on rxe1 and is told to report by
 // closing its standard input once the learner's program is over; the
 // exercise's check script then judges by the peer's report, the devices'
-// counters and the program's exit status, not by what the program printed.
+// counters, the verbs calls the kernel saw the program make (LAB_TRACE,
+// verbstrace.go) and the program's exit status, not by what the program
+// printed.
 
 const (
 	peerDir     = "/run/lab-peer"     // what the peer publishes for the learner's side
@@ -141,7 +143,7 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 
 	phase("compile")
 	t0 := time.Now()
-	out, cerr := compile(ctx, id, src, filepath.Join(work, "prog"), p.Libs)
+	out, cerr := compile(ctx, id, src, filepath.Join(work, progName), p.Libs)
 	end.Millis.Compile = time.Since(t0).Milliseconds()
 	end.Compiler = out
 	if len(out) > 0 {
@@ -154,9 +156,12 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 
 	phase("run")
 	outFile := filepath.Join(dir, "output")
+	trace := startVerbsTrace() // verbstrace.go: what reached the kernel
 	t0 = time.Now()
-	run := runLearner(ctx, id, filepath.Join(work, "prog"), p.Args, work, time.Duration(timeout)*time.Second, outFile, emit)
+	run := runLearner(ctx, id, filepath.Join(work, progName), p.Args, work, time.Duration(timeout)*time.Second, outFile, emit)
 	end.Millis.Run = time.Since(t0).Milliseconds()
+	traceFile := filepath.Join(dir, "verbs-trace")
+	_ = os.WriteFile(traceFile, trace.stop(), 0o644)
 	end.Exit, end.Signal, end.TimedOut, end.Capped = run.exit, run.signal, run.timedOut, run.capped
 
 	peerOut := filepath.Join(dir, "peer-output")
@@ -181,7 +186,7 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 	cout, cerr := runScript(ctx, p.Check, lang,
 		"LAB_EXIT="+strconv.Itoa(run.exit), "LAB_SIGNAL="+run.signal, "LAB_TIMED_OUT="+timedOut,
 		"LAB_OUT="+outFile, "LAB_PEER_OUT="+peerOut, "LAB_SOURCE="+src,
-		"LAB_COUNTERS_BEFORE="+before, "LAB_COUNTERS_AFTER="+after)
+		"LAB_COUNTERS_BEFORE="+before, "LAB_COUNTERS_AFTER="+after, "LAB_TRACE="+traceFile)
 	end.Check = cout
 	if cerr == nil {
 		end.Passed = true

@@ -113,11 +113,60 @@ func TestLessonPrograms(t *testing.T) {
 	if end.Stage != "compile" || !strings.Contains(string(end.Compiler), "main.c:3:") {
 		t.Errorf("compile error: stage %s, compiler %q; want stage compile and main.c:3:", end.Stage, end.Compiler)
 	}
-	// Printing the expected text without the device fails: the check reads the device.
-	gid := "fe80:0000:0000:0000:0000:0000:0000:0000"
-	end, _ = run(p, fmt.Appendf(nil, "#include <stdio.h>\nint main(void){ puts(\"GID[1]: %s ibv_query_gid\"); return 0; }\n", gid), "en")
-	if end.Passed {
-		t.Errorf("a program printing a made-up GID passed")
+	// A program that does no RDMA work but prints what each check might
+	// look for fails, and the check says what was missing: the checks
+	// judge what the kernel, the device and the peer saw, never the text.
+	fakes := map[string]struct{ src, want string }{
+		// the right GID, read from sysfs, and the name of the verb
+		"open-device": {`#include <stdio.h>
+int main(void){ char g[64] = ""; FILE *f = fopen("/sys/class/infiniband/rxe0/ports/1/gids/1", "r");
+if (f) { fscanf(f, "%63s", g); fclose(f); }
+printf("port 1: state PORT_ACTIVE, active MTU 1024 bytes\nibv_query_gid GID[1]: %s\n", g); return 0; }`, "open no RDMA device"},
+		// keys and errno=12 without a registration
+		"reg-mr": {`#include <stdio.h>
+int main(void){ puts("registered 4096 bytes: lkey=0x1234 rkey=0x5678 ibv_reg_mr ibv_reg_mr");
+puts("RLIMIT_MEMLOCK is 8388608 bytes; registering 16777216 bytes");
+puts("ibv_reg_mr failed: errno=12 (Cannot allocate memory)"); return 0; }`, "saw no memory registration"},
+		// the success line of the solution, and no WRITE
+		"rdma-write": {`#include <stdio.h>
+int main(void){ puts("connected to the peer's QP 17; its buffer: addr 0x1000, rkey 0x1");
+puts("received: hello, rdma"); puts("WRITE of 12 bytes completed: success"); return 0; }`, `does not hold "hello, rdma"`},
+		// the CM events and the reply, and no connection
+		"cm-send": {`#include <stdio.h>
+int main(void){ puts("CM event: RDMA_CM_EVENT_ESTABLISHED"); puts("received: hello, peer");
+puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
+	}
+	for _, q := range l.Programs {
+		f, ok := fakes[q.ID]
+		if !ok {
+			t.Errorf("no do-nothing program for exercise %s", q.ID)
+			continue
+		}
+		end, _ := run(q, []byte(f.src), "en")
+		if end.Stage != "check" || end.Passed || !strings.Contains(string(end.Check), f.want) {
+			t.Errorf("%s, a program that only prints: stage %s passed %v, check %q; want it failed saying %q", q.ID, end.Stage, end.Passed, end.Check, f.want)
+		}
+	}
+	// Exercise 3's solution against a peer that connects and then goes
+	// away (its QP back to RESET, so it drops every packet): the WRITE is
+	// never acknowledged, and the finite retry_cnt and the poll deadline
+	// end the program with the error in sight, well within its limit.
+	wp := l.Programs[2]
+	if wp.ID != "rdma-write" {
+		t.Fatalf("program 3 is %s, want rdma-write", wp.ID)
+	}
+	gone := *wp
+	connected := `publish("connected", "1\n");`
+	gone.Peer = []byte(strings.Replace(string(wp.Peer), connected, connected+
+		` struct ibv_qp_attr gone = {.qp_state = IBV_QPS_RESET}; ibv_modify_qp(qp, &gone, IBV_QP_STATE);`, 1))
+	if string(gone.Peer) == string(wp.Peer) {
+		t.Fatalf("the WRITE target no longer has %s", connected)
+	}
+	end, c := run(&gone, wp.Solution, "en")
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "transport retry counter exceeded") ||
+		end.Millis.Run >= int64(wp.Config.Timeout)*1000 {
+		t.Errorf("the WRITE solution without its peer: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 with IBV_WC_RETRY_EXC_ERR's %q in time",
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, wp.Config.Timeout, c.text("stderr"), "transport retry counter exceeded")
 	}
 	abuse := []struct{ name, src, want string }{
 		{"infinite loop", "int main(void){ for(;;); }", "timed out"},

@@ -75,7 +75,10 @@ int main(int argc, char **argv)
 				struct ibv_sge sge = {.addr = (uintptr_t)rbuf, .length = sizeof rbuf - 1, .lkey = rmr->lkey};
 				struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad;
 				ibv_post_recv(id->qp, &wr, &bad);
-				struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 7};
+				/* rnr_retry_count travels in the reply (REP) and sets
+				 * the learner's QP's RNR retries: finite, so a SEND that
+				 * finds no RECV here ends in an error, not forever. */
+				struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 3};
 				rdma_accept(id, &cp);
 			} else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
 				established = 1;

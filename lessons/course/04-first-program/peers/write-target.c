@@ -112,15 +112,16 @@ int main(void)
 		struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 			.dest_qp_num = rqpn, .rq_psn = rpsn, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
 			.ah_attr = {.is_global = 1, .port_num = 1,
-				    .grh = {.dgid = dgid, .sgid_index = 1, .hop_limit = 1}}};
+				    .grh = {.dgid = dgid, .sgid_index = 1, .hop_limit = 64}}};
 		if (ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
 			printf("RTR failed\n");
 			connected = -1;
 			continue;
 		}
-		struct ibv_qp_attr s = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-			.rnr_retry = 7, .sq_psn = psn, .max_rd_atomic = 1};
+		/* It never sends, but a model keeps its retries finite too. */
+		struct ibv_qp_attr s = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 3,
+			.rnr_retry = 3, .sq_psn = psn, .max_rd_atomic = 1};
 		ibv_modify_qp(qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 		connected = 1;

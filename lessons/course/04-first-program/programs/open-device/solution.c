@@ -5,7 +5,8 @@
 
 int main(void)
 {
-	int n = 0;
+	int ret = 1, n = 0;
+	struct ibv_context *ctx = NULL;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	if (!list) {
 		perror("ibv_get_device_list");
@@ -17,17 +18,17 @@ int main(void)
 			dev = list[i];
 	if (!dev) {
 		fprintf(stderr, "no rxe0 among %d devices\n", n);
-		return 1;
+		goto out;
 	}
-	struct ibv_context *ctx = ibv_open_device(dev);
+	ctx = ibv_open_device(dev);
 	if (!ctx) {
 		perror("ibv_open_device");
-		return 1;
+		goto out;
 	}
 	struct ibv_port_attr port;
 	if (ibv_query_port(ctx, 1, &port)) {
 		perror("ibv_query_port");
-		return 1;
+		goto out;
 	}
 	printf("port 1: state %s, active MTU %d bytes, %d GID entries\n",
 	       ibv_port_state_str(port.state), 128 << port.active_mtu, port.gid_tbl_len);
@@ -35,13 +36,15 @@ int main(void)
 	union ibv_gid gid;
 	if (ibv_query_gid(ctx, 1, 1, &gid)) {
 		perror("ibv_query_gid");
-		return 1;
+		goto out;
 	}
 	printf("GID[1]: ");
 	for (int i = 0; i < 16; i += 2)
 		printf("%02x%02x%s", gid.raw[i], gid.raw[i + 1], i < 14 ? ":" : "\n");
-
-	ibv_close_device(ctx);
+	ret = 0;
+out:
+	if (ctx)
+		ibv_close_device(ctx);
 	ibv_free_device_list(list);
-	return 0;
+	return ret;
 }

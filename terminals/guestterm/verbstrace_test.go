@@ -1,0 +1,30 @@
+package guestterm
+
+import "testing"
+
+// TestParseTrace: tracefs's text becomes "EVENT COMM PID [ARGS]" lines, the
+// learner program's only (not the peer's, not a kernel worker's), with a
+// return probe's value and a task name that holds dashes.
+func TestParseTrace(t *testing.T) {
+	raw := `# tracer: nop
+#
+# entries-in-buffer/entries-written: 6/6   #P:2
+#
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+#              | |         |   |||||     |         |
+            peer-301     [000] .....    88.100000: open_device_0: (ib_uverbs_open+0x0/0x2a0 [ib_uverbs])
+            prog-345     [001] .....    88.123456: open_device_0: (ib_uverbs_open+0x0/0x2a0 [ib_uverbs])
+            prog-345     [001] .....    88.123999: query_gid_3: (ib_uverbs_handler_UVERBS_METHOD_QUERY_GID_ENTRY+0x0/0x1a0 [ib_uverbs])
+            prog-345     [001] .....    88.200000: reg_mr_5: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_reg_mr) ret=0
+            prog-345     [000] .....    88.300000: reg_mr_5: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_reg_mr) ret=-12
+     kworker/1:2-77      [001] .....    88.400000: post_send_7: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_post_send) ret=0
+    my-prog-name-9       [001] .....    88.500000: post_send_7: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_post_send) ret=0
+`
+	want := "open_device prog 345\nquery_gid prog 345\nreg_mr prog 345 ret=0\nreg_mr prog 345 ret=-12\n"
+	if got := parseTrace([]byte(raw), "prog"); got != want {
+		t.Errorf("parseTrace:\n got %q\nwant %q", got, want)
+	}
+	if got := parseTrace([]byte(raw), "my-prog-name"); got != "post_send my-prog-name 9 ret=0\n" {
+		t.Errorf("a name with dashes: %q", got)
+	}
+}
