@@ -113,6 +113,7 @@
         set: function (v) { if (v !== cm.value) cm.value = v; },
         diagnostics: function (ds) { cm.setDiagnostics(ds); },
         goto: function (n) { cm.goto(n); },
+        view: cm.view, // CodeMirror's EditorView, for tests
       };
       // The page's theme: the learner's toggle (data-theme) or the system's.
       new MutationObserver(function () { cm.setDark(isDark()); }).observe(html, { attributes: true, attributeFilter: ['data-theme'] });
