@@ -41,6 +41,31 @@ func RetryBudget() *sandbox.Experiment {
 	}
 }
 
+// retryRun is one run of retry-budget: what its phases share, so that
+// each phase (connect, cut, wait, after, the table and verdict) is a
+// method of its own, as steps.go's stepper.
+type retryRun struct {
+	ctx   context.Context
+	emit  sandbox.Emitter
+	top   topology
+	pair  *writePair
+	exp   int           // the QP's timeout exponent
+	retry int           // retry_cnt
+	per   time.Duration // one try: 4.096 µs × 2^exp
+	// expected is when a spec-following RNIC gives up: (retry+1) tries.
+	expected time.Duration
+
+	wc            verbs.WC // the WRITE into the cut link's completion
+	took          time.Duration
+	stillRetrying bool // retry_cnt 7 on rxe: no completion, ever
+	before, after bothCounters
+	sent0         int64
+	flush         verbs.WC // a WRITE posted after the failure
+}
+
+// retrySize is the WRITE's size.
+const retrySize = 4096
+
 func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	exp := int(p["timeout"].(int64))
 	retry := int(p["retry_cnt"].(int64))
@@ -50,33 +75,57 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		return err
 	}
 	defer link.reset(emit, true)
-	top, dev, cleanAtStart := link.top, link.dev, link.clean
-
 	per := ibTimeout(exp)
-	expected := time.Duration(retry+1) * per
+	r := &retryRun{ctx: ctx, emit: emit, top: link.top, exp: exp, retry: retry, per: per, expected: time.Duration(retry+1) * per}
+	if err := r.connect(); err != nil {
+		return err
+	}
+	defer r.pair.Close()
+	if err := r.cut(link.dev); err != nil {
+		return err
+	}
+	if err := r.wait(); err != nil {
+		return err
+	}
+	cliState, srvState := r.afterwards()
+	figs, tries := r.table(cliState, srvState, link.clean)
+	ok, v := r.verdict(cliState, srvState, tries)
+	result(emit, ok, v, figs)
+	return nil
+}
+
+// post WRITEs the client's buffer to the server's.
+func (r *retryRun) post(id uint64) error {
+	return r.pair.cli.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: r.pair.cli.mr, Length: retrySize,
+		RemoteAddr: r.pair.target.Addr, RKey: r.pair.target.RKey})
+}
+
+// connect connects the pair and WRITEs once over the healthy link.
+func (r *retryRun) connect() error {
+	emit := r.emit
 	phase(emit, "connect", say("connect an RC QP pair and WRITE once with the link healthy", "连接一对 RC QP，在链路正常时 WRITE 一次"))
-	const size = 4096
-	pair, err := newWritePair(top, size, exp, retry)
+	pair, err := newWritePair(r.top, retrySize, r.exp, r.retry)
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer pair.Close()
-	post := func(id uint64) error {
-		return pair.cli.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: pair.cli.mr, Length: size,
-			RemoteAddr: pair.target.Addr, RKey: pair.target.RKey})
-	}
-	if err := post(1); err != nil {
+	r.pair = pair
+	if err := r.post(1); err != nil {
 		return verbsError(emit, err)
 	}
-	wc, err := pair.cli.waitCQ(ctx, pair.cli.sendCQ, 10*time.Second)
+	wc, err := pair.cli.waitCQ(r.ctx, pair.cli.sendCQ, 10*time.Second)
 	if err != nil {
 		return err
 	}
-	note(emit, "info", say(fmt.Sprintf("healthy link: WRITE of %d B completed with %s", size, wc.Status),
-		fmt.Sprintf("链路正常：%d B 的 WRITE 以 %s 完成", size, wc.Status)))
+	note(emit, "info", say(fmt.Sprintf("healthy link: WRITE of %d B completed with %s", retrySize, wc.Status),
+		fmt.Sprintf("链路正常：%d B 的 WRITE 以 %s 完成", retrySize, wc.Status)))
+	return nil
+}
 
+// cut drops every packet the client sends on dev.
+func (r *retryRun) cut(dev string) error {
+	emit, exp, retry, per, expected := r.emit, r.exp, r.retry, r.per, r.expected
 	phase(emit, "cut", say("drop every packet the client sends", "丢掉客户端发出的每一个报文"))
-	cmds, err := netshape.Loss(ctx, dev, 100, false)
+	cmds, err := netshape.Loss(r.ctx, dev, 100, false)
 	for _, c := range cmds {
 		logf(emit, "$ %s", c)
 	}
@@ -87,11 +136,18 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		exp, exp, fmtDur(per), retry, retry+1, fmtDur(expected)),
 		fmt.Sprintf("timeout %d → 4.096 µs × 2^%d = 每次 %s；retry_cnt %d → 共 %d 次发送；预计 %s 后放弃",
 			exp, exp, fmtDur(per), retry, retry+1, fmtDur(expected))))
+	return nil
+}
 
+// wait WRITEs into the void and waits for the completion, drawing the
+// packets the client sends as it retries.
+func (r *retryRun) wait() error {
+	emit, top, pair, ctx, per, expected := r.emit, r.top, r.pair, r.ctx, r.per, r.expected
 	phase(emit, "wait", say("WRITE into the void and wait for the completion", "向断开的链路 WRITE，等待完成"))
-	before := readBoth(top)
-	sent0 := before.cli["sent_pkts"]
-	if err := post(2); err != nil {
+	r.before = readBoth(top)
+	sent0 := r.before.cli["sent_pkts"]
+	r.sent0 = sent0
+	if err := r.post(2); err != nil {
 		return verbsError(emit, err)
 	}
 	start := time.Now()
@@ -99,13 +155,12 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	// rxe never counts retry_cnt 7 down (rxe_comp.c: "if (qp->comp.retry_cnt
 	// != 7) qp->comp.retry_cnt--"): on Soft-RoCE it means retry forever, as
 	// only rnr_retry 7 does in the IB spec. Watch twelve timeouts, then say so.
-	forever := retry == 7
+	forever := r.retry == 7
 	if forever {
 		limit = min(12*per, 9*time.Second)
 		note(emit, "info", say("Soft-RoCE treats retry_cnt 7 as \"retry forever\" (the IB spec gives 7 retries): we watch for twelve timeouts and then stop waiting.",
 			"Soft-RoCE 把 retry_cnt 7 当作“永远重试”（IB 规范的意思是重试 7 次）：我们观察十二个超时周期，然后停止等待。"))
 	}
-	stillRetrying := false
 	wcs := make([]verbs.WC, 1)
 	lastSent := int64(-1)
 	for {
@@ -120,12 +175,12 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 				Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
 		}
 		if n == 1 {
-			wc = wcs[0]
+			r.wc = wcs[0]
 			break
 		}
 		if el > limit {
 			if forever {
-				stillRetrying = true
+				r.stillRetrying = true
 				break
 			}
 			return explained(emit, say(fmt.Sprintf("no completion %s after the WRITE (expected one after ≈ %s)", fmtDur(el), fmtDur(expected)),
@@ -137,34 +192,50 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		time.Sleep(2 * time.Millisecond)
 	}
 	took := time.Since(start)
-	after := readBoth(top)
-	d := diffBoth(before, after)
+	r.took = took
+	r.after = readBoth(top)
+	after := r.after
 	emit.Emit(sandbox.Event{Type: sandbox.EvMetric, Series: "sent_pkts", X: round3(took.Seconds()), Y: float64(after.cli["sent_pkts"] - sent0), Unit: "sent_pkts",
 		Messages: say("packets the client sent (all dropped)", "客户端发出的报文（全部被丢弃）")})
-	if stillRetrying {
+	if r.stillRetrying {
 		note(emit, "warn", say(fmt.Sprintf("After %s (%.0f timeouts) there is still no completion: the QP keeps retransmitting.", fmtDur(took), took.Seconds()/per.Seconds()),
 			fmt.Sprintf("%s（%.0f 个超时周期）之后仍然没有完成：这个 QP 还在不停地重传。", fmtDur(took), took.Seconds()/per.Seconds())))
-	} else if wc.Status != verbs.WCSuccess {
-		wcError(emit, wc, say(fmt.Sprintf("No ACK came back, so the sender resent the WRITE after each timeout; after %d retries it gave up.", retry),
-			fmt.Sprintf("没有任何 ACK 返回，发送方每次超时后重发这个 WRITE；重试 %d 次之后放弃了。", retry)))
+	} else if r.wc.Status != verbs.WCSuccess {
+		wcError(emit, r.wc, say(fmt.Sprintf("No ACK came back, so the sender resent the WRITE after each timeout; after %d retries it gave up.", r.retry),
+			fmt.Sprintf("没有任何 ACK 返回，发送方每次超时后重发这个 WRITE；重试 %d 次之后放弃了。", r.retry)))
 	}
-	cliState, _ := pair.cli.qp.State()
-	srvState, _ := pair.srv.qp.State()
+	return nil
+}
 
+// afterwards shows what the QPs look like after the failure (or while
+// the client still retries), and returns their states.
+func (r *retryRun) afterwards() (cliState, srvState verbs.QPState) {
+	emit, pair := r.emit, r.pair
+	cliState, _ = pair.cli.qp.State()
+	srvState, _ = pair.srv.qp.State()
 	phase(emit, "after", say("what the QPs look like afterwards", "之后两端 QP 的样子"))
 	// A QP in ERROR flushes every further request.
-	var flush verbs.WC
-	if stillRetrying {
+	if r.stillRetrying {
 		note(emit, "info", say("the client QP is still retrying, so no further WRITE is posted; closing the QP ends it",
 			"客户端 QP 仍在重试，所以不再投递 WRITE；关闭这个 QP 才会让它停下"))
-	} else if err := post(3); err == nil {
-		flush, _ = pair.cli.waitCQ(ctx, pair.cli.sendCQ, 5*time.Second)
-		note(emit, "info", say(fmt.Sprintf("another WRITE posted on the failed QP completes with %s (%s)", flush.Status, flush.Status.Description()),
-			fmt.Sprintf("在失败的 QP 上再投递一个 WRITE，它以 %s（%s）完成", flush.Status, wcStatusZh(flush.Status))))
+	} else if err := r.post(3); err == nil {
+		r.flush, _ = pair.cli.waitCQ(r.ctx, pair.cli.sendCQ, 5*time.Second)
+		note(emit, "info", say(fmt.Sprintf("another WRITE posted on the failed QP completes with %s (%s)", r.flush.Status, r.flush.Status.Description()),
+			fmt.Sprintf("在失败的 QP 上再投递一个 WRITE，它以 %s（%s）完成", r.flush.Status, wcStatusZh(r.flush.Status))))
 	} else {
 		note(emit, "info", say(fmt.Sprintf("another WRITE on the failed QP is refused at post: %v", err),
 			"在失败的 QP 上再投递 WRITE 时被拒绝："+quoteZh(err)))
 	}
+	return cliState, srvState
+}
+
+// table emits the run's table and returns the figures the verdict and
+// the lesson read, and how many times the WRITE was sent.
+func (r *retryRun) table(cliState, srvState verbs.QPState, cleanAtStart bool) (map[string]float64, float64) {
+	emit, pair, exp, retry, per, expected, took, wc, after, sent0, stillRetrying := r.emit, r.pair, r.exp, r.retry, r.per, r.expected, r.took, r.wc, r.after, r.sent0, r.stillRetrying
+	const size = retrySize
+	d := diffBoth(r.before, after)
+	flush := r.flush
 	tries := float64(after.cli["sent_pkts"]-sent0) / float64((size+pair.mtu-1)/pair.mtu)
 	same := sandbox.Same
 	t := sandbox.NewTable(say("retry budget (measured here, Soft-RoCE in this lab's guest)", "重试预算（本实验室实测：虚拟机里的 Soft-RoCE）"), say("what", "项目"), say("value", "值"))
@@ -211,10 +282,17 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 	if stillRetrying {
 		figs["wc_status"] = -1 // no completion
 	}
+	return figs, tries
+}
+
+// verdict is what the run showed, from the figures the table holds.
+func (r *retryRun) verdict(cliState, srvState verbs.QPState, tries float64) (bool, sandbox.Text) {
+	wc, took, per, expected, retry := r.wc, r.took, r.per, r.expected, r.retry
+	ratio := took.Seconds() / expected.Seconds()
 	ok := wc.Status == verbs.WCRetryExcErr && cliState == verbs.StateError
 	var v sandbox.Text
 	switch {
-	case stillRetrying:
+	case r.stillRetrying:
 		ok = tries > float64(retry+1)
 		v = say(fmt.Sprintf("With retry_cnt 7 Soft-RoCE never gave up: after %s it had sent the WRITE %.1f times, the QP is still %s and no completion came. rxe treats 7 as \"retry forever\" (drivers/infiniband/sw/rxe/rxe_comp.c never counts it down), which the IB spec allows only for rnr_retry. By the spec a QP fails the WRITE after 7 retries, nominally 8 × %s ≈ %s (hardware NICs with adaptive retransmission use shorter, growing timeouts). An application on Soft-RoCE with retry_cnt 7 never learns that the path is dead.",
 			fmtDur(took), tries, cliState, fmtDur(per), fmtDur(expected)),
@@ -229,8 +307,7 @@ func runRetryBudget(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		v = say(fmt.Sprintf("The WRITE completed with %s after %s and the client's QP is %s — not the retry-exceeded failure a dead link should cause; see the log.", wc.Status, fmtDur(took), cliState),
 			fmt.Sprintf("这个 WRITE 在 %s 后以 %s 完成，客户端 QP 处于 %s——不是断链应当造成的重试超限失败；请看日志。", fmtDur(took), wc.Status, cliState))
 	}
-	result(emit, ok, v, figs)
-	return nil
+	return ok, v
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
