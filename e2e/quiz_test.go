@@ -89,10 +89,25 @@ func TestCheckpointQuiz(t *testing.T) {
 	// "Show answer" on another checkpoint question shows it, inline.
 	rq := `[data-testid=checkpoint] [data-testid=quiz][data-question="why-rdma/write-semantics"]`
 	b.do("mark reveal", evalVoid(`document.querySelector('`+rq+`').dataset.e2eOld = "1"`))
+	// Apart from Submit and confirmed: the button that shows the answer is
+	// hidden until the learner opens "Show answer" and reads what it costs.
+	if eval[bool](b, `(function(){ var r = document.querySelector('`+rq+` [data-testid=reveal]'); return !!r && r.checkVisibility(); })()`) {
+		t.Error("the button that shows the answer is visible before the learner asked for it")
+	}
+	if eval[bool](b, `!!document.querySelector('`+rq+` .quiz-actions [data-testid=reveal], `+rq+` .quiz-actions [data-testid=reveal-open]')`) {
+		t.Error("\"Show answer\" sits beside Submit")
+	}
+	b.click(rq + ` [data-testid=reveal-open]`)
+	if msg := b.text(rq + ` [data-testid=reveal-box] p`); !strings.Contains(msg, "no credit") {
+		t.Errorf("opening \"Show answer\" says %q, not what it costs", msg)
+	}
 	b.click(rq + ` [data-testid=reveal]`)
 	b.waitFor("revealed answer", `(function(){var e=document.querySelector('`+rq+`');return e && !e.dataset.e2eOld && e.querySelector("[data-testid=explanation]")})()`, stepTimeout)
 	if n := b.count(rq + ` li[data-mark=answer]`); n != 1 {
 		t.Errorf("the revealed answer marks %d options", n)
+	}
+	if st := b.text(rq + ` [data-testid=quiz-status]`); strings.Contains(st, "best") || !strings.Contains(st, "answer seen") {
+		t.Errorf("after showing the answer without an attempt the status reads %q (want no attempt, answer seen)", st)
 	}
 
 	// The home page counts the checkpoint question as solved.

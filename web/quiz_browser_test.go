@@ -64,6 +64,7 @@ func TestQuizInlineInBrowser(t *testing.T) {
 	// is right and flagged as seen, with no credit (issue 29 item 5).
 	const o = `[id="cp-demo/steps"]`
 	do(
+		chromedp.Click(chromedp.CSS(o+` [data-testid=reveal-open]`)),
 		chromedp.Click(chromedp.CSS(o+` [data-testid=reveal]`)),
 		chromedp.WaitVisible(chromedp.CSS(o+` [data-testid=result]`)),
 		chromedp.SetValue(chromedp.CSS(`[id="cp-demo/steps:pos1"]`), "first"),
