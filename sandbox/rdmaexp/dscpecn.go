@@ -110,42 +110,92 @@ func rmemForCapture(open func() error) error {
 	return open()
 }
 
+// dscpRun is one run of dscp-ecn: what its phases share, so that each
+// phase (connect, capture, the summary, the verdict) is a method of its
+// own, as steps.go's stepper.
+type dscpRun struct {
+	ctx        context.Context
+	emit       sandbox.Emitter
+	top        topology
+	dscp, ecn  int
+	mark, n    int
+	tclass     int
+	cdev, sdev string
+	srv, cli   *rc
+	target     verbs.Endpoint
+	took       time.Duration
+	werr       error            // the WRITEs' failure, if any
+	d          map[string]int64 // the rxe counters that moved
+	in, out    *dscpAgg         // what the capture shows, per direction
+	drops      int
+}
+
+// dscpAgg is what one direction's captured packets carried.
+type dscpAgg struct {
+	pkts, cnp int
+	dscps     map[int]int
+	ecn       [4]int
+}
+
+// dscpSize is each WRITE's size.
+const dscpSize = 4096
+
 func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	dscp := int(p["dscp"].(int64))
-	ecnName := p["ecn"].(string)
-	ecn := ecnBits[ecnName]
-	mark := int(p["mark"].(int64))
-	n := int(p["messages"].(int64))
-	tclass := dscp<<2 | ecn
+	ecn := ecnBits[p["ecn"].(string)]
 	link, err := shapeLink(emit, say("this experiment needs two Soft-RoCE devices on a veth pair (rxe0, rxe1): it captures on the server's link",
 		"这个实验需要 veth 对上的两个 Soft-RoCE 设备（rxe0、rxe1）：它在服务端的链路上抓包"))
 	if err != nil {
 		return err
 	}
 	defer link.reset(emit, false)
-	top, cleanAtStart := link.top, link.clean
-	cdev, sdev := link.dev, top.Server.GID.Netdev
+	r := &dscpRun{ctx: ctx, emit: emit, top: link.top, dscp: dscp, ecn: ecn, mark: int(p["mark"].(int64)), n: int(p["messages"].(int64)),
+		tclass: dscp<<2 | ecn, cdev: link.dev, sdev: link.top.Server.GID.Netdev}
+	err = r.connect()
+	// what connect opened is closed however far it got, client first
+	if r.srv != nil {
+		defer r.srv.Close()
+	}
+	if r.cli != nil {
+		defer r.cli.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.capture(); err != nil {
+		return err
+	}
+	figs := r.summary(link.clean)
+	ok, v := r.verdict()
+	result(emit, ok, v, figs)
+	return nil
+}
 
+// connect connects the client QP, with the traffic class under study, to
+// the server's, and turns the client's link into a congested switch when
+// mark asks for it.
+func (r *dscpRun) connect() error {
+	ctx, emit, top, tclass, dscp, ecn, mark, cdev := r.ctx, r.emit, r.top, r.tclass, r.dscp, r.ecn, r.mark, r.cdev
 	phase(emit, "connect", say(fmt.Sprintf("client QP: traffic class 0x%02x = DSCP %d, ECN %s; server QP: traffic class 0 (default)", tclass, dscp, ecnNames[ecn]),
 		fmt.Sprintf("客户端 QP：traffic class 0x%02x = DSCP %d，ECN %s；服务端 QP：traffic class 0（默认）", tclass, dscp, ecnNames[ecn])))
-	const size = 4096
+	const size = dscpSize
 	srv, err := openRC(rcOpts{Side: top.Server, BufSize: size, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 4, RecvWR: 4,
 		Tune: func(a *verbs.QPAttr) { a.Timeout = sweepTimeout }})
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer srv.Close()
+	r.srv = srv
 	cli, err := openRC(rcOpts{Side: top.Client, BufSize: size, Access: verbs.AccessLocalWrite, SendWR: writeDepth * 2, RecvWR: 4,
 		Tune: func(a *verbs.QPAttr) { a.Timeout, a.TrafficClass = sweepTimeout, tclass }})
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer cli.Close()
+	r.cli = cli
 	if err := srv.connect(cli.local()); err != nil {
 		return verbsError(emit, err)
 	}
-	target := srv.local()
-	if err := cli.connect(target); err != nil {
+	r.target = srv.local()
+	if err := cli.connect(r.target); err != nil {
 		return verbsError(emit, err)
 	}
 	logf(emit, "ibv_modify_qp(client, RTR): ah_attr.grh.traffic_class = 0x%02x", tclass)
@@ -161,6 +211,14 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 			fmt.Sprintf("netem 现在扮演一台拥塞的交换机：客户端 %d %% 的报文若 ECN 字段表示支持 ECN 就被打上 CE，否则被丢弃", mark)))
 	}
 
+	return nil
+}
+
+// capture WRITEs n × 4 KiB while capturing on the server's link, and
+// sorts the RoCE packets by direction.
+func (r *dscpRun) capture() error {
+	ctx, emit, top, n, sdev, cli, target := r.ctx, r.emit, r.top, r.n, r.sdev, r.cli, r.target
+	const size = dscpSize
 	phase(emit, "capture", say(fmt.Sprintf("capture on %s while the client WRITEs %d × 4 KiB", sdev, n), fmt.Sprintf("在 %s 上抓包，同时客户端 WRITE %d × 4 KiB", sdev, n)))
 	// Frames are kept whole (a 1024-MTU packet is 1098 B) while the byte
 	// bound leaves room for every later packet's first 128 B — every
@@ -181,6 +239,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	took := time.Since(start)
 	res := capt.Stop()
 	d := diffBoth(before, readBoth(top))
+	r.took, r.werr, r.d = took, werr, d
 	if werr != nil {
 		var wf *wcFailure
 		if errors.As(werr, &wf) {
@@ -210,15 +269,10 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	missed := d["rcvd_pkts"] - int64(len(pkts)) // the server received every frame the capture should have seen
 	note(emit, "info", say(fmt.Sprintf("%d WRITEs in %s; captured %d RoCEv2 packets on %s (%d over the capture's limits; the devices counted %d received)", n, fmtDur(took), len(pkts), sdev, res.Dropped, d["rcvd_pkts"]),
 		fmt.Sprintf("%s 内完成 %d 个 WRITE；在 %s 上抓到 %d 个 RoCEv2 报文（%d 个超出抓包上限；设备记录收到 %d 个）", fmtDur(took), n, sdev, len(pkts), res.Dropped, d["rcvd_pkts"])))
-	drops := int(max(missed, 0))
+	r.drops = int(max(missed, 0))
 
 	// Per direction: packets, DSCP values, ECN field counts, CNPs.
-	type agg struct {
-		pkts, cnp int
-		dscps     map[int]int
-		ecn       [4]int
-	}
-	by := map[bool]*agg{true: {dscps: map[int]int{}}, false: {dscps: map[int]int{}}}
+	by := map[bool]*dscpAgg{true: {dscps: map[int]int{}}, false: {dscps: map[int]int{}}}
 	for _, pk := range pkts {
 		a := by[pk.in]
 		a.pkts++
@@ -228,21 +282,26 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 			a.cnp++
 		}
 	}
+	r.in, r.out = by[true], by[false]
+	return nil
+}
+
+// summary emits the per-direction table and returns the run's figures.
+func (r *dscpRun) summary(cleanAtStart bool) map[string]float64 {
+	emit, sdev, in, out, d := r.emit, r.sdev, r.in, r.out, r.d
 	same := sandbox.Same
 	sum := sandbox.NewTable(say("DSCP and ECN of every captured packet on "+sdev, sdev+" 上抓到的每个报文的 DSCP 与 ECN"),
 		say("direction", "方向"), say("packets", "报文数"), say("DSCP seen (packets)", "出现的 DSCP（报文数）"),
 		same("Not-ECT"), same("ECT(1)"), same("ECT(0)"), same("CE"), same("CNP"))
-	for _, in := range []bool{true, false} {
-		a := by[in]
+	for _, a := range []*dscpAgg{in, out} {
 		name := say("client → server (WRITE data)", "客户端 → 服务端（WRITE 数据）")
-		if !in {
+		if a == out {
 			name = say("server → client (ACKs)", "服务端 → 客户端（ACK）")
 		}
 		sum.AddRow(name, same(fmt.Sprint(a.pkts)), same(fmtCounts(a.dscps)), same(fmt.Sprint(a.ecn[0])), same(fmt.Sprint(a.ecn[1])), same(fmt.Sprint(a.ecn[2])), same(fmt.Sprint(a.ecn[3])), same(fmt.Sprint(a.cnp)))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: sum})
-
-	in, out := by[true], by[false]
+	tclass, dscp, ecn, mark, drops, took, werr := r.tclass, r.dscp, r.ecn, r.mark, r.drops, r.took, r.werr
 	figs := map[string]float64{
 		"clean_at_start": b2f(cleanAtStart), "traffic_class": float64(tclass), "dscp": float64(dscp), "ecn": float64(ecn), "mark": float64(mark),
 		"data_pkts": float64(in.pkts), "data_dscp_match": float64(in.dscps[dscp]), "data_ecn_set": float64(in.ecn[ecn]), "data_ce": float64(in.ecn[3]),
@@ -255,7 +314,12 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 	moved := fmtDeltasText(d)
 	note(emit, "info", say("rxe counters that moved: "+moved["en"], "变化了的 rxe 计数器："+moved["zh"]))
 
-	// The verdict says what this capture shows, part by part.
+	return figs
+}
+
+// verdict says what this capture shows, part by part.
+func (r *dscpRun) verdict() (bool, sandbox.Text) {
+	in, out, dscp, ecn, mark, d := r.in, r.out, r.dscp, r.ecn, r.mark, r.d
 	var en, zh []string
 	bitsOK := in.pkts > 0 && in.dscps[dscp]+in.ecn[3] >= in.pkts*9/10 // CE replaces the ECN bits, never the DSCP
 	if in.pkts == 0 {
@@ -289,8 +353,7 @@ func runDSCPECN(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) err
 		}
 	}
 	ok := bitsOK && in.cnp+out.cnp == 0
-	result(emit, ok, sandbox.Text{"en": strings.Join(en, " "), "zh": strings.Join(zh, "")}, figs)
-	return nil
+	return ok, sandbox.Text{"en": strings.Join(en, " "), "zh": strings.Join(zh, "")}
 }
 
 // writeN WRITEs n messages of size, keeping writeDepth in flight, and
