@@ -80,6 +80,11 @@ func TestMemlockLive(t *testing.T) {
 	if !strings.Contains(errText, "Cannot allocate memory") && !strings.Contains(errText, "ENOMEM") {
 		t.Errorf("error box reads %q", errText)
 	}
+	// ENOMEM under a 64 KiB limit is what the preset provokes: labelled as
+	// intended (as perf-inline's refused post), not drawn as an alarm.
+	if !eval[bool](b, `Array.from(document.querySelectorAll('`+w+` [data-testid=run-error]')).every(e => e.classList.contains("expected") && e.getAttribute("role") === "note")`) {
+		t.Errorf("the provoked ENOMEM is shown as an error, not as the intended failure: %s", eval[string](b, `document.querySelector('`+w+` [data-testid=run-error]').outerHTML.slice(0, 200)`))
+	}
 	if bk := eval[string](b, `document.querySelector('`+w+` [data-testid=run-backend]').dataset.backend || ""`); bk != "host" {
 		t.Errorf("backend shown %q, want host (memlock needs no RDMA device)", bk)
 	}

@@ -68,3 +68,26 @@ func TestChildSetup(t *testing.T) {
 		t.Errorf("without CAP_IPC_LOCK, mlock 1 MiB over a 64 KiB limit: %v, want ENOMEM/EPERM", err)
 	}
 }
+
+// TestLimitFailure: only a failure the locked-memory limit explains is
+// the intended one.
+func TestLimitFailure(t *testing.T) {
+	cases := []struct {
+		size, limit int64
+		cap         bool
+		errno       string
+		want        bool
+	}{
+		{1 << 20, 64 << 10, false, "ENOMEM", true}, // lesson 01's preset
+		{1 << 20, 0, false, "EPERM", true},
+		{1 << 20, 64 << 10, true, "ENOMEM", false}, // CAP_IPC_LOCK lifts the limit: something else failed
+		{32 << 10, 64 << 10, false, "ENOMEM", false},
+		{1 << 20, -1, false, "ENOMEM", false}, // unlimited
+		{1 << 20, 64 << 10, false, "EFAULT", false},
+	}
+	for _, c := range cases {
+		if got := LimitFailure(c.size, c.limit, c.cap, c.errno); got != c.want {
+			t.Errorf("LimitFailure(%d, %d, %v, %s) = %v, want %v", c.size, c.limit, c.cap, c.errno, got, c.want)
+		}
+	}
+}

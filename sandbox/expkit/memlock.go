@@ -125,3 +125,20 @@ func KeptZh(b bool) string {
 	}
 	return "去掉"
 }
+
+// LimitFailure tells whether locking or registering size bytes failed
+// because of the locked-memory limit, as the memlock experiments set it
+// up to show: no CAP_IPC_LOCK, size above the soft limit (unlimited = -1),
+// and the errno the kernel gives for that (ENOMEM; EPERM for a zero limit;
+// EAGAIN). Such a failure is the lesson's point, and the page labels it
+// as intended (sandbox.Event.Expected); any other failure stays an error.
+func LimitFailure(size, softLimit int64, capIPCLock bool, errnoName string) bool {
+	if capIPCLock || softLimit < 0 || size <= softLimit {
+		return false
+	}
+	switch errnoName {
+	case "ENOMEM", "EPERM", "EAGAIN":
+		return true
+	}
+	return false
+}

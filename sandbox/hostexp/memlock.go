@@ -225,7 +225,8 @@ func reportAttempt(emit sandbox.Emitter, a *attempt, avail int64) {
 			fmt.Sprintf("mlock(%s) 失败：%s（%s）——而此时 MemAvailable 有 %s。耗尽的是上限（%s），不是内存。",
 				human(a.req.Size), expkit.ErrnoZh(r.ErrnoName, r.Error), r.ErrnoName, human(avail), limitTextZh(r.SoftLimit)))
 		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "mlock", Errno: r.Errno, ErrnoName: r.ErrnoName,
-			Message: msg["en"], Messages: msg})
+			Expected: expkit.LimitFailure(a.req.Size, r.SoftLimit, r.CapIPCLock, r.ErrnoName),
+			Message:  msg["en"], Messages: msg})
 	}
 }
 

@@ -120,10 +120,21 @@ func verbsError(emit sandbox.Emitter, err error) error {
 // call (ibv_post_send) worked, the operation did not. ErrnoName carries the
 // completion status name, the closest thing to an errno a completion has.
 func wcError(emit sandbox.Emitter, wc verbs.WC, why sandbox.Text) {
+	emit.Emit(wcEvent(wc, why, false))
+}
+
+// wcExpected is wcError for a failure the experiment provokes on purpose
+// (retry-budget's RETRY_EXC_ERR, rkey's wrong keys): the page labels it
+// as intended instead of drawing an alarm (as perf-inline's refused post).
+func wcExpected(emit sandbox.Emitter, wc verbs.WC, why sandbox.Text) {
+	emit.Emit(wcEvent(wc, why, true))
+}
+
+func wcEvent(wc verbs.WC, why sandbox.Text, expected bool) sandbox.Event {
 	en := fmt.Sprintf("work completion: %s (%s). %s", wc.Status.Description(), wc.Status, why["en"])
 	zh := fmt.Sprintf("工作完成：%s（%s）。%s", wcStatusZh(wc.Status), wc.Status, why["zh"])
-	emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: "ibv_poll_cq", ErrnoName: wc.Status.String(),
-		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+	return sandbox.Event{Type: sandbox.EvError, Call: "ibv_poll_cq", ErrnoName: wc.Status.String(), Expected: expected,
+		Message: en, Messages: sandbox.Text{"en": en, "zh": zh}}
 }
 
 // wcStatusZh is a work completion status for a Chinese reader: the

@@ -167,7 +167,9 @@ func (a *regAttempt) run(ctx context.Context, emit sandbox.Emitter) error {
 		t := explain(r.Call, errno)
 		en := fmt.Sprintf("%s(%s) failed: %s (%s) — while MemAvailable is %s. %s", r.Call, human(a.req.Size), verbs.Strerror(errno), verbs.ErrnoName(errno), human(r.MemAvail), t["en"])
 		zh := fmt.Sprintf("%s(%s) 失败：%s（%s）——而此时 MemAvailable 有 %s。%s", r.Call, human(a.req.Size), expkit.ErrnoZh(verbs.ErrnoName(errno), verbs.Strerror(errno)), verbs.ErrnoName(errno), human(r.MemAvail), t["zh"])
-		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: r.Call, Errno: r.Errno, ErrnoName: verbs.ErrnoName(errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+		emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: r.Call, Errno: r.Errno, ErrnoName: verbs.ErrnoName(errno),
+			Expected: expkit.LimitFailure(a.req.Size, r.SoftLimit, r.CapIPCLock, verbs.ErrnoName(errno)),
+			Message:  en, Messages: sandbox.Text{"en": en, "zh": zh}})
 	} else if r.VmPin > 0 {
 		note(emit, "info", say(fmt.Sprintf("[%s] while registered: VmPin %s (pages the kernel pinned for the NIC)", a.label["en"], human(r.VmPin)),
 			fmt.Sprintf("[%s] 注册期间：VmPin %s（内核为网卡钉住的页）", a.label["zh"], human(r.VmPin))))

@@ -93,7 +93,9 @@ func runRKey(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error 
 		}
 		note(emit, "info", say(fmt.Sprintf("%s: completion %s (%s), vendor_err 0x%x", c.id, wc.Status, wc.Status.Description(), wc.VendorErr),
 			fmt.Sprintf("「%s」的完成状态 %s（%s），vendor_err 0x%x", c.title["zh"], wc.Status, wcStatusZh(wc.Status), wc.VendorErr)))
-		if wc.Status != verbs.WCSuccess {
+		if wc.Status != verbs.WCSuccess && c.id != "correct" {
+			wcExpected(emit, wc, c.why) // a wrong key, provoked: the lesson's point
+		} else if wc.Status != verbs.WCSuccess {
 			wcError(emit, wc, c.why)
 		} else {
 			note(emit, "info", c.why)
