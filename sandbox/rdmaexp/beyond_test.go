@@ -1,6 +1,7 @@
 package rdmaexp
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,27 @@ func testSRQ(t *testing.T, ex executor) {
 	}
 	if eventRow != "5" {
 		t.Errorf("the table shows the limit event at message %q; want 5 (numbered from 1)", eventRow)
+	}
+	// The verdict's figures stand in a table beside it (issue 44 item 7):
+	// the RNR NAKs and the limit read after the event.
+	shown := map[string]string{}
+	for _, tb := range rec.of(sandbox.EvTable) {
+		for _, row := range tb.Table.Rows {
+			if len(row) == 2 {
+				shown[row[0]] = row[1]
+			}
+		}
+	}
+	for label, fig := range map[string]string{"rcvd_rnr_err": "rnr_naks", "srq_limit read after": "limit_after"} {
+		got := ""
+		for k, v := range shown {
+			if strings.Contains(k, label) {
+				got = v
+			}
+		}
+		if want := fmt.Sprint(f[fig]); got != want {
+			t.Errorf("the table shows %q for %s, the verdict's figure %s is %s", got, label, fig, want)
+		}
 	}
 	if f["dry_completed_early"] != 0 || f["rnr_naks"] < 1 || verbs.WCStatus(f["refill_status"]) != verbs.WCSuccess {
 		rec.dump(t)

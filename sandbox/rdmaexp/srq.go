@@ -36,6 +36,28 @@ func SRQ() *sandbox.Experiment {
 
 const srqMsg = 64
 
+// srqRun is one run of srq: what its phases share, so that each phase
+// (setup, drain, dry, the verdict) is a method of its own, as steps.go's
+// stepper.
+type srqRun struct {
+	ctx              context.Context
+	emit             sandbox.Emitter
+	top              topology
+	nqp, pool, limit int
+	figs             map[string]float64
+
+	srv  *rc
+	srq  *verbs.SRQ
+	clis []*rc
+	sqps []*extraQP
+
+	eventAt int      // receives left when SRQ_LIMIT_REACHED came; -1: never
+	after   int      // the limit read after the drain
+	nEarly  int      // completions of the SEND into the empty pool before the refill
+	rnr     int64    // RNR NAKs the client's device counted meanwhile
+	late    verbs.WC // that SEND's completion after the refill
+}
+
 func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	nqp, pool, limit := int(p["qps"].(int64)), int(p["pool"].(int64)), int(p["limit"].(int64))
 	if limit >= pool {
@@ -46,40 +68,66 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		return err
 	}
 	note(emit, "info", top.describe())
-	figs := map[string]float64{"qps": float64(nqp), "pool": float64(pool), "limit": float64(limit)}
+	r := &srqRun{ctx: ctx, emit: emit, top: top, nqp: nqp, pool: pool, limit: limit, eventAt: -1,
+		figs: map[string]float64{"qps": float64(nqp), "pool": float64(pool), "limit": float64(limit)}}
+	defer r.close()
+	if err := r.setup(); err != nil {
+		return err
+	}
+	if err := r.drain(); err != nil {
+		return err
+	}
+	if err := r.dry(); err != nil {
+		return err
+	}
+	ok, v := r.verdict()
+	result(emit, ok, v, r.figs)
+	return nil
+}
 
+// close frees what setup made, however far it got: the server's QPs,
+// the SRQ, the clients, then the server.
+func (r *srqRun) close() {
+	for _, q := range r.sqps {
+		q.qp.Close()
+	}
+	if r.srq != nil {
+		r.srq.Close()
+	}
+	for _, c := range r.clis {
+		c.Close()
+	}
+	if r.srv != nil {
+		r.srv.Close()
+	}
+}
+
+// setup connects nqp client QPs to nqp server QPs that share one SRQ of
+// pool receives, armed at limit.
+func (r *srqRun) setup() error {
+	emit, top, nqp, pool, limit := r.emit, r.top, r.nqp, r.pool, r.limit
 	phase(emit, "setup", say(fmt.Sprintf("%d server QPs on one SRQ of %d receives, limit %d", nqp, pool, limit), fmt.Sprintf("%d 个服务端 QP 共用一个有 %d 个接收缓冲、下限为 %d 的 SRQ", nqp, pool, limit)))
 	srv, err := openRC(rcOpts{Side: top.Server, BufSize: 64 << 10, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 64})
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer srv.Close()
+	r.srv = srv
 	srq, err := srv.pd.NewSRQ(pool + 8)
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	var clis []*rc
-	var sqps []*extraQP
-	defer func() {
-		for _, q := range sqps {
-			q.qp.Close()
-		}
-		srq.Close()
-		for _, c := range clis {
-			c.Close()
-		}
-	}()
+	r.srq = srq
 	for range nqp {
 		c, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 4})
 		if err != nil {
 			return verbsError(emit, err)
 		}
-		clis = append(clis, c)
+		r.clis = append(r.clis, c)
 		q, err := newExtraQPOn(srv, c.local(), srv.recvCQ, srq)
 		if err != nil {
 			return verbsError(emit, err)
 		}
-		sqps = append(sqps, q)
+		r.sqps = append(r.sqps, q)
 		if err := c.connect(q.local()); err != nil {
 			return verbsError(emit, err)
 		}
@@ -99,10 +147,17 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	note(emit, "info", say(fmt.Sprintf("ibv_modify_srq(IBV_SRQ_LIMIT = %d); ibv_query_srq now reads srq_limit %d", limit, armed),
 		fmt.Sprintf("ibv_modify_srq(IBV_SRQ_LIMIT = %d)；此时 ibv_query_srq 读到 srq_limit %d", limit, armed)))
 
+	return nil
+}
+
+// drain sends pool messages from the clients in turn without refilling,
+// and watches for SRQ_LIMIT_REACHED.
+func (r *srqRun) drain() error {
+	ctx, emit, nqp, pool, srv, srq, clis, sqps := r.ctx, r.emit, r.nqp, r.pool, r.srv, r.srq, r.clis, r.sqps
 	phase(emit, "drain", say("clients send in turn; the server does not refill", "客户端轮流发送；服务端不补充"))
 	tab := sandbox.NewTable(say("one pool, many QPs", "一个池，多个 QP"), say("message", "消息"), say("sent by", "发送方"),
 		say("arrived on server QP", "到达的服务端 QP"), say("receives left", "剩余接收缓冲"), say("async event", "异步事件"))
-	eventAt := -1
+	eventAt := r.eventAt
 	byQPN := map[uint32]int{}
 	for i, q := range sqps {
 		byQPN[q.qp.Num()] = i
@@ -148,13 +203,21 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	figs["event_fired"] = b2f(eventAt >= 0)
-	figs["event_left"] = float64(eventAt)
-	figs["limit_after"] = float64(after)
+	r.eventAt, r.after = eventAt, after
+	r.figs["event_fired"] = b2f(eventAt >= 0)
+	r.figs["event_left"] = float64(eventAt)
+	r.figs["limit_after"] = float64(after)
 
+	return nil
+}
+
+// dry sends once more into the empty pool, counts the RNR NAKs, then
+// refills it and sees the SEND through.
+func (r *srqRun) dry() error {
+	ctx, emit, top, pool, srv, srq, figs := r.ctx, r.emit, r.top, r.pool, r.srv, r.srq, r.figs
+	c := r.clis[0]
 	phase(emit, "dry", say("one more SEND into the empty pool, then a refill", "再向空池发一个 SEND，然后补充"))
 	before, _ := verbs.Counters(top.Client.Dev, 1)
-	c := clis[0]
 	if err := c.qp.PostSend(verbs.SendWR{ID: 99, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: c.mr, Length: srqMsg}); err != nil {
 		return verbsError(emit, err)
 	}
@@ -186,9 +249,28 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		return verbsError(emit, err)
 	}
 	figs["refill_status"] = float64(late.Status)
+	r.nEarly, r.rnr, r.late = nEarly, rnr, late
 	note(emit, "info", say("4 receives posted to the SRQ; the waiting SEND completed with "+wcText(late.Status)["en"],
 		"向 SRQ 补充了 4 个接收缓冲；等待中的 SEND 以 "+wcText(late.Status)["zh"]+" 完成"))
 
+	// Every figure the verdict quotes, in a table beside it.
+	t := sandbox.NewTable(say("the pool's limit and running dry", "池的下限与耗尽"), say("what", "项目"), say("value", "值"))
+	left := say("never", "没有触发")
+	if r.eventAt >= 0 {
+		left = sandbox.Same(fmt.Sprint(r.eventAt))
+	}
+	t.AddRow(say("receives left when SRQ_LIMIT_REACHED came", "收到 SRQ_LIMIT_REACHED 时剩余的接收缓冲"), left)
+	t.AddRow(say("srq_limit read after the event", "事件之后读到的 srq_limit"), sandbox.Same(fmt.Sprint(r.after)))
+	t.AddRow(say("completions of the SEND into the empty pool (0.5 s)", "向空池发送的 SEND 的完成数（0.5 秒内）"), sandbox.Same(fmt.Sprint(nEarly)))
+	t.AddRow(say("RNR NAKs counted by "+top.Client.Dev+" (rcvd_rnr_err)", top.Client.Dev+" 记录的 RNR NAK（rcvd_rnr_err）"), sandbox.Same(fmt.Sprint(rnr)))
+	t.AddRow(say("that SEND after 4 receives were added", "补充 4 个接收缓冲后该 SEND 的完成"), sandbox.Same(late.Status.String()))
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
+	return nil
+}
+
+// verdict is what the run showed, from the figures its tables hold.
+func (r *srqRun) verdict() (bool, sandbox.Text) {
+	top, nqp, pool, limit, eventAt, after, nEarly, rnr, late := r.top, r.nqp, r.pool, r.limit, r.eventAt, r.after, r.nEarly, r.rnr, r.late
 	ok := eventAt >= 0 && nEarly == 0 && late.Status == verbs.WCSuccess
 	var v sandbox.Text
 	switch {
@@ -204,6 +286,5 @@ func runSRQ(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		v = say(fmt.Sprintf("The SEND into the empty pool: %d early completions, then %s after the refill.", nEarly, late.Status),
 			fmt.Sprintf("向空池发送的 SEND：提前完成 %d 个，补充后的完成状态为 %s。", nEarly, late.Status))
 	}
-	result(emit, ok, v, figs)
-	return nil
+	return ok, v
 }
