@@ -151,3 +151,13 @@ func newerSchema(path string, applied map[int]bool, ms []migration) error {
 		"run that release or a later one, or restore a backup made by this release (labserver restore); "+
 		"the database was left as it was", path, ErrNewerSchema, newest, known)
 }
+
+// LatestMigration is the highest migration this build embeds (labserver
+// doctor compares a database's schema with it).
+func LatestMigration() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].Version
+}

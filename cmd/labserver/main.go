@@ -31,6 +31,7 @@ const usage = `usage: labserver [serve] [flags]    serve the lab (default)
        labserver import aiken|gift FILE [--prefix P] [--lang L]   Moodle questions → quiz.yaml on stdout
        labserver lti add|list|remove|urls ...   register LMS platforms (LTI 1.3)
        labserver version             the module version and VCS revision this binary was built from
+       labserver doctor [serve flags]   check this host for what serving needs; each problem with its fix
 
 environment of serve without a flag:
   LAB_ADMIN_PASSWORD  sets the instructor account "admin" (else the first start
@@ -59,6 +60,7 @@ var commands = map[string]Command{
 	"roster":  runRoster,
 	"lti":     runLTI,
 	"version": runVersion,
+	"doctor":  runDoctor,
 }
 
 func main() {
