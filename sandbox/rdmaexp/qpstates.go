@@ -56,101 +56,163 @@ func qpStepZh(step string) string {
 	return step
 }
 
+// qpRun is one run of qp-states: the QP under study, its connected
+// peer, the scratch twin wrong-state posts go to, and the steps so far,
+// so that each phase is a method of its own, as steps.go's stepper.
+type qpRun struct {
+	ctx      context.Context
+	emit     sandbox.Emitter
+	top      topology
+	mistakes bool
+	qp, peer *rc
+	scratch  *rc // nil without mistakes
+	a        verbs.QPAttr
+	steps    []qpStep
+	refused  int // mistakes the device refused
+	tried    int
+}
+
 func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
-	mistakes := p["mistakes"].(bool)
 	top, err := pickTopology()
 	if err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
+	r := &qpRun{ctx: ctx, emit: emit, top: top, mistakes: p["mistakes"].(bool)}
+	defer r.close()
+	if err := r.open(); err != nil {
+		return err
+	}
+	if err := r.walk(); err != nil {
+		return err
+	}
+	wc, err := r.send()
+	if err != nil {
+		return err
+	}
+	r.table()
+	ok := wc.Status == verbs.WCSuccess && r.refused == r.tried
+	v := say(fmt.Sprintf("The QP reached RTS only step by step — INIT (port, access), RTR (the peer's QPN, GID, PSN), RTS (our PSN, timeouts, retries) — and only then could it send. %d of %d wrong-state attempts were refused.", r.refused, r.tried),
+		fmt.Sprintf("QP 只能一步步到达 RTS——INIT（端口、权限）、RTR（对端 QPN、GID、PSN）、RTS（本端 PSN、超时、重试）——之后才能发送。%d 次错误状态下的尝试中有 %d 次被拒绝。", r.tried, r.refused))
+	result(emit, ok, v, map[string]float64{"refused": float64(r.refused), "tried": float64(r.tried), "send_ok": b2f(wc.Status == verbs.WCSuccess)})
+	return nil
+}
+
+// close frees the QPs however far open got (the scratch twin may be
+// closed already: send closes it before the real QP sends).
+func (r *qpRun) close() {
+	for _, q := range []*rc{r.scratch, r.peer, r.qp} {
+		if q != nil {
+			q.Close()
+		}
+	}
+}
+
+// open makes the QP under study, its peer (connected straight away) and,
+// for mistakes, the scratch twin.
+func (r *qpRun) open() error {
+	emit, top := r.emit, r.top
 	// the peer is connected straight away; the QP under study walks slowly
 	qp, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7})
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer qp.Close()
+	r.qp = qp
 	peer, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7})
 	if err != nil {
 		return verbsError(emit, err)
 	}
-	defer peer.Close()
+	r.peer = peer
 	if err := peer.connect(qp.local()); err != nil {
 		return verbsError(emit, err)
 	}
 	if err := peer.qp.PostRecv(7, peer.mr, 0, 4096); err != nil {
 		return verbsError(emit, err)
 	}
-	a, err := qp.attr(peer.local())
-	if err != nil {
+	if r.a, err = qp.attr(peer.local()); err != nil {
 		return err
 	}
 	// Posts in a wrong state go to a scratch twin of the QP, destroyed
 	// before the real QP sends: Soft-RoCE's provider returns EINVAL for them
 	// but has already queued the request, which would run at RTS.
-	var scratch *rc
-	if mistakes {
-		if scratch, err = openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7}); err != nil {
+	if r.mistakes {
+		if r.scratch, err = openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 8, RecvWR: 8, RNRRetry: 7}); err != nil {
 			return verbsError(emit, err)
 		}
-		defer scratch.Close()
 		note(emit, "info", say("Wrong-state posts are made on a scratch twin of this QP, walked alongside it and destroyed before the real QP sends: Soft-RoCE refuses them with EINVAL but has already queued them, and they would run once the QP reached RTS.",
 			"错误状态下的投递在这个 QP 的一个“替身”上进行，它与真 QP 同步推进，并在真 QP 发送前销毁：Soft-RoCE 会以 EINVAL 拒绝这些投递，但已把请求放进队列，等 QP 到达 RTS 时它们就会被执行。"))
 	}
-	var steps []qpStep
-	refused := 0 // mistakes the device refused
-	tried := 0
-	state := func() verbs.QPState { s, _ := qp.qp.State(); return s }
-	sendOn := func(r *rc, id uint64) error {
-		copy(r.buf.Bytes(), "hello from a QP in RTS")
-		return r.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: r.mr, Length: 22})
-	}
-	send := func(id uint64) error { return sendOn(qp, id) }
-	scratchSend := func(to verbs.QPState) func() error {
-		return func() error {
-			if to != verbs.StateReset {
-				if err := scratch.qp.Modify(to, a); err != nil {
-					return fmt.Errorf("move the scratch QP to %s: %w", to, err)
-				}
-			}
-			return sendOn(scratch, 100+uint64(to))
-		}
-	}
-	tryMistake := func(step string, attrs string, f func() error, why sandbox.Text) {
-		tried++
-		err := f()
-		r, rz := "accepted", "被接受"
-		if err != nil {
-			refused++
-			r, rz = "refused: "+err.Error(), "被拒绝："+err.Error()
-			var ve *verbs.Error
-			if errors.As(err, &ve) {
-				rz = fmt.Sprintf("被拒绝：%s（%s，%s）", ve.Call, verbs.ErrnoName(ve.Errno), expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)))
-				t := explain(ve.Call, ve.Errno)
-				en := fmt.Sprintf("%s: %s (%s). %s %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["en"], t["en"])
-				zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
-				emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
-			}
-		} else {
-			note(emit, "warn", say(fmt.Sprintf("%s was accepted by this device (%s): %s", step, top.Client.Dev, why["en"]), fmt.Sprintf("本设备（%s）接受了 %s：%s", top.Client.Dev, step, why["zh"])))
-		}
-		steps = append(steps, qpStep{step: step, state: state(), attrs: attrs, result: r, resultZh: rz})
-	}
-	move := func(name string, to verbs.QPState, attrs string, t sandbox.Text) error {
-		phase(emit, name, t)
-		if err := qp.qp.Modify(to, a); err != nil {
-			return verbsError(emit, err)
-		}
-		s := state()
-		note(emit, "info", say(fmt.Sprintf("ibv_modify_qp(%s) with %s → state %s", to, attrs, s), fmt.Sprintf("ibv_modify_qp(%s)，属性 %s → 状态 %s", to, attrs, s)))
-		steps = append(steps, qpStep{step: "modify to " + to.String(), state: s, attrs: attrs, result: "ok", resultZh: "成功"})
-		if s != to {
-			return fmt.Errorf("qp-states: QP is %s after moving to %s", s, to)
-		}
-		return nil
-	}
+	return nil
+}
 
+// state is the QP's state now.
+func (r *qpRun) state() verbs.QPState { s, _ := r.qp.qp.State(); return s }
+
+// sendOn posts one signaled SEND on q.
+func sendOn(q *rc, id uint64) error {
+	copy(q.buf.Bytes(), "hello from a QP in RTS")
+	return q.qp.PostSend(verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: q.mr, Length: 22})
+}
+
+// scratchSend moves the scratch twin to to (from RESET it stays there)
+// and posts a SEND on it.
+func (r *qpRun) scratchSend(to verbs.QPState) func() error {
+	return func() error {
+		if to != verbs.StateReset {
+			if err := r.scratch.qp.Modify(to, r.a); err != nil {
+				return fmt.Errorf("move the scratch QP to %s: %w", to, err)
+			}
+		}
+		return sendOn(r.scratch, 100+uint64(to))
+	}
+}
+
+// tryMistake does f, a step the QP's state forbids, and records what the
+// device said: refused (with the errno explained) or accepted.
+func (r *qpRun) tryMistake(step string, attrs string, f func() error, why sandbox.Text) {
+	emit, top := r.emit, r.top
+	r.tried++
+	err := f()
+	res, rz := "accepted", "被接受"
+	if err != nil {
+		r.refused++
+		res, rz = "refused: "+err.Error(), "被拒绝："+err.Error()
+		var ve *verbs.Error
+		if errors.As(err, &ve) {
+			rz = fmt.Sprintf("被拒绝：%s（%s，%s）", ve.Call, verbs.ErrnoName(ve.Errno), expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)))
+			t := explain(ve.Call, ve.Errno)
+			en := fmt.Sprintf("%s: %s (%s). %s %s", ve.Call, verbs.Strerror(ve.Errno), verbs.ErrnoName(ve.Errno), why["en"], t["en"])
+			zh := fmt.Sprintf("%s：%s（%s）。%s%s", ve.Call, expkit.ErrnoZh(verbs.ErrnoName(ve.Errno), verbs.Strerror(ve.Errno)), verbs.ErrnoName(ve.Errno), why["zh"], t["zh"])
+			emit.Emit(sandbox.Event{Type: sandbox.EvError, Call: ve.Call, Errno: int(ve.Errno), ErrnoName: verbs.ErrnoName(ve.Errno), Message: en, Messages: sandbox.Text{"en": en, "zh": zh}})
+		}
+	} else {
+		note(emit, "warn", say(fmt.Sprintf("%s was accepted by this device (%s): %s", step, top.Client.Dev, why["en"]), fmt.Sprintf("本设备（%s）接受了 %s：%s", top.Client.Dev, step, why["zh"])))
+	}
+	r.steps = append(r.steps, qpStep{step: step, state: r.state(), attrs: attrs, result: res, resultZh: rz})
+}
+
+// move modifies the QP to to with the attributes attrs names.
+func (r *qpRun) move(name string, to verbs.QPState, attrs string, t sandbox.Text) error {
+	emit := r.emit
+	phase(emit, name, t)
+	if err := r.qp.qp.Modify(to, r.a); err != nil {
+		return verbsError(emit, err)
+	}
+	s := r.state()
+	note(emit, "info", say(fmt.Sprintf("ibv_modify_qp(%s) with %s → state %s", to, attrs, s), fmt.Sprintf("ibv_modify_qp(%s)，属性 %s → 状态 %s", to, attrs, s)))
+	r.steps = append(r.steps, qpStep{step: "modify to " + to.String(), state: s, attrs: attrs, result: "ok", resultZh: "成功"})
+	if s != to {
+		return fmt.Errorf("qp-states: QP is %s after moving to %s", s, to)
+	}
+	return nil
+}
+
+// walk takes the QP from RESET to RTS, trying the mistakes on the way.
+func (r *qpRun) walk() error {
+	emit, qp, a, mistakes := r.emit, r.qp, r.a, r.mistakes
+	state, move, tryMistake, scratchSend := r.state, r.move, r.tryMistake, r.scratchSend
 	phase(emit, "reset", say("A new QP starts in RESET", "新建的 QP 处于 RESET 状态"))
-	steps = append(steps, qpStep{step: "ibv_create_qp", state: state(), attrs: "send_cq, recv_cq, qp_type RC, max_send_wr 8, max_recv_wr 8", result: fmt.Sprintf("QPN 0x%x", qp.qp.Num())})
+	r.steps = append(r.steps, qpStep{step: "ibv_create_qp", state: state(), attrs: "send_cq, recv_cq, qp_type RC, max_send_wr 8, max_recv_wr 8", result: fmt.Sprintf("QPN 0x%x", qp.qp.Num())})
 	if mistakes {
 		tryMistake("post SEND in RESET", "", scratchSend(verbs.StateReset),
 			say("A QP in RESET has no peer and no queues that run.", "RESET 状态的 QP 没有对端，队列也不工作。"))
@@ -163,7 +225,7 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		tryMistake("post SEND in INIT", "", scratchSend(verbs.StateInit),
 			say("INIT may receive work requests for the receive queue, but nothing can be sent yet: there is no peer address.", "INIT 状态可以往接收队列投递请求，但还不能发送：还没有对端地址。"))
 		tryMistake("modify INIT → RTS (skipping RTR)", "sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic", func() error { return qp.qp.Modify(verbs.StateRTS, a) },
-			say("RTS is only reachable from RTR: the QP must first learn where its peer is.", "只有从 RTR 才能进入 RTS：QP 必须先知道对端在哪里。"))
+			say("From INIT the way to RTS goes through RTR: the QP must first learn where its peer is (RTS is also entered from SQD and SQE, states a QP reaches only after RTS).", "从 INIT 到 RTS 必须经过 RTR：QP 得先知道对端在哪里（RTS 也可以从 SQD、SQE 进入，但那是 QP 到过 RTS 之后才会有的状态）。"))
 	}
 	rtrAttrs := fmt.Sprintf("path_mtu %d, dest_qp_num 0x%x, rq_psn %d, ah_attr{dgid %s, sgid_index %d, hop_limit %d}, max_dest_rd_atomic %d, min_rnr_timer %d",
 		a.PathMTU.Bytes(), a.DestQPN, a.RQPSN, a.DGID.IP(), a.SGIDIndex, a.HopLimit, a.MaxDestRdAtomic, a.MinRNRTimer)
@@ -179,20 +241,30 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		return err
 	}
 
-	if scratch != nil {
-		if err := scratch.Close(); err != nil {
-			return verbsError(emit, err)
+	return nil
+}
+
+// send closes the scratch twin (its queued posts must not run), then
+// SENDs in RTS and waits for the peer to receive it.
+func (r *qpRun) send() (verbs.WC, error) {
+	ctx, emit, qp, peer := r.ctx, r.emit, r.qp, r.peer
+	var wc verbs.WC
+	if r.scratch != nil {
+		err := r.scratch.Close()
+		r.scratch = nil
+		if err != nil {
+			return wc, verbsError(emit, err)
 		}
 	}
 	phase(emit, "send", say("Sending in RTS", "在 RTS 状态发送"))
-	if err := send(1); err != nil {
-		return verbsError(emit, err)
+	if err := sendOn(qp, 1); err != nil {
+		return wc, verbsError(emit, err)
 	}
 	// completions of earlier posts the device accepted come first
-	var wc verbs.WC
+	var err error
 	for {
 		if wc, err = qp.waitCQ(ctx, qp.sendCQ, 20*time.Second); err != nil {
-			return err
+			return wc, err
 		}
 		if wc.WRID == 1 {
 			break
@@ -201,17 +273,23 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 	}
 	rwc, err := peer.waitCQ(ctx, peer.recvCQ, 20*time.Second)
 	if err != nil {
-		return err
+		return wc, err
 	}
 	got := string(peer.buf.Bytes()[:min(int(rwc.ByteLen), 4096)])
-	steps = append(steps, qpStep{step: "post SEND in RTS", state: state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got), resultZh: fmt.Sprintf("%s；对端收到“%s”", wc.Status, quotedInner(got))})
+	r.steps = append(r.steps, qpStep{step: "post SEND in RTS", state: r.state(), result: fmt.Sprintf("%s; peer received %q", wc.Status, got), resultZh: fmt.Sprintf("%s；对端收到“%s”", wc.Status, quotedInner(got))})
 	if wc.Err() != nil {
 		wcError(emit, wc, say("The SEND did not complete.", "SEND 没有完成。"))
 	}
 
+	return wc, nil
+}
+
+// table emits the QP's steps.
+func (r *qpRun) table() {
+	emit, qp := r.emit, r.qp
 	t := sandbox.NewTable(say(fmt.Sprintf("QP 0x%x step by step", qp.qp.Num()), fmt.Sprintf("QP 0x%x 一步一步", qp.qp.Num())),
 		say("step", "步骤"), say("state after", "之后的状态"), say("attributes given", "给出的属性"), say("result", "结果"))
-	for _, s := range steps {
+	for _, s := range r.steps {
 		rz := s.resultZh
 		if rz == "" {
 			rz = s.result
@@ -219,9 +297,4 @@ func runQPStates(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) er
 		t.AddRow(say(s.step, qpStepZh(s.step)), sandbox.Same(s.state.String()), sandbox.Same(s.attrs), say(s.result, rz))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
-	ok := wc.Status == verbs.WCSuccess && refused == tried
-	v := say(fmt.Sprintf("The QP reached RTS only step by step — INIT (port, access), RTR (the peer's QPN, GID, PSN), RTS (our PSN, timeouts, retries) — and only then could it send. %d of %d wrong-state attempts were refused.", refused, tried),
-		fmt.Sprintf("QP 只能一步步到达 RTS——INIT（端口、权限）、RTR（对端 QPN、GID、PSN）、RTS（本端 PSN、超时、重试）——之后才能发送。%d 次错误状态下的尝试中有 %d 次被拒绝。", tried, refused))
-	result(emit, ok, v, map[string]float64{"refused": float64(refused), "tried": float64(tried), "send_ok": b2f(wc.Status == verbs.WCSuccess)})
-	return nil
 }
