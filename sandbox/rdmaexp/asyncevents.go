@@ -105,130 +105,161 @@ func countEvents(evs []verbs.AsyncEvent, keep func(verbs.EventType) bool) int {
 	return n
 }
 
+// asyncRun is one run of async-events: the table and figures its four
+// triggers add to, each trigger a method of its own (its QPs closed when
+// it ends), as steps.go's stepper.
+type asyncRun struct {
+	ctx  context.Context
+	emit sandbox.Emitter
+	top  topology
+	wait time.Duration // how long each side's events are read
+	figs map[string]float64
+	tab  *sandbox.Table
+}
+
 func runAsyncEvents(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
-	wait := time.Duration(p["wait_ms"].(int64)) * time.Millisecond
 	top, err := pickTopology()
 	if err != nil {
 		return err
 	}
 	note(emit, "info", top.describe())
-	figs := map[string]float64{}
-	tab := sandbox.NewTable(say("what ibv_get_async_event returned", "ibv_get_async_event 读到了什么"), say("trigger", "触发"), say("seen by", "读取方"), say("events", "事件"), say("QP state after", "之后的 QP 状态"))
+	r := &asyncRun{ctx: ctx, emit: emit, top: top, wait: time.Duration(p["wait_ms"].(int64)) * time.Millisecond, figs: map[string]float64{},
+		tab: sandbox.NewTable(say("what ibv_get_async_event returned", "ibv_get_async_event 读到了什么"), say("trigger", "触发"), say("seen by", "读取方"), say("events", "事件"), say("QP state after", "之后的 QP 状态"))}
+	for _, trigger := range []func() error{r.accessError, r.cqOverrun, r.sqDrained} {
+		if err := trigger(); err != nil {
+			return err
+		}
+	}
+	portErr := r.port()
+	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: r.tab})
+	ok, v := r.verdict(portErr)
+	result(emit, ok, v, r.figs)
+	return nil
+}
 
-	// 1. A remote access error: a WRITE with a wrong rkey.
+// accessError: a WRITE with a wrong rkey (a remote access error).
+func (r *asyncRun) accessError() error {
+	ctx, emit, top, wait, figs, tab := r.ctx, r.emit, r.top, r.wait, r.figs, r.tab
 	phase(emit, "access-error", say("a WRITE with a wrong rkey (remote access error)", "用错误的 rkey 做 WRITE（远程访问错误）"))
-	{
-		srv, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		defer closePair()
-		t := srv.local()
-		wc, err := cli.sendAndWait(ctx, verbs.SendWR{ID: 1, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: cli.mr, Length: 64, RemoteAddr: t.Addr, RKey: t.RKey ^ 0x5a5a00})
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		figs["access_wc"] = float64(wc.Status)
-		note(emit, "info", say("the WRITE's completion: "+wcText(wc.Status)["en"], "这个 WRITE 的完成："+wcText(wc.Status)["zh"]))
-		sevs, err := drainEvents(srv.ctx, wait)
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		cevs, err := drainEvents(cli.ctx, wait)
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		ss, _ := srv.qp.State()
-		cs, _ := cli.qp.State()
-		figs["access_qp_error_events"] = float64(countEvents(sevs, verbs.EventType.QPError) + countEvents(cevs, verbs.EventType.QPError))
-		figs["access_events"] = float64(len(sevs) + len(cevs))
-		figs["access_server_state"], figs["access_client_state"] = float64(ss), float64(cs)
-		trig := say("WRITE, wrong rkey", "WRITE，错误的 rkey")
-		tab.AddRow(trig, say(top.Server.Dev+" (responder)", top.Server.Dev+"（响应方）"), eventsText(sevs), sandbox.Same(ss.String()))
-		tab.AddRow(trig, say(top.Client.Dev+" (requester)", top.Client.Dev+"（请求方）"), eventsText(cevs), sandbox.Same(cs.String()))
+	srv, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
+	if err != nil {
+		return verbsError(emit, err)
 	}
+	defer closePair()
+	t := srv.local()
+	wc, err := cli.sendAndWait(ctx, verbs.SendWR{ID: 1, Op: verbs.OpWrite, Flags: verbs.SendSignaled, MR: cli.mr, Length: 64, RemoteAddr: t.Addr, RKey: t.RKey ^ 0x5a5a00})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	figs["access_wc"] = float64(wc.Status)
+	note(emit, "info", say("the WRITE's completion: "+wcText(wc.Status)["en"], "这个 WRITE 的完成："+wcText(wc.Status)["zh"]))
+	sevs, err := drainEvents(srv.ctx, wait)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	cevs, err := drainEvents(cli.ctx, wait)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	ss, _ := srv.qp.State()
+	cs, _ := cli.qp.State()
+	figs["access_qp_error_events"] = float64(countEvents(sevs, verbs.EventType.QPError) + countEvents(cevs, verbs.EventType.QPError))
+	figs["access_events"] = float64(len(sevs) + len(cevs))
+	figs["access_server_state"], figs["access_client_state"] = float64(ss), float64(cs)
+	trig := say("WRITE, wrong rkey", "WRITE，错误的 rkey")
+	tab.AddRow(trig, say(top.Server.Dev+" (responder)", top.Server.Dev+"（响应方）"), eventsText(sevs), sandbox.Same(ss.String()))
+	tab.AddRow(trig, say(top.Client.Dev+" (requester)", top.Client.Dev+"（请求方）"), eventsText(cevs), sandbox.Same(cs.String()))
+	return nil
+}
 
-	// 2. A receive CQ too small for the messages that arrive.
+// cqOverrun: a receive CQ too small for the messages that arrive.
+func (r *asyncRun) cqOverrun() error {
+	emit, top, wait, figs, tab := r.emit, r.top, r.wait, r.figs, r.tab
 	phase(emit, "cq-overrun", say("more SENDs than the receiver's CQ can hold, nobody polling", "SEND 的数量超过接收方 CQ 的容量，且无人轮询"))
-	{
-		srv, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 64})
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		defer srv.Close()
-		tiny, err := srv.ctx.NewCQ(1, nil)
-		if err != nil {
-			return verbsError(emit, err)
-		}
-		cli, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 64, RecvWR: 4,
-			Tune: func(a *verbs.QPAttr) { a.RetryCnt, a.Timeout = 1, 8 }})
-		if err != nil {
-			tiny.Close()
-			return verbsError(emit, err)
-		}
-		defer cli.Close()
-		q, err := newExtraQPOn(srv, cli.local(), tiny, nil)
-		if err != nil {
-			tiny.Close()
-			return verbsError(emit, err)
-		}
-		cleanup := func() { q.qp.Close(); tiny.Close() }
-		if err := cli.connect(q.local()); err != nil {
-			cleanup()
-			return verbsError(emit, err)
-		}
-		const sends = 16
-		for i := range sends {
-			if err := q.qp.PostRecv(uint64(i), srv.mr, i*64, 64); err != nil {
-				cleanup()
-				return verbsError(emit, err)
-			}
-		}
-		for i := range sends {
-			if err := cli.qp.PostSend(verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: 32}); err != nil {
-				cleanup()
-				return verbsError(emit, err)
-			}
-		}
-		sevs, err := drainEvents(srv.ctx, wait)
-		if err != nil {
-			cleanup()
-			return verbsError(emit, err)
-		}
-		ss, _ := q.qp.State()
-		figs["cq_err"] = float64(countEvents(sevs, func(e verbs.EventType) bool { return e == verbs.EventCQErr }))
-		figs["cq_qp_error_events"] = float64(countEvents(sevs, verbs.EventType.QPError))
-		figs["cq_server_state"] = float64(ss)
-		tab.AddRow(say(fmt.Sprintf("%d SENDs into a 1-entry receive CQ", sends), fmt.Sprintf("%d 个 SEND 进入只有 1 项的接收 CQ", sends)),
-			say(top.Server.Dev+" (receiver)", top.Server.Dev+"（接收方）"), eventsText(sevs), sandbox.Same(ss.String()))
+	srv, err := openRC(rcOpts{Side: top.Server, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 4, RecvWR: 64})
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer srv.Close()
+	tiny, err := srv.ctx.NewCQ(1, nil)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	cli, err := openRC(rcOpts{Side: top.Client, BufSize: 4096, Access: verbs.AccessLocalWrite, SendWR: 64, RecvWR: 4,
+		Tune: func(a *verbs.QPAttr) { a.RetryCnt, a.Timeout = 1, 8 }})
+	if err != nil {
+		tiny.Close()
+		return verbsError(emit, err)
+	}
+	defer cli.Close()
+	q, err := newExtraQPOn(srv, cli.local(), tiny, nil)
+	if err != nil {
+		tiny.Close()
+		return verbsError(emit, err)
+	}
+	cleanup := func() { q.qp.Close(); tiny.Close() }
+	if err := cli.connect(q.local()); err != nil {
 		cleanup()
+		return verbsError(emit, err)
 	}
-
-	// 3. A QP moved from RTS to SQD (send queue drain).
-	phase(emit, "sq-drained", say("a QP moved from RTS to SQD", "把 QP 从 RTS 改到 SQD"))
-	{
-		_, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
-		if err != nil {
+	const sends = 16
+	for i := range sends {
+		if err := q.qp.PostRecv(uint64(i), srv.mr, i*64, 64); err != nil {
+			cleanup()
 			return verbsError(emit, err)
 		}
-		defer closePair()
-		modErr := cli.qp.Modify(verbs.StateSQD, verbs.QPAttr{})
-		var cevs []verbs.AsyncEvent
-		if modErr == nil {
-			if cevs, err = drainEvents(cli.ctx, wait); err != nil {
-				return verbsError(emit, err)
-			}
-		}
-		cs, _ := cli.qp.State()
-		figs["sq_drained"] = float64(countEvents(cevs, func(e verbs.EventType) bool { return e == verbs.EventSQDrained }))
-		got := eventsText(cevs)
-		if modErr != nil {
-			got = errnoText(modErr)
-		}
-		tab.AddRow(say("ibv_modify_qp(RTS → SQD)", "ibv_modify_qp（RTS → SQD）"), say(top.Client.Dev+" (requester)", top.Client.Dev+"（请求方）"), got, sandbox.Same(cs.String()))
 	}
+	for i := range sends {
+		if err := cli.qp.PostSend(verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.SendSignaled, MR: cli.mr, Length: 32}); err != nil {
+			cleanup()
+			return verbsError(emit, err)
+		}
+	}
+	sevs, err := drainEvents(srv.ctx, wait)
+	if err != nil {
+		cleanup()
+		return verbsError(emit, err)
+	}
+	ss, _ := q.qp.State()
+	figs["cq_err"] = float64(countEvents(sevs, func(e verbs.EventType) bool { return e == verbs.EventCQErr }))
+	figs["cq_qp_error_events"] = float64(countEvents(sevs, verbs.EventType.QPError))
+	figs["cq_server_state"] = float64(ss)
+	tab.AddRow(say(fmt.Sprintf("%d SENDs into a 1-entry receive CQ", sends), fmt.Sprintf("%d 个 SEND 进入只有 1 项的接收 CQ", sends)),
+		say(top.Server.Dev+" (receiver)", top.Server.Dev+"（接收方）"), eventsText(sevs), sandbox.Same(ss.String()))
+	cleanup()
+	return nil
+}
 
-	// 4. The port of a private Soft-RoCE device, its netdev down and up.
+// sqDrained: a QP moved from RTS to SQD (send queue drain).
+func (r *asyncRun) sqDrained() error {
+	emit, top, wait, figs, tab := r.emit, r.top, r.wait, r.figs, r.tab
+	phase(emit, "sq-drained", say("a QP moved from RTS to SQD", "把 QP 从 RTS 改到 SQD"))
+	_, cli, closePair, err := smallPair(top, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, nil)
+	if err != nil {
+		return verbsError(emit, err)
+	}
+	defer closePair()
+	modErr := cli.qp.Modify(verbs.StateSQD, verbs.QPAttr{})
+	var cevs []verbs.AsyncEvent
+	if modErr == nil {
+		if cevs, err = drainEvents(cli.ctx, wait); err != nil {
+			return verbsError(emit, err)
+		}
+	}
+	cs, _ := cli.qp.State()
+	figs["sq_drained"] = float64(countEvents(cevs, func(e verbs.EventType) bool { return e == verbs.EventSQDrained }))
+	got := eventsText(cevs)
+	if modErr != nil {
+		got = errnoText(modErr)
+	}
+	tab.AddRow(say("ibv_modify_qp(RTS → SQD)", "ibv_modify_qp（RTS → SQD）"), say(top.Client.Dev+" (requester)", top.Client.Dev+"（请求方）"), got, sandbox.Same(cs.String()))
+	return nil
+}
+
+// port: a private Soft-RoCE device whose netdev goes down, then up;
+// the error says why this part could not run (the rest still stands).
+func (r *asyncRun) port() error {
+	emit, wait, figs, tab := r.emit, r.wait, r.figs, r.tab
 	phase(emit, "port", say("a private Soft-RoCE device: its netdev down, then up", "一个专用 Soft-RoCE 设备：网卡先断开再恢复"))
 	portEvs, portErr := portFlap(wait)
 	if portErr != nil {
@@ -239,8 +270,12 @@ func runAsyncEvents(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		figs["port_active"] = float64(countEvents(portEvs, func(e verbs.EventType) bool { return e == verbs.EventPortActive }))
 		tab.AddRow(say("netdev down, then up", "网卡断开后恢复"), say("private rxe device", "专用 rxe 设备"), eventsText(portEvs), sandbox.Same("—"))
 	}
-	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: tab})
+	return portErr
+}
 
+// verdict is what the four triggers raised, from the table's figures.
+func (r *asyncRun) verdict(portErr error) (bool, sandbox.Text) {
+	figs := r.figs
 	qpErr := int(figs["access_qp_error_events"] + figs["cq_qp_error_events"])
 	figs["qp_error_events"] = float64(qpErr)
 	var access sandbox.Text
@@ -261,8 +296,7 @@ func runAsyncEvents(ctx context.Context, p sandbox.Params, emit sandbox.Emitter)
 		rest["zh"] += "；端口部分没有运行。"
 	}
 	ok := figs["cq_err"] >= 1 && figs["sq_drained"] >= 1
-	result(emit, ok, say(access["en"]+rest["en"], access["zh"]+rest["zh"]), figs)
-	return nil
+	return ok, say(access["en"]+rest["en"], access["zh"]+rest["zh"])
 }
 
 // portFlap creates a veth pair and a Soft-RoCE device on one end (names
