@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,7 +30,8 @@ type Attempt struct {
 }
 
 // Clean reports whether the attempt earns credit: right, and not made with
-// the answer shown.
+// the answer shown. It is the practice rule's one definition: the
+// gradebook, the LMS scores and LearnerQuizSummary (EverCorrect) all ask it.
 func (a Attempt) Clean() bool { return a.Correct && !a.Seen }
 
 // QuestionStatus is a learner's record on one question.
@@ -150,13 +152,16 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 		// each group's latest attempt.
 		// Reveals without any attempt are records too (the question
 		// shows its answer after a reload).
-		rows, err := db.r.QueryContext(ctx, `SELECT a.question_id, COUNT(*), MAX(a.correct AND NOT a.seen),
+		// The practice rule is Attempt.Clean alone: the query hands over
+		// which (correct, seen) pairs the learner's attempts had (at most
+		// four, coded correct*2+seen) and Clean judges them.
+		rows, err := db.r.QueryContext(ctx, `SELECT a.question_id, COUNT(*), GROUP_CONCAT(DISTINCT (a.correct != 0) * 2 + (a.seen != 0)),
 			(SELECT l.correct FROM attempts l WHERE l.learner = a.learner AND l.question_id = a.question_id
 			 ORDER BY l.id DESC LIMIT 1), SUM(a.seen),
 			EXISTS (SELECT 1 FROM quiz_events e WHERE e.learner = a.learner AND e.question_id = a.question_id AND e.kind = 'reveal')
 			FROM attempts a WHERE a.learner = ? GROUP BY a.question_id
 			UNION ALL
-			SELECT DISTINCT e.question_id, 0, 0, 0, 0, 1 FROM quiz_events e
+			SELECT DISTINCT e.question_id, 0, '', 0, 0, 1 FROM quiz_events e
 			WHERE e.learner = ? AND e.kind = 'reveal'
 			AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.learner = e.learner AND a.question_id = e.question_id)`, learner, learner)
 		if err != nil {
@@ -166,11 +171,17 @@ func (db *DB) LearnerQuizSummary(ctx context.Context, learner string) (map[strin
 		out := map[string]QuestionSummary{}
 		for rows.Next() {
 			var (
-				id string
-				s  QuestionSummary
+				id, pairs string
+				s         QuestionSummary
 			)
-			if err := rows.Scan(&id, &s.Attempts, &s.EverCorrect, &s.LatestCorrect, &s.Seen, &s.Revealed); err != nil {
+			if err := rows.Scan(&id, &s.Attempts, &pairs, &s.LatestCorrect, &s.Seen, &s.Revealed); err != nil {
 				return nil, fmt.Errorf("store: quiz summary: %w", err)
+			}
+			for _, p := range strings.Split(pairs, ",") {
+				code, err := strconv.Atoi(p)
+				if err == nil && (Attempt{Correct: code&2 != 0, Seen: code&1 != 0}).Clean() {
+					s.EverCorrect = true
+				}
 			}
 			out[id] = s
 		}
