@@ -199,3 +199,56 @@ func instructorLogin(b *browser) {
 		b.t.Fatalf("after logging in: no dashboard (at %s)", eval[string](b, `location.pathname`))
 	}
 }
+
+// TestAxeAfterRun runs axe-core on lesson 01 after its host experiments
+// ran (tcp-cost draws live charts and a table, memlock shows its intended
+// error), in both languages, light and dark, 1280 and 375 px: what a run
+// adds to the page must pass too.
+func TestAxeAfterRun(t *testing.T) {
+	flow(t)
+	b := newBrowser(t, shared)
+	for _, lang := range []string{"en", "zh"} {
+		b.open("/lessons/" + lesson01 + "?lang=" + lang)
+		b.setState(axeStates[0])
+		for _, exp := range []string{"memlock", "tcp-cost"} {
+			w := widget(exp)
+			if exp == "tcp-cost" {
+				b.do("set the duration", chromedp.SetValue(chromedp.CSS(w+` [name=seconds]`), "1"))
+			}
+			b.click(w + ` [data-testid=run]`)
+			runID(b, exp)
+			waitStatus(b, w, "done")
+		}
+		// Each chart: a named figure described by its data table (filled
+		// when opened: the toggle event comes after the click's task).
+		cs := widget("tcp-cost") + ` .exp-chart-data`
+		b.do("open the charts' data", evalVoid(`document.querySelectorAll('`+cs+`').forEach(function(d){ d.open = true; })`))
+		b.waitFor("the data tables", `document.querySelectorAll('`+cs+`').length > 0 && Array.from(document.querySelectorAll('`+cs+`')).every(d => d.querySelector('table'))`, stepTimeout)
+		charts := eval[[]map[string]any](b, `Array.from(document.querySelectorAll('`+widget("tcp-cost")+` .exp-chart')).map(function(c){
+			var d = document.getElementById(c.getAttribute('aria-describedby') || '');
+			var box = d && d.closest('details');
+			var t = box && box.querySelector('table');
+			return {role: c.getAttribute('role') || '', name: c.getAttribute('aria-label') || '', described: !!d,
+				cols: t ? t.querySelectorAll('thead th').length : 0, rows: t ? t.querySelectorAll('tbody tr').length : 0,
+				series: c._plot ? c._plot.series.length - 1 : -1};
+		})`)
+		if len(charts) == 0 {
+			t.Errorf("%s: tcp-cost drew no chart", lang)
+		}
+		for i, c := range charts {
+			if c["role"] != "figure" || c["name"] == "" || c["described"] != true {
+				t.Errorf("%s: chart %d is not a named figure described by its data: %v", lang, i, c)
+			}
+			if c["rows"].(float64) < 1 || c["cols"].(float64) != c["series"].(float64)+1 {
+				t.Errorf("%s: chart %d's data table has %v rows and %v columns for %v series", lang, i, c["rows"], c["cols"], c["series"])
+			}
+		}
+		if st := eval[map[string]string](b, `(function(){ var s = document.querySelector('`+widget("tcp-cost")+` [data-testid=run-status]'); return {role: s.getAttribute('role') || '', live: s.getAttribute('aria-live') || ''}; })()`); st["role"] != "status" {
+			t.Errorf("%s: the run's status line is not a live region: %v", lang, st)
+		}
+		for _, s := range axeStates {
+			b.setState(s)
+			checkAxe(t, b, fmt.Sprintf("lesson 01 after runs, %s %s", lang, s))
+		}
+	}
+}

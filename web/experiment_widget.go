@@ -92,7 +92,7 @@ func paramField(p sandbox.Param, v any, lang string) views.ParamField {
 
 // clientKeys are the UI strings experiment.js needs.
 var clientKeys = []string{
-	"run.run", "run.cancel", "run.phases", "run.log", "run.log.count", "run.charts", "run.verdict", "run.error", "run.error.expected",
+	"run.run", "run.cancel", "run.phases", "run.log", "run.log.count", "run.charts", "run.chart.data", "run.chart.named", "run.verdict", "run.error", "run.error.expected",
 	"run.backend", "run.backend.host", "run.backend.vm", "run.backend.none", "run.backend.name.host", "run.backend.name.vm", "run.position", "run.replay",
 	"run.status.queued", "run.status.running", "run.status.done", "run.status.failed", "run.status.cancelled",
 	"run.status.timed-out", "run.status.interrupted", "run.connection",

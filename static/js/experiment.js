@@ -19,6 +19,9 @@
     return e;
   }
 
+  // chartSeq numbers the page's charts (ids for their data tables).
+  var chartSeq = 0;
+
   // fmt replaces each %d / %s in order.
   function fmt(s) {
     var args = Array.prototype.slice.call(arguments, 1), i = 0;
@@ -330,11 +333,13 @@
     this.out.hidden = false;
     this.charts = {};
     this.logCount = 0;
-    this.status = h("p", { "class": "exp-status", "data-testid": "run-status" });
+    // The status line is the run's polite live region: its state and, while
+    // it runs, each new phase are announced (issue 44 item 10).
+    this.status = h("p", { "class": "exp-status", "data-testid": "run-status", role: "status", "aria-live": "polite", "aria-atomic": "true" });
     this.conn = h("p", { "class": "exp-conn", hidden: "" }, this.t("run.connection"));
     this.backend = h("p", { "class": "exp-backend", "data-testid": "run-backend", hidden: "" });
     this.phases = h("ol", { "class": "exp-phases", "aria-label": this.t("run.phases") });
-    this.chartBox = h("div", { "class": "exp-charts", "aria-label": this.t("run.charts") });
+    this.chartBox = h("div", { "class": "exp-charts", role: "group", "aria-label": this.t("run.charts") });
     this.tables = h("div", { "class": "exp-tables" });
     this.errors = h("div", { "class": "exp-errors" });
     this.verdict = h("div", { "class": "exp-verdict", "data-testid": "run-verdict", hidden: "" });
@@ -471,6 +476,12 @@
     }
     this.phases.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
     this.phases.appendChild(h("li", { "class": "current", "data-phase": ev.name }, this.text(ev) || ev.name));
+    // A new phase is said in the status line (its progress updates above are not: too chatty).
+    if (this.out.dataset.status === "running") {
+      var now = this.status.querySelector(".exp-now");
+      if (!now) now = this.status.appendChild(h("span", { "class": "exp-now", "data-testid": "run-now" }));
+      now.textContent = this.text(ev) || ev.name;
+    }
   };
 
   Widget.prototype.onShared = function (text) {
@@ -535,8 +546,18 @@
     var unit = ev.unit || "";
     var c = this.charts[unit];
     if (!c) {
-      c = this.charts[unit] = { unit: unit, series: [], labels: {}, points: {}, xs: {}, box: h("div", { "class": "exp-chart", "data-unit": unit }) };
+      // Each chart is a named figure described by a table of its points
+      // (collapsed; filled when opened): the canvas alone says nothing to
+      // a screen reader (issue 44 item 10).
+      var id = "exp-chart-" + (++chartSeq);
+      c = this.charts[unit] = { unit: unit, series: [], labels: {}, points: {}, xs: {},
+        box: h("div", { "class": "exp-chart", "data-unit": unit, role: "figure", "aria-describedby": id + "-data" }) };
+      c.data = h("details", { "class": "exp-chart-data", "data-testid": "chart-data" });
+      c.data.appendChild(h("summary", { id: id + "-data" }, this.t("run.chart.data")));
+      var w = this;
+      c.data.addEventListener("toggle", function () { if (c.data.open) w.fillData(c); });
       this.chartBox.appendChild(c.box);
+      this.chartBox.appendChild(c.data);
     }
     if (!(ev.series in c.points)) {
       c.series.push(ev.series);
@@ -608,12 +629,40 @@
       }
       c.plot = new window.uPlot(opts, data, c.box);
       c.box._plot = c.plot;
+      c.xLabel = (opts.axes && opts.axes[0] && opts.axes[0].label) || "x";
+      c.yLabel = (opts.axes && opts.axes[1] && opts.axes[1].label) || c.unit;
       narrowX(c.plot, xs);
-      return;
+    } else {
+      c.plot.setData(data);
+      narrowX(c.plot, xs);
     }
-    c.plot.setData(data);
-    narrowX(c.plot, xs);
+    var names = c.series.map(function (s) { return c.labels[s]; }).join(", ");
+    c.box.setAttribute("aria-label", fmt(this.t("run.chart.named"), c.yLabel + (names ? " — " + names : "")));
+    if (c.data.open) this.fillData(c);
   };
+
+  // fillData writes the chart's points as a table: x, then one column per
+  // series (its label), the y axis as the caption.
+  Widget.prototype.fillData = function (c) {
+    var xs = Object.keys(c.xs).map(Number).sort(function (a, b) { return a - b; });
+    var box = c.data.querySelector(".table-scroll") || c.data.appendChild(h("div", { "class": "table-scroll" }));
+    var t = h("table", { "data-testid": "chart-table" });
+    t.appendChild(h("caption", null, c.yLabel || c.unit));
+    var head = t.appendChild(h("thead")).appendChild(h("tr"));
+    head.appendChild(h("th", { scope: "col" }, c.xLabel || "x"));
+    c.series.forEach(function (s) { head.appendChild(h("th", { scope: "col" }, c.labels[s])); });
+    var body = t.appendChild(h("tbody"));
+    xs.forEach(function (x) {
+      var tr = body.appendChild(h("tr"));
+      tr.appendChild(h("th", { scope: "row" }, num(x)));
+      c.series.forEach(function (s) { tr.appendChild(h("td", null, x in c.points[s] ? num(c.points[s][x]) : "–")); });
+    });
+    box.textContent = "";
+    box.appendChild(t);
+  };
+
+  // num shows a chart's value as the chart has it, without float noise.
+  function num(v) { return typeof v === "number" ? String(+v.toPrecision(6)) : String(v); }
 
   // narrowX gives a lone x value a narrow axis around it: uPlot skips the
   // range function for one point and stretches it over 0–100 (a loss
