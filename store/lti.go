@@ -678,3 +678,33 @@ func (db *DB) IsLTILearner(ctx context.Context, learner string) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// LTIIdentity is a learner's LMS identity as exports show it: the
+// platform's user id (sub) and email of their latest launch.
+type LTIIdentity struct {
+	Issuer, Sub, Email string
+}
+
+// LTIIdentities returns the LMS identity of every learner who launched
+// from an LMS, by learner id (their latest launch's, when they came from
+// two registrations).
+func (db *DB) LTIIdentities(ctx context.Context) (map[string]LTIIdentity, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT u.learner, p.issuer, u.sub, u.email FROM lti_users u
+		JOIN lti_platforms p ON p.id = u.platform_id ORDER BY u.launched_at`)
+	if err != nil {
+		return nil, fmt.Errorf("store: lti identities: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]LTIIdentity{}
+	for rows.Next() {
+		var (
+			learner string
+			id      LTIIdentity
+		)
+		if err := rows.Scan(&learner, &id.Issuer, &id.Sub, &id.Email); err != nil {
+			return nil, fmt.Errorf("store: lti identities: %w", err)
+		}
+		out[learner] = id // the latest launch last
+	}
+	return out, rows.Err()
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/csv"
 	"io"
 	"net/http"
 	"net/url"
@@ -599,5 +600,32 @@ func TestLTITasksCompleteTheLesson(t *testing.T) {
 	res.Body.Close()
 	if got := e.scoreAfter(len(s)); got.Score.ActivityProgress != "Completed" || got.Score.ScoreGiven != 4 {
 		t.Errorf("after the task: %+v, want 4 and Completed", got.Score)
+	}
+}
+
+// TestLTIExportCarriesLMSID: the gradebook export names each LMS learner
+// by the LMS's user id and email, to match the LMS gradebook.
+func TestLTIExportCarriesLMSID(t *testing.T) {
+	e := newLTIEnv(t)
+	c := e.browser()
+	e.launch(c, ltitest.Message{Sub: "lms-77", Name: "Mei Chen", Email: "mei@school.edu", ContextID: "course-1"})
+	e.answer(c, "demo/pick-one", `{"answer":"a"}`)
+	in := e.teacher()
+	res, err := in.Get(e.HTTP.URL + "/instructor/export/gradebook.csv?class=" + strconv.FormatInt(e.classOf("course-1"), 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("export: %v\n%s", err, b)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	if r := rows[1]; r[col["lms_user_id"]] != "lms-77" || r[col["lms_email"]] != "mei@school.edu" {
+		t.Errorf("export row: %q (header %q)", r, rows[0])
 	}
 }

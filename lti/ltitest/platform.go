@@ -35,6 +35,7 @@ type Message struct {
 	Type           string // lti.MsgResourceLink (default) or lti.MsgDeepLinking
 	Sub            string
 	Name           string
+	Email          string   // the email claim ("" for none)
 	Roles          []string // default: Learner
 	ContextID      string
 	ContextTitle   string
@@ -274,6 +275,9 @@ func (p *Platform) Claims(m Message, nonce, target string) map[string]any {
 		"nonce": nonce, "azp": p.ClientID, "name": m.Name,
 		lti.ClaimMessageType: m.Type, lti.ClaimVersion: lti.Version, lti.ClaimDeploymentID: p.DeploymentID,
 		lti.ClaimTargetLink: target, lti.ClaimRoles: m.Roles,
+	}
+	if m.Email != "" {
+		c["email"] = m.Email
 	}
 	if m.ContextID != "" {
 		c[lti.ClaimContext] = map[string]any{"id": m.ContextID, "title": m.ContextTitle, "label": m.ContextID}

@@ -307,9 +307,16 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	// mode, opens_at, closes_at, attempt_limit, counts: the class's graded
 	// setting of the lesson ("practice" and empty without one); revealed:
 	// the questions whose answer the learner chose to see while graded
-	// (each scored 0), separated by spaces.
+	// (each scored 0), separated by spaces; lms_user_id, lms_email: the
+	// learner's LMS identity (the launch's sub and email claim), so the
+	// rows match the LMS gradebook ("" for a learner not from an LMS).
+	ids, err := s.cfg.Store.LTIIdentities(r.Context())
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
 	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
-		"mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed"}}
+		"mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
@@ -320,7 +327,8 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 			out = append(out, append([]string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
 				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.Itoa(g.Seen), strconv.FormatBool(g.Completed), g.CompletedAt,
 				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks),
-				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)}, mode...))
+				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)}, append(mode,
+				csvText(ids[row.Learner].Sub), csvText(ids[row.Learner].Email))...))
 		}
 	}
 	s.writeCSV(w, r, "gradebook.csv", out)
