@@ -22,6 +22,10 @@ type Observer interface {
 	// TerminalRefused is a learner's terminal refused (every machine in
 	// use and the queue full, or their address over its share).
 	TerminalRefused()
+	// ProgramRun is a learner's program run ended (program.go) at stage:
+	// peer, compile or check as the guest said, "lab" when the lab could
+	// not run it; passed is the check's verdict.
+	ProgramRun(stage string, passed bool, took time.Duration)
 }
 
 // streamKind is what long-lived connection r asks for, "" for none:
@@ -70,5 +74,12 @@ func (s *Server) observeEnd(r *http.Request, kind string, status int, took time.
 func (s *Server) terminalRefused() {
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.TerminalRefused()
+	}
+}
+
+// programDone tells the observer a program run ended.
+func (s *Server) programDone(stage string, passed bool, took time.Duration) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ProgramRun(stage, passed, took)
 	}
 }

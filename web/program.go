@@ -320,6 +320,7 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		s.cfg.Runs.RunEvent(id, ev)
 	}
 	both := bothLangs
+	start := time.Now()
 	emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -337,6 +338,7 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		emit(sandbox.Event{Type: sandbox.EvError, Message: msg["en"], Messages: msg})
 		final.Status, final.Message, final.Messages = sandbox.StatusFailed, msg["en"], msg
 		emit(final)
+		s.programDone("lab", false, time.Since(start)) // metrics: observe.go
 		return
 	}
 	for _, d := range placeMissingSemicolons(programDiagnostics(string(end.Compiler)), string(req.Source)) {
@@ -396,6 +398,7 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		final.Message = "not passed"
 	}
 	emit(final)
+	s.programDone(end.Stage, end.Passed, time.Since(start)) // metrics: observe.go
 }
 
 // bothLangs is a string of the table in Chinese and English.

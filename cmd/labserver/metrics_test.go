@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/metrics"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/runs/runner"
@@ -62,7 +63,7 @@ func newMetricsLab(t *testing.T, access metrics.Access) *metricsLab {
 		t.Fatal(err)
 	}
 	srv, err := web.New(web.Config{Course: func() *lessons.Course { return course }, Store: db, Logger: log,
-		Experiments: reg, Runner: run, Runs: hub, Observer: lab, Metrics: lab.Handler(access)})
+		Experiments: reg, Runner: run, Runs: hub, Observer: lab, Metrics: lab.Handler(access), Programs: compileFails{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,15 @@ func newMetricsLab(t *testing.T, access metrics.Access) *metricsLab {
 	t.Cleanup(ts.Close)
 	jar, _ := cookiejar.New(nil)
 	return &metricsLab{URL: ts.URL, Lab: lab, client: &http.Client{Jar: jar}}
+}
+
+// compileFails runs every program to a compile error, as tcc in a learner's
+// guest would answer a program that does not compile (the guest itself is
+// terminals/'s, tested there).
+type compileFails struct{}
+
+func (compileFails) RunProgram(ctx context.Context, learner string, prog rdmalab.Program, lang string, emit func(rdmalab.Event)) (rdmalab.ProgramEnd, error) {
+	return rdmalab.ProgramEnd{Stage: "compile", Compiler: []byte("main.c:1: error: ';' expected\n")}, nil
 }
 
 func (l *metricsLab) do(t *testing.T, req *http.Request) (int, string) {
@@ -223,6 +233,15 @@ func TestMetricsMove(t *testing.T) {
 	l.waitStatus(t, id, "done")
 	io.Copy(io.Discard, res.Body) // the stream ends with the run
 
+	l.runProgram(t) // a learner's program run, ended at its compile
+	// A terminal's WebSocket upgrade (terminals are off here: refused).
+	req, _ = http.NewRequest("GET", l.URL+"/api/terminal", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	if code, _ := l.do(t, req); code != http.StatusServiceUnavailable {
+		t.Errorf("terminal upgrade with terminals off: %d", code)
+	}
+
 	id = l.submit(t, `{"experiment":"echo","params":{"n":5}}`)
 	l.waitStatus(t, id, "done")
 	id = l.submit(t, `{"experiment":"fails"}`)
@@ -246,6 +265,12 @@ func TestMetricsMove(t *testing.T) {
 	moved("lab_runs_finished_total", map[string]string{"experiment": "fails", "outcome": "failed"}, 1)
 	moved("lab_run_duration_seconds", map[string]string{"experiment": "echo"}, 1)
 	moved("lab_run_queue_wait_seconds", nil, 3)
+	moved("lab_program_runs_total", map[string]string{"stage": "compile", "outcome": "failed"}, 1)
+	moved("lab_program_run_seconds", map[string]string{"stage": "compile"}, 1)
+	moved("lab_http_requests_total", map[string]string{"route": "/api/terminal", "code": "503"}, 1)
+	if v := value(after, "lab_http_streams", map[string]string{"kind": "websocket"}); v != 0 {
+		t.Errorf("lab_http_streams{kind=websocket} = %v after the upgrade was answered, want 0", v)
+	}
 	if v := value(after, "lab_http_streams", map[string]string{"kind": "sse"}); v != 0 {
 		t.Errorf("lab_http_streams{kind=sse} = %v after the stream ended, want 0", v)
 	}
@@ -333,14 +358,15 @@ func TestServeMetricsFlag(t *testing.T) {
 }
 
 // TestDeployMetricsExist: every metric name the Grafana dashboard and the
-// alert rules in deploy/ use is in a real scrape of a lab that served pages
-// and ran an experiment. Per-worker series exist only while a worker is
+// alert rules in deploy/ use is in a real scrape of a lab that served pages,
+// ran an experiment and a learner's program. Per-worker series exist only while a worker is
 // joined: those (perWorker) must at least be registered with the lab.
 func TestDeployMetricsExist(t *testing.T) {
 	l := newMetricsLab(t, metrics.Access{})
 	l.get(t, "/")
 	id := l.submit(t, `{"experiment":"echo"}`)
 	l.waitStatus(t, id, "done")
+	l.runProgram(t)
 	fams := scrape(t, l.URL)
 	registered := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 256)
@@ -422,4 +448,27 @@ func TestDeployMetricsExist(t *testing.T) {
 	if checked < 30 {
 		t.Errorf("only %d metric references found in deploy/: the scan is broken", checked)
 	}
+}
+
+// runProgram runs lesson 04's first program exercise to its end.
+func (l *metricsLab) runProgram(t *testing.T) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", l.URL+"/api/lessons/04-first-program/programs/"+programID(t)+"/run", strings.NewReader(`{"source":"int main( { }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	code, out := l.do(t, req)
+	var prog struct{ Run string }
+	if json.Unmarshal([]byte(out), &prog); code != http.StatusCreated || prog.Run == "" {
+		t.Fatalf("program run: %d %s", code, out)
+	}
+	l.waitStatus(t, prog.Run, "failed")
+}
+
+// programID is the first program exercise of lesson 04.
+func programID(t *testing.T) string {
+	t.Helper()
+	course, err := lessons.Load(lessons.Builtin, lessonOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return course.Lesson("04-first-program").Programs[0].ID
 }

@@ -36,6 +36,9 @@ type Lab struct {
 
 	termRefused prometheus.Counter
 
+	programs    *prometheus.CounterVec
+	programTime *prometheus.HistogramVec
+
 	storeWrite  prometheus.Histogram
 	storeCommit prometheus.Histogram
 	storeBatch  prometheus.Histogram
@@ -91,6 +94,15 @@ func New() *Lab {
 		Help: "Learner terminals refused: every machine in use and the queue full, or the learner's address over its share.",
 	})
 
+	l.programs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lab_program_runs_total",
+		Help: "Learners' program runs ended, by the stage they reached (peer, compile, check; lab: the lab could not run it) and outcome (passed, failed).",
+	}, []string{"stage", "outcome"})
+	l.programTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lab_program_run_seconds",
+		Help:    "A learner's program run, Run pressed to its verdict (the guest's start when it had none, the compile, the peer, the check), by the stage it reached.",
+		Buckets: runBuckets,
+	}, []string{"stage"})
 	l.storeWrite = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lab_store_write_seconds",
 		Help:    "One database write, from queued for the writer to its transaction committed.",
@@ -107,7 +119,7 @@ func New() *Lab {
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	})
 	l.reg.MustRegister(l.requests, l.reqTime, l.streams, l.runsQueued, l.runsFinished, l.runTime, l.runWait,
-		l.termRefused, l.storeWrite, l.storeCommit, l.storeBatch)
+		l.termRefused, l.programs, l.programTime, l.storeWrite, l.storeCommit, l.storeBatch)
 	return l
 }
 
@@ -143,6 +155,19 @@ func (l *Lab) TerminalRefused() {
 		return
 	}
 	l.termRefused.Inc()
+}
+
+// ProgramRun records a learner's program run ended (web.Observer).
+func (l *Lab) ProgramRun(stage string, passed bool, took time.Duration) {
+	if l == nil {
+		return
+	}
+	outcome := "failed"
+	if passed {
+		outcome = "passed"
+	}
+	l.programs.WithLabelValues(stage, outcome).Inc()
+	l.programTime.WithLabelValues(stage).Observe(took.Seconds())
 }
 
 // RunQueued records a run accepted (runner.Observer).
