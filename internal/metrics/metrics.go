@@ -134,7 +134,7 @@ func (l *Lab) Request(route, method string, status int, took time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	l.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	l.requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
 	if took >= 0 { // a stream's (< 0) lasted as long as its page was open
 		l.reqTime.WithLabelValues(route).Observe(took.Seconds())
 	}
@@ -213,4 +213,15 @@ func (l *Lab) Committed(writes int, took time.Duration) {
 	}
 	l.storeBatch.Observe(float64(writes))
 	l.storeCommit.Observe(took.Seconds())
+}
+
+// methodLabel is method as a label value: the methods HTTP defines, else
+// "other", so a client inventing a method per request cannot mint a new
+// series each time (the route is already bounded: a pattern or "unmatched").
+func methodLabel(method string) string {
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE":
+		return method
+	}
+	return "other"
 }
