@@ -102,9 +102,21 @@ func (b *browser) axe() []axeViolation {
 	}); })`)
 }
 
+// idsJS lists what axe-core leaves to manual review ("incomplete") but a
+// page of ours must never have: an id used twice, a field with several
+// labels (a widget repeated on a page used to repeat its field ids).
+const idsJS = `(function(){ var seen = {}, out = [];
+	document.querySelectorAll('[id]').forEach(function(e){ if (seen[e.id] === 1) out.push('duplicate id ' + e.id); seen[e.id] = (seen[e.id] || 0) + 1; });
+	document.querySelectorAll('input, select, textarea').forEach(function(e){
+		if (e.labels && e.labels.length > 1) out.push((e.id || e.name) + ' has ' + e.labels.length + ' labels'); });
+	return out; })()`
+
 // checkAxe fails t with every violation axe finds on the page in state s.
 func checkAxe(t *testing.T, b *browser, where string) {
 	t.Helper()
+	if bad := eval[[]string](b, idsJS); len(bad) > 0 {
+		t.Errorf("%s: %d ids or labels repeated:\n  %s", where, len(bad), strings.Join(limit(bad, 10), "\n  "))
+	}
 	vs := b.axe()
 	if len(vs) == 0 {
 		return

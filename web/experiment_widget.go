@@ -19,7 +19,29 @@ func (s *Server) experimentSegment(lr *lessonRequest, seg lessons.Segment) templ
 	if exp := s.interactive(seg.ID); exp != nil { // stepthrough.go
 		return s.stepThroughSegment(lr.Lang, exp)
 	}
-	return views.Experiment(s.experimentWidget(lr.Lang, seg.ID, seg.Params))
+	w := s.experimentWidget(lr.Lang, seg.ID, seg.Params)
+	// The same experiment again further down the page (lesson 05 has
+	// wire-capture nine times): its fields get ids of their own, or every
+	// label would name the first form's field (duplicate ids, a field with
+	// nine labels). Counted from the page, so cached renders agree.
+	if n := earlierSame(lr.Page, seg); n > 0 {
+		w.Key = seg.ID + "-" + strconv.Itoa(n+1)
+	}
+	return views.Experiment(w)
+}
+
+// earlierSame counts the experiment segments with seg's id above it.
+func earlierSame(p *lessons.Page, seg lessons.Segment) int {
+	if p == nil {
+		return 0
+	}
+	n := 0
+	for _, o := range p.Body {
+		if o.Kind == lessons.SegExperiment && o.ID == seg.ID && o.Line < seg.Line {
+			n++
+		}
+	}
+	return n
 }
 
 // experimentWidget builds the widget of experiment id in lang, with values
