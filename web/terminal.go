@@ -31,7 +31,7 @@ import (
 // it (a guest is started only on demand).
 func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	t := tr(lr.Lang)
-	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"),
+	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"), TooMuch: t("term.toomuch"),
 		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: terminalEndpoint(lr),
 		Reset: t("term.reset"), ResetConfirm: t("term.resetconfirm"), ResetDone: t("term.resetdone"), ResetFailed: t("term.resetfailed")}
 	if s.cfg.Terminals == nil {
@@ -318,6 +318,7 @@ var terminalStrings = page.Table{
 		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
 		"term.open":             "打开终端",
 		"term.input":            "终端输入：你的 Soft-RoCE 虚拟机里的 shell",
+		"term.toomuch":          "输出太多，来不及逐条朗读：请逐行浏览终端来阅读。",
 		"term.keys":             "键盘：终端里的 Tab 交给 shell（命令补全）；要离开终端，先按 Esc 再按 Tab（或 Shift+Tab）。",
 		"term.starting":         "正在启动你的虚拟机……",
 		"term.full":             "所有 %d 个终端都在使用中，请过几分钟再试。",
@@ -354,6 +355,7 @@ var terminalStrings = page.Table{
 		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
 		"term.open":             "Open the terminal",
 		"term.input":            "Terminal input: the shell of your Soft-RoCE machine",
+		"term.toomuch":          "Too much output to read out: move through the terminal's rows to read it.",
 		"term.keys":             "Keyboard: in the terminal, Tab goes to the shell (completion); to leave the terminal, press Esc, then Tab (or Shift+Tab).",
 		"term.starting":         "Starting your machine…",
 		"term.full":             "All %d terminals are in use; try again in a few minutes.",

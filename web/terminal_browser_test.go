@@ -234,6 +234,9 @@ func TestTerminalWidget(t *testing.T) {
 	if got := page.attr(`.term-screen .xterm-helper-textarea`, "aria-label"); got != "Terminal input: the shell of your Soft-RoCE machine" {
 		t.Errorf("the terminal input's accessible name (en): %q", got)
 	}
+	// Screen-reader mode: the shell's rows are text in xterm.js's
+	// accessibility tree (the canvas alone says nothing).
+	page.do(chromedp.Poll[chromedp.Void](`(function(){ var t = document.querySelector(".term .xterm-accessibility-tree"); return !!t && t.textContent.includes("you typed: ibv_devices"); })()`))
 	if got := page.text(`[data-testid=terminal-keys]`); !strings.Contains(got, "press Esc, then Tab") {
 		t.Errorf("keyboard hint: %q", got)
 	}

@@ -95,10 +95,14 @@
         // xterm.js names its input "Terminal input", in English whatever
         // the page's language: the page gives the name.
         if (box.dataset.inputLabel && Terminal.strings) Terminal.strings.promptLabel = box.dataset.inputLabel;
+        if (box.dataset.tooMuch && Terminal.strings) Terminal.strings.tooMuchOutput = box.dataset.tooMuch;
         // lineHeight above 1: at 1.0 the glyphs' underscores fall outside
         // the cell with common monospace fonts, and hw_counters, sent_pkts
         // and ib_write_bw read as "hw counters", "sent pkts", "ib write bw".
-        term = new Terminal({ cursorBlink: true, scrollback: 5000, fontSize: 14, lineHeight: 1.2 });
+        // screenReaderMode: xterm.js keeps its rows as text in an
+        // accessibility tree and announces new output (politely), so a
+        // screen reader reads the shell, not a canvas (issue 44 item 10).
+        term = new Terminal({ cursorBlink: true, scrollback: 5000, fontSize: 14, lineHeight: 1.2, screenReaderMode: true });
         fit = new FitAddon.FitAddon();
         term.loadAddon(fit);
         term.open(screen);
