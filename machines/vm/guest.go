@@ -104,7 +104,7 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	// If labserver dies without cleaning up, the kernel ends QEMU too.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Started = time.Now()
-	if err := startNiced(g.cmd, cfg.Nice, g.exited); err != nil {
+	if err := startNiced(g.cmd, cfg.Nice); err != nil {
 		if g.console != nil {
 			g.console.stop()
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -215,27 +216,80 @@ func max64(a, b int64) int64 {
 // errBootTimeout is a guest whose agent did not say hello in time.
 var errBootTimeout = errors.New("the guest did not come up")
 
-// startNiced starts cmd at niceness nice (0: as this process). The child
-// inherits the niceness of the thread that forks it, so the fork happens
-// on a locked thread reniced first; that thread then waits for exited
-// (Pdeathsig fires when the forking thread ends, not the process) and
-// dies with its goroutine, its niceness with it.
-func startNiced(cmd *exec.Cmd, nice int, exited <-chan struct{}) error {
-	if nice <= 0 {
-		return cmd.Start()
+// startNiced starts cmd at niceness nice (0: as this process), forked
+// from a spawner thread that lives as long as this process.
+//
+// A child inherits the niceness of the thread that forks it, and its
+// Pdeathsig fires when that thread ends, not the process. Starts used to
+// fork from whatever thread their goroutine was on, and a learner's
+// QEMU from a reniced thread that exited with the machine; a goroutine
+// that locks its thread locks whatever thread it is on, so a thread that
+// had forked an experiment guest could become a learner machine's
+// thread and take the experiment guest with it when it exited (issue 43
+// fall 9). Now every QEMU is forked from one spawner thread per
+// niceness, locked and never ending: a guest dies with labserver, never
+// with another guest.
+func startNiced(cmd *exec.Cmd, nice int) error {
+	sp, err := spawnerFor(max(nice, 0))
+	if err != nil {
+		return err
 	}
+	req := spawnReq{cmd: cmd, err: make(chan error, 1)}
+	sp <- req
+	return <-req.err
+}
+
+// spawnReq asks a spawner thread to start cmd.
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+var spawners struct {
+	mu   sync.Mutex
+	m    map[int]chan spawnReq
+	errs map[int]error // a niceness the thread could not take, said again at each start
+}
+
+// spawnerFor is the spawner thread of niceness nice, started at its first
+// use; an error when the thread could not be reniced.
+func spawnerFor(nice int) (chan spawnReq, error) {
+	spawners.mu.Lock()
+	defer spawners.mu.Unlock()
+	if sp := spawners.m[nice]; sp != nil {
+		return sp, nil
+	}
+	if err := spawners.errs[nice]; err != nil {
+		return nil, err
+	}
+	sp := make(chan spawnReq)
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the reniced thread exits with this goroutine
-		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
-			errc <- fmt.Errorf("nice %d: %w", nice, err)
-			return
+		// Never unlocked and never returning: the thread must outlive
+		// every child forked on it, also one forked there before this
+		// goroutine locked it.
+		runtime.LockOSThread()
+		var err error
+		if nice > 0 {
+			if e := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); e != nil {
+				err = fmt.Errorf("nice %d: %w", nice, e)
+			}
 		}
-		err := cmd.Start()
 		errc <- err
-		if err == nil {
-			<-exited
+		if err != nil {
+			select {} // a thread of unknown niceness serves no one
+		}
+		for req := range sp {
+			req.err <- req.cmd.Start()
 		}
 	}()
-	return <-errc
+	if spawners.m == nil {
+		spawners.m, spawners.errs = map[int]chan spawnReq{}, map[int]error{}
+	}
+	if err := <-errc; err != nil {
+		spawners.errs[nice] = err
+		return nil, err
+	}
+	spawners.m[nice] = sp
+	return sp, nil
 }
