@@ -380,8 +380,10 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 	}
 	res.Message = res.Messages["en"]
 	if hint := taskHint(string(end.Check)); hint != "" {
-		// The check wrote it in the learner's language (LAB_LANG).
-		res.Detail = sandbox.Text{"zh": hint, "en": hint}
+		// The check wrote it in the learner's language (LAB_LANG) only:
+		// filed under that language alone, never as the other's text (a
+		// zh hint in detail.en was Chinese in an English reader's verdict).
+		res.Detail = sandbox.Text{lang: hint}
 	}
 	emit(res)
 	if end.Stage == "check" {

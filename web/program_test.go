@@ -168,3 +168,50 @@ func TestProgramFailureInChinese(t *testing.T) {
 		}
 	}
 }
+
+// hintPrograms is a ProgramRunner whose every run reaches the check and
+// fails it with hint (what a check script prints, in LAB_LANG).
+type hintPrograms struct{ hint string }
+
+func (h hintPrograms) RunProgram(context.Context, string, rdmalab.Program, string, func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	return rdmalab.ProgramEnd{Stage: "check", Check: []byte(h.hint)}, nil
+}
+
+// TestProgramHintOneLanguage (issue 44 item 8): the check's hint, written
+// in the learner's language, is filed under that language only; before,
+// a zh hint was also detail.en.
+func TestProgramHintOneLanguage(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := course.Lesson("04-first-program").Programs[0]
+	learner := store.NewLearnerID()
+	for _, c := range []struct{ lang, hint string }{{"zh", "程序只调用了一次 ibv_reg_mr。"}, {"en", "The program called ibv_reg_mr once."}} {
+		id := "prog-hint-" + c.lang
+		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
+		if err := env.Hub.RunCreated(info); err != nil {
+			t.Fatal(err)
+		}
+		env.Server.runProgram(hintPrograms{c.hint}, id, learner, "04-first-program", p, rdmalab.Program{}, c.lang)
+		evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ev := range evs {
+			if ev.Type != sandbox.EvResult {
+				continue
+			}
+			found = true
+			other := map[string]string{"zh": "en", "en": "zh"}[c.lang]
+			if ev.Detail[c.lang] != c.hint || ev.Detail[other] != "" {
+				t.Errorf("%s: the result's detail is %q, want the hint under %s only", c.lang, ev.Detail, c.lang)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no result event: %+v", c.lang, evs)
+		}
+	}
+}
