@@ -83,7 +83,7 @@ var gradedStrings = page.Table{
 		"graded.locked.usedup":    "You have used all attempts at this question.",
 		"graded.box.title":        "Graded quiz",
 		"graded.box.class":        "Class: %s",
-		"graded.box.rules":        "Each question takes at most %d answer(s); what counts is %s. Choosing “Show answer” before the close scores that question 0.",
+		"graded.box.rules":        "Answers per question: at most %d; what counts is %s. Choosing “Show answer” before the close scores that question 0.",
 		"graded.box.progress":     "%d of %d questions answered.",
 		"graded.box.complete":     "Completion is computed from your work: the lesson is complete when every question has a counted answer, every task passed its check and every program exercise passed.",
 		"graded.box.done":         "✓ Lesson complete (computed from your work).",

@@ -110,7 +110,7 @@ var programStrings = page.Table{
 		"prog.output":        "Output",
 		"prog.diags":         "What the compiler said",
 		"prog.line":          "line %d",
-		"prog.record":        "run and checked %d times, passed %d",
+		"prog.record":        "runs checked: %d, passed: %d",
 		"prog.passed":        "Passed: the check confirmed what happened on the device.",
 		"prog.failed":        "Not passed yet. The check's hint:",
 		"prog.compile":       "It did not compile: see the lines marked in the editor.",

@@ -115,7 +115,7 @@ var quizStrings = page.Table{
 		"quiz.reveal":                    "Show answer",
 		"quiz.revealed":                  "Here is the answer (you chose to see it; your instructor can see that).",
 		"quiz.wrong.try":                 "✗ Not yet: read the feedback on what you chose and the hint, then try again.",
-		"quiz.reveal.after":              "The answer shows after %d more wrong attempt(s), or choose “Show answer” now.",
+		"quiz.reveal.after":              "Wrong answers before the answer shows: %d more; or choose “Show answer” now.",
 		"quiz.reveal.only":               "Choose “Show answer” if you want to see it.",
 		"quiz.reveal.confirm":            "Once you have seen the answer, a right answer here earns no credit, and your instructor sees that you looked.",
 		"quiz.reveal.yes":                "Yes, show the answer",

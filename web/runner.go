@@ -159,7 +159,7 @@ var runStrings = page.Table{
 		"run.status.cancelled":   "Cancelled",
 		"run.status.timed-out":   "Timed out",
 		"run.status.interrupted": "Interrupted",
-		"run.position":           "%d run(s) ahead of yours (you are number %d)",
+		"run.position":           "runs ahead of yours: %d (you are number %d)",
 		"run.replay":             "Replay page of this run",
 		"run.history":            "My runs",
 		"run.history.lede":       "Every experiment you ran is kept in full and can be replayed.",

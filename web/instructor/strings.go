@@ -163,6 +163,6 @@ var instructorStrings = page.Table{
 		"error.400.title":     "Bad request",
 		"error.400.message":   "The form that was sent could not be read and was not acted on. Please go back and send it again.",
 		"instr.reveals":       "chose “show answer”",
-		"instr.format_errors": "unreadable number format(s)",
+		"instr.format_errors": "with an unreadable number format",
 	},
 }
