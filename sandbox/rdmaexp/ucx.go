@@ -39,7 +39,7 @@ func UCX() *sandbox.Experiment {
 			{ID: "compare", Title: say("rc_verbs vs tcp", "rc_verbs 对比 tcp"), Values: map[string]any{"gid": "0"}},
 			{ID: "gid-auto", Title: say("The GID-index pitfall", "GID 索引陷阱"), Values: map[string]any{"gid": "auto"}},
 		},
-		Timeout: 4 * time.Minute,
+		Timeout: 8 * time.Minute, // three rounds of four ucx_perftest runs
 		Run:     runUCX,
 	}
 }
@@ -253,16 +253,24 @@ func runUCX(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 		}
 		return lat, bw, err
 	}
-	phase(emit, "rc", say("ucx_perftest over rc_verbs on rxe", "ucx_perftest 走 rxe 上的 rc_verbs"))
-	rcLat, rcBW, err := pair(say("rc_verbs (UCX_TLS=rc_v)", "rc_verbs（UCX_TLS=rc_v）"), "rc_v", srvDev, cliDev)
-	if err != nil {
-		return err
+	// rc_verbs and tcp in upperRounds rounds that alternate them.
+	rc := &ucxSide{id: "rc", label: say("rc_verbs (UCX_TLS=rc_v)", "rc_verbs（UCX_TLS=rc_v）"), tls: "rc_v", srv: srvDev, cli: cliDev,
+		phase: say("ucx_perftest over rc_verbs on rxe", "ucx_perftest 走 rxe 上的 rc_verbs")}
+	tcp := &ucxSide{id: "tcp", label: say("tcp (UCX_TLS=tcp)", "tcp（UCX_TLS=tcp）"), tls: "tcp", srv: srvNet, cli: cliNet,
+		phase: say("ucx_perftest over UCX's tcp transport", "ucx_perftest 走 UCX 的 tcp 传输")}
+	for round := range upperRounds {
+		for _, sd := range []*ucxSide{rc, tcp} {
+			phase(emit, sd.id, say(fmt.Sprintf("%s, round %d of %d", sd.phase["en"], round+1, upperRounds), fmt.Sprintf("%s，第 %d 轮（共 %d 轮）", sd.phase["zh"], round+1, upperRounds)))
+			lat, bw, err := pair(sd.label, sd.tls, sd.srv, sd.cli)
+			if err != nil {
+				return err
+			}
+			sd.lats, sd.bws = append(sd.lats, lat), append(sd.bws, bw)
+		}
 	}
-	phase(emit, "tcp", say("ucx_perftest over UCX's tcp transport", "ucx_perftest 走 UCX 的 tcp 传输"))
-	tcpLat, tcpBW, err := pair(say("tcp (UCX_TLS=tcp)", "tcp（UCX_TLS=tcp）"), "tcp", srvNet, cliNet)
-	if err != nil {
-		return err
-	}
+	rc.spread()
+	tcp.spread()
+	rcLat, tcpLat := rc.lats[0], tcp.lats[0] // the lanes UCX reported (the same every round)
 
 	lanes := sandbox.NewTable(say("What each endpoint used (UCX_LOG_LEVEL=info: ep_cfg)", "每个端点实际用了什么（UCX_LOG_LEVEL=info 的 ep_cfg）"),
 		say("run", "运行"), sandbox.Same("UCX_TLS"), say("lanes UCX reported", "UCX 报告的通道"))
@@ -275,28 +283,33 @@ func runUCX(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) error {
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: lanes})
 
-	res := sandbox.NewTable(say("ucx_perftest, measured here (Soft-RoCE under emulation)", "ucx_perftest，本机实测（仿真下的 Soft-RoCE）"),
+	res := sandbox.NewTable(say(fmt.Sprintf("ucx_perftest, measured here (Soft-RoCE under emulation): median (lowest–highest) of %d rounds", upperRounds),
+		fmt.Sprintf("ucx_perftest，本机实测（仿真下的 Soft-RoCE）：%d 轮的中位数（最低–最高）", upperRounds)),
 		say("transport", "传输"), say("tag_lat 8 B, median one-way µs", "tag_lat 8 B，单程中位数 µs"), say("tag_bw 64 KiB (eager), MB/s", "tag_bw 64 KiB（eager 协议），MB/s"))
-	res.AddRow(say("UCX's own choice", "UCX 自己的选择"), sandbox.Same(f1(own.Perf.LatP50)), sandbox.Same("—"))
-	res.AddRow(rcLat.Label, sandbox.Same(f1(rcLat.Perf.LatP50)), sandbox.Same(f1(rcBW.Perf.BWOverall)))
-	res.AddRow(tcpLat.Label, sandbox.Same(f1(tcpLat.Perf.LatP50)), sandbox.Same(f1(tcpBW.Perf.BWOverall)))
+	res.AddRow(say("UCX's own choice (one run)", "UCX 自己的选择（一次）"), sandbox.Same(f1(own.Perf.LatP50)), sandbox.Same("—"))
+	for _, sd := range []*ucxSide{rc, tcp} {
+		res.AddRow(sd.label, sd.lat.say(1), sd.bw.say(1))
+	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: res})
 
 	rcUsed := strings.Contains(rcLat.Lanes, "rc_verbs/rxe")
 	shm := strings.Contains(own.Lanes, "sysv") || strings.Contains(own.Lanes, "posix") || strings.Contains(own.Lanes, "cma")
+	latOrder, latText := roundsOrder(sandbox.Same("rc_verbs"), rc.lat, tcp.lat, 1)
+	bwOrder, bwText := roundsOrder(sandbox.Same("rc_verbs"), rc.bw, tcp.bw, 1)
 	figs := map[string]float64{
-		"rc_lat_us": rcLat.Perf.LatP50, "tcp_lat_us": tcpLat.Perf.LatP50, "own_lat_us": own.Perf.LatP50,
-		"rc_bw_MBps": rcBW.Perf.BWOverall, "tcp_bw_MBps": tcpBW.Perf.BWOverall,
+		"rc_lat_us": rc.lat.Med, "tcp_lat_us": tcp.lat.Med, "own_lat_us": own.Perf.LatP50,
+		"rc_bw_MBps": rc.bw.Med, "tcp_bw_MBps": tcp.bw.Med, "lat_order": latOrder, "bw_order": bwOrder, "rounds": upperRounds,
+		"rc_lat_us_min": rc.lat.Min, "rc_lat_us_max": rc.lat.Max, "tcp_lat_us_min": tcp.lat.Min, "tcp_lat_us_max": tcp.lat.Max,
 		"rc_on_rxe": b2f(rcUsed), "own_shm": b2f(shm), "rc_transports_found": float64(rcOnRxe),
 		"left_procs_at_start": float64(left),
 	}
-	result(emit, rcUsed && rcLat.Perf.LatP50 > 0 && tcpLat.Perf.LatP50 > 0, ucxVerdict(own, rcLat, rcBW, tcpLat, tcpBW, shm, rcUsed), figs)
+	result(emit, rcUsed && rc.lat.Med > 0 && tcp.lat.Med > 0, ucxVerdict(own, rcLat, rc, tcp, latText, bwText, shm, rcUsed), figs)
 	return nil
 }
 
 // ucxVerdict says what the runs showed: which transport UCX picked by
 // itself and why, and how rc_verbs compared with tcp here.
-func ucxVerdict(own, rcLat, rcBW, tcpLat, tcpBW *ucxRun, shm, rcUsed bool) sandbox.Text {
+func ucxVerdict(own, rcLat *ucxRun, rc, tcp *ucxSide, latText, bwText sandbox.Text, shm, rcUsed bool) sandbox.Text {
 	var en, zh strings.Builder
 	if shm {
 		fmt.Fprintf(&en, "Left to itself UCX used %s: both processes sit in one guest, and shared memory beats any network lane for tag messages (%s µs). ", own.Lanes, f1(own.Perf.LatP50))
@@ -310,13 +323,31 @@ func ucxVerdict(own, rcLat, rcBW, tcpLat, tcpBW *ucxRun, shm, rcUsed bool) sandb
 		fmt.Fprintf(&zh, "设了 UCX_TLS=rc_v，端点却没有报告 rxe 上的 rc_verbs（%s）：这次运行没有测到 RDMA。", rcLat.Lanes)
 		return say(en.String(), zh.String())
 	}
-	latEn, latZh := compareText(rcLat.Perf.LatP50, tcpLat.Perf.LatP50)
-	bwEn, bwZh := compareText(rcBW.Perf.BWOverall, tcpBW.Perf.BWOverall)
-	fmt.Fprintf(&en, "Forced onto the wire: median one-way latency rc_verbs on rxe %s µs vs UCX's tcp %s µs (%s for rc_verbs); bandwidth %s vs %s MB/s (%s for rc_verbs). Both are software here: rxe moves every byte on the CPU too, so these are ratios of two emulated paths, not RDMA's hardware advantage (a ConnectX-class NIC offloads the transport, which UCX then drives with rc_mlx5).",
-		f1(rcLat.Perf.LatP50), f1(tcpLat.Perf.LatP50), latEn, f1(rcBW.Perf.BWOverall), f1(tcpBW.Perf.BWOverall), bwEn)
+	rl, tl, rb, tb := rc.lat.say(1), tcp.lat.say(1), rc.bw.say(1), tcp.bw.say(1)
+	fmt.Fprintf(&en, "Forced onto the wire: median one-way latency rc_verbs on rxe %s µs vs UCX's tcp %s µs (%s); bandwidth %s vs %s MB/s (%s). Both are software here: rxe moves every byte on the CPU too, so these are ratios of two emulated paths, not RDMA's hardware advantage (a ConnectX-class NIC offloads the transport, which UCX then drives with rc_mlx5).",
+		rl["en"], tl["en"], latText["en"], rb["en"], tb["en"], bwText["en"])
 	fmt.Fprintf(&zh, "强制走线路后：单程时延中位数 rxe 上的 rc_verbs %s µs，UCX 的 tcp %s µs（%s）；带宽 %s 对 %s MB/s（%s）。这里两者都是软件：rxe 同样在 CPU 上搬运每个字节，所以这是两条仿真路径之比，不是 RDMA 在硬件上的优势（ConnectX 一类网卡把传输层卸载到硬件，UCX 用 rc_mlx5 驱动它）。",
-		f1(rcLat.Perf.LatP50), f1(tcpLat.Perf.LatP50), latZh, f1(rcBW.Perf.BWOverall), f1(tcpBW.Perf.BWOverall), bwZh)
+		rl["zh"], tl["zh"], latText["zh"], rb["zh"], tb["zh"], bwText["zh"])
 	return say(en.String(), zh.String())
+}
+
+// ucxSide is one transport of the comparison: its runs, round by round,
+// and their spreads.
+type ucxSide struct {
+	id            string // its phases' id
+	label, phase  sandbox.Text
+	tls, srv, cli string
+	lats, bws     []*ucxRun
+	lat, bw       floatSpread
+}
+
+// spread gathers the rounds' medians and bandwidths.
+func (sd *ucxSide) spread() {
+	var lat, bw []float64
+	for i := range sd.lats {
+		lat, bw = append(lat, sd.lats[i].Perf.LatP50), append(bw, sd.bws[i].Perf.BWOverall)
+	}
+	sd.lat, sd.bw = floatSpreadOf(lat), floatSpreadOf(bw)
 }
 
 // ucxGIDPitfall runs rc_v with UCX choosing the GID itself. UCX prefers the

@@ -246,3 +246,28 @@ func compareText(a, b float64) (en, zh string) {
 	}
 	return "higher", "前者更高"
 }
+
+// upperRounds is how many rounds lesson 08's comparisons measure each
+// figure (DESIGN.md: a verdict must survive a rerun). Each round is a
+// whole tool run, seconds long under emulation, so three, as loss-sweep:
+// two figures that do not differ part by chance once in 20 runs
+// (spread.go's perfRounds). Rounds alternate the two sides, so a drift of
+// the machine during the run lands on both.
+const upperRounds = 3
+
+// roundsOrder words how a (named who) lies against b over their rounds,
+// compared as the table prints them (prec decimals, spread.go's order):
+// firm ("who lower" or "who higher" in every round) only when every
+// round of one is beyond every round of the other, else that the rounds
+// overlap, which says no order. It returns order's figure (1, -1, 0) for
+// the run's figures.
+func roundsOrder(who sandbox.Text, a, b floatSpread, prec int) (float64, sandbox.Text) {
+	o := order(a, b, prec)
+	switch o {
+	case 1:
+		return o, say(fmt.Sprintf("%s higher in each of %d rounds", who["en"], a.N), fmt.Sprintf("%s %d 轮都更高", who["zh"], a.N))
+	case -1:
+		return o, say(fmt.Sprintf("%s lower in each of %d rounds", who["en"], a.N), fmt.Sprintf("%s %d 轮都更低", who["zh"], a.N))
+	}
+	return o, say(fmt.Sprintf("the %d rounds overlap: no order, a rerun could turn it around", a.N), fmt.Sprintf("%d 轮的范围互相重叠，分不出先后，重跑一次可能颠倒", a.N))
+}
