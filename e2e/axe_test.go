@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/rdmalab/rdmalab/lessons"
 )
 
 // axeTags are the rule sets the lab promises: WCAG 2.0, 2.1 and 2.2, levels
@@ -261,6 +264,55 @@ func TestAxeAfterRun(t *testing.T) {
 		for _, s := range axeStates {
 			b.setState(s)
 			checkAxe(t, b, fmt.Sprintf("lesson 01 after runs, %s %s", lang, s))
+		}
+	}
+}
+
+// TestAxeAfterProgramRun boots a learner guest (QEMU; LAB_VM_DIR shares
+// the built image) and runs axe-core on lesson 04 after program runs: a
+// compile error (diagnostics listed and marked in the editor), then the
+// solution (output, the peer's view, the verdict), in both languages,
+// light and dark, 1280 and 375 px.
+func TestAxeAfterProgramRun(t *testing.T) {
+	flow(t)
+	lab, err := startLab(filepath.Join(t.TempDir(), "lab"), []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + guestDir, "LAB_TERMINALS=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lab.Stop(labStopTimeout); err != nil {
+			t.Errorf("stopping the vm labserver: %v", err)
+		}
+	})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := course.Lesson("04-first-program").Program("open-device")
+	const sel = `[data-program=open-device]`
+	b := newBrowser(t, lab)
+	b.open("/lessons/04-first-program?lang=en")
+	b.waitFor("the editors", settledJS+` && document.querySelectorAll('.program .cm-editor').length === 4`, guestTimeout)
+
+	setProgram(b, "open-device", "#include <stdio.h>\nint main(void)\n{\n\tint n = 0\n\treturn n;\n}\n")
+	runProgram(b, "open-device")
+	b.waitFor("the lint mark", `document.querySelectorAll('`+sel+` .cm-lintRange-error').length > 0`, guestTimeout)
+	for _, s := range axeStates[:2] {
+		b.setState(s)
+		checkAxe(t, b, "lesson 04 after a compile error, en "+s.String())
+	}
+	setProgram(b, "open-device", string(p.Solution))
+	runProgram(b, "open-device")
+	for _, lang := range []string{"en", "zh"} {
+		if lang == "zh" {
+			// A reload in zh: the record and the saved code; then a run.
+			b.open("/lessons/04-first-program?lang=zh")
+			b.waitFor("the editors", settledJS, guestTimeout)
+			runProgram(b, "open-device")
+		}
+		for _, s := range axeStates {
+			b.setState(s)
+			checkAxe(t, b, fmt.Sprintf("lesson 04 after a passing run, %s %s", lang, s))
 		}
 	}
 }
