@@ -280,8 +280,9 @@ func (r *asyncRun) verdict(portErr error) (bool, sandbox.Text) {
 	figs["qp_error_events"] = float64(qpErr)
 	var access sandbox.Text
 	if qpErr == 0 {
-		access = say(fmt.Sprintf("The remote access error left both QPs in %s and %s, yet no QP event arrived on either side (Soft-RoCE on Linux %s raises none: the failed completion is its only report; the IB spec has the responder report an affiliated error, IBV_EVENT_QP_ACCESS_ERR, as mlx5 does).", verbs.QPState(figs["access_server_state"]), verbs.QPState(figs["access_client_state"]), kernelRelease()),
-			fmt.Sprintf("远程访问错误使两端 QP 分别处于 %s 和 %s，但两端都没有收到任何 QP 事件（Linux %s 上的 Soft-RoCE 不报告：失败的完成是它唯一的报告；IB 规范要求响应方报告一个关联错误 IBV_EVENT_QP_ACCESS_ERR，mlx5 就是这样做的）。", verbs.QPState(figs["access_server_state"]), verbs.QPState(figs["access_client_state"]), kernelRelease()))
+		left := qpStatesLeft(verbs.QPState(figs["access_server_state"]), verbs.QPState(figs["access_client_state"]))
+		access = say(fmt.Sprintf("The remote access error left %s, yet no QP event arrived on either side (Soft-RoCE on Linux %s raises none: the failed completion is its only report; the IB spec has the responder report an affiliated error, IBV_EVENT_QP_ACCESS_ERR, as mlx5 does).", left["en"], kernelRelease()),
+			fmt.Sprintf("远程访问错误使%s，但两端都没有收到任何 QP 事件（Linux %s 上的 Soft-RoCE 不报告：失败的完成是它唯一的报告；IB 规范要求响应方报告一个关联错误 IBV_EVENT_QP_ACCESS_ERR，mlx5 就是这样做的）。", left["zh"], kernelRelease()))
 	} else {
 		access = say(fmt.Sprintf("The remote access error raised %d QP error events (QP_FATAL, QP_REQ_ERR or QP_ACCESS_ERR).", qpErr),
 			fmt.Sprintf("远程访问错误引发了 %d 个 QP 错误事件（QP_FATAL、QP_REQ_ERR 或 QP_ACCESS_ERR）。", qpErr))
@@ -351,4 +352,15 @@ func portFlap(wait time.Duration) ([]verbs.AsyncEvent, error) {
 	}
 	more, err := drainEvents(c, wait)
 	return append(evs, more...), err
+}
+
+// qpStatesLeft says where an error left the two QPs: one state once when
+// both are in it ("both QPs in ERROR", not "in ERROR and ERROR"), else
+// each side's.
+func qpStatesLeft(server, client verbs.QPState) sandbox.Text {
+	if server == client {
+		return say(fmt.Sprintf("both QPs in %s", server), fmt.Sprintf("两端 QP 都处于 %s", server))
+	}
+	return say(fmt.Sprintf("the server's QP in %s and the client's in %s", server, client),
+		fmt.Sprintf("服务端 QP 处于 %s、客户端 QP 处于 %s", server, client))
 }
