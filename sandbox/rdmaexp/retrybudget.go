@@ -270,7 +270,7 @@ func (r *retryRun) table(cliState, srvState verbs.QPState, cleanAtStart bool) (m
 		t.AddRow(say("measured ÷ expected", "实测 ÷ 预计"), same(fmt.Sprintf("%.2f", took.Seconds()/expected.Seconds())))
 	}
 	t.AddRow(say("work completion", "工作完成"), done)
-	t.AddRow(say("packets the client sent", "客户端发出的报文"), say(fmt.Sprintf("%d (%.1f times the %d packets of the WRITE)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu),
+	t.AddRow(say("packets the client sent", "客户端发出的报文"), say(fmt.Sprintf("%d (%.1f × the WRITE's packets: %d)", after.cli["sent_pkts"]-sent0, tries, (size+pair.mtu-1)/pair.mtu),
 		fmt.Sprintf("%d（WRITE 的 %d 个报文的 %.1f 倍）", after.cli["sent_pkts"]-sent0, (size+pair.mtu-1)/pair.mtu, tries)))
 	t.AddRow(say("client QP state afterwards", "之后客户端 QP 的状态"), same(cliState.String()))
 	t.AddRow(say("server QP state afterwards", "之后服务端 QP 的状态"), same(srvState.String()))
