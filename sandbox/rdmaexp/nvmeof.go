@@ -39,12 +39,42 @@ func NVMeoF() *sandbox.Experiment {
 	}
 }
 
-// nvmeofPoint is one measured row.
+// nvmeofPoint is one measured row: one read run at each depth, and
+// upperRounds at the deepest, whose figures the verdict compares
+// (DESIGN.md: a verdict must survive a rerun).
 type nvmeofPoint struct {
 	transport string
 	depth     int
-	r         readResult
+	rounds    []readResult
 }
+
+// of is the spread of f over the point's rounds.
+func (pt nvmeofPoint) of(f func(readResult) float64) floatSpread {
+	v := make([]float64, len(pt.rounds))
+	for i, r := range pt.rounds {
+		v[i] = f(r)
+	}
+	return floatSpreadOf(v)
+}
+
+// cell prints a figure of the point as the table does: one run's value,
+// or median (lowest–highest) of its rounds, with no decimals.
+func (pt nvmeofPoint) cell(f func(readResult) float64) sandbox.Text {
+	if len(pt.rounds) == 1 {
+		return sandbox.Same(f0(f(pt.rounds[0])))
+	}
+	return pt.of(f).say(0)
+}
+
+// The figures of one read run a row shows.
+var (
+	readIOPS  = func(r readResult) float64 { return r.iops() }
+	readP50   = func(r readResult) float64 { return r.pct(50) }
+	readP99   = func(r readResult) float64 { return r.pct(99) }
+	readCPU   = func(r readResult) float64 { all, _ := r.cpuPerIO(); return all }
+	readerCPU = func(r readResult) float64 { _, rd := r.cpuPerIO(); return rd }
+	readPkts  = func(r readResult) float64 { return float64(r.RoCEPkts) / float64(max(1, r.IOs)) }
+)
 
 func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err error) {
 	top, err := pickTopology()
@@ -118,12 +148,24 @@ func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err
 		note(emit, "info", say(fmt.Sprintf("kernel's view: /sys/class/nvme/%s/transport = %s, address %s; namespace /dev/%s", c.Name, c.Transport, c.Address, c.Disk),
 			fmt.Sprintf("内核视图：/sys/class/nvme/%s/transport = %s，地址 %s；命名空间 /dev/%s", c.Name, c.Transport, c.Address, c.Disk)))
 		for _, d := range depths {
-			phase(emit, fmt.Sprintf("read-%s-%d", tr, d), say(fmt.Sprintf("4 KiB random reads over %s, queue depth %d", tr, d), fmt.Sprintf("经 %s 随机读取 4 KiB，队列深度 %d", tr, d)))
-			r, err := randRead(ctx, c.Disk, d, dur, roce)
-			if err != nil {
-				return err
+			n := 1
+			if d == depths[len(depths)-1] {
+				n = upperRounds // the depth the verdict compares
 			}
-			points = append(points, nvmeofPoint{tr, d, r})
+			pt := nvmeofPoint{transport: tr, depth: d}
+			for round := range n {
+				what := say(fmt.Sprintf("4 KiB random reads over %s, queue depth %d", tr, d), fmt.Sprintf("经 %s 随机读取 4 KiB，队列深度 %d", tr, d))
+				if n > 1 {
+					what = say(fmt.Sprintf("%s, round %d of %d", what["en"], round+1, n), fmt.Sprintf("%s，第 %d 轮（共 %d 轮）", what["zh"], round+1, n))
+				}
+				phase(emit, fmt.Sprintf("read-%s-%d", tr, d), what)
+				r, err := randRead(ctx, c.Disk, d, dur, roce)
+				if err != nil {
+					return err
+				}
+				pt.rounds = append(pt.rounds, r)
+			}
+			points = append(points, pt)
 		}
 		phase(emit, "disconnect-"+tr, say("nvme disconnect", "断开连接"))
 		if err := disconnectAndWait(); err != nil {
@@ -142,23 +184,30 @@ func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err
 	}
 	lc, ls, lm = nvmeofLeft(unload)
 
-	t := sandbox.NewTable(say("4 KiB random reads over NVMe-oF (measured here, Soft-RoCE under emulation)", "经 NVMe-oF 随机读取 4 KiB（本机实测，仿真环境中的 Soft-RoCE）"),
+	t := sandbox.NewTable(say(fmt.Sprintf("4 KiB random reads over NVMe-oF (measured here, Soft-RoCE under emulation); at the deepest queue, median (lowest–highest) of %d rounds", upperRounds),
+		fmt.Sprintf("经 NVMe-oF 随机读取 4 KiB（本机实测，仿真环境中的 Soft-RoCE）；最深队列处为 %d 轮的中位数（最低–最高）", upperRounds)),
 		say("transport", "传输"), say("queue depth", "队列深度"), sandbox.Same("IOPS"), say("p50 µs", "p50（µs）"), say("p99 µs", "p99（µs）"),
 		say("CPU µs per read, all", "每次读取的 CPU µs（全部）"), say("CPU µs per read, reader", "每次读取的 CPU µs（读取进程）"), say("RoCE packets per read", "每次读取的 RoCE 报文"))
 	figs["controllers_left"], figs["subsystems_left"], figs["modules_left"] = float64(lc), float64(ls), float64(lm)
 	for _, pt := range points {
-		all, rd := pt.r.cpuPerIO()
-		ppi := float64(pt.r.RoCEPkts) / float64(max(1, pt.r.IOs))
-		t.AddRow(sandbox.Same(pt.transport), sandbox.Same(fmt.Sprint(pt.depth)), sandbox.Same(f0(pt.r.iops())), sandbox.Same(f0(pt.r.pct(50))), sandbox.Same(f0(pt.r.pct(99))),
-			sandbox.Same(f0(all)), sandbox.Same(f0(rd)), sandbox.Same(f1(ppi)))
+		ppi := pt.of(readPkts)
+		t.AddRow(sandbox.Same(pt.transport), sandbox.Same(fmt.Sprint(pt.depth)), pt.cell(readIOPS), pt.cell(readP50), pt.cell(readP99),
+			pt.cell(readCPU), pt.cell(readerCPU), sandbox.Same(f1(ppi.Med)))
 		k := fmt.Sprintf("%s_%d", pt.transport, pt.depth)
-		figs["ios_"+k] = float64(pt.r.IOs)
-		figs["iops_"+k] = pt.r.iops()
-		figs["p50_us_"+k] = pt.r.pct(50)
-		figs["p99_us_"+k] = pt.r.pct(99)
-		figs["cpu_us_"+k] = all
-		figs["reader_cpu_us_"+k] = rd
-		figs["roce_pkts_per_io_"+k] = ppi
+		ios := 0
+		for _, r := range pt.rounds {
+			ios += r.IOs
+		}
+		cpu := pt.of(readCPU)
+		figs["ios_"+k] = float64(ios)
+		figs["iops_"+k] = pt.of(readIOPS).Med
+		figs["p50_us_"+k] = pt.of(readP50).Med
+		figs["p99_us_"+k] = pt.of(readP99).Med
+		figs["cpu_us_"+k] = cpu.Med
+		figs["cpu_us_min_"+k], figs["cpu_us_max_"+k] = cpu.Min, cpu.Max
+		figs["reader_cpu_us_"+k] = pt.of(readerCPU).Med
+		figs["roce_pkts_per_io_"+k] = ppi.Med
+		figs["rounds_"+k] = float64(len(pt.rounds))
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	for tr, got := range seen {
@@ -166,7 +215,10 @@ func runNVMeoF(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) (err
 			figs["transport_"+tr] = 1
 		}
 	}
-	v, ok := nvmeofVerdict(points, seen, depths[len(depths)-1])
+	v, ok, cpuOrder := nvmeofVerdict(points, seen, depths[len(depths)-1])
+	if cpuOrder != nil {
+		figs["cpu_order"] = *cpuOrder
+	}
 	result(emit, ok && lc+ls+lm == 0, v, figs)
 	return nil
 }
@@ -268,54 +320,60 @@ func captureOneRead(ctx context.Context, emit sandbox.Emitter, top topology, fig
 	return nil
 }
 
-// nvmeofVerdict reads the deepest point of each transport.
-func nvmeofVerdict(points []nvmeofPoint, seen map[string]string, depth int) (sandbox.Text, bool) {
-	at := map[string]readResult{}
+// nvmeofVerdict reads the deepest point of each transport; with both, it
+// compares their CPU per read over the rounds (cpuOrder: order's figure,
+// rdma against tcp; nil without both).
+func nvmeofVerdict(points []nvmeofPoint, seen map[string]string, depth int) (v sandbox.Text, ok bool, cpuOrder *float64) {
+	at := map[string]nvmeofPoint{}
 	for _, pt := range points {
 		if pt.depth == depth {
-			at[pt.transport] = pt.r
+			at[pt.transport] = pt
 		}
 	}
-	ok := true
+	ok = true
 	for tr, got := range seen {
-		ok = ok && got == tr && at[tr].IOs > 0
+		ok = ok && got == tr && at[tr].of(func(r readResult) float64 { return float64(r.IOs) }).Min > 0
 	}
 	rd, hasR := at["rdma"]
 	tc, hasT := at["tcp"]
-	ok = ok && (!hasR || rd.RoCEPkts > 0)
+	ok = ok && (!hasR || rd.of(func(r readResult) float64 { return float64(r.RoCEPkts) }).Min > 0)
 	hw := say(" Hardware reference (NVMe RDMA transport specification; Linux drivers/nvme/target/rdma.c and tcp.c): on an RDMA NIC the target's RDMA WRITE of the 4 KiB and the transport's acknowledgements are done by the NIC by DMA — no CPU copies the data on either side, the CPU only submits the command and handles one completion per read; NVMe/TCP still copies every byte in the kernel on both ends — checksums and segmentation are offloaded to the NIC (checksum offload, TSO) and NVMe/TCP's digests are off unless nvme connect asks for them, so the copies are what TCP keeps.",
 		"硬件参考（NVMe RDMA 传输规范；Linux drivers/nvme/target/rdma.c 与 tcp.c）：在 RDMA 网卡上，目标端对 4 KiB 数据的 RDMA WRITE 和传输层确认都由网卡以 DMA 完成——两端都没有 CPU 复制数据，CPU 只提交命令、为每次读取处理一个完成；NVMe/TCP 则仍要在两端的内核里复制每个字节——校验和与分段已卸载给网卡（校验和卸载、TSO），NVMe/TCP 的摘要除非 nvme connect 要求，否则是关闭的，所以 TCP 留下的代价是这些复制。")
 	here := say(" Here both transports run on the CPU: Soft-RoCE builds each RoCE packet, copies the payload and computes the ICRC in the kernel, as TCP copies (over the veth pair TCP does not even checksum: packets pass as CHECKSUM_PARTIAL in 64 KiB GSO segments) — so these figures compare two software paths, not an offload.",
 		"这里两种传输都跑在 CPU 上：Soft-RoCE 在内核里构造每个 RoCE 报文、复制载荷、计算 ICRC，正如 TCP 要复制（在 veth 对上 TCP 连校验和都不算：报文以 CHECKSUM_PARTIAL、最多 64 KiB 的 GSO 段交过去）——所以这些数字比较的是两条软件路径，而不是卸载。")
 	switch {
 	case hasR && hasT:
-		ra, _ := rd.cpuPerIO()
-		ta, _ := tc.cpuPerIO()
-		ppi := float64(rd.RoCEPkts) / float64(max(1, rd.IOs))
-		// one run on a busy emulated machine: name a winner only when
-		// the gap is wide (a factor of 3/2), else say it is not clear
-		cheaperEn, cheaperZh := "neither transport was clearly cheaper in CPU per read here", "在这里两种传输每次读取的 CPU 时间没有明显高下"
-		switch {
-		case ra*3 < ta*2:
-			cheaperEn, cheaperZh = "rdma cost less CPU per read here", "在这里 rdma 每次读取花的 CPU 更少"
-		case ta*3 < ra*2:
-			cheaperEn, cheaperZh = "tcp cost less CPU per read here", "在这里 tcp 每次读取花的 CPU 更少"
+		ra, ta := rd.of(readCPU), tc.of(readCPU)
+		// the rounds name a cheaper transport only when every round of
+		// one lies below every round of the other, as the table prints them
+		o := order(ra, ta, 0)
+		cheaper := say(fmt.Sprintf("over %d rounds the CPU per read of the two overlaps, so neither was cheaper here (a rerun could order them either way)", ra.N),
+			fmt.Sprintf("%d 轮中两者每次读取的 CPU 时间互相重叠，在这里分不出谁更省（重跑一次先后可能颠倒）", ra.N))
+		switch o {
+		case -1:
+			cheaper = say(fmt.Sprintf("rdma cost less CPU per read here, in each of %d rounds", ra.N), fmt.Sprintf("在这里 rdma 每次读取花的 CPU 更少，%d 轮都是如此", ra.N))
+		case 1:
+			cheaper = say(fmt.Sprintf("tcp cost less CPU per read here, in each of %d rounds", ra.N), fmt.Sprintf("在这里 tcp 每次读取花的 CPU 更少，%d 轮都是如此", ra.N))
 		}
+		ri, rp, rc := rd.cell(readIOPS), rd.cell(readP99), rd.cell(readCPU)
+		ti, tp, tcc := tc.cell(readIOPS), tc.cell(readP99), tc.cell(readCPU)
+		ppi := f1(rd.of(readPkts).Med)
 		en := fmt.Sprintf("The same namespace over both transports: the kernel reports transport rdma for one controller and tcp for the other, and only the rdma reads moved RoCE packets (%s per read). At queue depth %d: rdma %s IOPS, p99 %s µs, %s µs of CPU per read; tcp %s IOPS, p99 %s µs, %s µs of CPU per read — %s.",
-			f1(ppi), depth, f0(rd.iops()), f0(rd.pct(99)), f0(ra), f0(tc.iops()), f0(tc.pct(99)), f0(ta), cheaperEn)
+			ppi, depth, ri["en"], rp["en"], rc["en"], ti["en"], tp["en"], tcc["en"], cheaper["en"])
 		zh := fmt.Sprintf("同一个命名空间经两种传输：内核报告一个控制器的传输为 rdma、另一个为 tcp，并且只有 rdma 的读取产生了 RoCE 报文（每次读取 %s 个）。队列深度 %d 时：rdma %s IOPS，p99 %s µs，每次读取 %s µs CPU；tcp %s IOPS，p99 %s µs，每次读取 %s µs CPU——%s。",
-			f1(ppi), depth, f0(rd.iops()), f0(rd.pct(99)), f0(ra), f0(tc.iops()), f0(tc.pct(99)), f0(ta), cheaperZh)
-		return sandbox.Text{"en": en + here["en"] + hw["en"], "zh": zh + here["zh"] + hw["zh"]}, ok
+			ppi, depth, ri["zh"], rp["zh"], rc["zh"], ti["zh"], tp["zh"], tcc["zh"], cheaper["zh"])
+		return sandbox.Text{"en": en + here["en"] + hw["en"], "zh": zh + here["zh"] + hw["zh"]}, ok, &o
 	case hasR:
-		ra, _ := rd.cpuPerIO()
-		en := fmt.Sprintf("The kernel reports transport rdma for the controller, and the reads moved %s RoCE packets each. At queue depth %d: %s IOPS, p99 %s µs, %s µs of CPU per read.", f1(float64(rd.RoCEPkts)/float64(max(1, rd.IOs))), depth, f0(rd.iops()), f0(rd.pct(99)), f0(ra))
-		zh := fmt.Sprintf("内核报告这个控制器的传输为 rdma，每次读取产生 %s 个 RoCE 报文。队列深度 %d 时：%s IOPS，p99 %s µs，每次读取 %s µs CPU。", f1(float64(rd.RoCEPkts)/float64(max(1, rd.IOs))), depth, f0(rd.iops()), f0(rd.pct(99)), f0(ra))
-		return sandbox.Text{"en": en + here["en"] + hw["en"], "zh": zh + here["zh"] + hw["zh"]}, ok
+		ri, rp, rc := rd.cell(readIOPS), rd.cell(readP99), rd.cell(readCPU)
+		ppi := f1(rd.of(readPkts).Med)
+		en := fmt.Sprintf("The kernel reports transport rdma for the controller, and the reads moved %s RoCE packets each. At queue depth %d: %s IOPS, p99 %s µs, %s µs of CPU per read.", ppi, depth, ri["en"], rp["en"], rc["en"])
+		zh := fmt.Sprintf("内核报告这个控制器的传输为 rdma，每次读取产生 %s 个 RoCE 报文。队列深度 %d 时：%s IOPS，p99 %s µs，每次读取 %s µs CPU。", ppi, depth, ri["zh"], rp["zh"], rc["zh"])
+		return sandbox.Text{"en": en + here["en"] + hw["en"], "zh": zh + here["zh"] + hw["zh"]}, ok, nil
 	case hasT:
-		ta, _ := tc.cpuPerIO()
-		en := fmt.Sprintf("The kernel reports transport tcp for the controller. At queue depth %d: %s IOPS, p99 %s µs, %s µs of CPU per read.", depth, f0(tc.iops()), f0(tc.pct(99)), f0(ta))
-		zh := fmt.Sprintf("内核报告这个控制器的传输为 tcp。队列深度 %d 时：%s IOPS，p99 %s µs，每次读取 %s µs CPU。", depth, f0(tc.iops()), f0(tc.pct(99)), f0(ta))
-		return sandbox.Text{"en": en + hw["en"], "zh": zh + hw["zh"]}, ok
+		ti, tp, tcc := tc.cell(readIOPS), tc.cell(readP99), tc.cell(readCPU)
+		en := fmt.Sprintf("The kernel reports transport tcp for the controller. At queue depth %d: %s IOPS, p99 %s µs, %s µs of CPU per read.", depth, ti["en"], tp["en"], tcc["en"])
+		zh := fmt.Sprintf("内核报告这个控制器的传输为 tcp。队列深度 %d 时：%s IOPS，p99 %s µs，每次读取 %s µs CPU。", depth, ti["zh"], tp["zh"], tcc["zh"])
+		return sandbox.Text{"en": en + hw["en"], "zh": zh + hw["zh"]}, ok, nil
 	}
-	return say("No reads were measured.", "没有测到任何读取。"), false
+	return say("No reads were measured.", "没有测到任何读取。"), false, nil
 }

@@ -38,6 +38,16 @@ func testNVMeoF(t *testing.T, ex executor) {
 			t.Errorf("%s: %v reads, %v IOPS, p50 %v µs, p99 %v µs", k, f["ios_"+k], f["iops_"+k], f["p50_us_"+k], f["p99_us_"+k])
 		}
 	}
+	// the deepest queue is measured in rounds, and the verdict names a
+	// cheaper transport only when they part (issue 44 item 1)
+	if f["rounds_rdma_4"] != upperRounds || f["rounds_tcp_4"] != upperRounds || f["rounds_rdma_1"] != 1 {
+		t.Errorf("rounds: rdma at 4 %v, tcp at 4 %v, rdma at 1 %v; want %d, %d, 1", f["rounds_rdma_4"], f["rounds_tcp_4"], f["rounds_rdma_1"], upperRounds, upperRounds)
+	}
+	overlap := strings.Contains(r.Messages["en"], "overlaps, so neither")
+	if c, ok := f["cpu_order"]; !ok || (c == 0) != overlap {
+		t.Errorf("cpu_order %v (present %v), yet the verdict says the rounds overlap: %v", c, ok, overlap)
+	}
+	checkVerdictFigures(t, rec)
 	// a read over RDMA is at least the command SEND, the data WRITE and
 	// the response SEND on the wire; over TCP the RDMA devices stay quiet
 	if f["roce_pkts_per_io_rdma_4"] < 3 {
@@ -83,32 +93,41 @@ func testNVMeoFCancelled(t *testing.T, ex executor) {
 	}
 }
 
-// TestNVMeoFVerdict: the verdict names the cheaper transport only when the
-// measured gap is wide, and says so in both languages.
+// TestNVMeoFVerdict: the verdict names the cheaper transport only when
+// every round of one lies below every round of the other (issue 44 item
+// 1: one run each flipped between reruns), and says so in both languages.
 func TestNVMeoFVerdict(t *testing.T) {
-	pt := func(tr string, ios int, cpu time.Duration, pkts int64) nvmeofPoint {
-		return nvmeofPoint{tr, 4, readResult{IOs: ios, Elapsed: time.Second, Lats: []time.Duration{time.Millisecond}, BusyCPU: cpu, RoCEPkts: pkts}}
+	pt := func(tr string, ios int, pkts int64, cpus ...time.Duration) nvmeofPoint {
+		p := nvmeofPoint{transport: tr, depth: 4}
+		for _, c := range cpus {
+			p.rounds = append(p.rounds, readResult{IOs: ios, Elapsed: time.Second, Lats: []time.Duration{time.Millisecond}, BusyCPU: c, RoCEPkts: pkts})
+		}
+		return p
 	}
+	ms := time.Millisecond
 	seen := map[string]string{"rdma": "rdma", "tcp": "tcp"}
 	for _, c := range []struct {
-		rdma, tcp time.Duration
+		rdma, tcp []time.Duration
 		want      string
+		order     float64
 	}{
-		{100 * time.Millisecond, 400 * time.Millisecond, "rdma cost less"},
-		{400 * time.Millisecond, 100 * time.Millisecond, "tcp cost less"},
-		{100 * time.Millisecond, 120 * time.Millisecond, "neither transport"},
+		{[]time.Duration{100 * ms, 110 * ms, 120 * ms}, []time.Duration{400 * ms, 380 * ms, 390 * ms}, "rdma cost less", -1},
+		{[]time.Duration{400 * ms, 380 * ms, 390 * ms}, []time.Duration{100 * ms, 110 * ms, 120 * ms}, "tcp cost less", 1},
+		// rdma higher in two rounds, not in the third: no order (the flip the issue saw)
+		{[]time.Duration{384 * ms, 495 * ms, 200 * ms}, []time.Duration{269 * ms, 207 * ms, 816 * ms}, "overlaps", 0},
+		{[]time.Duration{100 * ms, 101 * ms, 102 * ms}, []time.Duration{102 * ms, 103 * ms, 104 * ms}, "overlaps", 0}, // touching as printed
 	} {
-		v, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, c.rdma, 900), pt("tcp", 100, c.tcp, 0)}, seen, 4)
-		if !ok || !strings.Contains(v["en"], c.want) || v["zh"] == "" {
-			t.Errorf("rdma %v, tcp %v: ok=%v %q, want %q", c.rdma, c.tcp, ok, v["en"], c.want)
+		v, ok, o := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, 900, c.rdma...), pt("tcp", 100, 0, c.tcp...)}, seen, 4)
+		if !ok || !strings.Contains(v["en"], c.want) || v["zh"] == "" || o == nil || *o != c.order {
+			t.Errorf("rdma %v, tcp %v: ok=%v order %v %q, want %v %q", c.rdma, c.tcp, ok, o, v["en"], c.order, c.want)
 		}
 	}
 	// a controller whose kernel transport is not the one asked for fails
-	if _, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, time.Second, 900)}, map[string]string{"rdma": "tcp"}, 4); ok {
+	if _, ok, _ := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, 900, time.Second)}, map[string]string{"rdma": "tcp"}, 4); ok {
 		t.Error("verdict ok although sysfs reported tcp for the rdma connect")
 	}
 	// rdma reads that moved no RoCE packet did not go over RDMA
-	if _, ok := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, time.Second, 0)}, map[string]string{"rdma": "rdma"}, 4); ok {
+	if _, ok, _ := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, 0, time.Second)}, map[string]string{"rdma": "rdma"}, 4); ok {
 		t.Error("verdict ok although no RoCE packet moved")
 	}
 }
