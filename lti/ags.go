@@ -34,11 +34,16 @@ const ScoreMediaType = "application/vnd.ims.lis.v1.score+json"
 // assertionType is RFC 7523's client assertion type.
 const assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-// tokenCache keeps one AGS access token per platform until shortly
-// before it expires.
+// tokenCache keeps one access token per platform and scope (AGS scores,
+// NRPS memberships) until shortly before it expires.
 type tokenCache struct {
 	mu   sync.Mutex
-	toks map[int64]*oauth2.Token
+	toks map[tokenKey]*oauth2.Token
+}
+
+type tokenKey struct {
+	platform int64
+	scope    string
 }
 
 // clientAssertion is the JWT (RFC 7523 §3) that authenticates the tool to
@@ -52,13 +57,14 @@ func (t *Tool) clientAssertion(p Platform) (string, error) {
 	})
 }
 
-// accessToken returns a cached token for the platform or asks its token
-// endpoint for one: OAuth2 client credentials (x/oauth2's client) with
-// the signed assertion instead of a secret, scope score.
-func (t *Tool) accessToken(ctx context.Context, p Platform) (*oauth2.Token, error) {
+// accessToken returns a cached token for the platform and scope or asks
+// its token endpoint for one: OAuth2 client credentials (x/oauth2's
+// client) with the signed assertion instead of a secret.
+func (t *Tool) accessToken(ctx context.Context, p Platform, scope string) (*oauth2.Token, error) {
 	t.tokens.mu.Lock()
 	defer t.tokens.mu.Unlock()
-	if tok := t.tokens.toks[p.ID]; tok != nil && tok.Expiry.After(t.Now().Add(time.Minute)) {
+	key := tokenKey{p.ID, scope}
+	if tok := t.tokens.toks[key]; tok != nil && tok.Expiry.After(t.Now().Add(time.Minute)) {
 		return tok, nil
 	}
 	assertion, err := t.clientAssertion(p)
@@ -66,7 +72,7 @@ func (t *Tool) accessToken(ctx context.Context, p Platform) (*oauth2.Token, erro
 		return nil, err
 	}
 	cc := clientcredentials.Config{
-		ClientID: p.ClientID, TokenURL: p.TokenURL, Scopes: []string{ScopeScore},
+		ClientID: p.ClientID, TokenURL: p.TokenURL, Scopes: []string{scope},
 		EndpointParams: url.Values{"client_assertion_type": {assertionType}, "client_assertion": {assertion}},
 		AuthStyle:      oauth2.AuthStyleInParams,
 	}
@@ -75,19 +81,19 @@ func (t *Tool) accessToken(ctx context.Context, p Platform) (*oauth2.Token, erro
 		return nil, fmt.Errorf("lti: access token from %s: %w", p.TokenURL, err)
 	}
 	if t.tokens.toks == nil {
-		t.tokens.toks = map[int64]*oauth2.Token{}
+		t.tokens.toks = map[tokenKey]*oauth2.Token{}
 	}
 	if tok.Expiry.IsZero() {
 		tok.Expiry = t.Now().Add(time.Hour) // expires_in is only recommended; ask again in an hour
 	}
-	t.tokens.toks[p.ID] = tok
+	t.tokens.toks[key] = tok
 	return tok, nil
 }
 
 // forgetToken drops a token the platform refused.
-func (t *Tool) forgetToken(p Platform) {
+func (t *Tool) forgetToken(p Platform, scope string) {
 	t.tokens.mu.Lock()
-	delete(t.tokens.toks, p.ID)
+	delete(t.tokens.toks, tokenKey{p.ID, scope})
 	t.tokens.mu.Unlock()
 }
 
@@ -114,7 +120,7 @@ func (t *Tool) PostScore(ctx context.Context, p Platform, lineItem string, s Sco
 	if err != nil {
 		return err
 	}
-	tok, err := t.accessToken(ctx, p)
+	tok, err := t.accessToken(ctx, p, ScopeScore)
 	if err != nil {
 		return err
 	}
@@ -132,7 +138,7 @@ func (t *Tool) PostScore(ctx context.Context, p Platform, lineItem string, s Sco
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode == http.StatusUnauthorized {
-		t.forgetToken(p)
+		t.forgetToken(p, ScopeScore)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("lti: post score to %s: %s %s", target, resp.Status, strings.TrimSpace(string(msg)))

@@ -28,6 +28,7 @@ type Launch struct {
 	TargetLink   string       // target_link_uri
 	Custom       map[string]string
 	AGS          *AGSEndpoint      // when the platform offers grade services for this link
+	NRPS         *NRPSEndpoint     // when the platform offers the course's roster
 	DeepLink     *DeepLinkSettings // deep-linking requests only
 	Expires      time.Time         // the id_token's exp
 }
@@ -85,6 +86,7 @@ type claims struct {
 	Context      *Context          `json:"https://purl.imsglobal.org/spec/lti/claim/context"`
 	Custom       map[string]any    `json:"https://purl.imsglobal.org/spec/lti/claim/custom"`
 	AGS          *AGSEndpoint      `json:"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"`
+	NRPS         *NRPSEndpoint     `json:"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"`
 	DeepLink     *DeepLinkSettings `json:"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"`
 }
 
@@ -175,7 +177,7 @@ func (t *Tool) Launch(ctx context.Context, state, idToken string) (*Launch, erro
 	l := &Launch{
 		Platform: p, MessageType: c.MessageType, DeploymentID: c.DeploymentID, Subject: tok.Subject,
 		Name: strings.TrimSpace(c.Name), Email: c.Email, Roles: *c.Roles, TargetLink: c.TargetLink,
-		AGS: c.AGS, Expires: tok.Expiry, Custom: map[string]string{},
+		AGS: c.AGS, NRPS: c.NRPS, Expires: tok.Expiry, Custom: map[string]string{},
 	}
 	if l.Name == "" {
 		l.Name = strings.TrimSpace(c.GivenName + " " + c.FamilyName)

@@ -35,6 +35,7 @@ const (
 	ClaimContext      = "https://purl.imsglobal.org/spec/lti/claim/context"
 	ClaimCustom       = "https://purl.imsglobal.org/spec/lti/claim/custom"
 	ClaimAGS          = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+	ClaimNRPS         = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 	ClaimDLSettings   = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 	ClaimDLItems      = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
 	ClaimDLData       = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
@@ -54,6 +55,9 @@ const (
 	ScopeScore        = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 	ScopeLineItem     = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 	ScopeLineItemRead = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
+	// ScopeNRPS reads a course's memberships (Names and Role Provisioning
+	// Services 2.0 §2.1).
+	ScopeNRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 )
 
 // Role URIs (LTI Core §A.2) the tool tells apart.

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -302,6 +304,9 @@ type LTILaunch struct {
 	// LineItem, when set, is where this user's score on Lesson (or on
 	// Question of it, when set) goes.
 	LineItem, Lesson, Question string
+	// MembershipsURL is the course's NRPS memberships service, when the
+	// launch offers one (kept for the roster sync).
+	MembershipsURL string
 }
 
 // LTILaunched is the lab's side of a launch.
@@ -391,6 +396,12 @@ func (db *DB) RecordLTILaunch(ctx context.Context, l LTILaunch) (LTILaunched, er
 	}
 	if !out.NewLearner && name != "" {
 		if _, err := tx.ExecContext(ctx, `UPDATE learners SET display_name = ? WHERE id = ?`, name, out.Learner); err != nil {
+			return out, fmt.Errorf("store: lti launch: %w", err)
+		}
+	}
+	if out.Cohort > 0 && l.MembershipsURL != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE lti_contexts SET memberships_url = ? WHERE platform_id = ? AND context_id = ?`,
+			l.MembershipsURL, l.PlatformID, l.ContextID); err != nil {
 			return out, fmt.Errorf("store: lti launch: %w", err)
 		}
 	}
@@ -707,4 +718,114 @@ func (db *DB) LTIIdentities(ctx context.Context) (map[string]LTIIdentity, error)
 		out[learner] = id // the latest launch last
 	}
 	return out, rows.Err()
+}
+
+// LTIRosterSource is where class cohort's LMS roster is read: the course's
+// registration and memberships URL (ok false when the class is no LMS
+// course, or no launch offered the service).
+type LTIRosterSource struct {
+	PlatformID     int64
+	ContextID      string
+	MembershipsURL string
+	SyncedAt       time.Time // zero: never synced
+}
+
+// LTIRosterSourceOf returns the roster source of class cohort.
+func (db *DB) LTIRosterSourceOf(ctx context.Context, cohort int64) (LTIRosterSource, bool, error) {
+	var (
+		src    LTIRosterSource
+		synced sql.NullString
+	)
+	err := db.r.QueryRowContext(ctx, `SELECT x.platform_id, x.context_id, x.memberships_url, x.roster_synced_at
+		FROM lti_contexts x JOIN lti_platforms p ON p.id = x.platform_id AND p.removed_at IS NULL
+		WHERE x.cohort_id = ? AND x.memberships_url != '' ORDER BY x.platform_id DESC LIMIT 1`, cohort).
+		Scan(&src.PlatformID, &src.ContextID, &src.MembershipsURL, &synced)
+	if errors.Is(err, sql.ErrNoRows) {
+		return src, false, nil
+	}
+	if err != nil {
+		return src, false, fmt.Errorf("store: lti roster: %w", err)
+	}
+	if synced.Valid {
+		src.SyncedAt, _ = parseTime(synced.String)
+	}
+	return src, true, nil
+}
+
+// LTIRosterMember is one membership as the LMS sent it.
+type LTIRosterMember struct {
+	Sub, Name, Email string
+	Role             string // learner, ta or instructor
+	Active           bool
+}
+
+// SyncLTIRoster replaces the roster of src's course with members (what
+// the LMS holds now) in one transaction.
+func (db *DB) SyncLTIRoster(ctx context.Context, src LTIRosterSource, members []LTIRosterMember) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: lti roster: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lti_roster WHERE platform_id = ? AND context_id = ?`, src.PlatformID, src.ContextID); err != nil {
+		return fmt.Errorf("store: lti roster: %w", err)
+	}
+	for _, m := range members {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lti_roster (platform_id, context_id, sub, name, email, role, active)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET name = excluded.name, email = excluded.email,
+			role = excluded.role, active = excluded.active`,
+			src.PlatformID, src.ContextID, m.Sub, cleanName(m.Name, MaxDisplayName), m.Email, m.Role, m.Active); err != nil {
+			return fmt.Errorf("store: lti roster: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE lti_contexts SET roster_synced_at = ? WHERE platform_id = ? AND context_id = ?`,
+		now(), src.PlatformID, src.ContextID); err != nil {
+		return fmt.Errorf("store: lti roster: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: lti roster: %w", err)
+	}
+	return nil
+}
+
+// LTIRosterRow is one person of an LMS course's class: enrolled in the
+// LMS, in the lab, or both.
+type LTIRosterRow struct {
+	Sub, Name, Email, Role string
+	// Status: "launched" (enrolled and in the lab), "never" (enrolled,
+	// never launched), "dropped" (in the lab; inactive in the LMS or no
+	// longer enrolled).
+	Status  string
+	Learner string // the lab's learner ("" for one who never launched)
+}
+
+// LTIRoster lists class cohort's roster against the lab's members, by
+// status (dropped, never launched, launched), then name: from the last
+// sync of src.
+func (db *DB) LTIRoster(ctx context.Context, cohort int64, src LTIRosterSource) ([]LTIRosterRow, error) {
+	rows, err := db.r.QueryContext(ctx, `
+		SELECT r.sub, r.name, r.email, r.role,
+		       CASE WHEN NOT r.active AND u.learner IS NOT NULL THEN 'dropped'
+		            WHEN u.learner IS NULL THEN 'never' ELSE 'launched' END,
+		       COALESCE(u.learner, '')
+		FROM lti_roster r
+		LEFT JOIN lti_users u ON u.platform_id = r.platform_id AND u.sub = r.sub
+		     AND (EXISTS (SELECT 1 FROM cohort_members m WHERE m.cohort_id = ?1 AND m.learner = u.learner)
+		          OR EXISTS (SELECT 1 FROM cohort_staff cs WHERE cs.cohort_id = ?1 AND cs.learner = u.learner))
+		WHERE r.platform_id = ?2 AND r.context_id = ?3 AND (r.active OR u.learner IS NOT NULL)
+		UNION ALL
+		SELECT u.sub, l.display_name, u.email, 'learner', 'dropped', m.learner
+		FROM cohort_members m JOIN learners l ON l.id = m.learner
+		JOIN lti_users u ON u.learner = m.learner AND u.platform_id = ?2
+		WHERE m.cohort_id = ?1 AND NOT EXISTS (SELECT 1 FROM lti_roster r WHERE r.platform_id = ?2 AND r.context_id = ?3 AND r.sub = u.sub)`,
+		cohort, src.PlatformID, src.ContextID)
+	out, err := collect("lti roster", rows, err, func(sc scanner) (LTIRosterRow, error) {
+		var r LTIRosterRow
+		return r, sc.Scan(&r.Sub, &r.Name, &r.Email, &r.Role, &r.Status, &r.Learner)
+	})
+	rank := map[string]int{"dropped": 0, "never": 1, "launched": 2}
+	slices.SortStableFunc(out, func(a, b LTIRosterRow) int {
+		return cmp.Or(cmp.Compare(rank[a.Status], rank[b.Status]), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Sub, b.Sub))
+	})
+	return out, err
 }

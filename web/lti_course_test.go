@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
@@ -627,5 +628,55 @@ func TestLTIExportCarriesLMSID(t *testing.T) {
 	}
 	if r := rows[1]; r[col["lms_user_id"]] != "lms-77" || r[col["lms_email"]] != "mei@school.edu" {
 		t.Errorf("export row: %q (header %q)", r, rows[0])
+	}
+}
+
+// TestLTIRosterSync: the class page of an LMS course reads its roster from
+// the LMS (NRPS, paged) and shows who is enrolled and launched, enrolled
+// and never launched, and who dropped; it shows no join code.
+func TestLTIRosterSync(t *testing.T) {
+	e := newLTIEnv(t)
+	learner := []string{lti.RoleLearner}
+	e.Platform.SetMembers("course-1", []lti.Member{
+		{UserID: "u-1", Name: "Ada", Roles: learner},
+		{UserID: "u-2", Name: "Grace", Email: "grace@school.edu", Roles: learner},
+		{UserID: "u-3", Name: "Lin", Roles: learner, Status: "Inactive"},
+		{UserID: "t-1", Name: "Prof", Roles: []string{lti.RoleInstructor}},
+	}, 3)
+	for _, m := range []ltitest.Message{{Sub: "u-1", Name: "Ada"}, {Sub: "u-3", Name: "Lin"}, {Sub: "u-9", Name: "Gone"},
+		{Sub: "t-1", Name: "Prof", Roles: []string{lti.RoleInstructor}}} {
+		m.ContextID = "course-1"
+		e.launch(e.browser(), m)
+	}
+	in := e.teacher()
+	path := e.HTTP.URL + "/instructor/classes/" + strconv.FormatInt(e.classOf("course-1"), 10) + "/roster"
+	res, err := in.Get(path + "?lang=en")
+	doc := pageOf(t, res, err)
+	if doc.Find("[data-testid=lms-roster-sync]").Length() != 1 || doc.Find("[data-testid=roster-class-code]").Length() != 0 {
+		t.Fatalf("roster page of an LMS class before the sync: %s", doc.Find("main").Text())
+	}
+	res, err = in.PostForm(path+"/lti-sync", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sync: %d", res.StatusCode)
+	}
+	res, err = in.Get(path + "?lang=en")
+	doc = pageOf(t, res, err)
+	got := map[string]string{}
+	doc.Find("[data-testid=lms-roster-row]").Each(func(_ int, r *goquery.Selection) {
+		st, _ := r.Attr("data-status")
+		got[r.Find("code").Text()] = st
+	})
+	want := map[string]string{"u-1": "launched", "u-2": "never", "u-3": "dropped", "u-9": "dropped", "t-1": "launched"}
+	if len(got) != len(want) {
+		t.Errorf("roster rows %v, want %v", got, want)
+	}
+	for sub, st := range want {
+		if got[sub] != st {
+			t.Errorf("%s: %q, want %q (all: %v)", sub, got[sub], st, got)
+		}
 	}
 }

@@ -86,8 +86,12 @@ func (s *Server) ltiDeepLinkStart(w http.ResponseWriter, r *http.Request, l *lti
 		return
 	}
 	if l.Context.ID != "" {
-		done, err := s.cfg.Store.RecordLTILaunch(r.Context(), store.LTILaunch{PlatformID: l.Platform.ID, Sub: l.Subject,
-			Name: l.Name, Email: l.Email, Role: ltiRole(l), ContextID: l.Context.ID, ContextTitle: l.Context.Title})
+		rec := store.LTILaunch{PlatformID: l.Platform.ID, Sub: l.Subject,
+			Name: l.Name, Email: l.Email, Role: ltiRole(l), ContextID: l.Context.ID, ContextTitle: l.Context.Title}
+		if l.NRPS != nil {
+			rec.MembershipsURL = l.NRPS.ContextMembershipsURL
+		}
+		done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
 		if errors.Is(err, store.ErrLTIClassArchived) {
 			s.ltiArchived(w, r)
 			return

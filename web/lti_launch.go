@@ -203,6 +203,9 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	if l.AGS.CanScore() && slug != "" {
 		rec.LineItem, rec.Lesson, rec.Question = l.AGS.LineItem, slug, question
 	}
+	if l.NRPS != nil {
+		rec.MembershipsURL = l.NRPS.ContextMembershipsURL
+	}
 	done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
 	if errors.Is(err, store.ErrLTIClassArchived) {
 		s.ltiArchived(w, r)

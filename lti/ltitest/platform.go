@@ -4,9 +4,12 @@
 // loopback: its RSA keys and JWKS, an OIDC authentication endpoint that
 // signs id_tokens and answers with an auto-submitting form_post page, a
 // token endpoint that checks the tool's client assertion against the
-// tool's own JWKS URL, AGS line items with a scores endpoint recording
-// what it receives, and a deep-linking return endpoint that verifies the
-// tool's response JWT. No LMS runs here; this is the LMS of the tests.
+// tool's own JWKS URL (tokens carry the scopes granted), AGS line items
+// with a scores endpoint recording what it receives, an NRPS memberships
+// service (the course's roster, paged), and a deep-linking return
+// endpoint that verifies the tool's response JWT. Roles are per launch
+// (Message.Roles), so one user can be a TA of one course and a learner of
+// another. No LMS runs here; this is the LMS of the tests.
 package ltitest
 
 import (
@@ -20,6 +23,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,16 +84,18 @@ type Platform struct {
 	messages  map[string]Message
 	scores    []Score
 	deepLinks []DeepLink
-	tokens    map[string]time.Time
-	lineItems map[string]string // id → label
-	tokenErr  int               // answer the token endpoint with this status (0: normally)
+	tokens    map[string]token
+	members   map[string][]lti.Member // NRPS: by context id
+	pageSize  int                     // NRPS: members per page (0: all on one)
+	lineItems map[string]string       // id → label
+	tokenErr  int                     // answer the token endpoint with this status (0: normally)
 	nextItem  int
 }
 
 // New starts a platform on loopback; Close stops it.
 func New() *Platform {
 	p := &Platform{ClientID: "rdmalab-tool", DeploymentID: "dep-1", messages: map[string]Message{},
-		tokens: map[string]time.Time{}, lineItems: map[string]string{}}
+		tokens: map[string]token{}, lineItems: map[string]string{}, members: map[string][]lti.Member{}}
 	p.RotateKey()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /jwks", p.jwks)
@@ -97,6 +104,7 @@ func New() *Platform {
 	mux.HandleFunc("POST /token", p.token)
 	mux.HandleFunc("POST /lineitems/{id}/scores", p.scoresEndpoint)
 	mux.HandleFunc("POST /deeplink/return", p.deepLinkReturn)
+	mux.HandleFunc("GET /nrps/{context}", p.membershipsEndpoint)
 	p.Server = httptest.NewServer(mux)
 	p.URL = p.Server.URL
 	return p
@@ -203,6 +211,20 @@ func (p *Platform) DeepLinks() []DeepLink {
 	return append([]DeepLink(nil), p.deepLinks...)
 }
 
+// SetMembers is the course's roster the memberships service answers
+// (NRPS); pageSize members a page (0: one page).
+func (p *Platform) SetMembers(contextID string, members []lti.Member, pageSize int) {
+	p.mu.Lock()
+	p.members[contextID], p.pageSize = members, pageSize
+	p.mu.Unlock()
+}
+
+// token is an access token the token endpoint issued, with its scopes.
+type token struct {
+	expires time.Time
+	scopes  []string
+}
+
 // FailTokens makes the token endpoint answer status (0: work again).
 func (p *Platform) FailTokens(status int) {
 	p.mu.Lock()
@@ -281,6 +303,8 @@ func (p *Platform) Claims(m Message, nonce, target string) map[string]any {
 	}
 	if m.ContextID != "" {
 		c[lti.ClaimContext] = map[string]any{"id": m.ContextID, "title": m.ContextTitle, "label": m.ContextID}
+		c[lti.ClaimNRPS] = map[string]any{"context_memberships_url": p.URL + "/nrps/" + url.PathEscape(m.ContextID),
+			"service_versions": []string{"2.0"}}
 	}
 	if m.Custom != nil {
 		c[lti.ClaimCustom] = m.Custom
@@ -415,26 +439,65 @@ func (p *Platform) token(w http.ResponseWriter, r *http.Request) {
 		bad("client_assertion without jti")
 		return
 	}
-	if !strings.Contains(" "+r.Form.Get("scope")+" ", " "+lti.ScopeScore+" ") {
-		bad("scope must include " + lti.ScopeScore)
+	var granted []string
+	for _, sc := range strings.Fields(r.Form.Get("scope")) {
+		if sc == lti.ScopeScore || sc == lti.ScopeNRPS || sc == lti.ScopeLineItem {
+			granted = append(granted, sc)
+		}
+	}
+	if len(granted) == 0 {
+		bad("scope must include " + lti.ScopeScore + " or " + lti.ScopeNRPS)
 		return
 	}
 	tok := randomID()
 	p.mu.Lock()
-	p.tokens[tok] = time.Now().Add(time.Hour)
+	p.tokens[tok] = token{expires: time.Now().Add(time.Hour), scopes: granted}
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": lti.ScopeScore})
+	json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": strings.Join(granted, " ")})
+}
+
+// authorized reports whether r carries an unexpired token granted scope.
+func (p *Platform) authorized(r *http.Request, scope string) bool {
+	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	p.mu.Lock()
+	tok, ok := p.tokens[auth]
+	p.mu.Unlock()
+	return ok && time.Now().Before(tok.expires) && slices.Contains(tok.scopes, scope)
+}
+
+// membershipsEndpoint is the context memberships service (NRPS §2): the
+// course's members, pageSize at a time with a Link rel="next".
+func (p *Platform) membershipsEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !p.authorized(r, lti.ScopeNRPS) {
+		http.Error(w, "bad token", http.StatusUnauthorized)
+		return
+	}
+	if !strings.Contains(r.Header.Get("Accept"), lti.MembershipMediaType) {
+		http.Error(w, "accept "+lti.MembershipMediaType, http.StatusNotAcceptable)
+		return
+	}
+	ctxID := r.PathValue("context")
+	p.mu.Lock()
+	all, size := p.members[ctxID], p.pageSize
+	p.mu.Unlock()
+	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	page := all[min(from, len(all)):]
+	if size > 0 && len(page) > size {
+		page = page[:size]
+		w.Header().Set("Link", "<"+p.URL+"/nrps/"+url.PathEscape(ctxID)+"?from="+strconv.Itoa(from+size)+`>; rel="next"`)
+	}
+	w.Header().Set("Content-Type", lti.MembershipMediaType)
+	json.NewEncoder(w).Encode(map[string]any{"id": p.URL + r.URL.RequestURI(),
+		"context": map[string]string{"id": ctxID}, "members": page})
 }
 
 // scoresEndpoint is a line item's scores service (AGS §3.4).
 func (p *Platform) scoresEndpoint(w http.ResponseWriter, r *http.Request) {
-	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	p.mu.Lock()
-	exp, ok := p.tokens[auth]
 	_, item := p.lineItems[r.PathValue("id")]
 	p.mu.Unlock()
-	if !ok || time.Now().After(exp) {
+	if !p.authorized(r, lti.ScopeScore) {
 		http.Error(w, "bad token", http.StatusUnauthorized)
 		return
 	}

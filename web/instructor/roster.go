@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/rdmalab/rdmalab/internal/roster"
+	"github.com/rdmalab/rdmalab/lti"
 	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
 	"github.com/rdmalab/rdmalab/web/views"
@@ -120,8 +121,99 @@ func (s *Area) renderRoster(w http.ResponseWriter, r *http.Request, c store.Coho
 		}
 		v.Members = append(v.Members, views.MemberRow{Learner: m.Learner, Name: name, Joined: localTime(m.JoinedAt), Seat: m.Seat})
 	}
+	if err := s.lmsRoster(r, c, &v); err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.Render(w, r, status, views.RosterView(v))
+}
+
+// lmsRoster fills the LMS course's roster of class c into v (nothing for
+// a class that is no LMS course).
+func (s *Area) lmsRoster(r *http.Request, c store.Cohort, v *views.Roster) error {
+	ctx := r.Context()
+	lang := page.LangOf(r)
+	lms, err := s.cfg.Store.IsLTIClass(ctx, c.ID)
+	if err != nil || !lms {
+		return err
+	}
+	v.LMS = true
+	src, ok, err := s.cfg.Store.LTIRosterSourceOf(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		v.LMSSynced = s.tr(lang)("lmsr.nosvc")
+		return nil
+	}
+	if s.cfg.LTI != nil && !v.ReadOnly {
+		v.LMSSyncAction = rosterHref(c) + "/lti-sync"
+	}
+	if src.SyncedAt.IsZero() {
+		v.LMSSynced = s.tr(lang)("lmsr.never")
+		return nil
+	}
+	rows, err := s.cfg.Store.LTIRoster(ctx, c.ID, src)
+	if err != nil {
+		return err
+	}
+	v.LMSSynced = s.trf(lang, "lmsr.synced", localTime(src.SyncedAt), len(rows))
+	for _, m := range rows {
+		v.LMSRoster = append(v.LMSRoster, views.LMSRosterRow{Name: m.Name, UserID: m.Sub, Email: m.Email, Role: m.Role, Status: m.Status})
+	}
+	return nil
+}
+
+// rosterLTISync is POST /instructor/classes/{id}/roster/lti-sync: read
+// the LMS course's roster (NRPS) and keep it.
+func (s *Area) rosterLTISync(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.rosterCohort(w, r)
+	if !ok || !s.ParseForm(w, r) {
+		return
+	}
+	ctx := r.Context()
+	src, ok, err := s.cfg.Store.LTIRosterSourceOf(ctx, c.ID)
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
+	if !ok || s.cfg.LTI == nil {
+		s.NotFound(w, r)
+		return
+	}
+	p, err := s.cfg.Store.PlatformByID(ctx, src.PlatformID)
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
+	members, err := s.cfg.LTI.Members(ctx, p, src.MembershipsURL)
+	if err != nil {
+		s.log.Warn("lti roster", "class", c.ID, "err", err)
+		s.renderRoster(w, r, c, http.StatusBadGateway, views.Roster{Problems: []string{s.trf(page.LangOf(r), "lmsr.failed", err.Error())}})
+		return
+	}
+	var rows []store.LTIRosterMember
+	for _, m := range members {
+		if m.UserID == "" {
+			continue
+		}
+		role := "learner"
+		switch m.Role() {
+		case lti.RoleIsInstructor:
+			role = "instructor"
+		case lti.RoleIsTA:
+			role = "ta"
+		}
+		rows = append(rows, store.LTIRosterMember{Sub: m.UserID, Name: m.Name, Email: m.Email, Role: role, Active: m.Active()})
+	}
+	if err := s.cfg.Store.SyncLTIRoster(ctx, src, rows); err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
+	in, _ := currentInstructor(r)
+	s.log.Info("lti roster read", "by", in.Username, "class", c.ID, "members", len(rows))
+	http.Redirect(w, r, rosterHref(c), http.StatusSeeOther)
 }
 
 // rosterImport is POST /instructor/classes/{id}/roster: a CSV pasted

@@ -57,6 +57,7 @@ func (s *Area) Routes(r chi.Router) {
 				r.Post("/instructor/classes/{id}/roster/{seat}/remove", s.rosterSeatAction(true))
 				r.Post("/instructor/classes/{id}/roster/members/remove", s.rosterRemoveMember)
 				r.Post("/instructor/classes/{id}/roster/merge", s.rosterMerge)
+				r.Post("/instructor/classes/{id}/roster/lti-sync", s.rosterLTISync)
 				r.Get("/instructor/lti", s.ltiAdmin) // lti_admin.go: LMS platforms, the tool's URLs, scores not delivered
 				r.Post("/instructor/lti", s.ltiPlatformAdd)
 				r.Post("/instructor/lti/{id}/remove", s.ltiPlatformRemove)

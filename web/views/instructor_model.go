@@ -259,6 +259,21 @@ type Roster struct {
 	Seats                         []SeatRow
 	Members                       []MemberRow
 	ReadOnly                      bool // a TA's view
+	// LMS: the class is an LMS course's (no join code works). LMSRoster is
+	// its roster as the LMS last said it (NRPS), against the lab's
+	// members; LMSSyncAction reads it again ("" when the LMS offers no
+	// roster service, or for a TA); LMSSynced says when it was read.
+	LMS           bool
+	LMSRoster     []LMSRosterRow
+	LMSSyncAction string
+	LMSSynced     string
+}
+
+// LMSRosterRow is one person of an LMS course: Status is "launched",
+// "never" (enrolled, never came to the lab) or "dropped" (in the lab, no
+// longer enrolled).
+type LMSRosterRow struct {
+	Name, UserID, Email, Role, Status string
 }
 
 // SeatRow is one roster entry.
