@@ -124,3 +124,46 @@ func TestRole(t *testing.T) {
 		t.Errorf("no roles: %v, want learner", got)
 	}
 }
+
+// TestRoleIsTheCourses (issue 41): only context roles make course staff;
+// a site or institution administrator launching as a learner is one.
+func TestRoleIsTheCourses(t *testing.T) {
+	for _, tc := range []struct {
+		roles []string
+		want  Role
+	}{
+		{[]string{RoleLearner}, RoleIsLearner},
+		{[]string{RoleLearner, "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"}, RoleIsLearner},
+		{[]string{RoleLearner, "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"}, RoleIsLearner},
+		{[]string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator"}, RoleIsInstructor},
+		{[]string{RoleInstructor}, RoleIsInstructor},
+		{[]string{RoleInstructor, RoleTA}, RoleIsTA},
+		{[]string{"TeachingAssistant"}, RoleIsTA},
+	} {
+		if got := (&Launch{Roles: tc.roles}).Role(); got != tc.want {
+			t.Errorf("%v: role %d, want %d", tc.roles, got, tc.want)
+		}
+	}
+}
+
+func TestNextLink(t *testing.T) {
+	for in, want := range map[string]string{
+		`<https://lms.example/m?p=2>; rel="next"`:                                        "https://lms.example/m?p=2",
+		`<https://lms.example/m?p=1>; rel="prev", <https://lms.example/m?p=3>; rel=next`: "https://lms.example/m?p=3",
+		`<https://lms.example/m?p=1>; rel="differences"`:                                 "",
+		``: "",
+	} {
+		if got := nextLink([]string{in}); got != want {
+			t.Errorf("nextLink(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCheckNamesTheField(t *testing.T) {
+	p := Platform{Issuer: "https://lms.example", ClientID: "c", AuthURL: "ftp://x", TokenURL: "https://lms.example/t",
+		JWKSURL: "https://lms.example/j", Deployments: []string{"1"}}
+	fe, ok := p.Check().(*FieldError)
+	if !ok || fe.Field != "auth-url" || strings.Contains(fe.Message, "--") {
+		t.Errorf("Check: %#v", p.Check())
+	}
+}
