@@ -59,6 +59,7 @@ type Server struct {
 	workers map[string]*Worker
 	runs    map[string]*remoteRun // by run id, while Exec waits
 	subs    []*nats.Subscription
+	wsubs   map[string]*workerSubs // each nkey worker's own (isolate.go)
 
 	tmu     sync.Mutex // guards ts; taken before mu, never after
 	ts      termState  // learner terminals on workers (term_server.go)
@@ -72,11 +73,12 @@ type remoteRun struct {
 	claimed chan string
 	end     chan sandbox.End
 
-	mu     sync.Mutex // orders emit calls; guards what follows
-	n      int64      // the last frame's number
-	events int        // events taken
-	bytes  int        // their bytes
-	broken bool       // a bound was broken: nothing more is taken
+	mu       sync.Mutex // orders emit calls; guards what follows
+	n        int64      // the last frame's number
+	events   int        // events taken
+	bytes    int        // their bytes
+	broken   bool       // a bound was broken: nothing more is taken
+	srvDrops int        // the server's drops of the worker's events when the last frame came (isolate.go)
 }
 
 // Start runs the embedded NATS server and subscribes the lab's side.
@@ -180,11 +182,15 @@ func Start(cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("work queue consumer: %w", err)
 		}
 	}
+	// Token workers share these; an nkey worker has its own (isolate.go).
 	for subj, h := range map[string]nats.MsgHandler{
-		subjHeartbeat + "*": s.onHeartbeat,
-		subjClaim + "*.*":   s.onClaim,
-		subjEvents + "*.*":  s.onEvent,
+		subjHeartbeat + "*": s.shared(s.onHeartbeat, subjHeartbeat),
+		subjClaim + "*.*":   s.shared(s.onClaim, subjClaim),
+		subjEvents + "*.*":  s.shared(s.onEvent, subjEvents),
 	} {
+		if cfg.Token == "" {
+			break // every worker has subscriptions of its own
+		}
 		sub, err := nc.Subscribe(subj, h)
 		if err != nil {
 			s.Close()
@@ -194,6 +200,13 @@ func Start(cfg ServerConfig) (*Server, error) {
 		// the client, not kept (1 MB messages once took it to 1.8 GB).
 		_ = sub.SetPendingLimits(pendingMsgs, pendingBytes)
 		s.subs = append(s.subs, sub)
+	}
+	s.mu.Lock()
+	err = s.subscribeWorkersLocked(workerNames(cfg.Workers))
+	s.mu.Unlock()
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
 	if err := s.termsInit(); err != nil {
 		s.Close()
@@ -222,7 +235,15 @@ func (s *Server) SetWorkers(keys []WorkerKey) error {
 	}
 	s.opts = o
 	s.cfg.Workers = keys
-	return nil
+	return s.subscribeWorkersLocked(workerNames(keys))
+}
+
+func workerNames(keys []WorkerKey) []string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
+	return names
 }
 
 // natsError reports the lab connection's asynchronous errors (a slow
@@ -257,6 +278,12 @@ func (s *Server) Close() {
 		default:
 		}
 	}
+	s.mu.Lock()
+	for _, ws := range s.wsubs {
+		ws.close()
+	}
+	s.wsubs = nil
+	s.mu.Unlock()
 	if s.nc != nil {
 		s.nc.Close()
 	}
@@ -328,8 +355,10 @@ func (s *Server) onClaim(m *nats.Msg) {
 	}
 	s.mu.Unlock()
 	if ok {
+		_, srvDrops := s.drops(worker) // a gap counts only the server's drops from here on
 		// Where it runs, before the worker can send its first event.
 		r.mu.Lock()
+		r.srvDrops = srvDrops
 		r.emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning, Backend: s.backendOf(worker, r.need)})
 		r.mu.Unlock()
 		r.claimed <- worker
@@ -357,6 +386,7 @@ func (s *Server) onEvent(m *nats.Msg) {
 		s.warn("workers: events for a run another worker (or none) was granted", "worker", worker, "run", id)
 		return
 	}
+	_, srvDrops := s.drops(worker)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.broken {
@@ -373,8 +403,21 @@ func (s *Server) onEvent(m *nats.Msg) {
 		why = fmt.Sprintf("more than %d bytes of events in one run", runBytes)
 	case json.Unmarshal(m.Data, &f) != nil || (f.Event == nil) == (f.End == nil):
 		why = "a message that is not an event or an end"
+	case f.N != r.n+1 && srvDrops != r.srvDrops:
+		// Not the worker's rate: the server dropped them itself (a
+		// pending limit overflowed) and says so in its own name.
+		r.broken = true
+		s.warn("workers: the lab server dropped messages of a run; it fails, not the worker's fault", "worker", worker, "run", id)
+		_ = s.nc.Publish(subjCancel+worker+"."+id, nil)
+		select {
+		case r.end <- sandbox.End{Kind: sandbox.EndError,
+			Error: fmt.Sprintf("the lab server could not keep up with worker %s's messages and lost some of this run's (not the worker's fault): run it again", worker),
+			Zh:    fmt.Sprintf("实验服务器没有跟上 worker %s 的消息，丢失了这次运行的一部分（不是 worker 的错）：请再运行一次", worker)}:
+		default:
+		}
+		return
 	case f.N != r.n+1:
-		why = fmt.Sprintf("message %d after %d: messages were lost (a flood was dropped) or forged", f.N, r.n)
+		why = fmt.Sprintf("message %d after %d: it sent faster than %d bytes a second and messages were dropped, or they were forged", f.N, r.n, workerRate)
 	}
 	if why != "" {
 		r.broken = true
@@ -387,6 +430,7 @@ func (s *Server) onEvent(m *nats.Msg) {
 		return
 	}
 	r.n = f.N
+	r.srvDrops = srvDrops
 	if f.End != nil {
 		end := sandbox.End{Kind: f.End.Kind, Error: textclip.Bytes(f.End.Error, maxText), Zh: textclip.Bytes(f.End.Zh, maxText)}
 		select {
