@@ -42,7 +42,7 @@ import (
 
 const (
 	peerDir     = "/run/lab-peer"     // what the peer publishes for the learner's side
-	peerSrcDir  = "/run/lab-peer-src" // the peer's source and binary (root only)
+	peerRoot    = "/run/rdmalab-peer" // the peer's source and binary, a folder per run (root only)
 	peerReadyS  = 30                  // seconds the peer has to publish "ready"
 	compileMaxS = 60
 	// outputFlush: program output is sent at least this often while it
@@ -412,39 +412,64 @@ func (s *outStream) over() bool {
 
 // peerProc is the lab's peer program, running.
 type peerProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *capped
-	done  chan struct{}
-	once  sync.Once
+	srcDir string // its source and binary, removed by stop
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *capped
+	done   chan struct{}
+	once   sync.Once
 }
 
 // startPeer compiles the peer and starts it, waiting until it has
-// published peerDir/ready (or has failed).
-func startPeer(ctx context.Context, p *vmproto.Program) (*peerProc, error) {
-	_ = os.RemoveAll(peerDir)
-	_ = os.RemoveAll(peerSrcDir)
-	if err := os.MkdirAll(peerSrcDir, 0o700); err != nil {
+// published peerDir/ready (or has failed). Everything root does here is
+// in folders only root can write (issue 43 fall 1: a learner who could
+// pre-create the peer's folder swapped their own peer.c in, and root ran
+// it): the source and the binary in a fresh folder under peerRoot, which
+// is checked to be root's own; peerDir is made anew, and a peerDir that
+// cannot be emptied (a learner's 4,600-deep folder chain) ends the run
+// with the reason instead of being used as it is.
+func startPeer(ctx context.Context, p *vmproto.Program) (pp *peerProc, err error) {
+	if err := rootOnlyDir(peerRoot); err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
+	if err := clearPeerDir(); err != nil {
+		return nil, err
+	}
+	srcDir, err := os.MkdirTemp(peerRoot, "peer-")
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(srcDir)
+		}
+	}()
 	// The learner's side answers in here (a file of its own, as the
-	// exercise says): writable by anyone, like /tmp.
-	if err := os.MkdirAll(peerDir, 0o755); err != nil {
+	// exercise says): writable by anyone, like /tmp, and like /tmp root
+	// follows no learner's link in it (the guest's fs.protected_*).
+	if err := os.Mkdir(peerDir, 0o755); err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	_ = os.Chmod(peerDir, 0o777|os.ModeSticky)
-	src := filepath.Join(peerSrcDir, "peer.c")
+	if err := ownedByRoot(peerDir); err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	if err := os.Chmod(peerDir, 0o777|os.ModeSticky); err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	src := filepath.Join(srcDir, "peer.c")
 	if err := os.WriteFile(src, p.Peer, 0o600); err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	bin := filepath.Join(peerSrcDir, "peer")
+	bin := filepath.Join(srcDir, "peer")
 	cctx, cancel := context.WithTimeout(ctx, compileMaxS*time.Second)
-	out, err := exec.CommandContext(cctx, "/usr/bin/tcc", "-o", bin, src, "-libverbs", "-lrdmacm").CombinedOutput()
+	cc := exec.CommandContext(cctx, "/usr/bin/tcc", "-o", bin, src, "-libverbs", "-lrdmacm")
+	cc.Dir = srcDir
+	out, err := cc.CombinedOutput()
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("the lab's peer did not compile: %v: %s", err, bytes.TrimSpace(out))
 	}
-	pp := &peerProc{out: &capped{n: vmproto.ProgramPeerMax}, done: make(chan struct{})}
+	pp = &peerProc{out: &capped{n: vmproto.ProgramPeerMax}, done: make(chan struct{}), srcDir: srcDir}
 	cmd := exec.Command(bin, p.PeerArgs...)
 	cmd.Dir = peerDir
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "LAB_PEER_DIR=" + peerDir}
@@ -491,14 +516,93 @@ func (pp *peerProc) report() []byte {
 	return slices.Clone(pp.out.b)
 }
 
-// stop kills the peer and its process group.
+// stop kills the peer and its process group and removes its folder.
 func (pp *peerProc) stop() {
 	pp.once.Do(func() {
 		_ = pp.stdin.Close()
 		if pp.cmd != nil && pp.cmd.Process != nil {
 			_ = syscall.Kill(-pp.cmd.Process.Pid, syscall.SIGKILL)
+			<-pp.done
 		}
+		_ = os.RemoveAll(pp.srcDir)
 	})
+}
+
+// clearPeerDir removes the last run's peerDir. What cannot be removed
+// (a learner's folder chain deeper than the agent's file handles reach)
+// is moved whole into peerRoot, out of the learner's reach and out of the
+// way; a run goes on only when peerDir is gone, never with the old one.
+// Folders moved aside earlier are removed again here, as far as possible.
+func clearPeerDir() error {
+	olds, _ := filepath.Glob(filepath.Join(peerRoot, "stale-*"))
+	for _, o := range olds {
+		if err := os.RemoveAll(o); err != nil {
+			fmt.Fprintf(os.Stderr, "rdmalab-guest: a peer folder moved aside stays (root's only): %v\n", shortPathErr(err))
+		}
+	}
+	err := os.RemoveAll(peerDir)
+	if err == nil {
+		return nil
+	}
+	aside, merr := os.MkdirTemp(peerRoot, "stale-")
+	if merr == nil {
+		merr = os.Rename(peerDir, filepath.Join(aside, "lab-peer"))
+	}
+	if merr != nil {
+		return fmt.Errorf("the lab's peer folder %s could not be emptied (%v) nor moved aside (%v): reset your machine to start afresh", peerDir, shortPathErr(err), shortPathErr(merr))
+	}
+	fmt.Fprintf(os.Stderr, "rdmalab-guest: %s could not be emptied (%v): moved aside to %s\n", peerDir, shortPathErr(err), aside)
+	return nil
+}
+
+// shortPathErr is err without the path a *os.PathError names (a learner's
+// folder chain makes it thousands of characters long).
+func shortPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// rootOnlyDir makes dir (in a folder of root's) a folder only root may
+// enter, or says why it is not one: an existing dir must be root's own,
+// not a link, and closed to everyone else.
+func rootOnlyDir(dir string) error {
+	if err := ownedByRoot(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := ownedByRoot(dir); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is open to others (%v): refusing to use it", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// ownedByRoot says whether dir is a folder (not a link) of root's that no
+// one else may write.
+func ownedByRoot(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || st.Uid != 0 {
+		return fmt.Errorf("%s is not root's own folder: refusing to use it", dir)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s may be written by others (%v): refusing to use it", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // rxeCounters lists every rxe device's hw_counters as "DEV NAME VALUE"

@@ -24,7 +24,22 @@ agent=$!
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /run
+# /run is root's (tmpfs would make it 1777): the agent keeps root-only
+# files there, and a learner's shell must not pre-create them.
+mount -t tmpfs -o mode=0755 tmpfs /run
+# No systemd here to set what it sets on every distribution: root never
+# follows a learner's link or opens a learner's file in a world-writable
+# sticky folder (/tmp, /run/lab-peer); no user namespaces for a learner
+# (no lesson needs one; Debian's kernel has the switch).
+echo 1 > /proc/sys/fs/protected_symlinks
+echo 1 > /proc/sys/fs/protected_hardlinks
+echo 2 > /proc/sys/fs/protected_regular
+echo 2 > /proc/sys/fs/protected_fifos
+if [ -e /proc/sys/kernel/unprivileged_userns_clone ]; then
+	echo 0 > /proc/sys/kernel/unprivileged_userns_clone
+else
+	echo 0 > /proc/sys/user/max_user_namespaces
+fi
 read up _ < /proc/uptime; echo "rdmalab-guest: init at uptime ${up}s"
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts

@@ -37,6 +37,10 @@ func TestInitScript(t *testing.T) {
 		": > " + vmproto.ModulesDone,
 		"/usr/bin/labagent --serve " + vmproto.PortLink + " &",
 		`exec /usr/bin/labagent guest-init "$agent"`,
+		// Issue 43 fall 1: /run is root's, root follows no learner's link.
+		"mount -t tmpfs -o mode=0755 tmpfs /run\n",
+		"echo 1 > /proc/sys/fs/protected_symlinks\n",
+		"echo 2 > /proc/sys/fs/protected_regular\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("/init lacks %q", want)
