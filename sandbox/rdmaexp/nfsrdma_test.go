@@ -36,6 +36,10 @@ func testNFSRDMA(t *testing.T, ex executor) {
 	if f["roce_pkts_per_mib_tcp"] >= 1 {
 		t.Errorf("%.1f RoCE packets per MiB over tcp, want none", f["roce_pkts_per_mib_tcp"])
 	}
+	if f["rounds_rdma"] != upperRounds || f["rounds_tcp"] != upperRounds {
+		t.Errorf("rounds: rdma %v, tcp %v; want %d each", f["rounds_rdma"], f["rounds_tcp"], upperRounds)
+	}
+	checkVerdictFigures(t, rec)
 	// what the cancelled run before this one left (cancelNFSRDMA)
 	if f["left_mounts_at_start"] != 0 || f["left_exports_at_start"] != 0 || f["left_threads_at_start"] != 0 || f["left_modules_at_start"] != 0 {
 		rec.dump(t)
@@ -85,6 +89,21 @@ func TestNFSVerdict(t *testing.T) {
 	bad.bytes = size / 2
 	if _, ok := nfsVerdict([]nfsRead{bad}, size); ok {
 		t.Error("ok although half the file was read")
+	}
+	// CPU per MiB ordered only when every read parts (issue 44 item 1)
+	rounds := func(r nfsRead, busy ...time.Duration) []nfsRead {
+		var rs []nfsRead
+		for _, b := range busy {
+			r.busy = b
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	ms := time.Millisecond
+	apart, _ := nfsVerdict(append(rounds(rd, 100*ms, 110*ms, 120*ms), rounds(tc, 300*ms, 310*ms, 290*ms)...), size)
+	mixed, _ := nfsVerdict(append(rounds(rd, 100*ms, 400*ms, 120*ms), rounds(tc, 300*ms, 310*ms, 90*ms)...), size)
+	if !strings.Contains(apart["en"], "rdma lower in each of 3 rounds") || !strings.Contains(mixed["en"], "rounds overlap") {
+		t.Errorf("apart: %q\nmixed: %q", apart["en"], mixed["en"])
 	}
 	if got := nfsMountOptions("rdma", "10.0.0.1"); got != "vers=4.1,rdma,port=20049,addr=10.0.0.1,clientaddr=10.0.0.1" {
 		t.Errorf("mount options %q", got)

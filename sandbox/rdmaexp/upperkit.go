@@ -234,19 +234,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// compareText judges a against b for a verdict: within a quarter of each
-// other the two are "about the same" (one run on an emulated machine
-// swings that much), else a is lower or higher.
-func compareText(a, b float64) (en, zh string) {
-	switch {
-	case a > 0 && b > 0 && a/b < 1.25 && b/a < 1.25:
-		return "about the same", "两者相近"
-	case a < b:
-		return "lower", "前者更低"
-	}
-	return "higher", "前者更高"
-}
-
 // upperRounds is how many rounds lesson 08's comparisons measure each
 // figure (DESIGN.md: a verdict must survive a rerun). Each round is a
 // whole tool run, seconds long under emulation, so three, as loss-sweep:
