@@ -358,6 +358,12 @@ func TestLTIClassHasNoJoinCode(t *testing.T) {
 	if n := e.count(`SELECT COUNT(*) FROM cohort_members`); n != 1 {
 		t.Errorf("%d members after an outsider used the join code, want the LMS's one", n)
 	}
+	// The classes page shows none.
+	res, err = e.teacher().Get(e.HTTP.URL + "/instructor/classes?lang=en")
+	doc := pageOf(t, res, err)
+	if doc.Find("[data-testid=class-code]").Length() != 0 || doc.Find("[data-testid=class-lms]").Length() != 1 {
+		t.Errorf("the classes page of an LMS class: %s", doc.Find("main").Text())
+	}
 }
 
 // TestLTIGradedChangesReachTheLMS (item 3): a graded setting changed, a

@@ -66,6 +66,11 @@ func (s *Area) renderCohorts(w http.ResponseWriter, r *http.Request, status int,
 		}
 		row.ID, row.Name, row.Code = id, c.Name, c.Code
 		row.JoinURL, row.Href = page.BaseURL(r)+"/join/"+c.Code, "/instructor?class="+id
+		// An LMS course's class has no join code that works: none is shown.
+		if row.LMS, err = s.cfg.Store.IsLTIClass(r.Context(), c.ID); err != nil {
+			s.InternalError(w, r, err)
+			return
+		}
 		row.Members, row.Archived, row.ArchiveAction = c.Members, c.Archived(), "/instructor/classes/"+id+"/archive"
 		row.RosterHref, row.GradedHref = rosterHref(c), gradedHref(c)
 		v.Classes = append(v.Classes, row)

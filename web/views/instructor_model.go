@@ -215,6 +215,7 @@ type CohortRow struct {
 	GradedHref    string
 	TAs           []Option // the class's TA accounts
 	AddTAs        []Option // TA accounts not yet in the class
+	LMS           bool     // an LMS course's class: no join code works, none is shown
 	TAAction      string
 }
 
