@@ -58,6 +58,9 @@ func testAtomics(t *testing.T, ex executor) {
 	if r.OK == nil || !*r.OK {
 		t.Errorf("verdict not ok: %s", r.Message)
 	}
+	// every figure the verdict quotes is in a table (issue 44 item 7: the
+	// retried CAS were not); n is the increments each QP was asked for
+	checkVerdictFigures(t, rec, fmt.Sprint(n))
 }
 
 func testWriteImm(t *testing.T, ex executor) {
