@@ -314,6 +314,12 @@ func testRDMACM(t *testing.T, ex executor) {
 		rec.dump(t)
 		t.Fatalf("rdma-cm: %s %v", r.Message, f)
 	}
+	// "connected with N CM events" counts the connect, not the
+	// disconnect's events (issue 44 item 7)
+	if f["connect_events"]+f["disconnect_events"] != f["cm_events"] || f["disconnect_events"] < 1 ||
+		!strings.Contains(r.Message, fmt.Sprintf("connected with %v CM events", f["connect_events"])) {
+		t.Errorf("rdma-cm's event count: %v; verdict %q", f, r.Message)
+	}
 	var rows []string
 	for _, tb := range rec.of(sandbox.EvTable) {
 		for _, row := range tb.Table.Rows {

@@ -225,10 +225,13 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	t := sandbox.NewTable(say("rdma_cm events", "rdma_cm 事件"), say("side", "端"), say("event", "事件"),
 		say("what it replaced in the manual exchange", "它替代了手工交换中的哪一步"))
 	sideText := map[string]sandbox.Text{"server": say("server", "服务端"), "client": say("client", "客户端")}
-	established := 0
+	established, teardown := 0, 0
 	for _, e := range events {
-		if e.Event == "RDMA_CM_EVENT_ESTABLISHED" {
+		switch e.Event {
+		case "RDMA_CM_EVENT_ESTABLISHED":
 			established++
+		case "RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_TIMEWAIT_EXIT":
+			teardown++ // after the pings: not part of connecting
 		}
 		m := cmMeaning(e.Event)
 		t.AddRow(sideText[e.Side], sandbox.Same(e.Event), m)
@@ -238,10 +241,11 @@ func runRDMACM(ctx context.Context, p sandbox.Params, emit sandbox.Emitter) erro
 	}
 	emit.Emit(sandbox.Event{Type: sandbox.EvTable, Table: t})
 	ok := cliErr == nil && established == 2 && pings == count
-	figs := map[string]float64{"cm_events": float64(len(events)), "established": float64(established), "pings": float64(pings),
+	connect := len(events) - teardown
+	figs := map[string]float64{"cm_events": float64(len(events)), "connect_events": float64(connect), "disconnect_events": float64(teardown), "established": float64(established), "pings": float64(pings),
 		"client_ok": b2f(cliErr == nil), "verbs_objects": float64(verbsLines)}
-	v := say(fmt.Sprintf("rping connected with %d CM events and %d pings went through. The program gave the CM an IP address and a port; the CM found the device and GID, the route and MTU, carried the QP number and PSN to the peer in REQ/REP/RTU, and moved both QPs to RTS — every step of the manual exchange. What stays the same: PD, MR, CQ, QP, post and poll are ordinary verbs.", len(events), pings),
-		fmt.Sprintf("rping 经过 %d 个 CM 事件完成连接，%d 次 ping 成功。程序只给了 CM 一个 IP 地址和端口；CM 找到了设备和 GID、路由和 MTU，用 REQ/REP/RTU 把 QP 号和 PSN 带给对端，并把两端 QP 推进到 RTS——手工交换的每一步都替我们做了。不变的是：PD、MR、CQ、QP、投递和轮询仍是普通的 verbs。", len(events), pings))
+	v := say(fmt.Sprintf("rping connected with %d CM events (%d more came with the disconnect) and %d pings went through. The program gave the CM an IP address and a port; the CM found the device and GID, the route and MTU, carried the QP number and PSN to the peer in REQ/REP/RTU, and moved both QPs to RTS — every step of the manual exchange. What stays the same: PD, MR, CQ, QP, post and poll are ordinary verbs.", connect, teardown, pings),
+		fmt.Sprintf("rping 经过 %d 个 CM 事件完成连接（断开时又来了 %d 个），%d 次 ping 成功。程序只给了 CM 一个 IP 地址和端口；CM 找到了设备和 GID、路由和 MTU，用 REQ/REP/RTU 把 QP 号和 PSN 带给对端，并把两端 QP 推进到 RTS——手工交换的每一步都替我们做了。不变的是：PD、MR、CQ、QP、投递和轮询仍是普通的 verbs。", connect, teardown, pings))
 	if !ok {
 		reason, reasonZh := "", ""
 		if cliErr != nil {

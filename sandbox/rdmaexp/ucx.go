@@ -373,8 +373,8 @@ func ucxGIDPitfall(ctx context.Context, emit sandbox.Emitter, bin string, top to
 	figs := map[string]float64{"ud_timeout": b2f(r.UDTimedOut), "completed": b2f(err == nil)}
 	if err == nil {
 		figs["rc_lat_us"] = r.Perf.LatP50
-		result(emit, true, say(fmt.Sprintf("With the GID UCX chose itself the run completed this time (%s µs median one way): the pitfall did not show. Compare the gid=0 preset.", f1(r.Perf.LatP50)),
-			fmt.Sprintf("这次由 UCX 自己挑 GID，运行也完成了（单程中位数 %s µs）：陷阱没有出现。可与 gid=0 预设对比。", f1(r.Perf.LatP50))), figs)
+		result(emit, true, say(fmt.Sprintf("With the GID UCX chose itself the run completed this time (%s µs median one way): the pitfall did not show. The \"rc_verbs vs tcp\" preset sets UCX_IB_GID_INDEX=0 instead.", f1(r.Perf.LatP50)),
+			fmt.Sprintf("这次由 UCX 自己挑 GID，运行也完成了（单程中位数 %s µs）：陷阱没有出现。“rc_verbs 对比 tcp”预设则设 UCX_IB_GID_INDEX=0。", f1(r.Perf.LatP50))), figs)
 		return nil
 	}
 	if !r.UDTimedOut {
@@ -382,8 +382,8 @@ func ucxGIDPitfall(ctx context.Context, emit sandbox.Emitter, bin string, top to
 	}
 	note(emit, "warn", say("UCX aborted: \"UD endpoint … unhandled timeout error\". rc_v opens its RC connections by first talking over UD (ud_verbs as the auxiliary transport); those UD packets went unanswered with the GID UCX picked.",
 		"UCX 中止了：“UD endpoint … unhandled timeout error”。rc_v 先通过 UD（ud_verbs 作为辅助传输）交换信息才建立 RC 连接；用 UCX 挑的 GID，这些 UD 报文没有得到回应。"))
-	result(emit, false, say("With UCX_IB_GID_INDEX=auto UCX picked the RoCE v2 IPv4 GID and its UD wireup between rxe1 and rxe0 timed out, so ucx_perftest aborted; with UCX_IB_GID_INDEX=0 (the gid=0 preset) the same run completes. On real clusters the same symptom comes from GID tables that differ between nodes: set UCX_IB_GID_INDEX to the index both ends share (show_gids / ibv_devinfo -v lists them).",
-		"UCX_IB_GID_INDEX=auto 时 UCX 选了 RoCE v2 的 IPv4 GID，它在 rxe1 与 rxe0 之间的 UD 建链超时，ucx_perftest 随即中止；设 UCX_IB_GID_INDEX=0（gid=0 预设）时同样的运行可以完成。在真实集群上，同样的症状来自各节点 GID 表不一致：把 UCX_IB_GID_INDEX 设成两端共有的索引（show_gids 或 ibv_devinfo -v 可以列出）。"), figs)
+	result(emit, false, say("With UCX_IB_GID_INDEX=auto UCX picked the RoCE v2 IPv4 GID and its UD wireup between rxe1 and rxe0 timed out, so ucx_perftest aborted. This run did not try another index: the \"rc_verbs vs tcp\" preset sets UCX_IB_GID_INDEX=0, the link-local entry, and runs the same test over it. On real clusters the same symptom comes from GID tables that differ between nodes: set UCX_IB_GID_INDEX to the index both ends share (show_gids / ibv_devinfo -v lists them).",
+		"UCX_IB_GID_INDEX=auto 时 UCX 选了 RoCE v2 的 IPv4 GID，它在 rxe1 与 rxe0 之间的 UD 建链超时，ucx_perftest 随即中止。这次运行没有试别的索引：“rc_verbs 对比 tcp”预设设 UCX_IB_GID_INDEX=0，即链路本地条目，用它跑同样的测试。在真实集群上，同样的症状来自各节点 GID 表不一致：把 UCX_IB_GID_INDEX 设成两端共有的索引（show_gids 或 ibv_devinfo -v 可以列出）。"), figs)
 	return nil
 }
 
