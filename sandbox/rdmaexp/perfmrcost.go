@@ -214,25 +214,33 @@ func reportMRCost(emit sandbox.Emitter, rows []mrRow, perMsg, once, regOnly time
 	// A 64 KiB WRITE at 100 Gb/s takes about 5 µs on the wire (64 KiB ÷
 	// 12.5 GB/s). The µs measured here come from an emulated CPU, so the
 	// verdict compares shares, never this page's µs with the 5 µs.
-	hw := say(fmt.Sprintf(" Registering and deregistering 64 KiB cost %.0f µs here, %.0f%% of a 64 KiB WRITE on this slow software device; a hardware RNIC moves 64 KiB in about 5 µs at 100 Gb/s (64 KiB ÷ 12.5 GB/s) while registering still takes a system call, the pinning and a write to the NIC's tables, so there registering per message would be a far larger share of each transfer (do not set this run's µs, from an emulated CPU, against the 5 µs).", us(regOnly), share*100),
-		fmt.Sprintf("这里注册加注销 64 KiB 花了 %.0f µs，相当于这个缓慢的软件设备上一个 64 KiB WRITE 的 %.0f%%；硬件网卡在 100 Gb/s 下搬 64 KiB 约需 5 µs（64 KiB ÷ 12.5 GB/s），而注册仍然要一次系统调用、钉页，再加上写网卡的表，所以在那里每条消息都注册，占每次传输的比例会大得多（不要拿这次在模拟 CPU 上测得的微秒数去比这 5 µs）。", us(regOnly), share*100))
+	hw := say(fmt.Sprintf(" Registering and deregistering 64 KiB cost %s µs here, %.0f%% of a 64 KiB WRITE on this slow software device; a hardware RNIC moves 64 KiB in about 5 µs at 100 Gb/s (64 KiB ÷ 12.5 GB/s) while registering still takes a system call, the pinning and a write to the NIC's tables, so there registering per message would be a far larger share of each transfer (do not set this run's µs, from an emulated CPU, against the 5 µs).", f1(us(regOnly)), share*100),
+		fmt.Sprintf("这里注册加注销 64 KiB 花了 %s µs，相当于这个缓慢的软件设备上一个 64 KiB WRITE 的 %.0f%%；硬件网卡在 100 Gb/s 下搬 64 KiB 约需 5 µs（64 KiB ÷ 12.5 GB/s），而注册仍然要一次系统调用、钉页，再加上写网卡的表，所以在那里每条消息都注册，占每次传输的比例会大得多（不要拿这次在模拟 CPU 上测得的微秒数去比这 5 µs）。", f1(us(regOnly)), share*100))
 	gen := say("In general: ibv_reg_mr pins every page (the kernel's pin_user_pages) and hands the device a translation for each, so its cost grows with the size; ibv_dereg_mr unpins them. On hardware it is the same work plus writing the NIC's translation tables. That is why programs register big buffers once at start and reuse them (or use a pool), never per message.",
 		"一般规律：ibv_reg_mr 要钉住每一页（内核的 pin_user_pages），并为每页给设备一份地址转换，所以代价随大小增长；ibv_dereg_mr 再把它们解除钉住。在硬件上工作相同，还要再写网卡的地址转换表。所以程序在启动时一次注册大缓冲区并反复使用（或用内存池），而不是每条消息都注册。")
 	rxe := say("Specific to rxe: there is no NIC table to write — rxe keeps the page list in kernel memory — so what you measured is the system call and the per-page pinning, without the device's share.",
 		"rxe 特有：没有网卡表需要写——rxe 把页列表存在内核内存里——所以这里测到的是系统调用和逐页钉住的开销，不含设备那一份。")
+	// The verdict compares the cheapest small size with the largest; when
+	// the smallest size measured took longer than that one, the table
+	// shows it, and the verdict says why it was not the one compared.
+	below := sandbox.Text{"en": "", "zh": ""}
+	if first := rows[0]; first.Size != small.Size {
+		below = say(fmt.Sprintf(" (%s took %s µs, more than %s: below 64 KiB the fixed cost of a call and its noise outweigh the pages, so the cheapest small size stands for that fixed cost.)", human(int64(first.Size)), first.RegUS.say(1)["en"], human(int64(small.Size))),
+			fmt.Sprintf("（%s 用了 %s µs，比 %s 还多：64 KiB 以下，每次调用的固定开销和它的波动盖过了页数，所以拿最便宜的小尺寸代表这份固定开销。）", human(int64(first.Size)), first.RegUS.say(1)["zh"], human(int64(small.Size))))
+	}
 	var v sandbox.Text
 	switch kind {
 	case 1:
-		v = say(fmt.Sprintf("Registration grew with the size: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.0f for ×%.0f the pages). A 64 KiB WRITE with its own registration took %.0f µs, from memory registered once %.0f µs.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth, figs["size_ratio"], us(perMsg), us(once))+hw["en"]+" "+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("注册的代价随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；页数 ×%.0f，时间 ×%.0f）。每次都注册的 64 KiB WRITE 用了 %.0f µs，从只注册一次的内存发送用了 %.0f µs。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, figs["size_ratio"], growth, us(perMsg), us(once))+hw["zh"]+gen["zh"]+rxe["zh"])
+		v = say(fmt.Sprintf("Registration grew with the size: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.0f for ×%.0f the pages). A 64 KiB WRITE with its own registration took %s µs, from memory registered once %s µs.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth, figs["size_ratio"], f1(us(perMsg)), f1(us(once)))+below["en"]+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("注册的代价随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；页数 ×%.0f，时间 ×%.0f）。每次都注册的 64 KiB WRITE 用了 %s µs，从只注册一次的内存发送用了 %s µs。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, figs["size_ratio"], growth, f1(us(perMsg)), f1(us(once)))+below["zh"]+hw["zh"]+gen["zh"]+rxe["zh"])
 	case -1:
-		v = say(fmt.Sprintf("Registration barely grew here: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.1f) — a fixed cost per call dominated.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth)+hw["en"]+" "+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("这里注册代价几乎没有随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；×%.1f）——每次调用的固定开销占了主导。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, growth)+hw["zh"]+gen["zh"]+rxe["zh"])
+		v = say(fmt.Sprintf("Registration barely grew here: %s µs for %s, %s µs for %s (median, lowest–highest of %d; ×%.1f) — a fixed cost per call dominated.", small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), big.RegUS.N, growth)+below["en"]+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("这里注册代价几乎没有随大小增长：%s 用 %s µs，%s 用 %s µs（%d 次的中位数，最低–最高；×%.1f）——每次调用的固定开销占了主导。", human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], big.RegUS.N, growth)+below["zh"]+hw["zh"]+gen["zh"]+rxe["zh"])
 	default:
 		why := tooNoisy(say(fmt.Sprintf("over %d registrations each, the range of %s overlaps twice the range of %s, so whether it took twice as long or more is not settled", big.RegUS.N, human(int64(big.Size)), human(int64(small.Size))),
 			fmt.Sprintf("各注册 %d 次中，%s 的范围与 %s 范围的两倍互相重叠，是否达到两倍以上还定不下来", big.RegUS.N, human(int64(big.Size)), human(int64(small.Size)))))
-		v = say(fmt.Sprintf("Whether registration grew with the size is %s: %s µs for %s, %s µs for %s (median, lowest–highest; ×%.1f).", why["en"], small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), growth)+hw["en"]+" "+gen["en"]+" "+rxe["en"],
-			fmt.Sprintf("注册代价是否随大小增长，%s。%s 用 %s µs，%s 用 %s µs（中位数，最低–最高；×%.1f）。", why["zh"], human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], growth)+hw["zh"]+gen["zh"]+rxe["zh"])
+		v = say(fmt.Sprintf("Whether registration grew with the size is %s: %s µs for %s, %s µs for %s (median, lowest–highest; ×%.1f).", why["en"], small.RegUS.say(1)["en"], human(int64(small.Size)), big.RegUS.say(1)["en"], human(int64(big.Size)), growth)+below["en"]+hw["en"]+" "+gen["en"]+" "+rxe["en"],
+			fmt.Sprintf("注册代价是否随大小增长，%s。%s 用 %s µs，%s 用 %s µs（中位数，最低–最高；×%.1f）。", why["zh"], human(int64(small.Size)), small.RegUS.say(1)["zh"], human(int64(big.Size)), big.RegUS.say(1)["zh"], growth)+below["zh"]+hw["zh"]+gen["zh"]+rxe["zh"])
 	}
 	result(emit, true, v, figs)
 	return nil
