@@ -107,6 +107,11 @@ func (s *Server) subscribeWorkersLocked(names []string) error {
 			delete(s.wsubs, name)
 		}
 	}
+	own := make(map[string]bool, len(s.wsubs))
+	for name := range s.wsubs {
+		own[name] = true
+	}
+	s.ownSubs.Store(&own)
 	return nil
 }
 
@@ -136,10 +141,7 @@ func (s *Server) shared(h nats.MsgHandler, prefix string) nats.MsgHandler {
 		if i := indexDot(name); i >= 0 {
 			name = name[:i]
 		}
-		s.mu.Lock()
-		own := s.wsubs[name] != nil
-		s.mu.Unlock()
-		if !own {
+		if own := s.ownSubs.Load(); own == nil || !(*own)[name] {
 			h(m)
 		}
 	}

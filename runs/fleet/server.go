@@ -59,7 +59,8 @@ type Server struct {
 	workers map[string]*Worker
 	runs    map[string]*remoteRun // by run id, while Exec waits
 	subs    []*nats.Subscription
-	wsubs   map[string]*workerSubs // each nkey worker's own (isolate.go)
+	wsubs   map[string]*workerSubs          // each nkey worker's own (isolate.go)
+	ownSubs atomic.Pointer[map[string]bool] // wsubs' names, read without mu by the shared subscriptions
 
 	tmu     sync.Mutex // guards ts; taken before mu, never after
 	ts      termState  // learner terminals on workers (term_server.go)
