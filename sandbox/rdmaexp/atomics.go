@@ -227,6 +227,10 @@ func raceCounter(ctx context.Context, emit sandbox.Emitter, top topology, mode s
 		lost := max(done-int64(le64(g.srv.buf, atomCounterOff)), 0)
 		metric(emit, "lost_"+mode, label, float64(done), float64(lost), "lost")
 	}
+	// A point at the start: a race that ends before the first tick still
+	// draws a line from nothing done to its end, not a lone dot at the
+	// far right of the axis (issue 44 item 6).
+	sample()
 loop:
 	for {
 		select {
