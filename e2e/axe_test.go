@@ -254,6 +254,9 @@ func TestAxeAfterRun(t *testing.T) {
 			if c["role"] != "figure" || c["name"] == "" || c["described"] != true {
 				t.Errorf("%s: chart %d is not a named figure described by its data: %v", lang, i, c)
 			}
+			if name, _ := c["name"].(string); lang == "zh" && (strings.Contains(name, ", ") || !eval[bool](b, hasCJK+`(`+jsString(name)+`)`)) {
+				t.Errorf("zh: chart %d's name %q is not Chinese with Chinese punctuation", i, name)
+			}
 			if c["rows"].(float64) < 1 || c["cols"].(float64) != c["series"].(float64)+1 {
 				t.Errorf("%s: chart %d's data table has %v rows and %v columns for %v series", lang, i, c["rows"], c["cols"], c["series"])
 			}

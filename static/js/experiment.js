@@ -177,7 +177,7 @@
         .then(function (r) { return r.json(); })
         .then(function (lab) {
           if (lab.state === "ready") {
-            var devs = (lab.devices || []).map(function (d) { return d.name + (d.netdev ? " → " + d.netdev : ""); }).join(", ");
+            var devs = (lab.devices || []).map(function (d) { return d.name + (d.netdev ? " → " + d.netdev : ""); }).join(w.lang === "zh" ? "、" : ", ");
             show("run.lab.ready", [devs || "-", lab.kernel || "?", (lab.accel || lab.backend || "").toUpperCase()], "ready");
             setRunnable(true);
             return;
@@ -636,8 +636,10 @@
       c.plot.setData(data);
       narrowX(c.plot, xs);
     }
-    var names = c.series.map(function (s) { return c.labels[s]; }).join(", ");
-    c.box.setAttribute("aria-label", fmt(this.t("run.chart.named"), c.yLabel + (names ? " — " + names : "")));
+    // zh lists with 、 and sets the names off with ：, never ASCII ", " (issue 44 item 8).
+    var zh = this.lang === "zh";
+    var names = c.series.map(function (s) { return c.labels[s]; }).join(zh ? "、" : ", ");
+    c.box.setAttribute("aria-label", fmt(this.t("run.chart.named"), c.yLabel + (names ? (zh ? "：" : " — ") + names : "")));
     if (c.data.open) this.fillData(c);
   };
 
