@@ -329,6 +329,9 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 			ev.Messages = both("prog.phase." + ev.Name)
 			ev.Message = ev.Messages["en"]
 		}
+		if ev.Type == sandbox.EvLog && ev.Name == "peer" {
+			ev.Messages = peerReport(ev.Message) // program_peer.go
+		}
 		emit(ev)
 	})
 	final := sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusDone}

@@ -261,7 +261,7 @@
             append('phase', '— ' + ((ev.messages && ev.messages[lang]) || ev.message || ev.name) + ' —\n');
             break;
           case 'log':
-            if (ev.name === 'peer') append('peer', (S['peer'] || '') + '\n' + ev.message + '\n');
+            if (ev.name === 'peer') append('peer', (S['peer'] || '') + '\n' + ((ev.messages && ev.messages[lang]) || ev.message) + '\n');
             else append(ev.level === 'stderr' ? 'stderr' : 'stdout', ev.message);
             break;
           case 'error':
