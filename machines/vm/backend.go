@@ -319,8 +319,7 @@ func (b *Backend) bootOnce() (*Guest, error) {
 			b.mu.Lock()
 			b.key = snapshotKey(b.cfg, qemu, im, AccelKVM)
 			b.mu.Unlock()
-			b.snapshot(g, qemu, im)
-			return g, nil
+			return b.snapshot(g, qemu, im, AccelKVM)
 		}
 		if b.ctx.Err() != nil {
 			return nil, err
@@ -360,10 +359,10 @@ func (b *Backend) bootOnce() (*Guest, error) {
 	}
 	b.cfg.Logger.Info("booting lab guest", "accel", accel, "why_not_kvm", why)
 	g, err := StartGuest(b.ctx, b.cfg, im, accel, false)
-	if err == nil {
-		b.snapshot(g, qemu, im)
+	if err != nil {
+		return nil, err
 	}
-	return g, err
+	return b.snapshot(g, qemu, im, accel)
 }
 
 // Current is the ready guest and its snapshot key, nil when there is none.
@@ -378,18 +377,37 @@ func (b *Backend) Current() (*Guest, string) {
 
 // snapshot saves a freshly booted guest's state, so the next guest (a
 // restart, another member of the pool, the next server start) is restored
-// in a fraction of the boot time. A failure only costs the next start a boot.
-func (b *Backend) snapshot(g *Guest, qemu string, im *vmimage.Image) {
+// in a fraction of the boot time. A failure only costs the next start a
+// boot. It returns the guest to use: g, or, when g's RAM became the
+// snapshot's shared file (g is stopped then), a guest restored from it.
+func (b *Backend) snapshot(g *Guest, qemu string, im *vmimage.Image, accel string) (*Guest, error) {
 	if b.cfg.NoSnapshot {
-		return
+		return g, nil
 	}
 	key := snapshotKey(b.cfg, qemu, im, g.Accel)
-	if loadSnapshot(b.cfg.Dir, snapshotSlot(b.cfg), key) != nil {
-		return
+	unlock, err := lockSnapshots(b.cfg.Dir)
+	if err != nil {
+		b.cfg.Logger.Warn("guest snapshot not saved; later guests boot", "err", err)
+		return g, nil
 	}
-	if _, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, snapshotSlot(b.cfg), key); err != nil {
+	if loadSnapshot(b.cfg.Dir, snapshotSlot(b.cfg), key) != nil {
+		unlock()
+		return g, nil
+	}
+	snap, err := g.SaveSnapshot(b.ctx, b.cfg.Dir, snapshotSlot(b.cfg), key)
+	unlock()
+	if err != nil {
 		b.cfg.Logger.Warn("guest snapshot not saved; later guests boot", "err", err)
 	}
+	select {
+	case <-g.Exited():
+	default:
+		return g, nil
+	}
+	if snap == nil {
+		return nil, fmt.Errorf("the guest stopped while its snapshot was saved: %w", err)
+	}
+	return startGuest(b.ctx, b.cfg, im, accel, false, snap)
 }
 
 // watch returns why g is no longer usable: QEMU exited, the agent port

@@ -38,6 +38,13 @@ type Config struct {
 	// first one (LAB_VM_SNAPSHOT=off).
 	NoSnapshot bool
 
+	// PrivateRAM: every guest holds all of its RAM itself, as before
+	// guests shared the snapshot's (LAB_VM_SHARED_RAM=off). By default a
+	// guest restored from the snapshot maps the snapshot's RAM file
+	// copy-on-write (sharedram.go): what it has not written stays one copy
+	// in the page cache for all guests.
+	PrivateRAM bool
+
 	// KVMProbe is how long a first KVM boot (auto mode, no verdict
 	// remembered yet) may show no progress on the console before the
 	// backend gives KVM up and boots with TCG (2 s).

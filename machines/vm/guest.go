@@ -47,6 +47,9 @@ type Guest struct {
 	client   *client
 	qmpSock  string
 	Restored bool // started from a snapshot, not booted
+
+	ram     *guestRAM // where its RAM lives (sharedram.go); nil: QEMU's own
+	bootRAM string    // the RAM file this guest writes, removed when it stops unless a snapshot took it
 }
 
 // StartGuest boots a guest from im and returns once its agent said hello,
@@ -85,11 +88,19 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 			return nil, err
 		}
 	}
+	g.ram = ramFor(cfg, snap, shell, func() string { return bootRAMFile(cfg.Dir, snapshotSlot(cfg)) })
+	if g.ram != nil && g.ram.shared {
+		g.bootRAM = g.ram.file
+	}
 	args := qemuArgs(cfg, im, accel, sock, consoleFIFO(runDir), shell)
+	args = append(args, g.ram.args(cfg.MemoryMiB)...)
 	incoming := filepath.Join(runDir, "incoming.sock")
 	switch {
 	case snap != nil && snap.kept:
 		args = append(args, "-incoming", "unix:"+incoming)
+	case snap != nil && snap.RAMFile != "":
+		// The capability x-ignore-shared first, then the stream (resume).
+		args = append(args, "-incoming", "defer")
 	case snap != nil:
 		args = append(args, "-incoming", "exec:cat "+shellQuote(snap.Path))
 	}
@@ -109,6 +120,9 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 			g.console.stop()
 		}
 		os.RemoveAll(runDir)
+		if g.bootRAM != "" {
+			os.Remove(g.bootRAM)
+		}
 		return nil, fmt.Errorf("start %s: %w", qemu, err)
 	}
 	go func() {
@@ -335,6 +349,9 @@ func (g *Guest) Stop() {
 		_ = fsutil.CopyFile(g.Console, g.keepConsole)
 	}
 	os.RemoveAll(g.runDir)
+	if g.bootRAM != "" {
+		os.Remove(g.bootRAM)
+	}
 }
 
 // Fail ends every call in flight with reason (the guest died or hung).

@@ -120,3 +120,10 @@ func qmpClip(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// setCapability sets one migration capability (migrate-set-capabilities).
+func (q *qmp) setCapability(ctx context.Context, name string, on bool) error {
+	_, err := q.do(ctx, "migrate-set-capabilities", map[string]any{
+		"capabilities": []map[string]any{{"capability": name, "state": on}}})
+	return err
+}

@@ -154,6 +154,12 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (
 	if _, err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}); err != nil {
 		return 0, 0, err
 	}
+	// A kept machine is saved whole: its RAM is its own, even where it
+	// maps the snapshot's file copy-on-write (a restored guest has
+	// x-ignore-shared set, which also changes the stream's format).
+	if err := q.setCapability(ctx, "x-ignore-shared", false); err != nil {
+		return 0, 0, err
+	}
 	if _, err := q.do(ctx, "migrate", map[string]any{"uri": "unix:" + sock}); err != nil {
 		return 0, 0, err
 	}

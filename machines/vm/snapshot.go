@@ -34,6 +34,14 @@ type Snapshot struct {
 	Took    time.Duration `json:"took"` // stop → file complete
 	Created time.Time     `json:"created"`
 
+	// A shared-RAM snapshot (sharedram.go): the state file holds only the
+	// devices, the RAM is RAMFile, which restored guests map copy-on-write.
+	// Both are named by key (StateName, RAMName, beside the slot's json);
+	// empty: the state holds the RAM too (PrivateRAM).
+	StateName string `json:"state,omitempty"`
+	RAMName   string `json:"ram,omitempty"`
+	RAMFile   string `json:"-"`
+
 	// kept: a learner's machine (keep.go), zstd-compressed, streamed into
 	// QEMU by this process; nextID and terms are its connection's (keptMeta).
 	kept   bool
@@ -41,7 +49,7 @@ type Snapshot struct {
 	terms  []uint64
 }
 
-const snapshotFormat = 3 // bump when the QEMU command line changes (3: the on-demand disk)
+const snapshotFormat = 4 // bump when the QEMU command line changes (3: the on-demand disk; 4: RAM named "ram", shared)
 
 // snapshotSlot names the cache's snapshot files for guests of cfg's shape
 // (slot + ".state", slot + ".json"). Guests with another vCPU count do not
@@ -58,7 +66,7 @@ func snapshotSlot(cfg Config) string {
 // snapshotKey names everything the saved state depends on.
 func snapshotKey(cfg Config, qemu string, im *vmimage.Image, accel string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n", snapshotFormat, im.Hash, qemu, qemuVersionCached(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append)
+	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n%s\n%d\n%d\n%s\n%v\n", snapshotFormat, im.Hash, qemu, qemuVersionCached(qemu), accel, cfg.MemoryMiB, cfg.CPUs, cfg.Append, cfg.PrivateRAM)
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
@@ -73,6 +81,12 @@ func loadSnapshot(dir, slot, key string) *Snapshot {
 		return nil
 	}
 	s.Path = filepath.Join(dir, slot+".state")
+	if s.RAMName != "" {
+		s.Path, s.RAMFile = filepath.Join(dir, s.StateName), filepath.Join(dir, s.RAMName)
+		if fi, err := os.Stat(s.RAMFile); err != nil || fi.Size() == 0 {
+			return nil
+		}
+	}
 	fi, err := os.Stat(s.Path)
 	if err != nil || fi.Size() != s.Bytes {
 		return nil
@@ -83,7 +97,13 @@ func loadSnapshot(dir, slot, key string) *Snapshot {
 // SaveSnapshot saves g's state into the cache dir's slot under key. The guest is
 // paused while QEMU writes the file (a fraction of a second for an idle
 // guest) and then continues where it was; the host's connection to its
-// agent stays open. Take it while no run is in flight.
+// agent stays open. Take it while no run is in flight, holding the
+// cache's snapshot lock (lockSnapshots).
+//
+// A guest whose RAM is a shared file (booted to become the snapshot,
+// sharedram.go) does not continue: its file becomes the snapshot's RAM,
+// which nothing may write again, so the guest is stopped for good once
+// saved (its Exited channel is closed) and the caller restores a new one.
 func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -103,13 +123,24 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snaps
 	if _, err := q.do(ctx, "stop", nil); err != nil {
 		return nil, err
 	}
+	shared := g.ram != nil && g.ram.shared
+	saved := false
 	defer func() {
-		// The guest continues whatever happened (postmigrate → running).
-		_, _ = q.do(context.Background(), "cont", nil)
+		// The guest continues whatever happened (postmigrate → running),
+		// but one whose RAM became the snapshot's.
+		if !(shared && saved) {
+			_, _ = q.do(context.Background(), "cont", nil)
+		}
 	}()
 	// The default limit is 32 MiB/s (for live migration over a network).
 	if _, err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}); err != nil {
 		return nil, err
+	}
+	if shared {
+		// The RAM stays in its file: the stream carries the devices.
+		if err := q.setCapability(ctx, "x-ignore-shared", true); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	if _, err := q.do(ctx, "migrate", map[string]any{"uri": "exec:cat > " + shellQuote(tmp)}); err != nil {
 		return nil, err
@@ -140,6 +171,21 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snaps
 	}
 	s := &Snapshot{Path: filepath.Join(dir, slot+".state"), Key: key, Hello: g.Hello, Accel: g.Accel,
 		Bytes: fi.Size(), Took: time.Since(begin), Created: time.Now().UTC()}
+	if shared {
+		// QEMU exits before the file gets its name: from here on nothing
+		// writes it (its pages are in the page cache; no sync is needed
+		// for other processes to map them).
+		saved = true
+		ram := g.bootRAM
+		g.bootRAM = "" // Stop would remove it
+		g.Stop()
+		s.StateName, s.RAMName = sharedNames(slot, key)
+		s.Path, s.RAMFile = filepath.Join(dir, s.StateName), filepath.Join(dir, s.RAMName)
+		if err := os.Rename(ram, s.RAMFile); err != nil {
+			os.Remove(ram)
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+	}
 	if err := os.Rename(tmp, s.Path); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -150,7 +196,13 @@ func (g *Guest) SaveSnapshot(ctx context.Context, dir, slot, key string) (*Snaps
 	if err := os.Rename(tmp+".json", filepath.Join(dir, slot+".json")); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	g.log.Info("guest snapshot saved", "bytes", s.Bytes, "took", s.Took.Round(time.Millisecond))
+	if shared {
+		removeStaleSnapshots(dir, slot, s.StateName, s.RAMName)
+		os.Remove(filepath.Join(dir, slot+".state")) // a state that held its RAM
+	} else {
+		removeStaleSnapshots(dir, slot)
+	}
+	g.log.Info("guest snapshot saved", "bytes", s.Bytes, "ram_file", s.RAMName, "took", s.Took.Round(time.Millisecond))
 	return s, nil
 }
 
@@ -173,6 +225,16 @@ func (g *Guest) resume(ctx context.Context, snap *Snapshot) error {
 		return err
 	}
 	defer q.close()
+	if snap.RAMFile != "" && !snap.kept {
+		// -incoming defer: the capability must be set before the stream
+		// is read (it adds each RAM block's address to the stream).
+		if err := q.setCapability(ctx, "x-ignore-shared", true); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if _, err := q.do(ctx, "migrate-incoming", map[string]any{"uri": "exec:cat " + shellQuote(snap.Path)}); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
 	for {
 		st, err := q.status(ctx)
 		if err != nil {
@@ -234,14 +296,11 @@ func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Im
 	cfg = cfg.WithDefaults()
 	key := snapshotKey(cfg, qemu, im, accel)
 	// One cold boot per cache, however many ask at once.
-	lock, err := os.OpenFile(filepath.Join(cfg.Dir, "snapshot.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockSnapshots(cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot lock: %w", err)
+		return nil, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("snapshot lock: %w", err)
-	}
+	defer unlock()
 	if s := loadSnapshot(cfg.Dir, snapshotSlot(cfg), key); s != nil {
 		return s, nil
 	}
@@ -251,6 +310,21 @@ func EnsureSnapshot(ctx context.Context, cfg Config, qemu string, im *vmimage.Im
 	}
 	defer g.Stop()
 	return g.SaveSnapshot(ctx, cfg.Dir, snapshotSlot(cfg), key)
+}
+
+// lockSnapshots takes the cache dir's snapshot lock (an flock: other
+// processes too), held while a snapshot is taken and its files renamed
+// into place, so that two saves never mix their files.
+func lockSnapshots(dir string) (unlock func(), err error) {
+	lock, err := os.OpenFile(filepath.Join(dir, "snapshot.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("snapshot lock: %w", err)
+	}
+	return func() { lock.Close() }, nil
 }
 
 // shellQuote quotes s for sh (QEMU runs exec: migration URIs with sh -c).
