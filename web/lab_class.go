@@ -21,6 +21,11 @@ type TermSizing struct {
 	PoolGuests   int // experiment guests reserved for
 	ByMemory     int // what memory allows
 	ByCPU        int // what CPUs allow
+	// PerGuestMiB is what one learner guest was counted at: its PSS
+	// (proportional memory), not its RSS; SharedMiB the snapshot's RAM
+	// the guests share, counted once (0: they do not share it).
+	PerGuestMiB int
+	SharedMiB   int
 }
 
 // TermSpares is the state of the paused spare learner guests (serve
@@ -31,6 +36,11 @@ type TermSpares struct {
 	Class           int // the class they are kept for
 	Room            int // more learner guests free memory holds now
 	Bounded         bool
+	// The learner guests' memory now (terminal.GuestMemory), in bytes:
+	// their PSS summed (what they hold together) and the part of it they
+	// share with one another (PSS − USS). Guests 0: not measured.
+	Guests      int
+	PSS, Shared int64
 }
 
 // TermKept is the disk the kept learner machines take (serve
@@ -66,11 +76,12 @@ var labClassStrings = page.Table{
 		"lab.spares":         "暂停的备用虚拟机",
 		"lab.spares.n":       "%d 台就绪，%d 台正在恢复；目标 %d 台（为 %d 人同时打开终端准备，减去已在用的学员，不超过剩余名额）",
 		"lab.spares.room":    "；可用内存还能再容纳 %d 台学员虚拟机",
+		"lab.spares.mem":     "；现有 %d 台学员虚拟机共占 %d MiB 内存（按分摊计，平均每台 %d MiB，其中共用的部分共 %d MiB）",
 		"lab.kept":           "保存的学员虚拟机",
 		"lab.kept.n":         "%d 台，占用磁盘 %d MiB",
 		"lab.kept.budget":    "（总上限 %d MiB，超出时先删除最旧的；启动以来已删除 %d 台）",
 		"term.kept.evicted":  "保存的虚拟机总共占用的磁盘超过了实验室的上限，最旧的会先被删除，你上次的虚拟机因此没有保留；这是一台全新的虚拟机。",
-		"lab.terminals.auto": "（自动：可用内存 %d MiB 允许 %d 个，%d 个 CPU 允许 %d 个，已为 %d 个实验虚拟机留出内存；用 --terminals 可手动设定）",
+		"lab.terminals.auto": "（自动：每台学员虚拟机按分摊的内存计 %d MiB，共用的快照内存 %d MiB 只计一次；可用内存 %d MiB 允许 %d 个，%d 个 CPU 允许 %d 个，已为 %d 个实验虚拟机留出内存；用 --terminals 可手动设定）",
 		"lab.crowd": "最近 %d 分钟里有 %d 位学员来自同一个网络地址（%s）。按地址计的限制由他们共用：同时排队或运行的实验最多 %d 个，新学员一次最多 %d 位。" +
 			"如果整个班级在同一个 NAT 或反向代理后面，请设置 LAB_TRUSTED_PROXY_HEADER 和 LAB_TRUSTED_PROXIES，或调高 LAB_RUNS_PER_ADDR 和 LAB_NEW_LEARNERS_PER_ADDR（见 docs/operations.md 的「限制」一节）。",
 	},
@@ -78,11 +89,12 @@ var labClassStrings = page.Table{
 		"lab.spares":         "Paused spare machines",
 		"lab.spares.n":       "%d ready, %d restoring; target %d (kept for %d learners opening their terminals at once, less the learners in, within the places left)",
 		"lab.spares.room":    "; free memory holds %d more learner machines",
+		"lab.spares.mem":     "; the %d learner machines hold %d MiB in all (proportional memory, PSS: %d MiB each on average, %d MiB of it the part they share)",
 		"lab.kept":           "Kept learner machines",
 		"lab.kept.n":         "%d, taking %d MiB of disk",
 		"lab.kept.budget":    " (of %d MiB in all; the oldest go first when over it; %d removed since the start)",
 		"term.kept.evicted":  "The lab's kept machines went over their disk budget and the oldest go first, so your last machine was removed; this is a fresh machine.",
-		"lab.terminals.auto": " (auto: %d MiB of available memory allows %d, %d CPUs allow %d, with memory kept for %d experiment guests; set --terminals to choose)",
+		"lab.terminals.auto": " (auto: each learner machine counted at its proportional memory (PSS), %d MiB, the snapshot's shared memory, %d MiB, once; %d MiB of available memory allows %d, %d CPUs allow %d, with memory kept for %d experiment guests; set --terminals to choose)",
 		"lab.crowd": "In the last %d minutes %d learners came from one network address (%s). They share the per-address limits: at most %d runs queued or running at once, %d new learners at once. " +
 			"If the whole class is behind one NAT or reverse proxy, set LAB_TRUSTED_PROXY_HEADER and LAB_TRUSTED_PROXIES, or raise LAB_RUNS_PER_ADDR and LAB_NEW_LEARNERS_PER_ADDR (docs/operations.md, \"Limits\").",
 	},
@@ -98,7 +110,7 @@ func (s *Server) labTerminalSizing(lang string) string {
 	if !sz.Auto {
 		return ""
 	}
-	return trf(lang, "lab.terminals.auto", sz.AvailableMiB, sz.ByMemory, sz.CPUs, sz.ByCPU, sz.PoolGuests)
+	return trf(lang, "lab.terminals.auto", sz.PerGuestMiB, sz.SharedMiB, sz.AvailableMiB, sz.ByMemory, sz.CPUs, sz.ByCPU, sz.PoolGuests)
 }
 
 // crowdWindow is how long a learner counts for the address they wrote
@@ -190,6 +202,9 @@ func (s *Server) labSpares(lang string) (spares, kept string) {
 	spares = trf(lang, "lab.spares.n", sp.Ready, sp.Starting, sp.Target, sp.Class)
 	if sp.Bounded {
 		spares += trf(lang, "lab.spares.room", max(sp.Room, 0))
+	}
+	if sp.Guests > 0 {
+		spares += trf(lang, "lab.spares.mem", sp.Guests, sp.PSS>>20, sp.PSS/int64(sp.Guests)>>20, sp.Shared>>20)
 	}
 	if k, on := ts.Kept(); on {
 		kept = trf(lang, "lab.kept.n", k.Machines, k.Bytes>>20)

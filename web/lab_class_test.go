@@ -51,10 +51,10 @@ func (i termInfo) KeepsFor() time.Duration { return 0 }
 // /lab says how --terminals auto chose the cap, in the page's language.
 func TestLabTerminalSizing(t *testing.T) {
 	fake := &fakeTerms{max: 7, queueMax: 4, sessions: map[string]*fakeShell{}}
-	ts := labClassServer(t, fake, termInfo{sz: TermSizing{Auto: true, AvailableMiB: 3000, CPUs: 2, PoolGuests: 1, ByMemory: 7, ByCPU: 50}}, Limits{})
+	ts := labClassServer(t, fake, termInfo{sz: TermSizing{Auto: true, AvailableMiB: 3000, CPUs: 2, PoolGuests: 1, ByMemory: 7, ByCPU: 50, PerGuestMiB: 160, SharedMiB: 256}}, Limits{})
 	for lang, want := range map[string]string{
-		"en": "0 / 7 (auto: 3000 MiB of available memory allows 7, 2 CPUs allow 50, with memory kept for 1 experiment guests; set --terminals to choose)",
-		"zh": "0 / 7（自动：可用内存 3000 MiB 允许 7 个，2 个 CPU 允许 50 个，已为 1 个实验虚拟机留出内存；用 --terminals 可手动设定）",
+		"en": "0 / 7 (auto: each learner machine counted at its proportional memory (PSS), 160 MiB, the snapshot's shared memory, 256 MiB, once; 3000 MiB of available memory allows 7, 2 CPUs allow 50, with memory kept for 1 experiment guests; set --terminals to choose)",
+		"zh": "0 / 7（自动：每台学员虚拟机按分摊的内存计 160 MiB，共用的快照内存 256 MiB 只计一次；可用内存 3000 MiB 允许 7 个，2 个 CPU 允许 50 个，已为 1 个实验虚拟机留出内存；用 --terminals 可手动设定）",
 	} {
 		if got := labDoc(t, ts, lang).Find(`[data-testid=lab-terminals]`).Text(); got != want {
 			t.Errorf("%s: %q, want %q", lang, got, want)
@@ -100,14 +100,15 @@ func TestLabCrowdWarning(t *testing.T) {
 
 // /lab shows the paused spares (what --spares keeps and what memory
 // holds) and the kept machines' disk against their budget, in zh without
-// English prose; not kept machines: no line.
+// English prose, with the learner machines' memory counted by PSS; not
+// kept machines: no line.
 func TestLabSparesAndKept(t *testing.T) {
 	fake := &fakeTerms{max: 50, queueMax: 4, sessions: map[string]*fakeShell{}}
-	ts := labClassServer(t, fake, termInfo{sp: TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true}, kept: TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
+	ts := labClassServer(t, fake, termInfo{sp: TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true, Guests: 18, PSS: 18 * 90 << 20, Shared: 18 * 20 << 20}, kept: TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
 	for lang, want := range map[string][2]string{
-		"en": {"17 ready, 1 restoring; target 20 (kept for 20 learners opening their terminals at once, less the learners in, within the places left); free memory holds 9 more learner machines",
+		"en": {"17 ready, 1 restoring; target 20 (kept for 20 learners opening their terminals at once, less the learners in, within the places left); free memory holds 9 more learner machines; the 18 learner machines hold 1620 MiB in all (proportional memory, PSS: 90 MiB each on average, 360 MiB of it the part they share)",
 			"3, taking 99 MiB of disk (of 4096 MiB in all; the oldest go first when over it; 2 removed since the start)"},
-		"zh": {"17 台就绪，1 台正在恢复；目标 20 台（为 20 人同时打开终端准备，减去已在用的学员，不超过剩余名额）；可用内存还能再容纳 9 台学员虚拟机",
+		"zh": {"17 台就绪，1 台正在恢复；目标 20 台（为 20 人同时打开终端准备，减去已在用的学员，不超过剩余名额）；可用内存还能再容纳 9 台学员虚拟机；现有 18 台学员虚拟机共占 1620 MiB 内存（按分摊计，平均每台 90 MiB，其中共用的部分共 360 MiB）",
 			"3 台，占用磁盘 99 MiB（总上限 4096 MiB，超出时先删除最旧的；启动以来已删除 2 台）"},
 	} {
 		d := labDoc(t, ts, lang)

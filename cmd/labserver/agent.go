@@ -58,6 +58,7 @@ type sandboxConfig struct {
 	VMAccel       string // [LAB_VM_ACCEL]: the guest's accelerator, auto|kvm|tcg
 	VMMemory      int    // [LAB_VM_MEMORY]: the guest's RAM in MiB (256)
 	VMSnapshot    bool   // [LAB_VM_SNAPSHOT] not "off": guests start from a snapshot
+	VMSharedRAM   bool   // [LAB_VM_SHARED_RAM] not "off": restored guests share the snapshot's RAM copy-on-write
 
 	// More machines (runs/fleet): workers join the embedded NATS server.
 	WorkersListen string // --workers-listen [LAB_WORKERS_LISTEN]: e.g. 0.0.0.0:4222 ("" = no workers)
@@ -93,6 +94,7 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	c.VMAccel = env("LAB_VM_ACCEL", "auto")
 	c.VMMemory = vmMemory(env)
 	c.VMSnapshot = env("LAB_VM_SNAPSHOT", "") != "off"
+	c.VMSharedRAM = env("LAB_VM_SHARED_RAM", "") != "off"
 }
 
 // labSandbox is serve's sandbox: the experiments, the hub that stores and

@@ -386,7 +386,7 @@ func checkMemory(c Config, cfg vm.Config) finding {
 		what += fmt.Sprintf(" and %d learner terminals", c.Terminals)
 		whatZh += fmt.Sprintf("和 %d 个学习者终端", c.Terminals)
 	case c.Terminals == TerminalsAuto:
-		sz := terminal.AutoTerminals(guests)
+		sz := terminal.AutoTerminals(guests, c.Sandbox.VMSharedRAM)
 		what += fmt.Sprintf(" (terminals auto: %d fit)", sz.Max)
 		whatZh += fmt.Sprintf("（终端 auto：可容纳 %d 个）", sz.Max)
 	}

@@ -66,16 +66,16 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 	}
 	var sizing web.TermSizing
 	if n == TerminalsAuto {
-		sz := terminal.AutoTerminals(pool.Guests())
+		sz := terminal.AutoTerminals(pool.Guests(), c.VMSharedRAM)
 		n = sz.Max
 		sizing = web.TermSizing{Auto: true, AvailableMiB: sz.AvailableMiB, CPUs: sz.CPUs, PoolGuests: sz.PoolGuests,
-			ByMemory: sz.ByMemory, ByCPU: sz.ByCPU}
+			ByMemory: sz.ByMemory, ByCPU: sz.ByCPU, PerGuestMiB: sz.PerGuestMiB, SharedMiB: sz.SharedMiB}
 		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
 	} else {
 		log.Info("learner terminals", "max", n)
 	}
-	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
-	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(pool.Guests())}, sizing
+	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot, PrivateRAM: !c.VMSharedRAM}
+	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(pool.Guests(), c.VMSharedRAM)}, sizing
 }
 
 // webTerminals are the lab's terminals — this machine's and the

@@ -53,8 +53,9 @@ func (w webTerminals) Spares() web.TermSpares {
 		return web.TermSpares{}
 	}
 	st := w.local.SpareStats()
+	mem := w.local.GuestMemory()
 	return web.TermSpares{Ready: st.Ready, Starting: st.Starting, Target: st.Target, Class: st.Class,
-		Room: st.Room, Bounded: st.Bounded}
+		Room: st.Room, Bounded: st.Bounded, Guests: mem.Guests, PSS: mem.PSS, Shared: mem.Shared()}
 }
 
 // Kept is the kept machines' disk (web.TerminalInfo); false when

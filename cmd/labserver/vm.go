@@ -225,7 +225,7 @@ func rdmaBackend(ctx context.Context, c sandboxConfig, log *slog.Logger) (sandbo
 		}
 		return &rxedev.Backend{Host: &agentproc.Agent{}, Note: note}, func() error { return nil }, d, nil
 	case choose.VM:
-		cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+		cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot, PrivateRAM: !c.VMSharedRAM}
 		guests := c.Guests
 		if guests <= 0 {
 			guests = vm.DefaultGuests(cfg.MemoryMiB)

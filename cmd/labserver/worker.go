@@ -86,6 +86,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sb.VMAccel = osEnvOr("LAB_VM_ACCEL", "auto")
 	sb.VMMemory = vmMemory(osEnvOr)
 	sb.VMSnapshot = osEnvOr("LAB_VM_SNAPSHOT", "") != "off"
+	sb.VMSharedRAM = osEnvOr("LAB_VM_SHARED_RAM", "") != "off"
 	if sb.Guests == 0 {
 		sb.Guests = atoiEnv("LAB_GUESTS")
 	}
@@ -139,20 +140,20 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // workerTerminals are the learner guests a worker hosts: n, or sized to
 // the machine beside its pool's guests (auto).
 func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *terminal.Terminals {
-	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot}
+	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot, PrivateRAM: !c.VMSharedRAM}
 	guests := 0
 	if p, ok := rdma.(sandbox.GuestPool); ok {
 		guests = p.Guests()
 	}
 	if n == TerminalsAuto {
-		sz := terminal.AutoTerminals(guests)
+		sz := terminal.AutoTerminals(guests, c.VMSharedRAM)
 		n = sz.Max
 		log.Info("learner terminals sized to this machine (--terminals auto)", "max", n, "sizing", sz.String())
 	} else {
 		log.Info("learner terminals", "max", n)
 	}
 	// Spares only while this machine's memory holds them, as on the lab server.
-	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(guests)}
+	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(guests, c.VMSharedRAM)}
 }
 
 func atoiEnv(key string) int {

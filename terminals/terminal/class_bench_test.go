@@ -38,8 +38,8 @@ func BenchmarkTerminalClass(b *testing.B) {
 	ctx := context.Background()
 	var all, rss []float64
 	for i := 0; i < b.N; i++ {
-		size := AutoTerminals(1)
-		terms := &Terminals{Cfg: cfg, Max: size.Max, Spares: spares, Room: AutoRoom(1)}
+		size := AutoTerminals(1, true)
+		terms := &Terminals{Cfg: cfg, Max: size.Max, Spares: spares, Room: AutoRoom(1, true)}
 		a, err := terms.Attach(ctx, "warm-up", 24, 80) // boots, snapshots, starts the spares
 		if err != nil {
 			b.Fatal(err)

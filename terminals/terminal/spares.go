@@ -125,6 +125,10 @@ func (t *Terminals) refiller() {
 			if room != unbounded {
 				args = append(args, "room_guests", room)
 			}
+			if m := t.GuestMemory(); m.Guests > 0 {
+				args = append(args, "guests", m.Guests, "guests_pss_mib", m.PSS>>20,
+					"pss_per_guest_mib", m.PSS/int64(m.Guests)>>20, "shared_mib", m.Shared()>>20)
+			}
 			log.Info("paused spare learner guests ready", args...)
 			grew = false
 		}
