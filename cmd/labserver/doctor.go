@@ -324,7 +324,7 @@ func checkGuests(ctx context.Context, c Config) []finding {
 		fs = append(fs, finding{Level: levelOK, Check: "accelerator", En: "KVM (" + orWord(why, "a guest booted with it") + ")", Zh: "KVM（" + orWord(why, "已有虚拟机用它启动过") + "）"})
 	default:
 		src := "a KVM boot tried here: "
-		srcZh := "这里试过用 KVM 启动："
+		srcZh := "这里实际试过："
 		if !remembered {
 			src, srcZh = "", ""
 		}
@@ -333,7 +333,7 @@ func checkGuests(ctx context.Context, c Config) []finding {
 		}
 		fs = append(fs, finding{Level: levelWarn, Check: "accelerator",
 			En:    "guests run under TCG (QEMU emulates the CPU: boots and experiments several times slower; ratios stay true) — " + src + why,
-			Zh:    "虚拟机在 TCG 下运行（QEMU 模拟 CPU：启动和实验慢好几倍；比例仍然可信）——" + srcZh + why,
+			Zh:    "虚拟机在 TCG 下运行（QEMU 模拟 CPU：启动和实验慢好几倍；比例仍然可信）——" + srcZh + accelWhyZh(why),
 			FixEn: "for KVM: load kvm_intel or kvm_amd, give the service user /dev/kvm (group kvm), or on a VM enable nested virtualisation on its host; then delete " + filepath.Join(cfg.Dir, "accel.json") + " so the next start tries again",
 			FixZh: "要用 KVM：加载 kvm_intel 或 kvm_amd，让服务用户能访问 /dev/kvm（kvm 组），虚拟机里则要在宿主机上开启嵌套虚拟化；然后删除 " + filepath.Join(cfg.Dir, "accel.json") + "，下次启动会重试。"})
 	}
@@ -360,6 +360,22 @@ func checkGuests(ctx context.Context, c Config) []finding {
 		}
 	}
 	return append(fs, checkMemory(c, cfg))
+}
+
+// accelWhyZh is why KVM is not used, in Chinese: the vm package records
+// and reports it in English (accel.json, its errors), so the causes it
+// writes are said here; another one is quoted as it is, marked as the
+// recorded text.
+func accelWhyZh(why string) string {
+	switch {
+	case strings.HasPrefix(why, "KVM boot failed: the guest made no progress"):
+		return "用 KVM 启动失败：虚拟机没有进展，QEMU 启动后控制台一直是空的（能用的 KVM 不到一秒就有输出）"
+	case strings.HasPrefix(why, "no usable /dev/kvm"):
+		return "没有可用的 /dev/kvm（" + strings.TrimPrefix(why, "no usable /dev/kvm: ") + "）"
+	case why == "LAB_VM_ACCEL=tcg":
+		return why
+	}
+	return "记录的原因：" + why
 }
 
 func orWord(s, def string) string {

@@ -112,3 +112,17 @@ func TestDoctorBusyAddress(t *testing.T) {
 		t.Errorf("a busy port: %+v", f[0])
 	}
 }
+
+// TestDoctorAccelCauseInChinese: the causes the vm package records in
+// English (accel.json, /dev/kvm's error) reach a zh reader in Chinese.
+func TestDoctorAccelCauseInChinese(t *testing.T) {
+	for _, why := range []string{
+		"KVM boot failed: the guest made no progress: its console stayed empty within 2s of QEMU's start (a working KVM gets there in well under a second)",
+		"no usable /dev/kvm: open /dev/kvm: permission denied",
+	} {
+		zh := accelWhyZh(why)
+		if strings.Contains(zh, "KVM boot failed") || strings.Contains(zh, "no usable") {
+			t.Errorf("%q in Chinese: %q", why, zh)
+		}
+	}
+}
