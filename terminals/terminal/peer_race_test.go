@@ -129,8 +129,12 @@ func TestPeerFolderRace(t *testing.T) {
 	// under TCG): it re-creates the old fixed folder the moment root
 	// removes it, and renames its own peer.c and its own compiled peer
 	// over root's.
-	sh("cat > ~/swap.c <<'EOF'\n"+swapperSrc+"EOF\n"+
+	// No tabs: the interactive shell would complete on them.
+	out := sh("cat > ~/swap.c <<'EOF'\n"+strings.ReplaceAll(swapperSrc, "\t", "  ")+"EOF\n"+
 		"tcc -o ~/swap ~/swap.c && tcc -o ~/evil ~/evil.c && echo built-$((5*5))", "swap")
+	if !strings.Contains(out, "built-25") {
+		t.Fatalf("the learner's swapper did not build:\n%s", out)
+	}
 	swapper := `~/swap >/dev/null 2>&1 & swapper=$!`
 	refused := 0
 	runs := 0
@@ -160,7 +164,7 @@ func TestPeerFolderRace(t *testing.T) {
 	race()
 	chain()
 	race()
-	out := sh(`kill $swapper; wait $swapper 2>/dev/null; if [ -e /etc/rdmalab-pwned ]; then echo ROOT-RAN-$((1+1)); else echo no-mark-$((2+3)); fi; `+
+	out = sh(`kill $swapper; wait $swapper 2>/dev/null; if [ -e /etc/rdmalab-pwned ]; then echo ROOT-RAN-$((1+1)); else echo no-mark-$((2+3)); fi; `+
 		`stat -c '%n %a %U' /run /run/rdmalab-peer 2>&1; cat /proc/sys/fs/protected_symlinks /proc/sys/fs/protected_regular; `+
 		`unshare -U true 2>/dev/null && echo USERNS-$((7*7)) || echo nouserns-$((6*6))`, "after")
 	t.Logf("after the race (%d/%d runs refused):\n%s", refused, runs, out)
