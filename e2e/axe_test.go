@@ -312,6 +312,14 @@ func TestAxeAfterProgramRun(t *testing.T) {
 			b.open("/lessons/04-first-program?lang=zh")
 			b.waitFor("the editors", settledJS, guestTimeout)
 			runProgram(b, "open-device")
+			// A program with the lab's peer: its report in Chinese.
+			w := course.Lesson("04-first-program").Program("rdma-write")
+			setProgram(b, "rdma-write", string(w.Solution))
+			runProgram(b, "rdma-write")
+			out := b.text(`[data-program=rdma-write] [data-testid=program-output]`)
+			if !strings.Contains(out, "rxe1 上的对端") || strings.Contains(out, "peer on rxe1") {
+				t.Errorf("zh: the peer's report is not Chinese: %q", out)
+			}
 		}
 		for _, s := range axeStates {
 			b.setState(s)
