@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Guests that share the snapshot's memory (issue 45).
@@ -117,6 +118,14 @@ func removeStaleSnapshots(dir, slot string, keep ...string) {
 	}
 	for _, m := range ms {
 		if !slices.Contains(keep, filepath.Base(m)) {
+			os.Remove(m)
+		}
+	}
+	// A boot's RAM file left by a process that died while it booted
+	// (Stop removes it otherwise): an hour is far beyond any boot.
+	tmps, _ := filepath.Glob(filepath.Join(dir, slot+".ram.*.tmp"))
+	for _, m := range tmps {
+		if fi, err := os.Stat(m); err == nil && time.Since(fi.ModTime()) > time.Hour {
 			os.Remove(m)
 		}
 	}

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/machines/vmproto"
 )
@@ -217,6 +219,35 @@ func TestRAMFor(t *testing.T) {
 		got := strings.Join(ramFor(c.cfg, c.snap, c.shell, boot).args(256), " ")
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, got, c.want)
+		}
+	}
+}
+
+// A new snapshot removes its slot's older shared-RAM files and a dead
+// boot's RAM file, and leaves the files it keeps, a boot's RAM file that
+// may still be booting, and other slots' files alone.
+func TestRemoveStaleSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]bool{ // name → still there afterwards
+		"snapshot.old.ram": false, "snapshot.old.state": false,
+		"snapshot.new.ram": true, "snapshot.new.state": true,
+		"snapshot.ram.dead.tmp": false, "snapshot.ram.booting.tmp": true,
+		"snapshot-1cpu.old.ram": true, "snapshot.json": true,
+	}
+	for name := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "snapshot.ram.dead.tmp"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	removeStaleSnapshots(dir, "snapshot", "snapshot.new.state", "snapshot.new.ram")
+	for name, stays := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if (err == nil) != stays {
+			t.Errorf("%s: there %v, want %v", name, err == nil, stays)
 		}
 	}
 }
