@@ -47,6 +47,17 @@
   // fmtBytesAt fills "(%n B at %o)": a field's length and offset.
   function fmtBytesAt(s, f) { return s.replace("%n", String(f.len)).replace("%o", String(f.off)); }
 
+  // end is one end of "who → whom", whole on its line: the device, then
+  // its role ("rxe0 (client)", "rxe0（客户端）") in a span a phone hides.
+  function end(name, arrow) {
+    var e = h("span", { "class": "cap-end" }, arrow);
+    var m = /^(.*?)\s*([（(].*)$/.exec(name);
+    if (!m) { e.appendChild(document.createTextNode(name)); return e; }
+    e.appendChild(document.createTextNode(m[1]));
+    e.appendChild(h("span", { "class": "cap-role" }, " " + m[2]));
+    return e;
+  }
+
   // cut fills "%c of %l": the bytes captured and the packet's length.
   function cut(s, p) { return s.replace("%c", String(p.caplen)).replace("%l", String(p.len)); }
 
@@ -89,7 +100,10 @@
     var wrap = h("div", { "class": "cap-list-wrap" });
     var table = h("table", { "class": "cap-list", role: "grid", "data-testid": "capture-list", "aria-label": t.list });
     var thead = h("thead"), tr = h("tr");
-    [t.no, t.time, t.dir, t.qp, t.op, t.psn, t.ackreq, t.len, t.info].forEach(function (x) { tr.appendChild(h("th", { scope: "col" }, x)); });
+    // The columns a narrow widget hides (capture.css's container query):
+    // the selected packet's fields show them all.
+    var cls = ["cap-no", "cap-time cap-opt1", "cap-dir", "cap-qp cap-opt", "cap-op", "cap-psn cap-opt2", "cap-ack cap-opt", "cap-len cap-opt1", "cap-info"];
+    [t.no, t.time, t.dir, t.qp, t.op, t.psn, t.ackreq, t.len, t.info].forEach(function (x, j) { tr.appendChild(h("th", { scope: "col", "class": cls[j] }, x)); });
     thead.appendChild(tr);
     table.appendChild(thead);
     var tbody = h("tbody");
@@ -97,13 +111,21 @@
     (c.packets || []).forEach(function (p, i) {
       var row = h("tr", { tabindex: i === 0 ? "0" : "-1", "aria-selected": "false", "data-packet": String(p.no),
         "class": (p.nak ? "cap-nak " : "") + (p.error ? "cap-bad" : "") });
-      var dir = (p.src_name || p.src) + " → " + (p.dst_name || p.dst);
+      // each end whole on its line: "rxe1 (NVMe host)" / "→ rxe0 (NVMe target)"
+      var dir = h("span", { "class": "cap-ends" });
+      dir.appendChild(end(p.src_name || p.src, ""));
+      dir.appendChild(document.createTextNode(" "));
+      dir.appendChild(end(p.dst_name || p.dst, "→ "));
       var info = (v.zh && p.syndrome_zh) || p.syndrome || "";
       if (p.error) info = (info ? info + (v.zh ? "；" : "; ") : "") + p.error;
       if (p.truncated) info = (info ? info + (v.zh ? "；" : "; ") : "") + cut(t.truncated, p);
       [String(p.no), (p.time * 1000).toFixed(3), dir, "0x" + ("000000" + p.dest_qp.toString(16)).slice(-6),
         p.op || "?", String(p.psn), p.ackreq ? "1" : "", String(p.payload_len), info]
-        .forEach(function (x, j) { row.appendChild(h("td", { "class": ["", "", "cap-dir", "", "cap-op", "", "", "", "cap-info"][j] || null }, x)); });
+        .forEach(function (x, j) {
+          var td = h("td", { "class": cls[j] }, typeof x === "string" ? x : null);
+          if (typeof x !== "string") td.appendChild(x);
+          row.appendChild(td);
+        });
       row.addEventListener("click", function () { v.select(i, true); });
       row.addEventListener("keydown", function (e) { v.rowKey(e, i); });
       tbody.appendChild(row);
