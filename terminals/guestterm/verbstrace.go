@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,18 +40,32 @@ const (
 // traceProbes are the kernel entry points recorded, by event name. rdma-core
 // 44 makes each call through the ioctl method where the kernel has one and
 // through the older write() command otherwise, so an event may have two
-// probes; both are Linux 6.1's ib_uverbs (drivers/infiniband/core).
-var traceProbes = []struct{ event, kind, sym, args string }{
-	{"open_device", "p", "ib_uverbs_open", ""},                                         // ibv_open_device: open of /dev/infiniband/uverbsN
-	{"query_port", "p", "ib_uverbs_handler_UVERBS_METHOD_QUERY_PORT", ""},              // ibv_query_port
-	{"query_port", "p", "ib_uverbs_query_port", ""},                                    // … its write() command
-	{"query_gid", "p", "ib_uverbs_handler_UVERBS_METHOD_QUERY_GID_ENTRY", ""},          // ibv_query_gid, ibv_query_gid_ex
-	{"query_gid", "p", "ib_uverbs_handler_UVERBS_METHOD_QUERY_GID_TABLE", ""},          // ibv_query_gid_table
-	{"reg_mr", "r", "ib_uverbs_reg_mr", "ret=$retval:s32"},                             // ibv_reg_mr: 0 or -errno
-	{"dereg_mr", "r", "ib_uverbs_dereg_mr", "ret=$retval:s32"},                         // ibv_dereg_mr
-	{"post_send", "r", "ib_uverbs_post_send", "ret=$retval:s32"},                       // rxe's doorbell write()
-	{"create_qp", "r", "ib_uverbs_create_qp", "ret=$retval:s32"},                       // ibv_create_qp (write() command)
-	{"create_qp", "r", "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE", "ret=$retval:s32"}, // … its ioctl method
+// probes; all are Linux 6.1's ib_uverbs (drivers/infiniband/core) unless
+// mod names another module.
+//
+// An event with both an entry probe ("p") and return probes ("r") is one
+// line of the record: the entry's arguments, then the return value
+// (parseTrace joins them). modify_qp is such an event: its entry probe is
+// where uverbs hands the checked request to the device (ib_core's
+// ib_modify_qp_with_udata: the target state, the first field of struct
+// ib_qp_attr, and the attribute mask), its return probes are the
+// system call's answer; a request uverbs refused before the device has a
+// ret and no state.
+var traceProbes = []struct{ event, kind, mod, sym, args string }{
+	{"open_device", "p", "", "ib_uverbs_open", ""},                                                 // ibv_open_device: open of /dev/infiniband/uverbsN
+	{"query_port", "p", "", "ib_uverbs_handler_UVERBS_METHOD_QUERY_PORT", ""},                      // ibv_query_port
+	{"query_port", "p", "", "ib_uverbs_query_port", ""},                                            // … its write() command
+	{"query_gid", "p", "", "ib_uverbs_handler_UVERBS_METHOD_QUERY_GID_ENTRY", ""},                  // ibv_query_gid, ibv_query_gid_ex
+	{"query_gid", "p", "", "ib_uverbs_handler_UVERBS_METHOD_QUERY_GID_TABLE", ""},                  // ibv_query_gid_table
+	{"reg_mr", "r", "", "ib_uverbs_reg_mr", "ret=$retval:s32"},                                     // ibv_reg_mr: 0 or -errno
+	{"dereg_mr", "r", "", "ib_uverbs_dereg_mr", "ret=$retval:s32"},                                 // ibv_dereg_mr
+	{"post_send", "r", "", "ib_uverbs_post_send", "ret=$retval:s32"},                               // rxe's doorbell write()
+	{"create_qp", "r", "", "ib_uverbs_create_qp", "ret=$retval:s32"},                               // ibv_create_qp (write() command)
+	{"create_qp", "r", "", "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE", "ret=$retval:s32"},         // … its ioctl method
+	{"modify_qp", "p", "ib_core", "ib_modify_qp_with_udata", "state=+0($arg2):u32 mask=$arg3:x32"}, // ibv_modify_qp, as the device gets it
+	{"modify_qp", "r", "", "ib_uverbs_modify_qp", "ret=$retval:s32"},                               // … the answer (write() command)
+	{"modify_qp", "r", "", "ib_uverbs_ex_modify_qp", "ret=$retval:s32"},                            // … the extended command's
+	{"create_ah", "r", "", "ib_uverbs_create_ah", "ret=$retval:s32"},                               // ibv_create_ah (a UD destination)
 }
 
 // verbsTrace is the tracing of one program run.
@@ -78,7 +94,11 @@ func startVerbsTrace() *verbsTrace {
 	}
 	for i, p := range traceProbes {
 		name := fmt.Sprintf("%s_%d", p.event, i)
-		def := strings.TrimSpace(fmt.Sprintf("%s:%s/%s ib_uverbs:%s %s", p.kind, traceGroup, name, p.sym, p.args))
+		mod := p.mod
+		if mod == "" {
+			mod = "ib_uverbs"
+		}
+		def := strings.TrimSpace(fmt.Sprintf("%s:%s/%s %s:%s %s", p.kind, traceGroup, name, mod, p.sym, p.args))
 		if err := appendFile(filepath.Join(root, "kprobe_events"), def); err != nil {
 			t.notes = append(t.notes, fmt.Sprintf("no probe on %s: %v", p.sym, err))
 			continue
@@ -172,12 +192,25 @@ func appendFile(path, line string) error {
 //
 // The task's name may hold dashes and spaces; the last "-PID" before the
 // CPU ends it.
-var traceLine = regexp.MustCompile(`^\s*(.+)-(\d+)\s+\[\d+\]\s+\S*\s*[\d.]+: ([a-z_]+)_\d+: \([^)]*\)\s*(.*)$`)
+var traceLine = regexp.MustCompile(`^\s*(.+)-(\d+)\s+\[\d+\]\s+\S*\s*[\d.]+: ([a-z_]+)_(\d+): \([^)]*\)\s*(.*)$`)
 
 // parseTrace turns the tracefs text into the record's lines, keeping only
-// the events of tasks named comm.
+// the events of tasks named comm. The arguments of an entry probe whose
+// event also has return probes wait for that task's next return of the
+// event and lead its line (one line a call); an entry no return followed
+// is a line of its own.
 func parseTrace(raw []byte, comm string) string {
 	var b strings.Builder
+	type key struct{ event, pid string }
+	held := map[key]string{}
+	var order []key // held entries, in the order they came
+	line := func(event, pid, args string) {
+		l := event + " " + comm + " " + pid
+		if args != "" {
+			l += " " + args
+		}
+		b.WriteString(l + "\n")
+	}
 	sc := bufio.NewScanner(strings.NewReader(string(raw)))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -185,11 +218,44 @@ func parseTrace(raw []byte, comm string) string {
 		if m == nil || strings.TrimSpace(m[1]) != comm {
 			continue
 		}
-		line := m[3] + " " + comm + " " + m[2]
-		if args := strings.TrimSpace(m[4]); args != "" {
-			line += " " + args
+		event, pid, args := m[3], m[2], strings.TrimSpace(m[5])
+		i, _ := strconv.Atoi(m[4])
+		if i >= len(traceProbes) || !joined(event) {
+			line(event, pid, args)
+			continue
 		}
-		b.WriteString(line + "\n")
+		k := key{event, pid}
+		if traceProbes[i].kind == "p" {
+			if prev, ok := held[k]; ok { // two entries: the first never returned here
+				line(event, pid, prev)
+			} else {
+				order = append(order, k)
+			}
+			held[k] = args
+			continue
+		}
+		if prev, ok := held[k]; ok {
+			args = strings.TrimSpace(prev + " " + args)
+			delete(held, k)
+			order = slices.DeleteFunc(order, func(o key) bool { return o == k })
+		}
+		line(event, pid, args)
+	}
+	for _, k := range order {
+		line(k.event, k.pid, held[k])
 	}
 	return b.String()
+}
+
+// joined reports whether event has both an entry and a return probe, so
+// that parseTrace makes one line of the two.
+func joined(event string) bool {
+	var p, r bool
+	for _, t := range traceProbes {
+		if t.event == event {
+			p = p || t.kind == "p"
+			r = r || t.kind == "r"
+		}
+	}
+	return p && r
 }

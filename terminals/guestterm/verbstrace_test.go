@@ -28,3 +28,28 @@ func TestParseTrace(t *testing.T) {
 		t.Errorf("a name with dashes: %q", got)
 	}
 }
+
+// TestParseTraceModifyQP: ibv_modify_qp is one line, the state and mask
+// the device got (ib_core's entry) joined with the system call's answer,
+// per task; a request uverbs refused before the device has a ret alone.
+func TestParseTraceModifyQP(t *testing.T) {
+	if traceProbes[10].event != "modify_qp" || traceProbes[10].kind != "p" || traceProbes[11].kind != "r" {
+		t.Fatalf("probes 10 and 11 are %v and %v, want modify_qp's entry and return", traceProbes[10], traceProbes[11])
+	}
+	raw := `            prog-345     [001] .....    90.000001: modify_qp_10: (ib_modify_qp_with_udata+0x0/0x40 [ib_core]) state=1 mask=0x31
+            peer-301     [000] .....    90.000002: modify_qp_10: (ib_modify_qp_with_udata+0x0/0x40 [ib_core]) state=2 mask=0x1e1
+            prog-345     [001] .....    90.000003: modify_qp_11: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_modify_qp) ret=0
+            peer-301     [000] .....    90.000004: modify_qp_11: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_modify_qp) ret=0
+            prog-345     [001] .....    90.000005: modify_qp_10: (ib_modify_qp_with_udata+0x0/0x40 [ib_core]) state=2 mask=0x1e1
+            prog-345     [001] .....    90.000006: modify_qp_11: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_modify_qp) ret=-22
+            prog-345     [001] .....    90.000007: modify_qp_11: (ib_uverbs_write+0x2c5/0x4b0 [ib_uverbs] <- ib_uverbs_modify_qp) ret=-22
+            prog-345     [001] .....    90.000008: modify_qp_10: (ib_modify_qp_with_udata+0x0/0x40 [ib_core]) state=3 mask=0x12d81
+`
+	want := "modify_qp prog 345 state=1 mask=0x31 ret=0\n" +
+		"modify_qp prog 345 state=2 mask=0x1e1 ret=-22\n" +
+		"modify_qp prog 345 ret=-22\n" +
+		"modify_qp prog 345 state=3 mask=0x12d81\n"
+	if got := parseTrace([]byte(raw), "prog"); got != want {
+		t.Errorf("parseTrace:\n got %q\nwant %q", got, want)
+	}
+}
