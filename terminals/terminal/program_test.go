@@ -45,7 +45,7 @@ func (c *collect) text(name string) string {
 }
 
 // TestLessonPrograms is the guest suite of lesson 04's :::program
-// exercises, in one learner guest: every solution compiles, runs and
+// exercises, and then lesson 03's (lesson03Programs), in one learner guest: every solution compiles, runs and
 // passes its check, every starter compiles and fails it, with the check's
 // words in zh and en; then the abuse cases end bounded and the guest
 // still answers.
@@ -202,5 +202,81 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 	end, _ = run(p, p.Solution, "en")
 	if !end.Passed {
 		t.Errorf("the solution after the abuse: passed %v (%s)", end.Passed, end.Check)
+	}
+	lesson03Programs(t, course, run)
+}
+
+// lesson03Programs is the guest suite of lesson 03's exercises, in the
+// guest TestLessonPrograms booted: each solution passes, each starter
+// compiles and fails, a program that only prints fails naming what the
+// kernel or the peer did not see, and the solution without its peer ends
+// in a visible error within its time limit.
+func lesson03Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+	t.Helper()
+	l := course.Lesson("03-verbs-lifecycle")
+	if l == nil || len(l.Programs) < 2 || l.Programs[0].ID != "connect-qp" {
+		t.Fatalf("lesson 03-verbs-lifecycle with the programs connect-qp and ud-exchange: %v", l)
+	}
+	fakes := map[string]struct{ src, want string }{
+		// the solution's lines, and no QP moved
+		"connect-qp": {`#include <stdio.h>
+int main(void){ puts("our QP 17 is in RESET"); puts("INIT"); puts("the peer's QP 18, PSN 7000");
+puts("RTR"); puts("RTS"); puts("SEND of 10 bytes completed: success"); puts("received: hello, qp (10 bytes)"); return 0; }`,
+			"saw no ibv_modify_qp"},
+		// the GRH dump, the addresses and the payload offset, and no QP
+		"ud-exchange": {`#include <stdio.h>
+int main(void){ puts("our UD QP 17 is in RTS"); puts("the peer's UD QP 18, Q_Key 0x11111111");
+puts("received 59 bytes from QP 18; the GRH area:"); puts("IPv4 header at bytes 20-39: 10.0.0.2 -> 10.0.0.1");
+puts("payload at byte 40, 19 bytes: ud token 1234abcd"); puts("sent the 59 bytes back to QP 18"); return 0; }`,
+			"did not accept moves of a QP"},
+	}
+	for i, p := range l.Programs {
+		solLang, startLang := "zh", "en"
+		if i%2 == 1 {
+			solLang, startLang = "en", "zh"
+		}
+		end, _ := run(p, p.Solution, solLang)
+		if end.Stage != "check" || !end.Passed {
+			t.Errorf("%s solution (%s): stage %s passed %v: %s", p.ID, solLang, end.Stage, end.Passed, end.Check)
+		}
+		end, _ = run(p, p.Starter, startLang)
+		if end.Stage != "check" || end.Passed {
+			t.Errorf("%s starter (%s): stage %s passed %v; want compiled and failed", p.ID, startLang, end.Stage, end.Passed)
+		}
+		f, ok := fakes[p.ID]
+		if !ok {
+			t.Errorf("no do-nothing program for exercise %s", p.ID)
+			continue
+		}
+		end, _ = run(p, []byte(f.src), "en")
+		if end.Stage != "check" || end.Passed || !strings.Contains(string(end.Check), f.want) {
+			t.Errorf("%s, a program that only prints: stage %s passed %v, check %q; want it failed saying %q", p.ID, end.Stage, end.Passed, end.Check, f.want)
+		}
+		// No peer at all: nothing listens on its TCP port, and the
+		// solution says so at once.
+		alone := *p
+		alone.Peer, alone.Config.Peer, alone.Config.PeerArgs = nil, "", nil
+		end, c := run(&alone, p.Solution, "en")
+		if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "Connection refused") {
+			t.Errorf("%s's solution without a peer: passed %v, timed out %v, exit %d, stderr %q; want exit 1 saying %q",
+				p.ID, end.Passed, end.TimedOut, end.Exit, c.text("stderr"), "Connection refused")
+		}
+	}
+	cp := l.Programs[0]
+	// A peer that answers the exchange and then goes away (its QP back to
+	// RESET): the SEND is never acknowledged, and the finite retry_cnt and
+	// the poll deadline end the program with the error in sight.
+	gone := *cp
+	answered := `connected = 1; /* the peer's QP is in RTS: answer */`
+	gone.Peer = []byte(strings.Replace(string(cp.Peer), answered, answered+
+		` struct ibv_qp_attr gone = {.qp_state = IBV_QPS_RESET}; ibv_modify_qp(qp, &gone, IBV_QP_STATE);`, 1))
+	if string(gone.Peer) == string(cp.Peer) {
+		t.Fatalf("the exchange peer no longer has %s", answered)
+	}
+	end, c := run(&gone, cp.Solution, "en")
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "transport retry counter exceeded") ||
+		end.Millis.Run >= int64(cp.Config.Timeout)*1000 {
+		t.Errorf("connect-qp's solution when the peer goes away: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 with %q in time",
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.text("stderr"), "transport retry counter exceeded")
 	}
 }
