@@ -19,9 +19,10 @@ int main(void){ FILE *f = fopen("/etc/rdmalab-pwned", "w"); if (f) { fputs("root
 `
 
 // swapperSrc is the learner's loop: in every folder of the peer's it can
-// write, it renames its own peer.c and its own binary over root's.
-const swapperSrc = `#include <dirent.h>
-#include <stdlib.h>
+// write, it renames its own peer.c and its own binary over root's (the
+// folders of each run under /run/rdmalab-peer it cannot even list). Only
+// headers the guest's compiler has (vmimage.CompilerHeaders).
+const swapperSrc = `#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,16 +56,6 @@ int main(void) {
 			put(dirs[i], "peer.c", src, nsrc, 0644);
 			put(dirs[i], "peer", bin, nbin, 0755);
 		}
-		DIR *d = opendir("/run/rdmalab-peer");
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			if (strncmp(e->d_name, "peer-", 5) == 0) {
-				snprintf(p, sizeof p, "/run/rdmalab-peer/%s", e->d_name);
-				put(p, "peer.c", src, nsrc, 0644);
-				put(p, "peer", bin, nbin, 0755);
-			}
-		}
-		if (d) closedir(d);
 	}
 }
 `
