@@ -250,6 +250,18 @@ func TestAxeAfterRun(t *testing.T) {
 		if len(charts) == 0 {
 			t.Errorf("%s: tcp-cost drew no chart", lang)
 		}
+		// The y axis's title is a line above the chart, whole at any width
+		// (issue 44 item 6: rotated along the axis, a phone cut it off).
+		titles := eval[[]map[string]any](b, `Array.from(document.querySelectorAll('`+widget("tcp-cost")+` .exp-chart')).map(function(c){
+			var p = c.previousElementSibling, r = p && p.getBoundingClientRect(), cr = c.getBoundingClientRect();
+			return {text: p && p.classList.contains('exp-chart-ytitle') ? p.textContent : '', fits: !!r && r.width > 0 && p.scrollWidth <= p.clientWidth + 1 && r.right <= cr.right + 1,
+				axis: c._plot && c._plot.axes[1].label ? String(c._plot.axes[1].label) : ''};
+		})`)
+		for i, yt := range titles {
+			if yt["text"] == "" || yt["fits"] != true || yt["axis"] != "" {
+				t.Errorf("%s: chart %d's y title %v: want a whole line of text above the chart, none along the axis", lang, i, yt)
+			}
+		}
 		for i, c := range charts {
 			if c["role"] != "figure" || c["name"] == "" || c["described"] != true {
 				t.Errorf("%s: chart %d is not a named figure described by its data: %v", lang, i, c)

@@ -551,7 +551,12 @@
       // a screen reader (issue 44 item 10).
       var id = "exp-chart-" + (++chartSeq);
       c = this.charts[unit] = { unit: unit, series: [], labels: {}, points: {}, xs: {},
-        box: h("div", { "class": "exp-chart", "data-unit": unit, role: "figure", "aria-describedby": id + "-data" }) };
+        box: h("div", { "class": "exp-chart", "data-unit": unit, role: "figure", "aria-describedby": id + "-data" }),
+        // The y axis's title is a line of text above the chart, not
+        // rotated text along the axis, which a phone's chart cut off
+        // ("bandwidth (MB/s, measured her", issue 44 item 6).
+        ytitle: h("p", { "class": "exp-chart-ytitle", "aria-hidden": "true" }) };
+      this.chartBox.appendChild(c.ytitle);
       c.data = h("details", { "class": "exp-chart-data", "data-testid": "chart-data" });
       c.data.appendChild(h("summary", { id: id + "-data" }, this.t("run.chart.data")));
       var w = this;
@@ -627,10 +632,20 @@
       if (typeof window.rdmalabChart === "function") {
         opts = window.rdmalabChart(opts, { experiment: this.exp, unit: c.unit, series: c.series.slice(), lang: this.lang }) || opts;
       }
-      c.plot = new window.uPlot(opts, data, c.box);
-      c.box._plot = c.plot;
       c.xLabel = (opts.axes && opts.axes[0] && opts.axes[0].label) || "x";
       c.yLabel = (opts.axes && opts.axes[1] && opts.axes[1].label) || c.unit;
+      c.ytitle.textContent = c.yLabel;
+      if (opts.axes && opts.axes[1]) { opts.axes[1].label = null; opts.axes[1].labelSize = 0; }
+      c.plot = new window.uPlot(opts, data, c.box);
+      c.box._plot = c.plot;
+      // A band's lowest and highest round are the shading around their
+      // median's line: the legend names the median only (its dashed
+      // edges had entries of their own, a lone ":" and "--" on a phone).
+      var rows = c.plot.root.querySelectorAll(".u-legend .u-series");
+      c.series.forEach(function (s, i) {
+        var m = /^(.+)_(lo|hi)$/.exec(s);
+        if (m && c.series.indexOf(m[1]) >= 0 && rows[i + 1]) rows[i + 1].classList.add("exp-band-edge");
+      });
       narrowX(c.plot, xs);
     } else {
       c.plot.setData(data);
