@@ -324,7 +324,11 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 	emit(sandbox.Event{Type: sandbox.EvStatus, Status: sandbox.StatusRunning})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	var printed outputTail // what the program printed, for explainMistakes
 	end, err := runner.RunProgram(ctx, learner, req, lang, func(ev sandbox.Event) {
+		if ev.Type == sandbox.EvLog && (ev.Name == "stdout" || ev.Name == "stderr") {
+			printed.add(ev.Message)
+		}
 		if ev.Type == sandbox.EvPhase {
 			ev.Messages = both("prog.phase." + ev.Name)
 			ev.Message = ev.Messages["en"]
@@ -371,6 +375,9 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 			why = append(why, both("prog.signal", end.Signal))
 		case end.Exit != 0:
 			why = append(why, both("prog.exit", end.Exit))
+		}
+		if !end.Passed {
+			why = append(why, explainMistakes(printed.String())...)
 		}
 	}
 	res.Messages = sandbox.Text{}
