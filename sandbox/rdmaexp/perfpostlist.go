@@ -214,7 +214,7 @@ func countDoorbells(ctx context.Context, strace, file string, tid int, work func
 	if werr != nil {
 		return db, werr
 	}
-	counts, err := parseStrace(tr.file)
+	counts, err := parseStrace(tr.file, trWrite) // an RDMA process: its TCP socket is the control channel
 	if err != nil {
 		return db, err
 	}
