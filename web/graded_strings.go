@@ -64,7 +64,7 @@ var gradedStrings = page.Table{
 	"en": {
 		"graded.err.notopen":      "This lesson's quiz is not open yet: it opens %s.",
 		"graded.err.closed":       "This lesson's quiz closed %s: answers are no longer taken, and this one was not recorded.",
-		"graded.err.usedup":       "You have used all %d attempts at this question: this answer was not recorded.",
+		"graded.err.usedup":       "You have used every attempt at this question (%d allowed): this answer was not recorded.",
 		"graded.status.attempts":  "Attempts: %d of %d",
 		"graded.status.counts":    "counts: %s",
 		"graded.status.opens":     "opens %s",

@@ -95,7 +95,7 @@ var labClassStrings = page.Table{
 		"lab.kept.budget":    " (of %d MiB in all; the oldest go first when over it; %d removed since the start)",
 		"term.kept.evicted":  "The lab's kept machines went over their disk budget and the oldest go first, so your last machine was removed; this is a fresh machine.",
 		"lab.terminals.auto": " (auto: each learner machine counted at its proportional memory (PSS), %d MiB, the snapshot's shared memory, %d MiB, once; %d MiB of available memory allows %d, %d CPUs allow %d, with memory kept for %d experiment guests; set --terminals to choose)",
-		"lab.crowd": "In the last %d minutes %d learners came from one network address (%s). They share the per-address limits: at most %d runs queued or running at once, %d new learners at once. " +
+		"lab.crowd": "In the last %d minutes, learners from one network address: %d (%s). They share the per-address limits: runs queued or running at once, at most %d; new learners at once, at most %d. " +
 			"If the whole class is behind one NAT or reverse proxy, set LAB_TRUSTED_PROXY_HEADER and LAB_TRUSTED_PROXIES, or raise LAB_RUNS_PER_ADDR and LAB_NEW_LEARNERS_PER_ADDR (docs/operations.md, \"Limits\").",
 	},
 }

@@ -85,7 +85,7 @@ func TestLabCrowdWarning(t *testing.T) {
 		t.Errorf("%d learners on one address: warned", crowdWarn-1)
 	}
 	write(ts, 3)
-	for lang, want := range map[string]string{"en": "12 learners came from one network address (127.0.0.1)", "zh": "12 位学员来自同一个网络地址（127.0.0.1）"} {
+	for lang, want := range map[string]string{"en": "learners from one network address: 12 (127.0.0.1)", "zh": "12 位学员来自同一个网络地址（127.0.0.1）"} {
 		got := labDoc(t, ts, lang).Find(`[data-testid=lab-crowd]`).Text()
 		if !strings.Contains(got, want) || !strings.Contains(got, "LAB_RUNS_PER_ADDR") {
 			t.Errorf("%s: %q, want %q and the setting", lang, got, want)

@@ -25,7 +25,7 @@ var rateLimitStrings = page.Table{
 	},
 	"en": {
 		"run.err.rate":     "You are starting runs too often: try again in %d s.",
-		"run.err.addrfull": "%d runs from your network address are already queued or running: wait for one to end before starting another.",
+		"run.err.addrfull": "Runs from your network address already queued or running: %d. Wait for one to end before starting another.",
 	},
 }
 

@@ -34,7 +34,7 @@ var gradebookStrings = page.Table{
 		"grade.question":     "Question",
 		"grade.noanswers":    "Nobody has answered yet.",
 		"grade.tasks":        "terminal tasks",
-		"grade.programs.of":  "programs passed %d/%d (%d runs)",
+		"grade.programs.of":  "programs passed %d/%d (runs: %d)",
 		"grade.seen":         "answers seen",
 		"count.learners":     "learners",
 		"count.learners.one": "learner",
