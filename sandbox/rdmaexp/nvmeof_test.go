@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -120,6 +121,9 @@ func TestNVMeoFVerdict(t *testing.T) {
 		v, ok, o := nvmeofVerdict([]nvmeofPoint{pt("rdma", 100, 900, c.rdma...), pt("tcp", 100, 0, c.tcp...)}, seen, 4)
 		if !ok || !strings.Contains(v["en"], c.want) || v["zh"] == "" || o == nil || *o != c.order {
 			t.Errorf("rdma %v, tcp %v: ok=%v order %v %q, want %v %q", c.rdma, c.tcp, ok, o, v["en"], c.order, c.want)
+		}
+		if p := zhcheck.Prose(v["zh"]); len(p) > 0 {
+			t.Errorf("zh verdict has English prose %q", p) // "nvme connect" once was
 		}
 	}
 	// a controller whose kernel transport is not the one asked for fails
