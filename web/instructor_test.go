@@ -1061,7 +1061,7 @@ func TestDashboardPrograms(t *testing.T) {
 		if got := row(second); got != "1 1 1 0" {
 			t.Errorf("%s: %s = %q, want 1 1 1 0", lang, second, got)
 		}
-		if n := doc.Find(`[data-testid=dash-program]`).Length(); n != len(l.Programs) {
+		if n := doc.Find(`[data-testid=dash-lesson][data-slug="` + slug + `"] [data-testid=dash-program]`).Length(); n != len(l.Programs) {
 			t.Errorf("%s: %d program rows, want %d", lang, n, len(l.Programs))
 		}
 		passes := map[string]string{}
