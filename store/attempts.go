@@ -55,18 +55,8 @@ func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer
 	defer db.quiz.invalidate(learner)
 	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
 	ts := now()
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO attempts (learner, question_id, answer, correct, seen, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			learner, questionID, string(answer), correct, seen, ts)
-		if err != nil {
-			return err
-		}
-		a.ID, err = res.LastInsertId()
+	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+		a.ID, err = insertAttempt(ctx, tx, a, ts)
 		return err
 	})
 	if err != nil {
@@ -248,4 +238,20 @@ func scanAttempt(s scanner) (Attempt, error) {
 // questionPlaceholders is "?, ?, …" for an IN list of n values.
 func questionPlaceholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// insertAttempt stores a (its learner made if new) at ts in tx and
+// returns its id: the one insert of an answer, practice or graded.
+func insertAttempt(ctx context.Context, tx *sql.Tx, a Attempt, ts string) (int64, error) {
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, a.Learner, ts); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO attempts (learner, question_id, answer, correct, seen, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.Learner, a.QuestionID, string(a.Answer), a.Correct, a.Seen, ts)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }

@@ -274,7 +274,7 @@ func (db *DB) AddGradedAttempt(ctx context.Context, learner, questionID string, 
 	at := clock()
 	ts := formatTime(at)
 	refused := false
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(tx *sql.Tx) (err error) {
 		refused = false
 		if at.Before(w.Opens) || !at.Before(w.Closes) {
 			refused = true
@@ -293,17 +293,7 @@ func (db *DB) AddGradedAttempt(ctx context.Context, learner, questionID string, 
 			refused = true
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO learners (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, learner, ts); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO attempts (learner, question_id, answer, correct, seen, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			learner, questionID, string(answer), correct, seen, ts)
-		if err != nil {
-			return err
-		}
-		a.ID, err = res.LastInsertId()
+		a.ID, err = insertAttempt(ctx, tx, a, ts)
 		return err
 	})
 	if err != nil {
