@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -88,19 +87,9 @@ func (s *Server) ltiDeepLinkStart(w http.ResponseWriter, r *http.Request, l *lti
 	if l.Context.ID != "" {
 		rec := store.LTILaunch{PlatformID: l.Platform.ID, Sub: l.Subject,
 			Name: l.Name, Email: l.Email, Role: ltiRole(l), ContextID: l.Context.ID, ContextTitle: l.Context.Title}
-		if l.NRPS != nil {
-			rec.MembershipsURL = l.NRPS.ContextMembershipsURL
-		}
-		done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
-		if errors.Is(err, store.ErrLTIClassArchived) {
-			s.ltiArchived(w, r)
+		if _, ok := s.ltiRecord(w, r, l, rec); !ok {
 			return
 		}
-		if err != nil {
-			s.InternalError(w, r, err)
-			return
-		}
-		s.setLTICookie(w, r, done.Learner)
 	}
 	http.Redirect(w, r, "/lti/deep-link/"+s.deepLinks.put(l), http.StatusSeeOther)
 }

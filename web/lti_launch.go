@@ -203,19 +203,10 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 	if l.AGS.CanScore() && slug != "" {
 		rec.LineItem, rec.Lesson, rec.Question = l.AGS.LineItem, slug, question
 	}
-	if l.NRPS != nil {
-		rec.MembershipsURL = l.NRPS.ContextMembershipsURL
-	}
-	done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
-	if errors.Is(err, store.ErrLTIClassArchived) {
-		s.ltiArchived(w, r)
+	done, ok := s.ltiRecord(w, r, l, rec)
+	if !ok {
 		return
 	}
-	if err != nil {
-		s.InternalError(w, r, err)
-		return
-	}
-	s.setLTICookie(w, r, done.Learner)
 	if rec.LineItem != "" {
 		// Work done before this link was graded (another link, a merge)
 		// reaches the new column now, not at the next answer.
@@ -316,3 +307,25 @@ func ltiLanding(c *lessons.Course, slug, question string) string {
 
 // errNoDeepLink is a deep-linking picker whose request expired or never was.
 var errNoDeepLink = errors.New("no such deep-linking request")
+
+// ltiRecord maps launch l (as rec, the roster's URL added when the LMS
+// offers one) onto its learner and class and signs this browser in as
+// that learner; false when it answered the request itself (an archived
+// course, a store error). The resource-link launch and the deep-linking
+// launch both go through it.
+func (s *Server) ltiRecord(w http.ResponseWriter, r *http.Request, l *lti.Launch, rec store.LTILaunch) (store.LTILaunched, bool) {
+	if l.NRPS != nil {
+		rec.MembershipsURL = l.NRPS.ContextMembershipsURL
+	}
+	done, err := s.cfg.Store.RecordLTILaunch(r.Context(), rec)
+	if errors.Is(err, store.ErrLTIClassArchived) {
+		s.ltiArchived(w, r)
+		return done, false
+	}
+	if err != nil {
+		s.InternalError(w, r, err)
+		return done, false
+	}
+	s.setLTICookie(w, r, done.Learner)
+	return done, true
+}
