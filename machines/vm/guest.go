@@ -115,7 +115,18 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	// If labserver dies without cleaning up, the kernel ends QEMU too.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Started = time.Now()
-	if err := startNiced(g.cmd, cfg.Nice); err != nil {
+	// A cold boot that will become the snapshot is the lab's work, done
+	// once for every guest after it: it runs at labserver's niceness, not
+	// a learner guest's 10. At 10 it starved beside a CPU-bound process
+	// (make test with both cores busy: a learner slot's first boot never
+	// said hello within the boot timeout, three times over). Guests
+	// restored from the snapshot run at cfg.Nice; should the save fail,
+	// that one guest runs on at 0.
+	nice := cfg.Nice
+	if snap == nil && !shell && !cfg.NoSnapshot {
+		nice = 0
+	}
+	if err := startNiced(g.cmd, nice); err != nil {
 		if g.console != nil {
 			g.console.stop()
 		}
