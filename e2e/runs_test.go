@@ -132,9 +132,11 @@ func TestTCPCostPrefillsCalculator(t *testing.T) {
 	if n := b.count(w + ` .exp-chart .u-legend .u-series`); n < 2 {
 		t.Errorf("chart legend has %d entries", n)
 	}
-	// Axis labels say what is measured, with units (chart-bands.js).
-	axes := eval[[]string](b, `(function(){ var p = document.querySelector('`+w+` .exp-chart[data-unit="Gbps"]')._plot;
-		return p ? p.axes.map(a => a.label) : []; })()`)
+	// Axis labels say what is measured, with units (chart-bands.js): the
+	// x axis on the chart, the y axis's as the line above it (a phone cut
+	// it off along the axis).
+	axes := eval[[]string](b, `(function(){ var c = document.querySelector('`+w+` .exp-chart[data-unit="Gbps"]'), p = c._plot, y = c.previousElementSibling;
+		return p ? [p.axes[0].label, y && y.classList.contains('exp-chart-ytitle') ? y.textContent : ''] : []; })()`)
 	if len(axes) != 2 || axes[0] != "time (s)" || axes[1] != "throughput (Gbps)" {
 		t.Errorf("throughput chart axes %q, want [time (s) throughput (Gbps)]", axes)
 	}
