@@ -46,16 +46,13 @@ type QuestionStatus struct {
 // the learner's first write) and returns it with its id and time. seen says
 // the answer was shown to the learner before (quiz.Policy.Seen).
 func (db *DB) AddAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct, seen bool) (Attempt, error) {
-	if !ValidLearnerID(learner) {
-		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
-	}
-	if !json.Valid(answer) {
-		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
+	a, err := newAttempt(learner, questionID, answer, correct, seen)
+	if err != nil {
+		return Attempt{}, err
 	}
 	defer db.quiz.invalidate(learner)
-	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
 	ts := now()
-	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+	err = db.write(ctx, func(tx *sql.Tx) (err error) {
 		a.ID, err = insertAttempt(ctx, tx, a, ts)
 		return err
 	})
@@ -254,4 +251,16 @@ func insertAttempt(ctx context.Context, tx *sql.Tx, a Attempt, ts string) (int64
 		return 0, err
 	}
 	return res.LastInsertId()
+}
+
+// newAttempt checks an answer before it is stored, practice or graded:
+// a valid learner id and an answer that is JSON.
+func newAttempt(learner, questionID string, answer json.RawMessage, correct, seen bool) (Attempt, error) {
+	if !ValidLearnerID(learner) {
+		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
+	}
+	if !json.Valid(answer) {
+		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
+	}
+	return Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}, nil
 }

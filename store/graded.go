@@ -263,18 +263,15 @@ type GradedWindow struct {
 // the answer's time falls outside [Opens, Closes). Answers racing each
 // other are therefore taken one at a time, and never more than Limit.
 func (db *DB) AddGradedAttempt(ctx context.Context, learner, questionID string, answer json.RawMessage, correct, seen bool, w GradedWindow) (Attempt, error) {
-	if !ValidLearnerID(learner) {
-		return Attempt{}, fmt.Errorf("store: add attempt: invalid learner id %q", learner)
-	}
-	if !json.Valid(answer) {
-		return Attempt{}, fmt.Errorf("store: add attempt at %s: answer is not JSON", questionID)
+	a, err := newAttempt(learner, questionID, answer, correct, seen)
+	if err != nil {
+		return Attempt{}, err
 	}
 	defer db.quiz.invalidate(learner)
-	a := Attempt{Learner: learner, QuestionID: questionID, Answer: answer, Correct: correct, Seen: seen}
 	at := clock()
 	ts := formatTime(at)
 	refused := false
-	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+	err = db.write(ctx, func(tx *sql.Tx) (err error) {
 		refused = false
 		if at.Before(w.Opens) || !at.Before(w.Closes) {
 			refused = true
