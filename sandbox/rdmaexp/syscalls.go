@@ -376,8 +376,15 @@ var (
 	straceFD   = regexp.MustCompile(`\{fd=(\d+)[,<]`)       // ppoll([{fd=7, events=POLLIN}], …): named elsewhere
 )
 
+// straceRestarted is the result of a call a signal interrupted and the
+// kernel restarts once the handler returns (Go's preemption signal, SIGURG,
+// lands on a thread blocked in read() a few times in a hundred): the
+// restarted call is the one that completes, so the cut one is not counted.
+var straceRestarted = regexp.MustCompile(`\) += \? ERESTART`)
+
 // parseStrace counts the completed calls of one strace log. Lines without
-// " = " are calls cut by the attach or the detach, not counted.
+// " = " are calls cut by the attach or the detach, not counted, nor calls
+// the kernel restarts after a signal.
 func parseStrace(file, tr string) ([]scCount, error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -390,7 +397,7 @@ func parseStrace(file, tr string) ([]scCount, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.Contains(line, " = ") {
+		if !strings.Contains(line, " = ") || straceRestarted.MatchString(line) {
 			continue
 		}
 		lines = append(lines, line)
