@@ -71,6 +71,13 @@ type TermConn interface {
 	Lost() bool
 }
 
+// TermLoad is how many learner terminals a machine has in use and the
+// most it may host (a worker says it in its heartbeats).
+type TermLoad struct {
+	Max   int `json:"max"`
+	InUse int `json:"in_use"`
+}
+
 // TermHost is a machine's learner terminals by learner (on a worker, by a
 // key the lab server derives from the learner's id), or all of the lab's.
 type TermHost interface {

@@ -27,7 +27,7 @@ func metricsFlags(fset *flag.FlagSet, c *metricsConfig, env func(key, def string
 		"bearer token that lets a scraper read /metrics from anywhere; without it only a client on this machine not coming through the reverse proxy may (docs/operations.md, \"Metrics\") [LAB_METRICS_TOKEN]")
 }
 
-// termCounts is what the web's terminals say of their load (fleet.Placement).
+// termCounts is what the web's terminals say of their load (placement.Placement).
 type termCounts interface {
 	InUse() (n, max int)
 	Waiting() int

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/machines/vm"
 	"github.com/rdmalab/rdmalab/runs/fleet"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/terminals/placement"
 	"github.com/rdmalab/rdmalab/terminals/terminal"
 	"github.com/rdmalab/rdmalab/web"
 )
@@ -79,11 +80,11 @@ func learnerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Lo
 }
 
 // webTerminals are the lab's terminals — this machine's and the
-// workers', placed by fleet.Placement, all speaking the domain's types —
+// workers', placed by placement.Placement, all speaking the domain's types —
 // with what only the lab server knows (web.TerminalInfo) and programs
 // run in learners' guests here (rdmalab.ProgramRunner).
 type webTerminals struct {
-	*fleet.Placement
+	*placement.Placement
 	local  *terminal.Terminals // nil: terminals only on workers
 	sizing web.TermSizing      // how --terminals auto chose the local cap
 }
@@ -91,7 +92,7 @@ type webTerminals struct {
 // newWebTerminals places terminals on local (nil: none here) and fl's
 // workers (nil: none).
 func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.TermSizing) webTerminals {
-	p := &fleet.Placement{}
+	p := &placement.Placement{}
 	if local != nil {
 		p.Local = local.Host()
 	}
@@ -104,7 +105,8 @@ func newWebTerminals(local *terminal.Terminals, fl *fleet.Server, sizing web.Ter
 // The compiler checks the seams web is wired with (serve.go): renaming a
 // method here fails the build instead of turning a feature off.
 var (
-	_ rdmalab.TermHost      = (*fleet.Placement)(nil)
+	_ rdmalab.TermHost      = (*placement.Placement)(nil)
+	_ placement.Workers     = (*fleet.Server)(nil)
 	_ rdmalab.TermHost      = webTerminals{}
 	_ rdmalab.ProgramRunner = webTerminals{}
 	_ web.TerminalInfo      = webTerminals{}

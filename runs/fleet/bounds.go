@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/textclip"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
@@ -68,7 +69,7 @@ func sanitize(hb Worker) Worker {
 	}
 	if hb.Terms != nil && hb.Terms.Max > 0 {
 		m := min(hb.Terms.Max, termPerHost)
-		out.Terms = &TermLoad{Max: m, InUse: min(max(hb.Terms.InUse, 0), m)}
+		out.Terms = &rdmalab.TermLoad{Max: m, InUse: min(max(hb.Terms.InUse, 0), m)}
 	}
 	out.Running = min(max(hb.Running, 0), 1024)
 	out.CPUs = min(max(hb.CPUs, 0), 1<<16)

@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -85,14 +86,14 @@ func consumerName(need sandbox.Need) string { return "work-" + string(need) }
 
 // Worker is what a worker says about itself in its heartbeats; /lab lists them.
 type Worker struct {
-	Name     string           `json:"name"`
-	Backends map[string]int   `json:"backends"` // need → slots, e.g. {"host": 2, "rdma": 1}
-	Backend  string           `json:"backend"`  // where its RDMA runs go: host|vm|none
-	Accel    string           `json:"accel,omitempty"`
-	Devices  []sandbox.Device `json:"devices,omitempty"`
-	Running  int              `json:"running"`
-	Load1    float64          `json:"load1"`
-	CPUs     int              `json:"cpus"`
-	Terms    *TermLoad        `json:"terms,omitempty"` // learner terminals it hosts (term.go)
-	Seen     time.Time        `json:"seen"`
+	Name     string            `json:"name"`
+	Backends map[string]int    `json:"backends"` // need → slots, e.g. {"host": 2, "rdma": 1}
+	Backend  string            `json:"backend"`  // where its RDMA runs go: host|vm|none
+	Accel    string            `json:"accel,omitempty"`
+	Devices  []sandbox.Device  `json:"devices,omitempty"`
+	Running  int               `json:"running"`
+	Load1    float64           `json:"load1"`
+	CPUs     int               `json:"cpus"`
+	Terms    *rdmalab.TermLoad `json:"terms,omitempty"` // learner terminals it hosts (term.go)
+	Seen     time.Time         `json:"seen"`
 }

@@ -47,12 +47,6 @@ const (
 // guest's start (a local one has 5 minutes, terminal.Terminals.open).
 var termOpenWait = 6 * time.Minute
 
-// TermLoad is what a worker says of its learner terminals in heartbeats.
-type TermLoad struct {
-	Max   int `json:"max"`
-	InUse int `json:"in_use"`
-}
-
 // termOpen asks a worker for a learner's shell (op open).
 type termOpen struct {
 	Key  string `json:"key"`

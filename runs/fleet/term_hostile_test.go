@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
 // handWorker is a worker's side of terminals driven by hand over a real
@@ -25,7 +26,7 @@ func handWorker(t *testing.T, r *rogue, name string, max int, onOpen func(id str
 	t.Cleanup(func() { close(stop) })
 	go func() {
 		for {
-			b, _ := json.Marshal(Worker{Name: name, Backends: map[string]int{}, Terms: &TermLoad{Max: max}})
+			b, _ := json.Marshal(Worker{Name: name, Backends: map[string]int{}, Terms: &rdmalab.TermLoad{Max: max}})
 			_ = r.nc.Publish(subjHeartbeat+name, b)
 			select {
 			case <-stop:
@@ -70,7 +71,7 @@ func TestRogueWorkerCannotTouchOthersTerminals(t *testing.T) {
 	var keys atomic.Int64 // keystrokes w1 received
 	_, _ = w1.nc.Subscribe(subjTermIn+"w1.*.in", func(m *nats.Msg) { keys.Add(int64(len(m.Data))) })
 	waitTermWorker(t, s, "w1")
-	p := &Placement{Fleet: s}
+	p := &placement.Placement{Fleet: s}
 	c, err := p.Attach(t.Context(), "ann", 24, 80, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestWorkerTerminalFloodBounded(t *testing.T) {
 			evil := connectRogue(t, s.Addr(), "evil", nkeyOpt(t, seed))
 			handWorker(t, evil, "evil", 4, func(id string) { tc.send(evil, id) })
 			waitTermWorker(t, s, "evil")
-			p := &Placement{Fleet: s}
+			p := &placement.Placement{Fleet: s}
 			var c rdmalab.TermConn
 			grew := heapPeak(func() {
 				c, err = p.Attach(t.Context(), "ann", 24, 80, nil)
@@ -208,7 +209,7 @@ func TestSilentWorkerGetsNoMoreTerminals(t *testing.T) {
 	defer close(stop)
 	go func() {
 		for {
-			b, _ := json.Marshal(Worker{Name: "mute", Backends: map[string]int{}, Terms: &TermLoad{Max: 8}})
+			b, _ := json.Marshal(Worker{Name: "mute", Backends: map[string]int{}, Terms: &rdmalab.TermLoad{Max: 8}})
 			_ = mute.nc.Publish(subjHeartbeat+"mute", b)
 			select {
 			case <-stop:
@@ -218,7 +219,7 @@ func TestSilentWorkerGetsNoMoreTerminals(t *testing.T) {
 		}
 	}()
 	waitTermWorker(t, s, "mute")
-	p := &Placement{Fleet: s}
+	p := &placement.Placement{Fleet: s}
 	_, err = p.Attach(t.Context(), "ann", 24, 80, nil)
 	var lost *TermLost
 	if !errors.As(err, &lost) || lost.Worker != "mute" {

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
 // TestKeptMachineOnWorker: a learner's terminal machine on a real
@@ -20,7 +22,7 @@ func TestKeptMachineOnWorker(t *testing.T) {
 	args := []string{"--host-slots", "0", "--terminals", "1", "--keep-dir", t.TempDir(), "--keep-stop-wait", "3m"}
 	w := startWorkerEnv(t, env, s.Addr(), "ka", token, args...)
 	waitTermWorker(t, s, "ka")
-	p := &Placement{Fleet: s}
+	p := &placement.Placement{Fleet: s}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // the image may be built first
 	defer cancel()
 

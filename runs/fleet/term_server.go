@@ -69,8 +69,8 @@ func newID() string {
 // TermWorkers are the live workers that host terminals and may get more:
 // their load as they said it, raised to the terminals this server has
 // open there (a heartbeat lags a placement by up to a second).
-func (s *Server) TermWorkers() map[string]TermLoad {
-	out := map[string]TermLoad{}
+func (s *Server) TermWorkers() map[string]rdmalab.TermLoad {
+	out := map[string]rdmalab.TermLoad{}
 	for _, w := range s.Workers() {
 		if w.Terms != nil {
 			out[w.Name] = *w.Terms
@@ -92,9 +92,9 @@ func (s *Server) TermWorkers() map[string]TermLoad {
 	return out
 }
 
-// termUsable reports whether worker is alive and never broke a terminal
+// TermUsable reports whether worker is alive and never broke a terminal
 // bound.
-func (s *Server) termUsable(worker string) bool {
+func (s *Server) TermUsable(worker string) bool {
 	s.tmu.Lock()
 	_, bad := s.ts.bad[worker]
 	s.tmu.Unlock()
@@ -121,7 +121,7 @@ type RemoteTerm struct {
 // TermAttach opens learner's shell on worker: their guest there starts if
 // it has none. It waits for the worker's answer until ctx ends or the
 // worker dies.
-func (s *Server) TermAttach(ctx context.Context, worker, learner string, rows, cols uint16) (*RemoteTerm, error) {
+func (s *Server) TermAttach(ctx context.Context, worker, learner string, rows, cols uint16) (rdmalab.TermConn, error) {
 	t := &RemoteTerm{s: s, worker: worker, id: newID(), ready: make(chan termReady, 1), out: make(chan []byte, termOutBuf),
 		lim: rate.NewLimiter(termRate, termBurst)}
 	s.tmu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
 // screen collects a terminal's output until it ends.
@@ -70,7 +71,7 @@ func TestTerminalOnWorker(t *testing.T) {
 	defer s.Close()
 	wa := startWorkerEnv(t, env, s.Addr(), "ta", token, "--host-slots", "0", "--terminals", "1")
 	waitTermWorker(t, s, "ta")
-	p := &Placement{Fleet: s}
+	p := &placement.Placement{Fleet: s}
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute) // the image may be built first
 	defer cancel()
 

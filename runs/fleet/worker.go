@@ -166,7 +166,7 @@ func (w *worker) heartbeat(ctx context.Context) {
 		w.mu.Unlock()
 		if w.cfg.Terms != nil {
 			n, max := w.cfg.Terms.InUse()
-			hb.Terms = &TermLoad{Max: max, InUse: n}
+			hb.Terms = &rdmalab.TermLoad{Max: max, InUse: n}
 		}
 		hb.Load1 = load1()
 		b, _ := json.Marshal(hb)

@@ -1,4 +1,10 @@
-package fleet
+// Package placement decides where a learner's terminal lives: on this
+// machine while it has room, else on the worker with the most room, and
+// later attaches and task checks where the learner's machine already is.
+// It speaks only the domain's terminal types; the workers are anything
+// that offers their terminals by name (runs/fleet's Server does, over
+// NATS), so placement knows nothing of the wire.
+package placement
 
 import (
 	"context"
@@ -8,15 +14,30 @@ import (
 	"github.com/rdmalab/rdmalab"
 )
 
+// Workers are other machines' learner terminals, by worker name, as the
+// fleet offers them (fleet.Server).
+type Workers interface {
+	// TermWorkers are the live workers that host terminals, with their load.
+	TermWorkers() map[string]rdmalab.TermLoad
+	// TermUsable reports whether worker is alive and may hold a terminal.
+	TermUsable(worker string) bool
+	// TermAttach opens learner's shell on worker.
+	TermAttach(ctx context.Context, worker, learner string, rows, cols uint16) (rdmalab.TermConn, error)
+	// TermVerify runs a task's check on learner's machine on worker.
+	TermVerify(ctx context.Context, worker, learner string, script []byte, lang string) (rdmalab.TaskVerdict, error)
+	// TermReset ends learner's machine on worker and what was kept of it.
+	TermReset(ctx context.Context, worker, learner string) error
+}
+
 // Placement puts each learner's new terminal on a machine with room: this
 // one while it has a free guest, else the worker with the most room, else
 // this one's queue. A learner's next attach (a reload, a second tab) and
 // task checks go where their machine is. A worker that dies ends its
-// terminals (RemoteTerm.Lost) and the learner's next attach is placed
+// terminals (their TermConn says Lost) and the learner's next attach is placed
 // anew. Placement is itself a rdmalab.TermHost over learner ids.
 type Placement struct {
 	Local rdmalab.TermHost // this machine's terminals; nil: none here
-	Fleet *Server          // the workers; nil: none
+	Fleet Workers          // the workers; nil: none
 
 	mu    sync.Mutex
 	where map[string]string // learner → the worker that holds their machine
@@ -27,7 +48,7 @@ func (p *Placement) workerOf(learner string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.where[learner]
-	if w != "" && (p.Fleet == nil || !p.Fleet.termUsable(w)) {
+	if w != "" && (p.Fleet == nil || !p.Fleet.TermUsable(w)) {
 		delete(p.where, learner)
 		return ""
 	}
