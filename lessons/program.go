@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/rdmalab/rdmalab/internal/i18n"
 )
 
 // A program is an exercise where the learner writes C in the page's
@@ -64,12 +66,18 @@ type ProgramConfig struct {
 	// SolutionAfter is the number of failed checks after which the
 	// solution is offered (default 3); the learner may also ask for it.
 	SolutionAfter int `yaml:"solution_after"`
+	// Hints are revealed one at a time at the learner's request, each
+	// reveal recorded (web/program.go), before the solution: each in
+	// both languages ({en: …, zh: …}), plain text where `code` is code.
+	Hints []i18n.Text `yaml:"hints"`
 }
 
 // Bounds of a program's files and settings.
 const (
 	MaxProgramSource  = 32 << 10
 	MaxProgramTimeout = 30
+	MaxProgramHints   = 8   // hints of one program
+	MaxProgramHint    = 600 // bytes of one hint in one language
 )
 
 // ProgramLibs are the libraries a program may link.
@@ -231,6 +239,25 @@ func (p *Program) configure(c ProgramConfig, file string) []string {
 	if len(c.Args) > 8 || len(c.PeerArgs) > 8 {
 		msgs = append(msgs, fmt.Sprintf("%s: at most 8 arguments each", file))
 	}
+	if len(c.Hints) > MaxProgramHints {
+		msgs = append(msgs, fmt.Sprintf("%s: %d hints, at most %d", file, len(c.Hints), MaxProgramHints))
+	}
+	for i, h := range c.Hints {
+		for lang := range h {
+			if !slices.Contains(Langs, lang) {
+				msgs = append(msgs, fmt.Sprintf("%s: hint %d: language %q is not one of %s", file, i+1, lang, strings.Join(Langs, ", ")))
+			}
+		}
+		for _, lang := range Langs {
+			switch t := strings.TrimSpace(h[lang]); {
+			case t == "":
+				msgs = append(msgs, fmt.Sprintf("%s: hint %d has no %s text: every hint needs %s", file, i+1, lang, strings.Join(Langs, " and ")))
+			case len(t) > MaxProgramHint:
+				msgs = append(msgs, fmt.Sprintf("%s: hint %d (%s) is %d bytes, at most %d", file, i+1, lang, len(t), MaxProgramHint))
+			}
+		}
+	}
+	p.Config.Hints = c.Hints
 	p.Config.Args, p.Config.PeerArgs, p.Config.Peer = c.Args, c.PeerArgs, c.Peer
 	if c.Peer != "" && !strings.HasSuffix(c.Peer, ".c") {
 		msgs = append(msgs, fmt.Sprintf("%s: peer %q must be a C file (.c) in the lesson folder", file, c.Peer))

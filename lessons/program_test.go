@@ -2,8 +2,11 @@ package lessons
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/zhcheck"
 )
 
 // TestProgramsLoad: a :::program becomes a segment and Lesson.Programs
@@ -11,7 +14,8 @@ import (
 func TestProgramsLoad(t *testing.T) {
 	files := map[string]string{
 		"p/starter.c": "int main(void){return 1;}\n", "p/solution.c": "int main(void){return 0;}\n",
-		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\n",
+		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\n" +
+			"hints:\n  - en: Open the device first.\n    zh: 先打开设备。\n  - {en: Then `ibv_reg_mr`., zh: 再调用 `ibv_reg_mr`。}\n",
 		"peers/peer.c": "int main(void){return 0;}\n",
 	}
 	c, err := Load(taskCourse(":::program first p\nWrite **it**.\n:::\n", ":::program first p\n写出**它**。\n:::\n", files), Options{})
@@ -24,7 +28,8 @@ func TestProgramsLoad(t *testing.T) {
 		t.Fatalf("programs %+v", l.Programs)
 	}
 	if p.Config.Timeout != 20 || p.Config.Peer != "peers/peer.c" || string(p.Peer) != files["peers/peer.c"] ||
-		len(p.Config.Libs) != 2 || p.Config.PeerArgs[1] != "7471" || p.Config.SolutionAfter != 3 || string(p.Solution) != files["p/solution.c"] {
+		len(p.Config.Libs) != 2 || p.Config.PeerArgs[1] != "7471" || p.Config.SolutionAfter != 3 || string(p.Solution) != files["p/solution.c"] ||
+		len(p.Config.Hints) != 2 || p.Config.Hints[0]["zh"] != "先打开设备。" || p.Config.Hints[1]["en"] != "Then `ibv_reg_mr`." {
 		t.Errorf("program %+v", p)
 	}
 	for lang, want := range map[string]string{"en": "Write <strong>it</strong>", "zh": "写出<strong>它</strong>"} {
@@ -70,6 +75,9 @@ func TestProgramsCheck(t *testing.T) {
 		{"bad lib", "p", with("p/program.yaml", "libs: [ssl]\n"), `library "ssl" is not one of`},
 		{"no peer", "p", with("p/program.yaml", "peer: peers/none.c\n"), "no peer program 01-t/peers/none.c"},
 		{"bad arg", "p", with("p/program.yaml", "args: [\"$(reboot)\"]\n"), "letters, digits"},
+		{"hint without zh", "p", with("p/program.yaml", "hints:\n  - en: Open the device first.\n"), "01-t/p/program.yaml: hint 1 has no zh text: every hint needs zh and en"},
+		{"hint with an empty en", "p", with("p/program.yaml", "hints:\n  - {en: Open it., zh: 先打开设备。}\n  - {en: \" \", zh: 再注册内存。}\n"), "hint 2 has no en text"},
+		{"hint in another language", "p", with("p/program.yaml", "hints:\n  - {en: Open it., zh: 先打开设备。, fr: Ouvrez.}\n"), `hint 1: language "fr" is not one of zh, en`},
 		{"starter does not compile", "p", with("p/starter.c", "int main(void){ int x = ; }\n"), "01-t/p/starter.c does not compile: main.c:1: error: identifier expected"},
 	}
 	compile := func(src []byte, libs []string) (string, error) {
@@ -91,5 +99,35 @@ func TestProgramsCheck(t *testing.T) {
 				t.Errorf("findings:\n%s\nwant one with %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBuiltinProgramHints: the built-in exercises of lessons 03 and 04
+// have hints, each in both languages, the Chinese written with Chinese
+// punctuation (code spans aside, where C is C).
+func TestBuiltinProgramHints(t *testing.T) {
+	c, err := Load(Builtin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := regexp.MustCompile("`[^`]*`")
+	for _, slug := range []string{"03-verbs-lifecycle", "04-first-program"} {
+		l := c.Lesson(slug)
+		if l == nil || len(l.Programs) == 0 {
+			t.Fatalf("%s: no programs", slug)
+		}
+		for _, p := range l.Programs {
+			if len(p.Config.Hints) < 2 {
+				t.Errorf("%s/%s: %d hints, want at least 2", slug, p.ID, len(p.Config.Hints))
+			}
+			for i, h := range p.Config.Hints {
+				if leaks := zhcheck.Leaks(code.ReplaceAllString(h["zh"], "C")); len(leaks) > 0 {
+					t.Errorf("%s/%s hint %d (zh): %q", slug, p.ID, i+1, leaks)
+				}
+				if prose := zhcheck.Prose(code.ReplaceAllString(h["zh"], "C")); len(prose) > 0 {
+					t.Errorf("%s/%s hint %d (zh) has English prose: %q", slug, p.ID, i+1, prose)
+				}
+			}
+		}
 	}
 }
