@@ -15,6 +15,7 @@ type ProgramProgress struct {
 	Passes          int       // runs whose check passed
 	PassedAt        time.Time // first pass; zero until one
 	SolutionAt      time.Time // when the solution was first shown; zero if never
+	Hints           int       // hints revealed (program_hints)
 }
 
 // Passed reports whether a run of the program ever passed its check.
@@ -93,10 +94,130 @@ func (db *DB) RecordSolutionShown(ctx context.Context, learner, lesson, program 
 	})
 }
 
+// hintCount is the hints revealed of program_progress row p.
+const hintCount = `(SELECT COUNT(*) FROM program_hints h WHERE h.learner = p.learner AND h.lesson = p.lesson AND h.program = p.program)`
+
+// RevealProgramHint records that learner revealed the next hint of
+// lesson's program, which has `have` hints, and returns how many are
+// revealed now. Hints are revealed in order, one at a time: the next is
+// the count so far, and once all are revealed nothing more is recorded
+// (a second click, a second tab).
+func (db *DB) RevealProgramHint(ctx context.Context, learner, lesson, program string, have int) (revealed int, err error) {
+	if !ValidLearnerID(learner) {
+		return 0, fmt.Errorf("store: invalid learner id %q", learner)
+	}
+	err = db.programTx(ctx, "reveal hint", learner, func(tx *sql.Tx, ts string) error {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM program_hints WHERE learner = ? AND lesson = ? AND program = ?`,
+			learner, lesson, program).Scan(&revealed); err != nil {
+			return err
+		}
+		if revealed >= have {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO program_hints (learner, lesson, program, hint, revealed_at) VALUES (?, ?, ?, ?, ?)`,
+			learner, lesson, program, revealed, ts); err != nil {
+			return err
+		}
+		revealed++
+		// The progress row, so the gradebook lists a learner who read
+		// hints before any run.
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO program_progress (learner, lesson, program, attempts, passes, last_at) VALUES (?1, ?2, ?3, 0, 0, ?4)
+			 ON CONFLICT (learner, lesson, program) DO NOTHING`, learner, lesson, program, ts)
+		return err
+	})
+	return revealed, err
+}
+
+// ProgramSubmission is the source of a learner's last Run of a program.
+type ProgramSubmission struct {
+	Lesson, Program string
+	RunID           string // the run (runs.id) it started
+	Source          string
+	At              time.Time
+}
+
+// RecordProgramSubmission keeps source as learner's last submission of
+// lesson's program, run as run (the one before is replaced).
+func (db *DB) RecordProgramSubmission(ctx context.Context, learner, lesson, program, run, source string) error {
+	if !ValidLearnerID(learner) {
+		return fmt.Errorf("store: invalid learner id %q", learner)
+	}
+	return db.programTx(ctx, "program submission", learner, func(tx *sql.Tx, ts string) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO program_submissions (learner, lesson, program, run_id, source, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			 ON CONFLICT (learner, lesson, program) DO UPDATE SET run_id = excluded.run_id, source = excluded.source,
+			   submitted_at = excluded.submitted_at`,
+			learner, lesson, program, run, source, ts)
+		return err
+	})
+}
+
+// ProgramSubmissions returns learner's last submission of each program
+// they ran, by lesson and program.
+func (db *DB) ProgramSubmissions(ctx context.Context, learner string) ([]ProgramSubmission, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT lesson, program, run_id, source, submitted_at FROM program_submissions
+		WHERE learner = ? ORDER BY lesson, program`, learner)
+	if err != nil {
+		return nil, fmt.Errorf("store: program submissions: %w", err)
+	}
+	defer rows.Close()
+	var out []ProgramSubmission
+	for rows.Next() {
+		var s ProgramSubmission
+		var at string
+		if err := rows.Scan(&s.Lesson, &s.Program, &s.RunID, &s.Source, &at); err != nil {
+			return nil, fmt.Errorf("store: program submissions: %w", err)
+		}
+		s.At, _ = parseTime(at)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// ResetProgramCode replaces learner's code of lesson's program by
+// starter and keeps the code it replaced (ProgramCodeBeforeReset), when
+// there was any and it was not the starter already.
+func (db *DB) ResetProgramCode(ctx context.Context, learner, lesson, program, starter string) error {
+	if !ValidLearnerID(learner) {
+		return fmt.Errorf("store: invalid learner id %q", learner)
+	}
+	return db.programTx(ctx, "reset program code", learner, func(tx *sql.Tx, ts string) error {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO program_resets (learner, lesson, program, source, reset_at)
+			 SELECT learner, lesson, program, source, ?4 FROM program_code
+			 WHERE learner = ?1 AND lesson = ?2 AND program = ?3 AND source != ?5
+			 ON CONFLICT (learner, lesson, program) DO UPDATE SET source = excluded.source, reset_at = excluded.reset_at`,
+			learner, lesson, program, ts, starter); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO program_code (learner, lesson, program, source, saved_at) VALUES (?1, ?2, ?3, ?4, ?5)
+			 ON CONFLICT (learner, lesson, program) DO UPDATE SET source = excluded.source, saved_at = excluded.saved_at`,
+			learner, lesson, program, starter, ts)
+		return err
+	})
+}
+
+// ProgramCodeBeforeReset returns the code learner's last reset of
+// lesson's program replaced; ok is false when they never reset it.
+func (db *DB) ProgramCodeBeforeReset(ctx context.Context, learner, lesson, program string) (source string, ok bool, err error) {
+	err = db.r.QueryRowContext(ctx, `SELECT source FROM program_resets WHERE learner = ? AND lesson = ? AND program = ?`,
+		learner, lesson, program).Scan(&source)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: program code before reset: %w", err)
+	}
+	return source, true, nil
+}
+
 // LessonPrograms returns learner's records on lesson's programs, by id.
 func (db *DB) LessonPrograms(ctx context.Context, learner, lesson string) (map[string]ProgramProgress, error) {
 	rows, err := db.r.QueryContext(ctx,
-		`SELECT lesson, program, attempts, passes, passed_at, solution_at FROM program_progress WHERE learner = ? AND lesson = ?`, learner, lesson)
+		`SELECT p.lesson, p.program, p.attempts, p.passes, p.passed_at, p.solution_at, `+hintCount+`
+		 FROM program_progress p WHERE p.learner = ? AND p.lesson = ?`, learner, lesson)
 	if err != nil {
 		return nil, fmt.Errorf("store: lesson programs: %w", err)
 	}
@@ -115,7 +236,7 @@ type ProgramRow struct {
 // by learner, lesson and program.
 func (db *DB) ClassProgramsIn(ctx context.Context, sc Scope) ([]ProgramRow, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT p.learner, p.lesson, p.program, p.attempts, p.passes,
-		CASE WHEN `+sc.during("p.learner", "p.passed_at")+` THEN p.passed_at END, p.solution_at
+		CASE WHEN `+sc.during("p.learner", "p.passed_at")+` THEN p.passed_at END, p.solution_at, `+hintCount+`
 		FROM program_progress p WHERE `+sc.rowOf("p.learner", "1")+` ORDER BY p.learner, p.lesson, p.program`)
 	if err != nil {
 		return nil, fmt.Errorf("store: class programs: %w", err)
@@ -130,7 +251,7 @@ func scanPrograms(rows *sql.Rows, fn func(string, ProgramProgress)) error {
 	for rows.Next() {
 		var p ProgramProgress
 		var passed, sol sql.NullString
-		if err := rows.Scan(&p.Lesson, &p.Program, &p.Attempts, &p.Passes, &passed, &sol); err != nil {
+		if err := rows.Scan(&p.Lesson, &p.Program, &p.Attempts, &p.Passes, &passed, &sol, &p.Hints); err != nil {
 			return fmt.Errorf("store: programs: %w", err)
 		}
 		p.PassedAt, p.SolutionAt = nullTime(passed), nullTime(sol)
@@ -145,7 +266,7 @@ func scanProgramsWithLearner(rows *sql.Rows, fn func(string, ProgramProgress)) e
 		var p ProgramProgress
 		var learner string
 		var passed, sol sql.NullString
-		if err := rows.Scan(&learner, &p.Lesson, &p.Program, &p.Attempts, &p.Passes, &passed, &sol); err != nil {
+		if err := rows.Scan(&learner, &p.Lesson, &p.Program, &p.Attempts, &p.Passes, &passed, &sol, &p.Hints); err != nil {
 			return fmt.Errorf("store: programs: %w", err)
 		}
 		p.PassedAt, p.SolutionAt = nullTime(passed), nullTime(sol)

@@ -386,6 +386,23 @@ var mergeSQL = map[string][]string{
 			                   WHEN excluded.solution_at IS NULL THEN solution_at
 			                   ELSE MIN(solution_at, excluded.solution_at) END`,
 		`DELETE FROM program_progress WHERE learner = ?1`},
+	"program_hints": {`INSERT INTO program_hints (learner, lesson, program, hint, revealed_at)
+		SELECT ?2, lesson, program, hint, revealed_at FROM program_hints WHERE learner = ?1 AND true
+		ON CONFLICT (learner, lesson, program, hint) DO UPDATE SET revealed_at = MIN(revealed_at, excluded.revealed_at)`,
+		`DELETE FROM program_hints WHERE learner = ?1`},
+	"program_submissions": {`INSERT INTO program_submissions (learner, lesson, program, run_id, source, submitted_at)
+		SELECT ?2, lesson, program, run_id, source, submitted_at FROM program_submissions WHERE learner = ?1 AND true
+		ON CONFLICT (learner, lesson, program) DO UPDATE SET
+			run_id = CASE WHEN excluded.submitted_at > submitted_at THEN excluded.run_id ELSE run_id END,
+			source = CASE WHEN excluded.submitted_at > submitted_at THEN excluded.source ELSE source END,
+			submitted_at = MAX(submitted_at, excluded.submitted_at)`,
+		`DELETE FROM program_submissions WHERE learner = ?1`},
+	"program_resets": {`INSERT INTO program_resets (learner, lesson, program, source, reset_at)
+		SELECT ?2, lesson, program, source, reset_at FROM program_resets WHERE learner = ?1 AND true
+		ON CONFLICT (learner, lesson, program) DO UPDATE SET
+			source = CASE WHEN excluded.reset_at > reset_at THEN excluded.source ELSE source END,
+			reset_at = MAX(reset_at, excluded.reset_at)`,
+		`DELETE FROM program_resets WHERE learner = ?1`},
 	"cohort_members": {`INSERT INTO cohort_members (cohort_id, learner, joined_at)
 		SELECT cohort_id, ?2, joined_at FROM cohort_members WHERE learner = ?1 AND true
 		ON CONFLICT (cohort_id, learner) DO UPDATE SET joined_at = MIN(joined_at, excluded.joined_at)`,

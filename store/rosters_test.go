@@ -67,6 +67,10 @@ func TestRosterClaimAndMerge(t *testing.T) {
 	must(db.SaveProgramCode(ctx, phone, "04-first-program", "open", "int main(){}"))
 	must(db.RecordProgramRun(ctx, phone, "04-first-program", "open", true))
 	must(db.RecordProgramRun(ctx, laptop, "04-first-program", "open", false))
+	_, err = db.RevealProgramHint(ctx, phone, "04-first-program", "open", 3)
+	must(err)
+	must(db.RecordProgramSubmission(ctx, phone, "04-first-program", "open", "run-phone", "int main(){}"))
+	must(db.ResetProgramCode(ctx, phone, "04-first-program", "other", "starter"))
 	cl, err = db.ClaimSeat(ctx, phone, strings.ToLower(c.Code), strings.ToLower(zhang.Code))
 	must(err)
 	if cl.Learner != laptop || !cl.Merged {
@@ -89,11 +93,14 @@ func TestRosterClaimAndMerge(t *testing.T) {
 	}
 	progs, err := db.LessonPrograms(ctx, laptop, "04-first-program")
 	must(err)
-	if progs["open"].Attempts != 2 || progs["open"].Passes != 1 {
+	if progs["open"].Attempts != 2 || progs["open"].Passes != 1 || progs["open"].Hints != 1 {
 		t.Errorf("program after merge: %+v", progs["open"])
 	}
 	if src, ok, _ := db.ProgramCode(ctx, laptop, "04-first-program", "open"); !ok || src != "int main(){}" {
 		t.Errorf("program code after merge: %q %v", src, ok)
+	}
+	if subs, _ := db.ProgramSubmissions(ctx, laptop); len(subs) != 1 || subs[0].RunID != "run-phone" {
+		t.Errorf("program submissions after merge: %+v", subs)
 	}
 	if known, _ := db.LearnerKnown(ctx, phone); known {
 		t.Error("the merged-away learner id still exists")
