@@ -104,8 +104,8 @@ func (t *Terminals) RunProgram(ctx context.Context, learner string, prog vmproto
 	s.mu.Lock()
 	s.lastUse = time.Now()
 	s.mu.Unlock()
-	s.use() // a paused guest runs the program
-	defer s.unuse()
+	s.hold() // a paused guest runs the program
+	defer s.release()
 	g, err := s.backend.WaitReady(ctx)
 	if err != nil {
 		return vmproto.ProgramEnd{}, err

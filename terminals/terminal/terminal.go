@@ -148,6 +148,11 @@ type Terminals struct {
 	// Keep, when set, keeps a reclaimed learner's machine (keep.go) and
 	// restores it at their next attach; nil: a reclaimed machine is gone.
 	Keep *Keep
+	// IdlePause: a learner's guest whose shell has had no keystroke and no
+	// output this long, and whose QEMU is idle, is paused with its tab
+	// open; the next keystroke resumes it (idle.go). 0: DefaultIdlePause;
+	// below 0: never.
+	IdlePause time.Duration
 
 	// StartsAtOnce is how many learner guests may be starting (restored,
 	// up to a ready agent) at once (the host's CPUs). A class opening its
@@ -182,6 +187,8 @@ type Terminals struct {
 	ownStarting int           // learners' own guests starting: no spare starts meanwhile
 	fromSpare   int           // attaches served from a spare
 	startedOwn  int           // learner guests started on demand
+
+	idle IdleStats // pauses and resumes for idleness (idle.go); Paused unused
 }
 
 // termWaiter is one Attach waiting for a place.
@@ -189,7 +196,11 @@ type termWaiter struct{ learner string }
 
 // termSession is one learner's guest and shell.
 type termSession struct {
-	owner   string
+	owner string
+	// client is the admission's client (rdmalab.ClientOf) at the
+	// learner's latest attach: their kept machine counts against its
+	// share (Keep.ClientMax). Under mu.
+	client  string
 	backend *vm.Backend
 	log     *slog.Logger // the guest's
 
@@ -207,6 +218,18 @@ type termSession struct {
 
 	pmu   sync.Mutex // orders pausing and resuming the guest
 	users int        // attachments, attaches under way and checks; the guest runs while > 0
+	busy  int        // programs and checks running: the guest is not idle
+	// idlePaused: the guest is paused for idleness while users > 0
+	// (idle.go); a keystroke resumes it.
+	idlePaused bool
+	resumed    func(time.Duration) // told each resume from idlePaused
+
+	// lastActive (mu) is the last keystroke, output, attach or run;
+	// cpuSeen and cpuAt the guest's CPU time when reap last looked (its
+	// goroutine's alone).
+	lastActive time.Time
+	cpuSeen    time.Duration
+	cpuAt      time.Time
 
 	discarded atomic.Bool // the session is being ended on purpose
 }
@@ -252,6 +275,9 @@ func (t *Terminals) init() {
 		}
 		if t.SpareRetry <= 0 {
 			t.SpareRetry = 30 * time.Second
+		}
+		if t.IdlePause == 0 {
+			t.IdlePause = DefaultIdlePause
 		}
 		t.starts = make(chan struct{}, t.StartsAtOnce)
 		t.sessions = map[string]*termSession{}
@@ -390,7 +416,8 @@ func (t *Terminals) startGuest(owner string) *termSession {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &termSession{owner: owner, backend: vm.New(cfg), log: log, subs: map[*Attachment]struct{}{}, max: t.Scrollback, lastUse: time.Now()}
+	s := &termSession{owner: owner, backend: vm.New(cfg), log: log, subs: map[*Attachment]struct{}{}, max: t.Scrollback,
+		lastUse: time.Now(), lastActive: time.Now(), resumed: t.noteResume}
 	if owner != "" && t.Keep != nil {
 		// The learner's kept machine instead of a fresh one, at the
 		// first start only.
@@ -515,10 +542,35 @@ func (s *termSession) awaitPrompt(ctx context.Context, g *vm.Guest) error {
 
 // use marks the guest in use and resumes it if it was paused.
 func (s *termSession) use() {
+	if s.wake() > 0 {
+		// It was paused for idleness, and runs again.
+		s.pmu.Lock()
+		s.users++
+		s.pmu.Unlock()
+		return
+	}
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	s.users++
 	s.backend.Resume()
+}
+
+// hold is use for a program or a check: the guest is not idle until
+// release.
+func (s *termSession) hold() {
+	s.use()
+	s.pmu.Lock()
+	s.busy++
+	s.pmu.Unlock()
+}
+
+// release ends a hold.
+func (s *termSession) release() {
+	s.pmu.Lock()
+	s.busy--
+	s.pmu.Unlock()
+	s.active()
+	s.unuse()
 }
 
 // unuse ends one use; with none left the guest is paused (QMP stop): an
@@ -529,6 +581,7 @@ func (s *termSession) unuse() {
 	defer s.pmu.Unlock()
 	s.users--
 	if s.users == 0 {
+		s.idlePaused = false // paused now because no tab shows it
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		s.backend.Pause(ctx)
 		cancel()
@@ -624,6 +677,9 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 	}
 	s.mu.Lock()
 	s.lastUse = time.Now()
+	if c := rdmalab.ClientOf(ctx); c != "" {
+		s.client = c
+	}
 	s.mu.Unlock()
 	t.mu.Unlock()
 
@@ -649,6 +705,7 @@ func (t *Terminals) open(ctx context.Context, s *termSession, rows, cols uint16)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUse = time.Now()
+	s.lastActive = s.lastUse
 	if s.term == nil || isDone(s.term.done) {
 		term, err := openTerminal(g, rows, cols, s.output)
 		if err != nil {
@@ -676,6 +733,7 @@ func isDone(c chan struct{}) bool {
 func (s *termSession) output(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastActive = time.Now()
 	s.scroll = append(s.scroll, b...)
 	if len(s.scroll) > s.max {
 		s.scroll = append([]byte(nil), s.scroll[len(s.scroll)-s.max:]...)
@@ -694,16 +752,21 @@ func (s *termSession) output(b []byte) {
 
 func (a *Attachment) closeOut() { a.closeOnce.Do(func() { close(a.Out) }) }
 
-// Write sends keystrokes to the shell.
+// Write sends keystrokes to the shell, resuming its guest first if it
+// was paused for idleness (the keystrokes wait for it, in order).
 func (a *Attachment) Write(b []byte) error {
 	a.s.mu.Lock()
 	a.s.lastUse = time.Now()
 	a.s.mu.Unlock()
+	a.s.wake()
 	return a.term.Write(b)
 }
 
-// Resize sets the shell's window size.
-func (a *Attachment) Resize(rows, cols uint16) error { return a.term.Resize(rows, cols) }
+// Resize sets the shell's window size (resuming an idle-paused guest).
+func (a *Attachment) Resize(rows, cols uint16) error {
+	a.s.wake()
+	return a.term.Resize(rows, cols)
+}
 
 // Detach stops this tab's view; the shell keeps running (paused with its
 // guest when no other tab shows it).
@@ -736,7 +799,11 @@ func (a *Attachment) GuestPID() int { return a.s.backend.GuestPID() }
 
 // reap discards sessions unused for Idle.
 func (t *Terminals) reap() {
-	tick := time.NewTicker(min(t.Idle/4, t.DetachedGrace/4, 30*time.Second))
+	every := min(t.Idle/4, t.DetachedGrace/4, 30*time.Second)
+	if t.IdlePause > 0 {
+		every = min(every, max(t.IdlePause/4, 100*time.Millisecond))
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -744,6 +811,7 @@ func (t *Terminals) reap() {
 			return
 		case <-tick.C:
 		}
+		t.pauseIdle()
 		var old []*termSession
 		t.mu.Lock()
 		queued := len(t.waiting) > 0
@@ -877,8 +945,8 @@ func (t *Terminals) Verify(ctx context.Context, learner string, script []byte, l
 	if term == nil || isDone(term.done) {
 		return rdmalab.TaskVerdict{}, rdmalab.ErrNoTerminal
 	}
-	s.use() // a paused guest runs the check
-	defer s.unuse()
+	s.hold() // a paused guest runs the check
+	defer s.release()
 	g, err := s.backend.WaitReady(ctx)
 	if err != nil {
 		return rdmalab.TaskVerdict{}, err
