@@ -196,11 +196,7 @@ type termWaiter struct{ learner string }
 
 // termSession is one learner's guest and shell.
 type termSession struct {
-	owner string
-	// client is the admission's client (rdmalab.ClientOf) at the
-	// learner's latest attach: their kept machine counts against its
-	// share (Keep.ClientMax). Under mu.
-	client  string
+	owner   string
 	backend *vm.Backend
 	log     *slog.Logger // the guest's
 
@@ -677,9 +673,6 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 	}
 	s.mu.Lock()
 	s.lastUse = time.Now()
-	if c := rdmalab.ClientOf(ctx); c != "" {
-		s.client = c
-	}
 	s.mu.Unlock()
 	t.mu.Unlock()
 
