@@ -18,7 +18,10 @@ type Program struct {
 	TimeoutS int      `json:"timeout_s"`
 	Peer     []byte   `json:"peer,omitempty"` // the lab's peer, C source
 	PeerArgs []string `json:"peer_args,omitempty"`
-	Check    []byte   `json:"check"` // run with /bin/sh after the program
+	// Ranks is how many copies of the program run at once (a collective's
+	// ranks, each told LAB_RANK and LAB_SIZE); 0 or 1 is one.
+	Ranks int    `json:"ranks,omitempty"`
+	Check []byte `json:"check"` // run with /bin/sh after the program
 }
 
 // ProgramEnd is how a program run ended.
@@ -28,7 +31,7 @@ type ProgramEnd struct {
 	// and was checked).
 	Stage    string `json:"stage"`
 	Compiler []byte `json:"compiler,omitempty"` // the compiler's output (bounded)
-	Exit     int    `json:"exit"`               // the program's exit status; -1 when a signal ended it
+	Exit     int    `json:"exit"`               // the program's exit status; -1 when a signal ended it (with ranks: the first rank that failed)
 	Signal   string `json:"signal,omitempty"`   // e.g. "killed"
 	TimedOut bool   `json:"timed_out,omitempty"`
 	Capped   bool   `json:"capped,omitempty"` // killed for printing more than ProgramOutputMax

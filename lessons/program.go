@@ -29,8 +29,10 @@ import (
 //     verify script, with LAB_EXIT (the program's exit status), LAB_OUT (a
 //     file with its output), LAB_PEER_OUT (what the lab's peer reported),
 //     LAB_COUNTERS_BEFORE / LAB_COUNTERS_AFTER (the rxe devices' counters),
-//     LAB_TRACE (the verbs calls the kernel saw the program make) and
-//     LAB_LANG; exit 0 = passed, its first lines are the hint;
+//     LAB_TRACE (the verbs calls the kernel saw the program make),
+//     LAB_SIZE and LAB_FAILED_RANK (with ranks: how many ran, and which
+//     one LAB_EXIT is of) and LAB_LANG; exit 0 = passed, its first lines
+//     are the hint;
 //   - program.yaml (optional): ProgramConfig.
 //
 // The guest suite compiles and runs every solution and starter; `check`
@@ -63,6 +65,12 @@ type ProgramConfig struct {
 	Peer string `yaml:"peer"`
 	// PeerArgs are the peer's arguments.
 	PeerArgs []string `yaml:"peer_args"`
+	// Ranks (2 to 8) runs that many copies of the learner's program at
+	// once, a collective's ranks, each with LAB_RANK (0..Ranks-1) and
+	// LAB_SIZE in its environment, sharing the one time limit, output
+	// budget and cgroup; the peer, started first, is then the harness
+	// that feeds them and sees what they produced. 0 is one copy.
+	Ranks int `yaml:"ranks"`
 	// SolutionAfter is the number of failed checks after which the
 	// solution is offered (default 3); the learner may also ask for it.
 	SolutionAfter int `yaml:"solution_after"`
@@ -76,6 +84,7 @@ type ProgramConfig struct {
 const (
 	MaxProgramSource  = 32 << 10
 	MaxProgramTimeout = 30
+	MaxProgramRanks   = 8   // copies of one program run at once (vmproto.ProgramRanksMax)
 	MaxProgramHints   = 8   // hints of one program
 	MaxProgramHint    = 600 // bytes of one hint in one language
 )
@@ -258,6 +267,10 @@ func (p *Program) configure(c ProgramConfig, file string) []string {
 		}
 	}
 	p.Config.Hints = c.Hints
+	if c.Ranks != 0 && (c.Ranks < 2 || c.Ranks > MaxProgramRanks) {
+		msgs = append(msgs, fmt.Sprintf("%s: ranks %d must be 2 to %d (leave it out for one copy)", file, c.Ranks, MaxProgramRanks))
+	}
+	p.Config.Ranks = c.Ranks
 	p.Config.Args, p.Config.PeerArgs, p.Config.Peer = c.Args, c.PeerArgs, c.Peer
 	if c.Peer != "" && !strings.HasSuffix(c.Peer, ".c") {
 		msgs = append(msgs, fmt.Sprintf("%s: peer %q must be a C file (.c) in the lesson folder", file, c.Peer))

@@ -14,7 +14,7 @@ import (
 func TestProgramsLoad(t *testing.T) {
 	files := map[string]string{
 		"p/starter.c": "int main(void){return 1;}\n", "p/solution.c": "int main(void){return 0;}\n",
-		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\n" +
+		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\nranks: 4\n" +
 			"hints:\n  - en: Open the device first.\n    zh: 先打开设备。\n  - {en: Then `ibv_reg_mr`., zh: 再调用 `ibv_reg_mr`。}\n",
 		"peers/peer.c": "int main(void){return 0;}\n",
 	}
@@ -27,7 +27,7 @@ func TestProgramsLoad(t *testing.T) {
 	if p == nil || len(l.Programs) != 1 {
 		t.Fatalf("programs %+v", l.Programs)
 	}
-	if p.Config.Timeout != 20 || p.Config.Peer != "peers/peer.c" || string(p.Peer) != files["peers/peer.c"] ||
+	if p.Config.Timeout != 20 || p.Config.Ranks != 4 || p.Config.Peer != "peers/peer.c" || string(p.Peer) != files["peers/peer.c"] ||
 		len(p.Config.Libs) != 2 || p.Config.PeerArgs[1] != "7471" || p.Config.SolutionAfter != 3 || string(p.Solution) != files["p/solution.c"] ||
 		len(p.Config.Hints) != 2 || p.Config.Hints[0]["zh"] != "先打开设备。" || p.Config.Hints[1]["en"] != "Then `ibv_reg_mr`." {
 		t.Errorf("program %+v", p)
@@ -78,6 +78,8 @@ func TestProgramsCheck(t *testing.T) {
 		{"hint without zh", "p", with("p/program.yaml", "hints:\n  - en: Open the device first.\n"), "01-t/p/program.yaml: hint 1 has no zh text: every hint needs zh and en"},
 		{"hint with an empty en", "p", with("p/program.yaml", "hints:\n  - {en: Open it., zh: 先打开设备。}\n  - {en: \" \", zh: 再注册内存。}\n"), "hint 2 has no en text"},
 		{"hint in another language", "p", with("p/program.yaml", "hints:\n  - {en: Open it., zh: 先打开设备。, fr: Ouvrez.}\n"), `hint 1: language "fr" is not one of zh, en`},
+		{"one rank", "p", with("p/program.yaml", "ranks: 1\n"), "ranks 1 must be 2 to 8 (leave it out for one copy)"},
+		{"too many ranks", "p", with("p/program.yaml", "ranks: 9\n"), "ranks 9 must be 2 to 8"},
 		{"starter does not compile", "p", with("p/starter.c", "int main(void){ int x = ; }\n"), "01-t/p/starter.c does not compile: main.c:1: error: identifier expected"},
 	}
 	compile := func(src []byte, libs []string) (string, error) {

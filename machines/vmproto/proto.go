@@ -82,6 +82,7 @@ const (
 	ProgramOutputMax  = rdmalab.ProgramOutputMax // the program's stdout+stderr sent; beyond it the program is killed
 	ProgramPeerMax    = 8 << 10                  // the peer's report
 	ProgramTimeoutMax = 30                       // seconds a program may run
+	ProgramRanksMax   = 8                        // copies of one program run at once (Program.Ranks)
 	// ProgramEvents bounds the event lines of one program run: output is
 	// sent in chunks of at least ProgramChunk bytes or every 50 ms.
 	ProgramEvents = 2048

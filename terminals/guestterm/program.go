@@ -158,7 +158,8 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 	outFile := filepath.Join(dir, "output")
 	trace := startVerbsTrace() // verbstrace.go: what reached the kernel
 	t0 = time.Now()
-	run := runLearner(ctx, id, filepath.Join(work, progName), p.Args, work, time.Duration(timeout)*time.Second, outFile, emit)
+	ranks := min(max(p.Ranks, 1), vmproto.ProgramRanksMax)
+	run := runLearner(ctx, id, filepath.Join(work, progName), p.Args, work, time.Duration(timeout)*time.Second, outFile, ranks, emit)
 	end.Millis.Run = time.Since(t0).Milliseconds()
 	traceFile := filepath.Join(dir, "verbs-trace")
 	_ = os.WriteFile(traceFile, trace.stop(), 0o644)
@@ -185,6 +186,7 @@ func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string,
 	}
 	cout, cerr := runScript(ctx, p.Check, lang,
 		"LAB_EXIT="+strconv.Itoa(run.exit), "LAB_SIGNAL="+run.signal, "LAB_TIMED_OUT="+timedOut,
+		"LAB_SIZE="+strconv.Itoa(ranks), "LAB_FAILED_RANK="+strconv.Itoa(run.rank),
 		"LAB_OUT="+outFile, "LAB_PEER_OUT="+peerOut, "LAB_SOURCE="+src,
 		"LAB_COUNTERS_BEFORE="+before, "LAB_COUNTERS_AFTER="+after, "LAB_TRACE="+traceFile)
 	end.Check = cout
@@ -237,16 +239,31 @@ func learnerEnv() []string {
 // learner cgroup (nil when the guest has none: then only the process
 // group bounds it), in a process group of its own.
 func learnerProc(cmd *exec.Cmd, kind string, id uint64) *termGroup {
+	asLearner(cmd)
+	grp := programGroup(kind, id)
+	if grp != nil {
+		grp.place(cmd.SysProcAttr)
+	}
+	return grp
+}
+
+// asLearner makes cmd run as the learner's user with no capabilities, in
+// a process group of its own that cancelling kills.
+func asLearner(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true,
 		Credential: &syscall.Credential{Uid: learnerUID, Gid: learnerUID, Groups: []uint32{}}}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
+}
+
+// programGroup is the cgroup of one program run's processes (nil when the
+// guest has none).
+func programGroup(kind string, id uint64) *termGroup {
 	grp, err := newLearnerGroup(fmt.Sprintf("%s-%d", kind, id))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rdmalab-guest: program %d without its cgroup limits: %v\n", id, err)
 		return nil
 	}
-	grp.place(cmd.SysProcAttr)
 	return grp
 }
 
@@ -254,32 +271,47 @@ func learnerProc(cmd *exec.Cmd, kind string, id uint64) *termGroup {
 type learnerRun struct {
 	exit     int
 	signal   string
+	rank     int // the rank exit and signal are of: the first that failed (0 when none did)
 	timedOut bool
 	capped   bool
 }
 
 // runLearner runs the learner's program, streaming its output (at most
 // ProgramOutputMax bytes: beyond it the program is killed) and keeping it
-// in outFile for the check.
-func runLearner(ctx context.Context, id uint64, bin string, args []string, dir string, limit time.Duration, outFile string, emit func(sandbox.Event)) learnerRun {
+// in outFile for the check. With ranks > 1 it runs that many copies at
+// once, each told its LAB_RANK and LAB_SIZE, in the one cgroup, with the
+// one time limit and the one output budget; the first rank that fails
+// ends the others (they would wait for it until the time limit).
+func runLearner(ctx context.Context, id uint64, bin string, args []string, dir string, limit time.Duration, outFile string, ranks int, emit func(sandbox.Event)) learnerRun {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = learnerEnv()
-	grp := learnerProc(cmd, "run", id)
+	grp := programGroup("run", id)
 	if grp != nil {
 		defer grp.remove()
+	}
+	cmds := make([]*exec.Cmd, ranks)
+	for r := range cmds {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = learnerEnv()
+		if ranks > 1 {
+			cmd.Env = append(cmd.Env, "LAB_RANK="+strconv.Itoa(r), "LAB_SIZE="+strconv.Itoa(ranks))
+		}
+		asLearner(cmd)
+		if grp != nil {
+			grp.place(cmd.SysProcAttr)
+		}
+		cmds[r] = cmd
 	}
 	f, _ := os.Create(outFile)
 	if f != nil {
 		defer f.Close()
 	}
 	st := &outStream{emit: emit, file: f, kill: cancel}
-	cmd.Stderr = st.writer("stderr")
 	// Standard output is a terminal, as in the learner's shell: stdio
 	// then flushes every line, so output shows while the program runs
-	// (and is not lost in a buffer when it is killed).
+	// (and is not lost in a buffer when it is killed). The ranks share
+	// it, a line at a time.
 	var copied chan struct{}
 	master, slave, perr := pty.Open()
 	if perr == nil {
@@ -288,27 +320,49 @@ func runLearner(ctx context.Context, id uint64, bin string, args []string, dir s
 			t.Lflag &^= unix.ECHO
 			_ = unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, t)
 		}
-		cmd.Stdout = slave
 		copied = make(chan struct{})
 		go func() {
 			defer close(copied)
 			_, _ = io.Copy(st.writer("stdout"), master) // ends with EIO once every copy of the slave is closed
 		}()
-	} else {
-		cmd.Stdout = st.writer("stdout")
 	}
-	err := cmd.Start()
+	stderr := st.writer("stderr")
+	errs := make([]error, ranks)
+	var wg sync.WaitGroup
+	var failOnce sync.Once
+	r0 := learnerRun{}
+	for r, cmd := range cmds {
+		cmd.Stderr = stderr
+		cmd.Stdout = st.writer("stdout")
+		if slave != nil {
+			cmd.Stdout = slave
+		}
+		if errs[r] = cmd.Start(); errs[r] != nil {
+			cancel()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = cmd.Wait()
+			if errs[r] != nil {
+				// The first rank to fail is the one to report; the
+				// others are ended, not left waiting for it.
+				failOnce.Do(func() { r0.rank = r; cancel() })
+			}
+		}()
+	}
 	if slave != nil {
 		slave.Close()
 	}
-	if err == nil {
-		err = cmd.Wait()
-	}
+	wg.Wait()
 	if grp != nil {
 		grp.kill() // what it left behind (a fork bomb's children)
 	}
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	for _, cmd := range cmds {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 	}
 	if copied != nil {
 		select {
@@ -318,8 +372,17 @@ func runLearner(ctx context.Context, id uint64, bin string, args []string, dir s
 		master.Close()
 	}
 	st.flush()
-	r := learnerRun{capped: st.over()}
+	r := learnerRun{capped: st.over(), rank: r0.rank}
 	r.timedOut = ctx.Err() == context.DeadlineExceeded && !r.capped
+	err := errs[r.rank]
+	if err == nil {
+		for i, e := range errs { // a rank that did not start
+			if e != nil {
+				r.rank, err = i, e
+				break
+			}
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
