@@ -50,7 +50,7 @@ const (
 // ib_modify_qp_with_udata: the target state, the first field of struct
 // ib_qp_attr, and the attribute mask), its return probes are the
 // system call's answer; a request uverbs refused before the device has a
-// ret and no state.
+// ret and no state. create_qp is another (srq=, then ret=).
 var traceProbes = []struct{ event, kind, mod, sym, args string }{
 	{"open_device", "p", "", "ib_uverbs_open", ""},                                                 // ibv_open_device: open of /dev/infiniband/uverbsN
 	{"query_port", "p", "", "ib_uverbs_handler_UVERBS_METHOD_QUERY_PORT", ""},                      // ibv_query_port
@@ -66,6 +66,13 @@ var traceProbes = []struct{ event, kind, mod, sym, args string }{
 	{"modify_qp", "r", "", "ib_uverbs_modify_qp", "ret=$retval:s32"},                               // … the answer (write() command)
 	{"modify_qp", "r", "", "ib_uverbs_ex_modify_qp", "ret=$retval:s32"},                            // … the extended command's
 	{"create_ah", "r", "", "ib_uverbs_create_ah", "ret=$retval:s32"},                               // ibv_create_ah (a UD destination)
+	{"create_srq", "r", "", "ib_uverbs_create_srq", "ret=$retval:s32"},                             // ibv_create_srq (write() command)
+	{"create_srq", "r", "", "ib_uverbs_handler_UVERBS_METHOD_SRQ_CREATE", "ret=$retval:s32"},       // … its ioctl method
+	// create_qp's entry, where uverbs hands the checked request to the
+	// device (ib_core's ib_create_qp_user): which SRQ the QP takes its
+	// receives from, the fifth pointer of Linux 6.1's struct
+	// ib_qp_init_attr (0x0: a receive queue of its own).
+	{"create_qp", "p", "ib_core", "ib_create_qp_user", "srq=+32($arg3):x64"},
 }
 
 // verbsTrace is the tracing of one program run.

@@ -1,6 +1,9 @@
 package guestterm
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestParseTrace: tracefs's text becomes "EVENT COMM PID [ARGS]" lines, the
 // learner program's only (not the peer's, not a kernel worker's), with a
@@ -49,6 +52,36 @@ func TestParseTraceModifyQP(t *testing.T) {
 		"modify_qp prog 345 state=2 mask=0x1e1 ret=-22\n" +
 		"modify_qp prog 345 ret=-22\n" +
 		"modify_qp prog 345 state=3 mask=0x12d81\n"
+	if got := parseTrace([]byte(raw), "prog"); got != want {
+		t.Errorf("parseTrace:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestParseTraceCreateQP: ibv_create_qp is one line, the SRQ the device
+// got (ib_core's entry) joined with the system call's answer, whichever
+// of the two return probes (write() command, ioctl method) answered.
+func TestParseTraceCreateQP(t *testing.T) {
+	entry, ret := -1, -1
+	for i, p := range traceProbes {
+		if p.event == "create_qp" && p.kind == "p" {
+			entry = i
+		}
+		if p.event == "create_qp" && p.kind == "r" && ret < 0 {
+			ret = i
+		}
+	}
+	if entry < 0 || ret < 0 || !joined("create_qp") {
+		t.Fatalf("create_qp has no entry (%d) or no return probe (%d)", entry, ret)
+	}
+	raw := fmt.Sprintf(`            prog-345     [001] .....    91.000001: create_qp_%[1]d: (ib_create_qp_user+0x0/0x40 [ib_core]) srq=0xffff888003a1c000
+            prog-345     [001] .....    91.000002: create_qp_%[2]d: (ib_uverbs_run_method+0x1/0x2 [ib_uverbs] <- x) ret=0
+            prog-345     [001] .....    91.000003: create_qp_%[1]d: (ib_create_qp_user+0x0/0x40 [ib_core]) srq=0x0
+            prog-345     [001] .....    91.000004: create_qp_%[2]d: (ib_uverbs_run_method+0x1/0x2 [ib_uverbs] <- x) ret=0
+            prog-345     [001] .....    91.000005: create_qp_%[2]d: (ib_uverbs_run_method+0x1/0x2 [ib_uverbs] <- x) ret=-22
+`, entry, ret)
+	want := "create_qp prog 345 srq=0xffff888003a1c000 ret=0\n" +
+		"create_qp prog 345 srq=0x0 ret=0\n" +
+		"create_qp prog 345 ret=-22\n"
 	if got := parseTrace([]byte(raw), "prog"); got != want {
 		t.Errorf("parseTrace:\n got %q\nwant %q", got, want)
 	}
