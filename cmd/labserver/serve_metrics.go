@@ -205,18 +205,20 @@ func addTerminalGauges(l *metrics.Lab, src labMetrics) {
 			return []metrics.Sample{{Labels: []string{"in_use"}, Value: float64(n)},
 				{Labels: []string{"waiting"}, Value: float64(waiting)}, {Labels: []string{"max"}, Value: float64(max)}}
 		})
-	l.Gauge("lab_terminal_guests", "This machine's learner guests by state: in_use, spare_ready (paused, waiting for a learner), spare_starting, kept_on_disk (saved for their learner).",
+	l.Gauge("lab_terminal_guests", "This machine's learner guests by state: in_use, idle_paused (in use, paused after --idle-pause without a keystroke; counted in in_use too), spare_ready (paused, waiting for a learner), spare_starting, kept_on_disk (saved for their learner).",
 		[]string{"state"}, func() []metrics.Sample {
 			var n, kept int
 			var st terminal.SpareStats
+			var idle terminal.IdleStats
 			if t := src.local; t != nil {
 				n, _ = t.InUse()
 				st = t.SpareStats()
+				idle = t.IdleStats()
 			}
 			if k := src.keep; k != nil {
 				_, kept = k.Usage()
 			}
-			return []metrics.Sample{{Labels: []string{"in_use"}, Value: float64(n)},
+			return []metrics.Sample{{Labels: []string{"in_use"}, Value: float64(n)}, {Labels: []string{"idle_paused"}, Value: float64(idle.Paused)},
 				{Labels: []string{"spare_ready"}, Value: float64(st.Ready)}, {Labels: []string{"spare_starting"}, Value: float64(st.Starting)},
 				{Labels: []string{"kept_on_disk"}, Value: float64(kept)}}
 		})
