@@ -79,8 +79,9 @@ var labClassStrings = page.Table{
 		"lab.spares.mem":     "；现有 %d 台学员虚拟机共占 %d MiB 内存（按分摊计，平均每台 %d MiB，其中共用的部分共 %d MiB）",
 		"lab.kept":           "保存的学员虚拟机",
 		"lab.kept.n":         "%d 台，占用磁盘 %d MiB",
-		"lab.kept.budget":    "（总上限 %d MiB，超出时先删除最旧的；启动以来已删除 %d 台）",
-		"term.kept.evicted":  "保存的虚拟机总共占用的磁盘超过了实验室的上限，最旧的会先被删除，你上次的虚拟机因此没有保留；这是一台全新的虚拟机。",
+		"lab.kept.budget":    "（总上限 %d MiB，超出时先删除占用最多的网络地址的最旧虚拟机；启动以来已删除 %d 台）",
+		"term.kept.evicted":  "保存的虚拟机总共占用的磁盘超过了实验室的上限，占用最多的网络地址的最旧虚拟机先被删除，你上次的虚拟机因此没有保留；这是一台全新的虚拟机。",
+		"term.kept.share":    "为你的网络地址保存的虚拟机超过了每个地址可占用的磁盘份额，最旧的先被删除，你上次的虚拟机因此没有保留；这是一台全新的虚拟机。",
 		"lab.terminals.auto": "（自动：每台学员虚拟机按分摊的内存计 %d MiB，共用的快照内存 %d MiB 只计一次；可用内存 %d MiB 允许 %d 个，%d 个 CPU 允许 %d 个，已为 %d 个实验虚拟机留出内存；用 --terminals 可手动设定）",
 		"lab.crowd": "最近 %d 分钟里有 %d 位学员来自同一个网络地址（%s）。按地址计的限制由他们共用：同时排队或运行的实验最多 %d 个，新学员一次最多 %d 位。" +
 			"如果整个班级在同一个 NAT 或反向代理后面，请设置 LAB_TRUSTED_PROXY_HEADER 和 LAB_TRUSTED_PROXIES，或调高 LAB_RUNS_PER_ADDR 和 LAB_NEW_LEARNERS_PER_ADDR（见 docs/operations.md 的「限制」一节）。",
@@ -92,8 +93,9 @@ var labClassStrings = page.Table{
 		"lab.spares.mem":     "; the %d learner machines hold %d MiB in all (proportional memory, PSS: %d MiB each on average, %d MiB of it the part they share)",
 		"lab.kept":           "Kept learner machines",
 		"lab.kept.n":         "%d, taking %d MiB of disk",
-		"lab.kept.budget":    " (of %d MiB in all; the oldest go first when over it; %d removed since the start)",
-		"term.kept.evicted":  "The lab's kept machines went over their disk budget and the oldest go first, so your last machine was removed; this is a fresh machine.",
+		"lab.kept.budget":    " (of %d MiB in all; over it, the oldest of the network address holding the most go first; %d removed since the start)",
+		"term.kept.evicted":  "The lab's kept machines went over their disk budget, and the oldest of the network address holding the most go first, so your last machine was removed; this is a fresh machine.",
+		"term.kept.share":    "The machines kept for your network address went over the disk one address may take, and its oldest go first, so your last machine was removed; this is a fresh machine.",
 		"lab.terminals.auto": " (auto: each learner machine counted at its proportional memory (PSS), %d MiB, the snapshot's shared memory, %d MiB, once; %d MiB of available memory allows %d, %d CPUs allow %d, with memory kept for %d experiment guests; set --terminals to choose)",
 		"lab.crowd": "In the last %d minutes, learners from one network address: %d (%s). They share the per-address limits: runs queued or running at once, at most %d; new learners at once, at most %d. " +
 			"If the whole class is behind one NAT or reverse proxy, set LAB_TRUSTED_PROXY_HEADER and LAB_TRUSTED_PROXIES, or raise LAB_RUNS_PER_ADDR and LAB_NEW_LEARNERS_PER_ADDR (docs/operations.md, \"Limits\").",

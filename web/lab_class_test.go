@@ -107,9 +107,9 @@ func TestLabSparesAndKept(t *testing.T) {
 	ts := labClassServer(t, fake, termInfo{sp: TermSpares{Ready: 17, Starting: 1, Target: 20, Class: 20, Room: 9, Bounded: true, Guests: 18, PSS: 18 * 90 << 20, Shared: 18 * 20 << 20}, kept: TermKept{Machines: 3, Bytes: 99 << 20, TotalBytes: 4096 << 20, Evicted: 2}}, Limits{})
 	for lang, want := range map[string][2]string{
 		"en": {"17 ready, 1 restoring; target 20 (kept for 20 learners opening their terminals at once, less the learners in, within the places left); free memory holds 9 more learner machines; the 18 learner machines hold 1620 MiB in all (proportional memory, PSS: 90 MiB each on average, 360 MiB of it the part they share)",
-			"3, taking 99 MiB of disk (of 4096 MiB in all; the oldest go first when over it; 2 removed since the start)"},
+			"3, taking 99 MiB of disk (of 4096 MiB in all; over it, the oldest of the network address holding the most go first; 2 removed since the start)"},
 		"zh": {"17 台就绪，1 台正在恢复；目标 20 台（为 20 人同时打开终端准备，减去已在用的学员，不超过剩余名额）；可用内存还能再容纳 9 台学员虚拟机；现有 18 台学员虚拟机共占 1620 MiB 内存（按分摊计，平均每台 90 MiB，其中共用的部分共 360 MiB）",
-			"3 台，占用磁盘 99 MiB（总上限 4096 MiB，超出时先删除最旧的；启动以来已删除 2 台）"},
+			"3 台，占用磁盘 99 MiB（总上限 4096 MiB，超出时先删除占用最多的网络地址的最旧虚拟机；启动以来已删除 2 台）"},
 	} {
 		d := labDoc(t, ts, lang)
 		for i, id := range []string{"lab-spares", "lab-kept"} {

@@ -152,7 +152,9 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(64 << 10)
 	// ctx ends when the browser goes (the reader below sees the close):
 	// a learner who leaves while waiting leaves the queue.
-	ctx, cancel := context.WithCancel(r.Context())
+	// The machine remembers the admission's client: a kept machine counts
+	// against its address's share (terminal.Keep.ClientMax).
+	ctx, cancel := context.WithCancel(rdmalab.WithClient(r.Context(), page.AddrKey(page.ClientAddr(r))))
 	defer cancel()
 	send := func(m termMsg) error {
 		b, _ := json.Marshal(m)
@@ -384,7 +386,7 @@ var terminalStrings = page.Table{
 // ("" when nothing was kept).
 func keptText(lang, note string) string {
 	switch note {
-	case "restored", "unreadable", "stale", "evicted": // evicted: lab_class.go
+	case "restored", "unreadable", "stale", "evicted", "share": // evicted, share: lab_class.go
 		return tr(lang)("term.kept." + note)
 	case "too-big":
 		return tr(lang)("term.kept.toobig")

@@ -1,9 +1,12 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"sync"
 
+	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 
@@ -104,4 +107,16 @@ func (s *Server) termAdmit(r *http.Request, learner, lang string) (leave func(),
 		return nil, trf(lang, key, n)
 	}
 	return leave, ""
+}
+
+// clientRunner runs programs for the client the run was admitted for
+// (termAdmit's address key): a machine the run starts is remembered with
+// it, as the terminal's is, and counts against its kept-machine share.
+type clientRunner struct {
+	rdmalab.ProgramRunner
+	client string
+}
+
+func (c clientRunner) RunProgram(ctx context.Context, learner string, prog rdmalab.Program, lang string, emit func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	return c.ProgramRunner.RunProgram(rdmalab.WithClient(ctx, c.client), learner, prog, lang, emit)
 }

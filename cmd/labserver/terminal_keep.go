@@ -18,7 +18,7 @@ import (
 type keepConfig struct {
 	Expire   time.Duration // LAB_KEEP_MACHINES: how long a reclaimed machine waits; 0: not kept
 	MaxMiB   int           // LAB_KEEP_MACHINE_MAX: one learner's saved state at most
-	TotalMiB int           // LAB_KEEP_TOTAL_MAX: all kept machines together at most (oldest deleted first); 0: no bound
+	TotalMiB int           // LAB_KEEP_TOTAL_MAX: all kept machines together at most (the largest address's oldest deleted first; a quarter of it per address); 0: no bound
 	StopWait time.Duration // LAB_KEEP_STOP_WAIT: how long a stop may take saving the machines in use; 0: not saved
 	Dir      string        // LAB_KEEP_DIR: "" = kept-machines beside the database
 }
@@ -46,7 +46,7 @@ func keepFlags(fset *flag.FlagSet, c *keepConfig, env func(key, def string) stri
 		stopWait = time.Minute
 	}
 	fset.IntVar(&c.TotalMiB, "keep-total-max", totalMiB,
-		"MiB of disk all kept machines may take together; over it the oldest are deleted first (logged, the learner told; shown on /lab); 0: no bound [LAB_KEEP_TOTAL_MAX]")
+		"MiB of disk all kept machines may take together, a quarter of it those of one client address; over it the oldest of the address holding the most are deleted first (logged, the learner told; shown on /lab); 0: no bound [LAB_KEEP_TOTAL_MAX]")
 	fset.DurationVar(&c.StopWait, "keep-stop-wait", stopWait,
 		"on SIGTERM/SIGINT, how long labserver may take saving the terminal machines in use before it exits (what is not saved by then is logged); 0: not saved [LAB_KEEP_STOP_WAIT]")
 	fset.StringVar(&c.Dir, "keep-dir", env("LAB_KEEP_DIR", ""),
@@ -65,11 +65,16 @@ func (c keepConfig) keep(dbPath string, log *slog.Logger) *terminal.Keep {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(dbPath), "kept-machines")
 	}
-	k := &terminal.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20, Logger: log}
+	// One client address's machines may take a quarter of the budget: 64
+	// fresh cookies of one address then evict no other address's machine
+	// (issue 43), and a class behind one NAT still keeps ~30 machines of
+	// 33 MB under the default budget (raise --keep-total-max for more).
+	k := &terminal.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20,
+		ClientMax: int64(c.TotalMiB) << 20 / 4, Logger: log}
 	k.Enforce() // a budget lowered since the last start
 	bytes, n := k.Usage()
 	log.Info("learner machines are kept when reclaimed", "dir", dir, "max_mib", c.MaxMiB, "expire", c.Expire,
-		"total_max_mib", c.TotalMiB, "kept_now", n, "disk_mib", bytes>>20, "saved_on_stop_within", c.StopWait)
+		"total_max_mib", c.TotalMiB, "addr_max_mib", c.TotalMiB/4, "kept_now", n, "disk_mib", bytes>>20, "saved_on_stop_within", c.StopWait)
 	return k
 }
 

@@ -40,6 +40,13 @@ type Keep struct {
 	// save that goes over it, the oldest are deleted (each learner told
 	// at their next attach) until they fit. 0: no total bound.
 	TotalMax int64
+	// ClientMax bounds the disk one client's kept machines take together
+	// (the admission's client, rdmalab.ClientOf: web's per-address key):
+	// after a save that puts the client over it, that client's oldest
+	// are deleted. Without it one address that makes fresh cookies fills
+	// TotalMax with its own machines and evicts every other learner's
+	// (issue 43). 0: no per-client bound.
+	ClientMax int64
 	// Logger says what the budget evicted (nil: not logged).
 	Logger *slog.Logger
 
@@ -60,6 +67,7 @@ const (
 	KeepTooBig     KeepNote = "too-big"    // it was over the size cap when reclaimed: not kept
 	KeepStale      KeepNote = "stale"      // the lab's guest changed since (an upgrade): not restorable
 	KeepEvicted    KeepNote = "evicted"    // deleted, the oldest, when the kept machines went over TotalMax
+	KeepShare      KeepNote = "share"      // deleted, the oldest of its client's, when they went over ClientMax
 )
 
 // keptMeta is the note beside a state file (or alone, when it was dropped).
@@ -76,6 +84,9 @@ type keptMeta struct {
 	NextID  uint64   `json:"next_id"`
 	Terms   []uint64 `json:"terms,omitempty"`
 	Dropped KeepNote `json:"dropped,omitempty"` // set: no state file, tell the learner why
+	// Client is a hash of the admission's client (clientTag), "" when
+	// none was known: the machine counts against that client's share.
+	Client string `json:"client,omitempty"`
 }
 
 // KeptSave is what a save measured.
@@ -105,10 +116,19 @@ func (k *Keep) name(learner string) string {
 	return filepath.Join(k.Dir, hex.EncodeToString(h[:16]))
 }
 
-// save writes the state of b's guest for learner (open: its shells'
-// channels). The guest is stopped for good (the caller closes b
-// afterwards). Over the cap, a note says so and no state is kept.
-func (k *Keep) save(ctx context.Context, b *vm.Backend, learner string, open []uint64) (KeptSave, error) {
+// clientTag names a client in a note without writing its address to disk.
+func clientTag(client string) string {
+	if client == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte("rdmalab-keep-client\x00" + client))
+	return hex.EncodeToString(h[:8])
+}
+
+// save writes the state of b's guest for learner, admitted for client
+// (open: its shells' channels). The guest is stopped for good (the caller
+// closes b afterwards). Over the cap, a note says so and no state is kept.
+func (k *Keep) save(ctx context.Context, b *vm.Backend, learner, client string, open []uint64) (KeptSave, error) {
 	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
 		return KeptSave{}, fmt.Errorf("keep: %w", err)
 	}
@@ -117,7 +137,7 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner string, open []u
 	stem := k.name(learner)
 	st, err := b.SaveState(ctx, stem+".zst.tmp", k.maxBytes(), open)
 	defer os.Remove(stem + ".zst.tmp") // after a failure; renamed away on success
-	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open}
+	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open, Client: clientTag(client)}
 	if errors.Is(err, vm.ErrStateTooBig) {
 		os.Remove(stem + ".zst")
 		m.Dropped, m.Bytes = KeepTooBig, 0
@@ -138,55 +158,87 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner string, open []u
 	return KeptSave{Bytes: st.Bytes, Raw: st.Raw, Took: m.Took}, nil
 }
 
-// Enforce deletes the oldest kept machines while all of them together
+// Enforce deletes kept machines while one client's take more than
+// ClientMax (that client's oldest first), then while all of them together
 // take more than TotalMax, leaving each learner a note that says so.
-// Called after every save, and at start (a lowered budget).
+// Over TotalMax, the client that holds the most loses its oldest first
+// (a machine saved with no client known is a client of its own), so a
+// learner alone on their address is the last to lose theirs. Called after
+// every save, and at start (a lowered budget).
 func (k *Keep) Enforce() {
-	if k.TotalMax <= 0 {
+	if k.TotalMax <= 0 && k.ClientMax <= 0 {
 		return
 	}
 	k.budgetMu.Lock()
 	defer k.budgetMu.Unlock()
 	type kept struct {
-		stem string
-		size int64
-		mod  time.Time
+		stem, client string
+		size         int64
+		mod          time.Time
 	}
-	var all []kept
+	var all []*kept
 	var total int64
+	held := map[string]int64{} // client → bytes kept
 	ents, _ := os.ReadDir(k.Dir)
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".zst") {
 			continue
 		}
 		stem := filepath.Join(k.Dir, strings.TrimSuffix(e.Name(), ".zst"))
-		if _, err := os.Stat(stem + ".json"); err != nil {
+		b, err := os.ReadFile(stem + ".json")
+		if err != nil {
 			continue // being restored: it goes when that ends (done)
 		}
+		var m keptMeta
+		if len(b) <= 64<<10 {
+			_ = json.Unmarshal(b, &m)
+		}
+		client := m.Client
+		if client == "" {
+			client = "learner:" + filepath.Base(stem)
+		}
 		if fi, err := e.Info(); err == nil {
-			all = append(all, kept{stem, fi.Size(), fi.ModTime()})
+			all = append(all, &kept{stem, client, fi.Size(), fi.ModTime()})
 			total += fi.Size()
+			held[client] += fi.Size()
 		}
 	}
-	if total <= k.TotalMax {
-		return
-	}
-	slices.SortFunc(all, func(a, b kept) int { return a.mod.Compare(b.mod) })
-	for _, m := range all {
-		if total <= k.TotalMax {
-			break
-		}
+	slices.SortFunc(all, func(a, b *kept) int { return a.mod.Compare(b.mod) })
+	drop := func(m *kept, note KeepNote, why string) {
 		if os.Remove(m.stem+".zst") != nil {
-			continue
+			m.size = -1 // not counted again
+			return
 		}
 		total -= m.size
+		held[m.client] -= m.size
 		k.evicted++
-		_ = k.writeMeta(m.stem, keptMeta{Dropped: KeepEvicted, Created: time.Now().UTC()})
+		_ = k.writeMeta(m.stem, keptMeta{Dropped: note, Created: time.Now().UTC()})
 		if k.Logger != nil {
-			k.Logger.Warn("a kept learner machine deleted: the kept machines are over their disk budget (oldest first)",
+			k.Logger.Warn("a kept learner machine deleted: "+why,
 				"file", filepath.Base(m.stem), "bytes", m.size, "saved", m.mod.UTC().Format(time.RFC3339),
+				"client", m.client, "client_now_mib", held[m.client]>>20, "client_max_mib", k.ClientMax>>20,
 				"total_max_mib", k.TotalMax>>20, "total_now_mib", total>>20)
 		}
+		m.size = -1
+	}
+	if k.ClientMax > 0 {
+		for _, m := range all {
+			if m.size >= 0 && held[m.client] > k.ClientMax {
+				drop(m, KeepShare, "its client's kept machines are over their share (oldest first)")
+			}
+		}
+	}
+	for k.TotalMax > 0 && total > k.TotalMax {
+		var victim *kept
+		for _, m := range all { // oldest first: the first of the largest client is its oldest
+			if m.size >= 0 && (victim == nil || held[m.client] > held[victim.client]) {
+				victim = m
+			}
+		}
+		if victim == nil {
+			break
+		}
+		drop(victim, KeepEvicted, "the kept machines are over their disk budget (the largest client's oldest first)")
 	}
 }
 
@@ -395,10 +447,11 @@ func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
 	if s.term != nil && !isDone(s.term.done) {
 		terms = append(terms, s.term.ch.ID())
 	}
+	client := s.client
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := t.Keep.save(ctx, s.backend, s.owner, terms)
+	res, err := t.Keep.save(ctx, s.backend, s.owner, client, terms)
 	log := t.Cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

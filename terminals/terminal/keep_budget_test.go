@@ -60,3 +60,79 @@ func TestKeepTotalBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepClientShare: one address that makes fresh cookies and has each
+// one's machine kept (issue 43: ~64 cookies) must not evict the machines
+// of learners on other addresses. Over TotalMax the client holding the
+// most loses its oldest first, even when the other learners' machines
+// are older; with ClientMax that client never holds more than its share.
+func TestKeepClientShare(t *testing.T) {
+	const mib = 1 << 20
+	now := time.Now()
+	// put saves a 3 MiB machine for learner from client, as save does
+	// (its note with the client's tag, then Enforce).
+	put := func(k *Keep, learner, client string, age time.Duration) {
+		t.Helper()
+		stem := k.name(learner)
+		if err := os.WriteFile(stem+".zst", make([]byte, 3*mib), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b := fmt.Sprintf(`{"key":"k","bytes":%d,"created":%q,"client":%q}`, 3*mib, now.Format(time.RFC3339Nano), clientTag(client))
+		if err := os.WriteFile(stem+".json", []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mod := now.Add(-age)
+		if err := os.Chtimes(stem+".zst", mod, mod); err != nil {
+			t.Fatal(err)
+		}
+		k.Enforce()
+	}
+	for _, tc := range []struct {
+		name      string
+		clientMax int64
+	}{
+		{"total budget only", 0},
+		{"with a per-client share", 12 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t), TotalMax: 30 * mib, ClientMax: tc.clientMax}
+			// Three honest learners, each on an address of their own,
+			// kept hours ago (older than anything the attacker saves).
+			for i := range 3 {
+				put(k, fmt.Sprint("honest-", i), fmt.Sprint("198.51.100.", i+1), time.Duration(10-i)*time.Hour)
+			}
+			// One address, 64 fresh cookies, each machine kept.
+			for i := range 64 {
+				put(k, fmt.Sprint("cookie-", i), "203.0.113.9", time.Duration(64-i)*time.Minute)
+			}
+			if bytes, _ := k.Usage(); bytes > k.TotalMax {
+				t.Errorf("kept %d MiB, over the budget of %d MiB", bytes>>20, k.TotalMax>>20)
+			}
+			var attacker int64
+			for i := range 64 {
+				if fi, err := os.Stat(k.name(fmt.Sprint("cookie-", i)) + ".zst"); err == nil {
+					attacker += fi.Size()
+				}
+			}
+			if tc.clientMax > 0 && attacker > tc.clientMax {
+				t.Errorf("one address keeps %d MiB, over its share of %d MiB", attacker>>20, tc.clientMax>>20)
+			}
+			for i := range 3 {
+				if _, note := k.take(fmt.Sprint("honest-", i), "k"); note != KeepRestored {
+					t.Errorf("honest learner %d (own address): note %q, want restored — one address's cookies evicted them", i, note)
+				}
+			}
+			// The attacker's newest survives; its oldest went, each told why.
+			if _, note := k.take("cookie-63", "k"); note != KeepRestored {
+				t.Errorf("the address's newest machine: note %q, want restored", note)
+			}
+			want := KeepEvicted
+			if tc.clientMax > 0 {
+				want = KeepShare
+			}
+			if _, note := k.take("cookie-0", "k"); note != want {
+				t.Errorf("the address's oldest machine: note %q, want %q", note, want)
+			}
+		})
+	}
+}

@@ -196,7 +196,11 @@ type termWaiter struct{ learner string }
 
 // termSession is one learner's guest and shell.
 type termSession struct {
-	owner   string
+	owner string
+	// client is the admission's client (rdmalab.ClientOf) at the
+	// learner's latest attach: their kept machine counts against its
+	// share (Keep.ClientMax). Under mu.
+	client  string
 	backend *vm.Backend
 	log     *slog.Logger // the guest's
 
@@ -673,6 +677,9 @@ func (t *Terminals) AttachWait(ctx context.Context, learner string, rows, cols u
 	}
 	s.mu.Lock()
 	s.lastUse = time.Now()
+	if c := rdmalab.ClientOf(ctx); c != "" {
+		s.client = c
+	}
 	s.mu.Unlock()
 	t.mu.Unlock()
 
