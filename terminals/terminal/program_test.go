@@ -204,6 +204,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 		t.Errorf("the solution after the abuse: passed %v (%s)", end.Passed, end.Check)
 	}
 	lesson03Programs(t, course, run)
+	lesson07Programs(t, course, run)
 }
 
 // lesson03Programs is the guest suite of lesson 03's exercises, in the
