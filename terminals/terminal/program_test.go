@@ -205,6 +205,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 	}
 	lesson03Programs(t, course, run)
 	lesson07Programs(t, course, run)
+	lesson09Programs(t, course, run)
 }
 
 // lesson03Programs is the guest suite of lesson 03's exercises, in the
