@@ -222,9 +222,11 @@ int main(void)
 				usleep(2000);
 			} else if (old == LEARNER_ID) {
 				held_by_you++;
+				usleep(200); /* a short pause: the holder needs the CPU too */
 			} else {
 				held_other++;
 				other = old;
+				usleep(200);
 			}
 			continue;
 		}
