@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -227,5 +228,81 @@ func TestSilentWorkerGetsNoMoreTerminals(t *testing.T) {
 	}
 	if _, ok := s.TermWorkers()["mute"]; ok {
 		t.Fatal("the silent worker is still offered terminals")
+	}
+}
+
+// TestRogueWorkerPlacesCapped: a worker that says it hosts 64 terminals
+// (issue 43: to draw learners to shells it fakes and checks it answers)
+// is offered termTrustStart places until learners have held shells there
+// for termProbation, then twice the most held at once, never more than
+// it says. A class of eight opening terminals at once beside an honest
+// worker of 4 gives the rogue at most termTrustStart (before: seven or
+// eight, it being the roomiest); once the shells it got were held, it is
+// offered twice as many, and the honest worker reaches its 4 and no more.
+// Both are real NATS clients with their own nkeys.
+func TestRogueWorkerPlacesCapped(t *testing.T) {
+	defer func(d time.Duration) { termProbation = d }(termProbation)
+	termProbation = time.Second
+	seedE, kE := newKey(t, "evil")
+	seedH, kH := newKey(t, "honest")
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{kE, kH}, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evil := connectRogue(t, s.Addr(), "evil", nkeyOpt(t, seedE))
+	honest := connectRogue(t, s.Addr(), "honest", nkeyOpt(t, seedH))
+	handWorker(t, evil, "evil", 64, func(string) {})
+	handWorker(t, honest, "honest", 4, func(string) {})
+	waitTermWorker(t, s, "evil")
+	waitTermWorker(t, s, "honest")
+	if m := s.TermWorkers()["evil"].Max; m != termTrustStart {
+		t.Errorf("a worker that served nobody is offered %d places (it says 64), want %d", m, termTrustStart)
+	}
+	p := &placement.Placement{Fleet: s}
+	on := map[string]int{}
+	attach := func(learner string) {
+		t.Helper()
+		c, err := p.Attach(t.Context(), learner, 24, 80, nil)
+		if errors.As(err, new(*rdmalab.TermsFullError)) {
+			on["full"]++
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", learner, err)
+		}
+		t.Cleanup(c.Detach)
+		on[c.(*RemoteTerm).Worker()]++
+	}
+	for i := range 8 { // a class opens its terminals at once
+		attach(fmt.Sprint("learner-", i))
+	}
+	t.Logf("placed at once: %v; offered now: %+v", on, s.TermWorkers())
+	if on["evil"] > termTrustStart {
+		t.Errorf("the worker that says 64 got %d of 8 learners at once, want at most %d", on["evil"], termTrustStart)
+	}
+	// The shells were held past the probation: the places double.
+	first := on["evil"]
+	for i := 0; s.TermWorkers()["evil"].Max < 2*first; i++ {
+		if i > 50 {
+			t.Fatalf("the places did not grow after %d shells were held %s: %+v", first, termProbation, s.TermWorkers())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if m := s.TermWorkers()["evil"].Max; m != 2*first {
+		t.Errorf("after %d learners held shells there, the worker is offered %d places, want %d", first, m, 2*first)
+	}
+	for i := range 8 {
+		attach(fmt.Sprint("later-", i))
+	}
+	t.Logf("placed in all: %v; offered now: %+v", on, s.TermWorkers())
+	if on["honest"] != 4 {
+		t.Errorf("the honest worker got %d learners, want its 4", on["honest"])
+	}
+	if m := s.TermWorkers()["honest"].Max; m != 4 {
+		t.Errorf("the honest worker is offered %d places, want the 4 it says (never more)", m)
+	}
+	if on["evil"] > 2*first {
+		t.Errorf("the worker that says 64 got %d learners, want at most %d", on["evil"], 2*first)
 	}
 }

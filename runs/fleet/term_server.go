@@ -30,6 +30,7 @@ type termState struct {
 	terms  map[string]*RemoteTerm  // by terminal id
 	calls  map[string]*pendingCall // by request id
 	bad    map[string]string       // workers that broke a bound: no more terminals there
+	peak   map[string]int          // learners a worker has served at once, the most seen (termAllowance)
 	watch  bool                    // the death watch runs
 }
 
@@ -41,7 +42,7 @@ type pendingCall struct {
 // termsInit starts the terminals' side of the server: their subscription
 // and the death watch. Called from Start.
 func (s *Server) termsInit() error {
-	s.ts = termState{secret: make([]byte, 32), terms: map[string]*RemoteTerm{}, calls: map[string]*pendingCall{}, bad: map[string]string{}}
+	s.ts = termState{secret: make([]byte, 32), terms: map[string]*RemoteTerm{}, calls: map[string]*pendingCall{}, bad: map[string]string{}, peak: map[string]int{}}
 	_, _ = rand.Read(s.ts.secret)
 	sub, err := s.nc.Subscribe(subjTermOut+"*.*.*", s.onTermOut)
 	if err != nil {
@@ -66,9 +67,53 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
+// termTrustStart is the terminals a worker is offered before it has
+// served any: a worker says how many it hosts, but a rogue one saying 64
+// would draw a whole class to shells it fakes and checks it answers
+// (issue 43). Its places grow as slow start does: twice the most learners
+// it has served at once for termProbation (shells it answered, their tabs
+// open that long, no bound broken), never more than it says it hosts. So
+// a new worker of 16 places is offered 2, then 4, 8, 16 about a
+// termProbation apart while a class holds its shells; the learners it is
+// not yet offered stay in this machine's queue (or are told it is full).
+const termTrustStart = 2
+
+// termProbation is how long a served shell must stay open before it
+// counts toward its worker's places (a var: tests shorten it).
+var termProbation = 30 * time.Second
+
+// termAllowance is the most terminals worker is offered now. s.tmu held.
+func (s *Server) termAllowance(worker string) int {
+	return max(termTrustStart, 2*s.ts.peak[worker])
+}
+
+// provePeaks raises each worker's peak to the learners whose shells it
+// answered and who have held them open for termProbation. s.tmu held.
+func (s *Server) provePeaks(now time.Time) {
+	keys := map[string]map[string]bool{}
+	for _, t := range s.ts.terms {
+		if t.servedAt.IsZero() || now.Sub(t.servedAt) < termProbation {
+			continue
+		}
+		if _, bad := s.ts.bad[t.worker]; bad {
+			continue
+		}
+		if keys[t.worker] == nil {
+			keys[t.worker] = map[string]bool{}
+		}
+		keys[t.worker][t.key] = true
+	}
+	for w, k := range keys {
+		if len(k) > s.ts.peak[w] {
+			s.ts.peak[w] = len(k)
+		}
+	}
+}
+
 // TermWorkers are the live workers that host terminals and may get more:
 // their load as they said it, raised to the terminals this server has
-// open there (a heartbeat lags a placement by up to a second).
+// open there (a heartbeat lags a placement by up to a second), their Max
+// capped by what they have shown they serve (termAllowance).
 func (s *Server) TermWorkers() map[string]rdmalab.TermLoad {
 	out := map[string]rdmalab.TermLoad{}
 	for _, w := range s.Workers() {
@@ -87,6 +132,7 @@ func (s *Server) TermWorkers() map[string]rdmalab.TermLoad {
 	}
 	for name, l := range out {
 		l.InUse = max(l.InUse, open[name])
+		l.Max = min(l.Max, s.termAllowance(name))
 		out[name] = l
 	}
 	return out
@@ -105,6 +151,8 @@ func (s *Server) TermUsable(worker string) bool {
 type RemoteTerm struct {
 	s              *Server
 	worker, id     string
+	key            string    // the learner's (termKey)
+	servedAt       time.Time // when the worker answered the open (Server.tmu)
 	ready          chan termReady
 	out            chan []byte
 	recent         []byte
@@ -122,12 +170,12 @@ type RemoteTerm struct {
 // it has none. It waits for the worker's answer until ctx ends or the
 // worker dies.
 func (s *Server) TermAttach(ctx context.Context, worker, learner string, rows, cols uint16) (rdmalab.TermConn, error) {
-	t := &RemoteTerm{s: s, worker: worker, id: newID(), ready: make(chan termReady, 1), out: make(chan []byte, termOutBuf),
+	t := &RemoteTerm{s: s, worker: worker, key: s.termKey(learner), id: newID(), ready: make(chan termReady, 1), out: make(chan []byte, termOutBuf),
 		lim: rate.NewLimiter(termRate, termBurst)}
 	s.tmu.Lock()
 	s.ts.terms[t.id] = t
 	s.tmu.Unlock()
-	b, _ := json.Marshal(termOpen{Key: s.termKey(learner), Rows: rows, Cols: cols})
+	b, _ := json.Marshal(termOpen{Key: t.key, Rows: rows, Cols: cols})
 	if err := s.nc.Publish(t.subject("open"), b); err != nil {
 		t.Detach()
 		return nil, err
@@ -313,6 +361,13 @@ func (s *Server) onTermOut(m *nats.Msg) {
 		}
 		t.mu.Unlock()
 		if first {
+			if r.Err == "" {
+				s.tmu.Lock()
+				if s.ts.terms[t.id] == t {
+					t.servedAt = time.Now()
+				}
+				s.tmu.Unlock()
+			}
 			t.ready <- r
 		}
 	case "out":
@@ -378,6 +433,7 @@ func (s *Server) termWatch() {
 		case <-tick.C:
 		}
 		s.tmu.Lock()
+		s.provePeaks(time.Now())
 		var dead []*RemoteTerm
 		for _, t := range s.ts.terms {
 			if !s.alive(t.worker) {
