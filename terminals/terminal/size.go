@@ -23,16 +23,20 @@ import (
 // taken from the largest idle guest measured before (296 MiB), leaves
 // 153 MiB: 160 with room. The snapshot's RAM (at most the guest's
 // memory, 256 MiB; some 60 MiB of it mapped) is counted once.
-// An experiment guest costs about 500 MiB with its translation cache, and
-// an idle shell with its tab open about 2 % of a core (1.9 % measured; a
-// detached one is paused and costs nothing).
+// An experiment guest costs about 500 MiB with its translation cache. An
+// idle shell with its tab open costs 0.5–1.7 % of a core (0.53 % over
+// 30 s settled, BenchmarkTerminal; 1.7 % in the minute after a class
+// opened, BenchmarkClassOfHundred), and nothing once it is paused: a
+// detached one at once, one with its tab open after IdlePause (idle.go).
+// So CPUs bound the tabs idle for less than IdlePause, not the guests
+// open; they are counted at 1 % each, on half of every core.
 const (
 	termGuestMiB       = 340 // one learner guest holding all its RAM, rounded up from the largest measured
 	termSharedGuestMiB = 160 // one learner guest sharing the snapshot's RAM: its own part (PSS → USS as guests add up)
 	termSharedOnceMiB  = 256 // the snapshot's RAM in the page cache, once for all guests: the guest's memory
 	poolGuestMiB       = 512 // one experiment guest (faults/ measured 482 MiB)
 	termHeadroom       = 512 // left to the system, labserver and page cache
-	termIdleCPUPct     = 2   // % of a core per idle learner guest with a tab open
+	termIdleCPUPct     = 1   // % of a core per idle learner guest with a tab open, until it is paused
 )
 
 // guestCost is what one more learner guest and what all of them together
