@@ -25,6 +25,10 @@
 //     p95 vs p50 (machines/vm)
 //   - a learner's kept machine: attach → shell answers after its restore
 //     vs a fresh guest's, its save, and its disk vs its stream (machines/vm)
+//   - a class of a hundred opening terminals within 60 s: open → answer
+//     p95 vs p50; with 10 typing, echo p95 with the idle guests running vs
+//     paused; their memory (total and per-guest PSS, USS) and idle CPU
+//     (terminals/terminal)
 //
 // The benchmarks are the packages' own; this program only runs and reads
 // them. It exits 1 if any benchmark failed or a figure missed its target
@@ -78,6 +82,7 @@ var benches = []bench{
 	{Pkg: "./terminals/terminal", Name: "BenchmarkProgram", Benchtime: "1x", Slow: true},
 	{Pkg: "./terminals/terminal", Name: "BenchmarkKeptMachine", Benchtime: "1x", Slow: true},
 	{Pkg: "./terminals/terminal", Name: "BenchmarkTerminalClass", Benchtime: "1x", Slow: true},
+	{Pkg: "./terminals/terminal", Name: "BenchmarkClassOfHundred", Benchtime: "1x", Slow: true},
 	{Pkg: "./runs/fleet", Name: "BenchmarkTerminalEcho", Benchtime: "1x", Slow: true},
 }
 
@@ -405,6 +410,35 @@ func table(res map[string]result, failed map[string]string) []row {
 		"BenchmarkClassBurst", "BenchmarkClassBurst", "shared-last-s", "own-last-s", "", 1, "s", "shared < 15 s")
 	add("20 learners open their terminals at once (serve's defaults: --terminals auto, --spares auto), open → shell answers: p95 vs p50 (TCG)",
 		"BenchmarkTerminalClass", "BenchmarkTerminalClass", "p95-s", "p50-s", "", 1, "s", "p95 < 2 s")
+	class := "a class"
+	if n, ok := get("BenchmarkClassOfHundred", "learners"); ok {
+		class = fmt.Sprintf("a class of %.0f", n)
+	}
+	add(class+" opens terminals within 60 s (--terminals auto, --spares the class), open → shell answers: p95 vs p50 (TCG)",
+		"BenchmarkClassOfHundred", "BenchmarkClassOfHundred", "open-p95-s", "open-p50-s", "", 1, "s", "open-p95 < 2 s")
+	add("the same class all open, 10 typing: keystroke echo p95 with the idle guests running vs paused (--idle-pause)",
+		"BenchmarkClassOfHundred", "BenchmarkClassOfHundred", "echo-p95-ms", "echo-paused-p95-ms", "", 1, "ms", "echo-p95 < 100 ms")
+	{
+		r := row{What: "the same class's idle guests, tab open: CPU each running vs paused", Target: "report (0 % paused: no ratio)"}
+		run, ok1 := get("BenchmarkClassOfHundred", "idle-cpu-pct")
+		paused, ok2 := get("BenchmarkClassOfHundred", "paused-cpu-pct")
+		if !ok1 || !ok2 {
+			r.Missing = missing("BenchmarkClassOfHundred")
+		} else {
+			r.Ours, r.Base, r.Ratio = fmtUnit(run, "% of a core"), fmtUnit(paused, "% of a core"), "-"
+			if rm, ok := get("BenchmarkClassOfHundred", "resume-max-ms"); ok {
+				r.What += fmt.Sprintf("; the longest resume %.1f ms", rm)
+			}
+		}
+		rows = append(rows, r)
+	}
+	add("the same class's guests: total PSS vs the sum of their RSS (what RSS would count)",
+		"BenchmarkClassOfHundred", "BenchmarkClassOfHundred", "total-pss-MiB", "total-rss-MiB", "", 1, "MiB", "report (per-guest PSS and USS in the row's note)")
+	if p, ok := get("BenchmarkClassOfHundred", "guest-pss-MiB"); ok {
+		u, _ := get("BenchmarkClassOfHundred", "guest-uss-MiB")
+		tu, _ := get("BenchmarkClassOfHundred", "total-uss-MiB")
+		rows[len(rows)-1].What += fmt.Sprintf("; per guest PSS %.1f MiB, USS %.1f MiB (medians); total USS %.0f MiB", p, u, tu)
+	}
 	add("learner's kept machine: attach → shell answers with their file vs a fresh guest restored on demand (TCG)",
 		"BenchmarkKeptMachine", "BenchmarkKeptMachine", "resume-s", "fresh-s", "", 1, "s", "report")
 	add("keystroke echo round trip p50: a terminal on a worker process (NATS) vs on this machine (TCG guests)",

@@ -100,7 +100,7 @@ func BenchmarkClassOfHundred(b *testing.B) {
 
 		// Memory of the class's guests.
 		var pss, uss, rss []float64
-		var totalPSS, totalUSS float64
+		var totalPSS, totalUSS, totalRSS float64
 		pids := make([]int, class)
 		for j, c := range conns {
 			pids[j] = c.conn.(*Attachment).GuestPID()
@@ -113,6 +113,7 @@ func BenchmarkClassOfHundred(b *testing.B) {
 			rss = append(rss, float64(m.RSS)/(1<<20))
 			totalPSS += float64(m.PSS) / (1 << 20)
 			totalUSS += float64(m.USS) / (1 << 20)
+			totalRSS += float64(m.RSS) / (1 << 20)
 		}
 
 		// typing of them type; the others sit idle, tabs open: running,
@@ -146,6 +147,7 @@ func BenchmarkClassOfHundred(b *testing.B) {
 		b.ReportMetric(float64(resumed.Longest)/float64(time.Millisecond), "resume-max-ms")
 		b.ReportMetric(totalPSS, "total-pss-MiB")
 		b.ReportMetric(totalUSS, "total-uss-MiB")
+		b.ReportMetric(totalRSS, "total-rss-MiB")
 		b.ReportMetric(median(pss), "guest-pss-MiB")
 		b.ReportMetric(median(uss), "guest-uss-MiB")
 		b.ReportMetric(median(rss), "guest-rss-MiB")
