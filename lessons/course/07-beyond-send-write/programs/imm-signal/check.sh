@@ -22,7 +22,7 @@ case $first in
 *"status success, "*) ;;
 *)
 	st=${first#completion 1: status }
-	say "The peer's RECV completed with an error: $st. A SEND into the peer's RECV (which has no buffer) fails with a length error: the data must come by a WRITE." "对端的 RECV 以错误完成：$st。SEND 进对端那个不带缓冲区的 RECV 会以长度错误失败：数据必须用 WRITE 送过去。"
+	say "The peer's RECV completed with an error: $st. A SEND's payload has nowhere to go in the peer's RECV, which has no buffer: the data must come by a WRITE." "对端的 RECV 以错误完成：$st。对端的 RECV 不带缓冲区，SEND 的载荷在那里无处可放：数据必须用 WRITE 送过去。"
 	exit 1
 	;;
 esac
