@@ -37,6 +37,8 @@ import (
 //	PUT  /api/lessons/{slug}/programs/{id}/code      {"source"} autosave
 //	POST /api/lessons/{slug}/programs/{id}/run       {"source"} → {"run"}
 //	POST /api/lessons/{slug}/programs/{id}/solution  the solution, recorded
+//	POST /api/lessons/{slug}/programs/{id}/hint      the next hint, recorded
+//	POST /api/lessons/{slug}/programs/{id}/reset     the starter, the code it replaces kept
 
 // ProgramExperiment is the experiment id a program run is stored under.
 const ProgramExperiment = "program"
@@ -57,7 +59,16 @@ var programStrings = page.Table{
 		"prog.run":           "运行",
 		"prog.running":       "正在你的虚拟机里编译和运行……",
 		"prog.reset":         "恢复为起始代码",
-		"prog.reset.confirm": "用起始代码替换你的代码？你现在的代码会丢失。",
+		"prog.reset.confirm": "用起始代码替换你的代码？你现在的代码会保存下来，之后可以用「找回重置前的代码」取回。",
+		"prog.restore":       "找回重置前的代码",
+		"prog.restore.ask":   "用重置前的代码替换编辑器里现在的代码？",
+		"prog.hint":          "看提示",
+		"prog.hint.next":     "看提示（第 %d 条，共 %d 条）",
+		"prog.hints":         "提示（每看一条都会被记录下来）",
+		"prog.diff":          "与起始代码比较",
+		"prog.diff.hide":     "收起比较",
+		"prog.diff.h":        "和起始代码相比：以 + 开头的行是你加的，以 − 开头的行是你删的（%d 行新增，%d 行删除）。",
+		"prog.diff.same":     "你的代码和起始代码完全一样。",
 		"prog.solution":      "查看参考答案",
 		"prog.solution.ask":  "查看参考答案？这会被记录下来。先自己再试一次也许更有收获。",
 		"prog.solution.h":    "参考答案",
@@ -99,7 +110,16 @@ var programStrings = page.Table{
 		"prog.run":           "Run",
 		"prog.running":       "Compiling and running in your machine…",
 		"prog.reset":         "Reset to starter",
-		"prog.reset.confirm": "Replace your code with the starter code? Your current code will be lost.",
+		"prog.reset.confirm": "Replace your code with the starter code? Your current code is kept: “Restore code from before the reset” brings it back.",
+		"prog.restore":       "Restore code from before the reset",
+		"prog.restore.ask":   "Replace the code in the editor with the code you had before the reset?",
+		"prog.hint":          "Show a hint",
+		"prog.hint.next":     "Show hint %d of %d",
+		"prog.hints":         "Hints (each one you open is recorded)",
+		"prog.diff":          "Compare with the starter",
+		"prog.diff.hide":     "Hide the comparison",
+		"prog.diff.h":        "Against the starter: lines starting with + are yours, lines starting with − you removed (%d added, %d removed).",
+		"prog.diff.same":     "Your code is the starter code, unchanged.",
 		"prog.solution":      "Show solution",
 		"prog.solution.ask":  "Show the solution? This is recorded. Trying once more yourself may teach you more.",
 		"prog.solution.h":    "Solution",
@@ -160,6 +180,25 @@ type programState struct {
 	Record        string `json:"record,omitempty"` // attempts and passes in words
 	SolutionAfter int    `json:"solution_after"`   // failed checks before the solution is offered
 	SolutionSeen  bool   `json:"solution_seen"`
+	programHints
+	// BeforeReset is the code the learner's last reset replaced, so it
+	// can be brought back ("" without one).
+	BeforeReset string `json:"before_reset,omitempty"`
+}
+
+// programHints are the hints the learner revealed, in the request's
+// language, and how many the exercise has.
+type programHints struct {
+	Hints      []string `json:"hints"`
+	HintsTotal int      `json:"hints_total"`
+}
+
+func hintsOf(p *lessons.Program, revealed int, lang string) programHints {
+	h := programHints{Hints: []string{}, HintsTotal: len(p.Config.Hints)}
+	for i := 0; i < revealed && i < len(p.Config.Hints); i++ {
+		h.Hints = append(h.Hints, p.Config.Hints[i].Get(lang))
+	}
+	return h
 }
 
 func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +227,49 @@ func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
 	if rec.Attempts > 0 {
 		st.Record = trf(page.LangOf(r), "prog.record", rec.Attempts, rec.Passes)
 	}
+	st.programHints = hintsOf(p, rec.Hints, page.LangOf(r))
+	if before, ok, err := s.cfg.Store.ProgramCodeBeforeReset(r.Context(), learner, l.Slug, p.ID); err != nil {
+		s.WriteError(w, r, err)
+		return
+	} else if ok && before != src {
+		st.BeforeReset = before
+	}
 	page.WriteJSON(w, http.StatusOK, st)
+}
+
+// programHint is POST …/hint: the next hint revealed and recorded; it
+// answers every hint revealed so far (all of them once none is left).
+func (s *Server) programHint(w http.ResponseWriter, r *http.Request) {
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	n, err := s.cfg.Store.RevealProgramHint(r.Context(), learnerID(r), l.Slug, p.ID, len(p.Config.Hints))
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	page.WriteJSON(w, http.StatusOK, hintsOf(p, n, page.LangOf(r)))
+}
+
+// programReset is POST …/reset: the learner's code becomes the starter;
+// the code it replaced is kept (programState.BeforeReset).
+func (s *Server) programReset(w http.ResponseWriter, r *http.Request) {
+	l, p, ok := s.programFor(w, r)
+	if !ok {
+		return
+	}
+	learner := learnerID(r)
+	if err := s.cfg.Store.ResetProgramCode(r.Context(), learner, l.Slug, p.ID, string(p.Starter)); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	before, _, err := s.cfg.Store.ProgramCodeBeforeReset(r.Context(), learner, l.Slug, p.ID)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	page.WriteJSON(w, http.StatusOK, map[string]string{"source": string(p.Starter), "before_reset": before})
 }
 
 // programSource decodes {"source": …} and bounds it.
@@ -290,6 +371,11 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 		leave()
 		s.WriteError(w, r, err)
 		return
+	}
+	// What an instructor opens as the learner's last submission: the
+	// source as run, beside its run.
+	if err := s.cfg.Store.RecordProgramSubmission(r.Context(), learner, l.Slug, p.ID, id, src); err != nil {
+		s.log.Error("record program submission", "err", err)
 	}
 	req := rdmalab.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
 		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Check: p.Check}
@@ -468,7 +554,8 @@ func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Co
 	}
 	strs := map[string]string{}
 	for _, k := range []string{"prog.running", "prog.reset.confirm", "prog.solution.ask", "prog.solution.h",
-		"prog.saved", "prog.saving", "prog.savefail", "prog.line", "prog.peer", "prog.times"} {
+		"prog.saved", "prog.saving", "prog.savefail", "prog.line", "prog.peer", "prog.times",
+		"prog.restore.ask", "prog.hint.next", "prog.diff", "prog.diff.hide", "prog.diff.h", "prog.diff.same"} {
 		strs[strings.TrimPrefix(k, "prog.")] = lr.T(k)
 	}
 	js, _ := json.Marshal(strs)
@@ -476,6 +563,7 @@ func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Co
 		ID: seg.ID, Heading: trf(lr.Lang, "prog.heading", n), Text: templ.Raw(seg.HTML), // trusted: rendered by lessons from the course's Markdown
 		Endpoint: "/api/lessons/" + lr.Lesson.Slug + "/programs/" + seg.ID, Lang: lr.Lang,
 		Editor: trf(lr.Lang, "prog.editor", n), Keys: lr.T("prog.keys"), TabIndent: lr.T("prog.tabindent"), Run: lr.T("prog.run"), Reset: lr.T("prog.reset"), Solution: lr.T("prog.solution"),
+		Hint: lr.T("prog.hint"), Hints: lr.T("prog.hints"), Diff: lr.T("prog.diff"), Restore: lr.T("prog.restore"),
 		Output: lr.T("prog.output"), Diags: lr.T("prog.diags"), NoScript: lr.T("prog.noscript"),
 		Strings: string(js), Preview: lr.Draft,
 	})

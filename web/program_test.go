@@ -87,6 +87,43 @@ func TestProgramCodeSaved(t *testing.T) {
 	if code, _ := call(ann, "GET", "/api/lessons/04-first-program/programs/nope", ""); code != 404 {
 		t.Errorf("unknown program: %d", code)
 	}
+
+	// Hints: none revealed at first; each POST reveals the next, in the
+	// request's language, never past the last; the record keeps them.
+	n := len(p.Config.Hints)
+	if n < 2 {
+		t.Fatalf("%s has %d hints", p.ID, n)
+	}
+	if _, st := call(ann, "GET", base+"?lang=zh", ""); st["hints_total"] != float64(n) || len(st["hints"].([]any)) != 0 {
+		t.Errorf("before any hint: total %v, hints %v", st["hints_total"], st["hints"])
+	}
+	for i := 1; i <= n+1; i++ {
+		code, out := call(ann, "POST", base+"/hint?lang=zh", "")
+		hints, _ := out["hints"].([]any)
+		if code != 200 || len(hints) != min(i, n) || hints[0] != p.Config.Hints[0]["zh"] {
+			t.Errorf("reveal %d: %d %v", i, code, out)
+		}
+	}
+	if _, st := call(ann, "GET", base+"?lang=en", ""); len(st["hints"].([]any)) != n || st["hints"].([]any)[n-1] != p.Config.Hints[n-1]["en"] {
+		t.Errorf("after a reload: %v", st["hints"])
+	}
+	if _, st := call(bob, "GET", base, ""); len(st["hints"].([]any)) != 0 {
+		t.Errorf("another learner sees hints %v", st["hints"])
+	}
+
+	// Reset: the starter, and the code it replaced kept for a restore.
+	if code, out := call(ann, "POST", base+"/reset", ""); code != 200 || out["source"] != string(p.Starter) || out["before_reset"] != mine {
+		t.Errorf("reset: %d %v", code, out)
+	}
+	if _, st := call(ann, "GET", base, ""); st["source"] != string(p.Starter) || st["before_reset"] != mine {
+		t.Errorf("after a reset: source %q, before_reset %q", st["source"], st["before_reset"])
+	}
+	if code, _ := call(ann, "PUT", base+"/code", string(body)); code != 200 {
+		t.Fatalf("restore: %d", code)
+	}
+	if _, st := call(ann, "GET", base, ""); st["before_reset"] != nil {
+		t.Errorf("the restored code is still offered as before the reset: %v", st["before_reset"])
+	}
 }
 
 // TestProgramDiagnostics: tcc's and gcc's lines become errors at their

@@ -110,6 +110,8 @@ func (s *Server) routes() http.Handler {
 		r.Put("/api/lessons/{slug}/programs/{id}/code", s.programSave)
 		r.Post("/api/lessons/{slug}/programs/{id}/run", s.programRun)
 		r.Post("/api/lessons/{slug}/programs/{id}/solution", s.programSolution)
+		r.Post("/api/lessons/{slug}/programs/{id}/hint", s.programHint)
+		r.Post("/api/lessons/{slug}/programs/{id}/reset", s.programReset)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.

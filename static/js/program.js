@@ -51,6 +51,41 @@
     ta.scrollTop = Math.max(0, (n - 3) * lh);
   }
 
+  // hintNodes renders a hint's plain text with `code` spans as <code>.
+  function hintNodes(li, text) {
+    text.split('`').forEach(function (part, i) {
+      li.appendChild(i % 2 ? el('code', null, part) : document.createTextNode(part));
+    });
+  }
+
+  // lineDiff compares two texts line by line (longest common subsequence):
+  // a list of {t: ' ' | '+' | '-', s: line}. Texts beyond MAX lines each
+  // are compared as wholes, to bound the work.
+  var MAX = 1500;
+  function lineDiff(a, b) {
+    var x = a.split('\n'), y = b.split('\n');
+    if (x.length > MAX || y.length > MAX) {
+      return x.map(function (s) { return { t: '-', s: s }; }).concat(y.map(function (s) { return { t: '+', s: s }; }));
+    }
+    var n = x.length, m = y.length, w = m + 1;
+    var L = new Uint16Array((n + 1) * w);
+    for (var i = n - 1; i >= 0; i--) {
+      for (var j = m - 1; j >= 0; j--) {
+        L[i * w + j] = x[i] === y[j] ? L[(i + 1) * w + j + 1] + 1 : Math.max(L[(i + 1) * w + j], L[i * w + j + 1]);
+      }
+    }
+    var out = [];
+    i = 0; j = 0;
+    while (i < n && j < m) {
+      if (x[i] === y[j]) { out.push({ t: ' ', s: x[i] }); i++; j++; }
+      else if (L[(i + 1) * w + j] >= L[i * w + j + 1]) out.push({ t: '-', s: x[i++] });
+      else out.push({ t: '+', s: y[j++] });
+    }
+    while (i < n) out.push({ t: '-', s: x[i++] });
+    while (j < m) out.push({ t: '+', s: y[j++] });
+    return out;
+  }
+
   function setup(root) {
     var base = root.getAttribute('data-endpoint');
     var lang = root.getAttribute('data-lang') || 'en';
@@ -66,7 +101,12 @@
     var out = root.querySelector('.program-output');
     var sol = root.querySelector('.program-sol');
     var record = root.querySelector('.program-record');
-    var state = null, timer = null, dirty = false;
+    var hintBtn = root.querySelector('.program-hint-next');
+    var hintBox = root.querySelector('.program-hints');
+    var diffBtn = root.querySelector('.program-diff-show');
+    var diffBox = root.querySelector('.program-diff');
+    var restoreBtn = root.querySelector('.program-restore');
+    var state = null, timer = null, dirty = false, diffTimer = null;
 
     // The editor: CodeMirror (static/vendor/codemirror) when it loaded,
     // else the plain textarea; both behind get/set/diagnostics/goto.
@@ -80,6 +120,10 @@
       dirty = true;
       clearTimeout(timer);
       timer = setTimeout(saveNow, SAVE_AFTER);
+      if (!diffBox.hidden) {
+        clearTimeout(diffTimer);
+        diffTimer = setTimeout(showDiff, 300);
+      }
     }
     if (window.LabEditor) {
       var html = document.documentElement;
@@ -131,7 +175,83 @@
       root.classList.toggle('program-passed', !!st.passed);
       var failed = st.attempts - st.passes;
       solBtn.hidden = !(st.solution_seen || failed >= st.solution_after);
+      showHints(st);
+      restoreBtn.hidden = !st.before_reset;
     }
+
+    // showHints lists the revealed hints and words the button for the
+    // next one; with none left the button goes.
+    function showHints(h) {
+      var ol = hintBox.querySelector('ol');
+      var have = ol.children.length;
+      var hints = h.hints || [];
+      for (var i = have; i < hints.length; i++) {
+        var li = el('li');
+        li.setAttribute('data-testid', 'program-hint-text');
+        li.tabIndex = -1;
+        hintNodes(li, hints[i]);
+        ol.appendChild(li);
+      }
+      hintBox.hidden = hints.length === 0;
+      var left = hints.length < (h.hints_total || 0);
+      hintBtn.hidden = !left;
+      if (left) hintBtn.textContent = fmt(S['hint.next'] || '%d/%d', hints.length + 1, h.hints_total);
+    }
+
+    hintBtn.addEventListener('click', async function () {
+      hintBtn.disabled = true;
+      try {
+        var h = await api('POST', base + '/hint');
+        var before = hintBox.querySelectorAll('li').length;
+        state.hints = h.hints;
+        state.hints_total = h.hints_total;
+        showHints(h);
+        // The new hint takes the focus when the button went away (it was
+        // the last one): the keyboard never falls back to the page's top.
+        var lis = hintBox.querySelectorAll('li');
+        if (hintBtn.hidden && lis.length > before) lis[lis.length - 1].focus();
+      } catch (e) {
+        save.textContent = e.message;
+      } finally {
+        hintBtn.disabled = false;
+      }
+    });
+
+    // The comparison with the starter: only the changed lines and two
+    // lines around each, kept up to date while it is open.
+    function showDiff() {
+      if (!state) return;
+      var ops = lineDiff(state.starter, ed.get());
+      var pre = diffBox.querySelector('pre');
+      pre.textContent = '';
+      var added = 0, removed = 0, near = [];
+      ops.forEach(function (o, i) {
+        if (o.t === '+') added++;
+        if (o.t === '-') removed++;
+        if (o.t !== ' ') for (var k = Math.max(0, i - 2); k <= Math.min(ops.length - 1, i + 2); k++) near[k] = true;
+      });
+      var gap = false;
+      ops.forEach(function (o, i) {
+        if (!near[i]) {
+          if (!gap && pre.childNodes.length) pre.appendChild(el('span', 'gap', '…\n'));
+          gap = true;
+          return;
+        }
+        gap = false;
+        pre.appendChild(el('span', o.t === '+' ? 'add' : o.t === '-' ? 'del' : 'ctx', (o.t === '-' ? '− ' : o.t + ' ') + o.s + '\n'));
+      });
+      var h = diffBox.querySelector('.program-diff-h');
+      h.textContent = added + removed ? fmt(S['diff.h'] || '%d %d', added, removed) : (S['diff.same'] || '');
+      pre.hidden = !(added + removed);
+    }
+
+    diffBtn.addEventListener('click', function () {
+      var open = diffBox.hidden;
+      diffBox.hidden = !open;
+      diffBtn.setAttribute('aria-expanded', String(open));
+      diffBtn.textContent = open ? (S['diff.hide'] || '') : (S['diff'] || '');
+      if (open) showDiff();
+    });
 
     async function load() {
       var st = await api('GET', base);
@@ -160,11 +280,33 @@
       }
     });
 
-    resetBtn.addEventListener('click', function () {
+    // Reset: the server keeps the code it replaces (Restore brings it
+    // back), and in the editor the reset is one change Ctrl-Z undoes.
+    resetBtn.addEventListener('click', async function () {
       if (!state || !window.confirm(S['reset.confirm'])) return;
-      ed.set(state.starter);
+      clearTimeout(timer);
+      try {
+        await saveNow(); // the server keeps the very last keystrokes
+        var r = await api('POST', base + '/reset');
+        ed.set(r.source);
+        dirty = false;
+        state.before_reset = r.before_reset;
+        restoreBtn.hidden = !r.before_reset;
+        save.textContent = S['saved'] || '';
+        if (!diffBox.hidden) showDiff();
+      } catch (e) {
+        save.textContent = e.message;
+      }
+    });
+
+    restoreBtn.addEventListener('click', function () {
+      if (!state || !state.before_reset || !window.confirm(S['restore.ask'])) return;
+      ed.set(state.before_reset);
       dirty = true;
       saveNow();
+      restoreBtn.hidden = true;
+      resetBtn.focus();
+      if (!diffBox.hidden) showDiff();
     });
 
     solBtn.addEventListener('click', async function () {
