@@ -94,6 +94,7 @@ func New(cfg Config) *Area {
 var Tables = []page.Table{
 	accountStrings, answerKeyStrings, cohortStrings, draftStrings,
 	gradebookStrings, instructorStrings, rosterStrings, roleStrings,
+	learnerProgramsStrings,
 }
 
 // course is the current content load.

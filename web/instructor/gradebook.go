@@ -28,7 +28,10 @@ import (
 //   - runs: runs of the experiments the lesson's pages show (an experiment
 //     shown by two lessons counts in both);
 //   - tasks: the lesson's :::task steps the learner's Check verified, out
-//     of the tasks the lesson has now (a removed task no longer counts).
+//     of the tasks the lesson has now (a removed task no longer counts);
+//   - programs: the lesson's :::program exercises passed, out of those it
+//     has now; their checked runs, the hints revealed and the exercises
+//     whose solution was shown (a removed exercise no longer counts).
 // Learners are those the dashboard counts (store.Scope), most recently
 // active first, as on the dashboard.
 //
@@ -50,6 +53,7 @@ type gradeCell struct {
 	// the lesson's :::program exercises passed, how many it has, and the
 	// learner's checked runs of them
 	ProgramsPassed, Programs, ProgramRuns int
+	ProgramHints, ProgramSolutions        int // hints revealed; exercises whose solution was shown
 	// Graded: the class grades the lesson; Revealed are the questions
 	// whose answer the learner chose to see in its window (scored 0).
 	Graded   *store.GradedLesson
@@ -145,6 +149,10 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 		if l := c.Lesson(p.Lesson); l != nil && l.Program(p.Program) != nil {
 			g := cell(p.Learner, p.Lesson)
 			g.ProgramRuns += p.Attempts
+			g.ProgramHints += p.Hints
+			if !p.SolutionAt.IsZero() {
+				g.ProgramSolutions++
+			}
 			if p.Passed() {
 				g.ProgramsPassed++
 			}
@@ -316,7 +324,7 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
-		"mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email"}}
+		"program_hints", "program_solutions", "mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
@@ -327,7 +335,8 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 			out = append(out, append([]string{row.Learner, csvText(row.Name), l.Slug, lessonTitle(c, l.Slug, lang),
 				strconv.Itoa(g.Score), strconv.Itoa(g.Questions), strconv.Itoa(g.Seen), strconv.FormatBool(g.Completed), g.CompletedAt,
 				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks),
-				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns)}, append(mode,
+				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns),
+				strconv.Itoa(g.ProgramHints), strconv.Itoa(g.ProgramSolutions)}, append(mode,
 				csvText(ids[row.Learner].Sub), csvText(ids[row.Learner].Email))...))
 		}
 	}
@@ -361,14 +370,16 @@ func (s *Area) gradebookShow(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, row := range rows {
 		vr := views.GradeRow{Name: row.Name, Short: shortID(row.Learner)}
-		for _, g := range row.Cells {
+		for i, g := range row.Cells {
 			vr.Cells = append(vr.Cells, views.GradeCell{Score: strconv.Itoa(g.Score) + "/" + strconv.Itoa(g.Questions),
 				Full: g.Questions > 0 && g.Score == g.Questions, Completed: g.Completed, Attempts: g.Attempts, Runs: g.Runs, Seen: g.Seen})
 			if g.Tasks > 0 {
 				vr.Cells[len(vr.Cells)-1].Tasks = strconv.Itoa(g.TasksDone) + "/" + strconv.Itoa(g.Tasks)
 			}
 			if g.Programs > 0 {
-				vr.Cells[len(vr.Cells)-1].Programs = s.trf(lang, "grade.programs.of", g.ProgramsPassed, g.Programs, g.ProgramRuns)
+				cell := &vr.Cells[len(vr.Cells)-1]
+				cell.Programs = s.trf(lang, "grade.programs.of", g.ProgramsPassed, g.Programs, g.ProgramRuns, g.ProgramHints, g.ProgramSolutions)
+				cell.ProgramsHref = learnerProgramsHref(row.Learner, c.Lessons[i].Slug, sc)
 			}
 		}
 		v.Rows = append(v.Rows, vr)

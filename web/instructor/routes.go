@@ -33,6 +33,8 @@ func (s *Area) Routes(r chi.Router) {
 			r.Get("/instructor/gradebook", s.gradebookShow)
 			r.Get("/instructor/answers", s.answerKey)
 			r.Get("/instructor/export/gradebook.csv", s.exportGradebook)
+			// learner_programs.go: one learner's program records and last submissions
+			r.Get("/instructor/learners/{learner}/programs", s.learnerPrograms)
 			r.Get("/instructor/classes/{id}/roster", s.rosterShow) // roster.go: rosters and claim codes
 			r.Get("/instructor/classes/{id}/roster/codes.csv", s.rosterCodes)
 			r.Get("/instructor/classes/{id}/graded", s.gradedShow) // graded_settings.go: graded mode per lesson

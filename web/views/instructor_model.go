@@ -325,8 +325,11 @@ type GradeCell struct {
 	Attempts  int
 	Runs      int
 	Tasks     string // ":::task steps done/in the lesson" ("1/2"); "" when the lesson has none
-	Programs  string // ":::program exercises passed of the lesson's, and runs", in words; "" when none
-	Seen      int    // questions whose answer the learner saw before answering right (no credit)
+	Programs  string // ":::program exercises passed of the lesson's, runs, hints, solutions", in words; "" when none
+	// ProgramsHref is the learner's page of the lesson's exercises, with
+	// the code last submitted ("" when the lesson has none).
+	ProgramsHref string
+	Seen         int // questions whose answer the learner saw before answering right (no credit)
 }
 
 // HardQuestion is one row of the course's questions by facility.
