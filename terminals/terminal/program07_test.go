@@ -43,11 +43,12 @@ puts("9 requests answered"); return 0; }`,
 	// One mistake each, made in the solution: the check must name it.
 	mistakes := map[string]struct{ from, to, want string }{
 		// READ, +1, WRITE without the lock: the peer's view catches it
-		"cas-lock": {"\t\tif (acquire(&c, &tries))\n\t\t\tbreak;\n", "", "Mutual exclusion broken|Lost updates"},
+		"cas-lock": {"\t\tif (acquire(&c, &tries))\n\t\t\tbreak;\n\t\tint bad = increment(&c);\n\t\t/* Release even after a failed increment, if the QP still can. */\n\t\tif (release(&c) || bad)",
+			"\t\tint bad = increment(&c);\n\t\tif (bad)", "Mutual exclusion broken|Lost updates"},
 		// the immediate in host byte order
 		"imm-signal": {".imm_data = htonl(sizeof msg)", ".imm_data = sizeof msg", "bytes are reversed"},
 		// every answer on the next client's QP
-		"srq-server": {"ibv_post_send(qp[c], &wr, &bad)", "ibv_post_send(qp[(c + 1) % CLIENTS], &wr, &bad)", "wrong QP"},
+		"srq-server": {"ibv_post_send(qp[c], &wr, &bad)", "ibv_post_send(qp[(c + 1) % CLIENTS], &wr, &bad)", "went out on the wrong QP"},
 	}
 	for i, p := range l.Programs {
 		solLang, startLang := "en", "zh"

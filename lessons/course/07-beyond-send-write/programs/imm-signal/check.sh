@@ -29,7 +29,8 @@ esac
 case $first in
 *"opcode RECV_RDMA_WITH_IMM, imm yes,"*) ;;
 *)
-	say "The peer's RECV completed, but not as a WRITE with immediate ($first): IBV_WC_RECV is what a SEND makes. Post IBV_WR_RDMA_WRITE_WITH_IMM." "对端的 RECV 完成了，但不是带立即数的 WRITE（$first）：IBV_WC_RECV 是 SEND 产生的。请提交 IBV_WR_RDMA_WRITE_WITH_IMM。"
+	op=$(echo "$first" | sed -n 's/.*opcode \([A-Z_a-z]*\), imm \([a-z]*\),.*/\1, \2/p')
+	say "The peer's RECV completed, but not as a WRITE with immediate (opcode and immediate flag: $op): IBV_WC_RECV is what a SEND makes. Post IBV_WR_RDMA_WRITE_WITH_IMM." "对端的 RECV 完成了，但不是带立即数的 WRITE（操作码和立即数标志：$op）：IBV_WC_RECV 是 SEND 产生的。请提交 IBV_WR_RDMA_WRITE_WITH_IMM。"
 	exit 1
 	;;
 esac
@@ -54,7 +55,9 @@ at=$(grep "^buffer at completion 1: " "$LAB_PEER_OUT" | head -1 | cut -c1-120)
 case $at in
 'buffer at completion 1: "hello, imm"') ;;
 *)
-	say "When the peer's completion arrived its buffer did not hold \"hello, imm\" (${at:-nothing}): the signal came before the data. Write msg with the WRITE_WITH_IMM itself." "对端的完成到达时，它的缓冲区里没有「hello, imm」（${at:-无}）：信号先于数据到了。请用 WRITE_WITH_IMM 本身写入 msg。"
+	held=${at#buffer at completion 1: }
+	[ "$held" = '""' ] && held=""
+	say "When the peer's completion arrived its buffer did not hold \"hello, imm\" but ${held:-nothing}: the signal came before the data. Write msg with the WRITE_WITH_IMM itself." "对端的完成到达时，它的缓冲区里不是「hello, imm」，而是 ${held:-空的}：信号先于数据到了。请用 WRITE_WITH_IMM 本身写入 msg。"
 	exit 1
 	;;
 esac

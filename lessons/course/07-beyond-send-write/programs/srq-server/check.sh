@@ -38,14 +38,18 @@ if ! grep -q "^connected: yes$" "$LAB_PEER_OUT"; then
 	say "Your SRQ and QPs are made, but the peer could not connect its three clients to them (${got:-nothing}; your program exited with status $LAB_EXIT): fill the pool, then connect each QP and call tell_peer()." "你的 SRQ 和 QP 都建好了，但对端没能把它的三个客户端连到它们上面（${got:-无}；你的程序的退出状态：$LAB_EXIT）：先填满接收池，再连接每个 QP 并调用 tell_peer()。"
 	exit 1
 fi
-short=$(grep "^client [0-9]: " "$LAB_PEER_OUT" | grep -v "^client [0-9]: 3 of 3 answered$" | head -3 | cut -c1-200 | tr '\n' ';' | sed 's/;$//')
+short=$(grep "^client [0-9]: " "$LAB_PEER_OUT" | grep -v "^client [0-9]: 3 of 3 answered$" | head -3 | cut -c1-200 | awk 'NR > 1 { printf "; " } { printf "%s", $0 }')
 if [ -n "$short" ] || ! grep -q "^answered: 9 of 9$" "$LAB_PEER_OUT"; then
 	hint=""
 	case $short in
-	*"a wrong answer"*) hint=$(say "An answer that came back on another client's QP is answered on the wrong QP: the request's QP is wc.qp_num, not the slot it landed in." "答复从别的客户端的 QP 回来，说明答错了 QP：请求来自哪个 QP 看 wc.qp_num，而不是它落在哪个接收槽。") ;;
+	*"a wrong answer"*) hint=$(say "A client got an answer meant for another: it went out on the wrong QP. The QP a request came on is wc.qp_num, not the slot it landed in." "有客户端收到了发给别人的答复：它是从错误的 QP 发出去的。请求来自哪个 QP 看 wc.qp_num，而不是它落在哪个接收槽。") ;;
 	*"RNR retry"*) hint=$(say "RNR retry exceeded: a request found the SRQ empty. Post the pool before tell_peer(), and give each slot back with post_slot as soon as its request is copied." "RNR 重试超限：某个请求到达时 SRQ 是空的。在 tell_peer() 之前就填满接收池，每个槽里的请求一复制出来就用 post_slot 把它还回去。") ;;
 	esac
-	say "Not every client got its answers (the peer reports: ${short:-$(grep '^answered:' "$LAB_PEER_OUT")}; your program exited with status $LAB_EXIT). Each request must be answered on the QP it came on, \"ping\" turned into \"pong\". $hint" "不是每个客户端都收到了它的答复（对端报告：${short:-$(grep '^answered:' "$LAB_PEER_OUT")}；你的程序的退出状态：$LAB_EXIT）。每个请求都要在它来的那个 QP 上答复，把「ping」换成「pong」。$hint"
+	# The peer reports in English; the zh hint says the same in Chinese.
+	shortzh=$(echo "$short" | sed -e 's/client \([0-9]\): \([0-9]*\) of \([0-9]*\) answered/客户端 \1 收到 \2 条正确答复（共 \3 条）/g' \
+		-e 's/; a wrong answer: "\([^"]*\)" (wanted "\([^"]*\)")/，一条错误答复：「\1」（应为「\2」）/g' \
+		-e 's/; send /，发送失败：/g; s/; receive /，接收失败：/g; s/; could not post request \([0-9]*\)/，第 \1 个请求无法提交/g; s/; /；/g')
+	say "Not every client got its answers (the peer reports: ${short:-$(grep '^answered:' "$LAB_PEER_OUT")}; your program exited with status $LAB_EXIT). Each request must be answered on the QP it came on, \"ping\" turned into \"pong\". $hint" "不是每个客户端都收到了它的答复（对端报告：${shortzh:-$(grep '^answered:' "$LAB_PEER_OUT" | sed 's/answered: \([0-9]*\) of \([0-9]*\)/共答对 \1 条，应为 \2 条/')}；你的程序的退出状态：$LAB_EXIT）。每个请求都要在它来的那个 QP 上答复，把「ping」换成「pong」。$hint"
 	exit 1
 fi
 if [ "$LAB_EXIT" != 0 ]; then
