@@ -14,7 +14,8 @@ import (
 // kernel or the peer did not see, and a solution with one mistake a
 // learner makes (no lock, no htonl, the answer on the wrong QP) fails
 // with the check naming that mistake: the checks judge what the peer and
-// the kernel saw.
+// the kernel saw. A peer that never releases the lock ends the solution
+// in a visible error, not a hang.
 func lesson07Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
 	t.Helper()
 	l := course.Lesson("07-beyond-send-write")
@@ -92,5 +93,24 @@ puts("9 requests answered"); return 0; }`,
 		if end.Stage != "check" || end.Passed || !named {
 			t.Errorf("%s's solution with a mistake (%q): stage %s passed %v, check %q; want it failed saying %q", p.ID, m.to, end.Stage, end.Passed, end.Check, m.want)
 		}
+	}
+	// A peer that takes the lock and never gives it back: the solution's
+	// bounded CAS tries end it with the reason in sight, well within its
+	// time limit, never a hang.
+	cp := l.Programs[0]
+	if cp.ID != "cas-lock" {
+		t.Fatalf("program 1 is %s, want cas-lock", cp.ID)
+	}
+	greedy := *cp
+	release := "if (cas(PEER_ID, 0, &old))"
+	greedy.Peer = []byte(strings.Replace(string(cp.Peer), release, "if (0)", 1))
+	if string(greedy.Peer) == string(cp.Peer) {
+		t.Fatalf("the CAS peer no longer has %s", release)
+	}
+	end, c := run(&greedy, cp.Solution, "en")
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "the lock stayed taken") ||
+		end.Millis.Run >= int64(cp.Config.Timeout)*1000 {
+		t.Errorf("cas-lock's solution against a peer that keeps the lock: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 saying %q in time",
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.text("stderr"), "the lock stayed taken")
 	}
 }
