@@ -107,6 +107,8 @@ func TestProgramsCheck(t *testing.T) {
 // TestBuiltinProgramHints: the built-in exercises of lessons 03 and 04
 // have hints, each in both languages, the Chinese written with Chinese
 // punctuation (code spans aside, where C is C).
+var zhGap = regexp.MustCompile(`\p{Han}\s+\p{Han}|[，。：；（）、“”]\s+|\s+[，。：；（）、“”]`)
+
 func TestBuiltinProgramHints(t *testing.T) {
 	c, err := Load(Builtin, Options{})
 	if err != nil {
@@ -128,6 +130,11 @@ func TestBuiltinProgramHints(t *testing.T) {
 				}
 				if prose := zhcheck.Prose(code.ReplaceAllString(h["zh"], "C")); len(prose) > 0 {
 					t.Errorf("%s/%s hint %d (zh) has English prose: %q", slug, p.ID, i+1, prose)
+				}
+				// A folded YAML line break is a space: between two Chinese
+				// characters or beside Chinese punctuation it shows.
+				if m := zhGap.FindString(h["zh"]); m != "" {
+					t.Errorf("%s/%s hint %d (zh): a space in %q", slug, p.ID, i+1, m)
 				}
 			}
 		}
