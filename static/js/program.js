@@ -198,8 +198,12 @@
       if (left) hintBtn.textContent = fmt(S['hint.next'] || '%d/%d', hints.length + 1, h.hints_total);
     }
 
+    // Not disabled while asking: a disabled button would drop the focus
+    // of the keyboard user who pressed it. A second press waits instead.
+    var hintBusy = false;
     hintBtn.addEventListener('click', async function () {
-      hintBtn.disabled = true;
+      if (hintBusy) return;
+      hintBusy = true;
       try {
         var h = await api('POST', base + '/hint');
         var before = hintBox.querySelectorAll('li').length;
@@ -213,7 +217,7 @@
       } catch (e) {
         save.textContent = e.message;
       } finally {
-        hintBtn.disabled = false;
+        hintBusy = false;
       }
     });
 
