@@ -28,7 +28,7 @@ held=${held:-0}
 changed=${changed:-0}
 if [ "$changed" != 0 ]; then
 	first=$(grep "^counter changed while" "$LAB_PEER_OUT" | sed -n 's/.*(first: \(.*\))$/\1/p' | head -1)
-	say "Mutual exclusion broken: the counter changed $changed times while the peer held the lock (first: $first). Your READ and WRITE of the counter must come after your CAS 0 -> 2 returned 0, and before your release." "互斥被破坏了：对端持有锁期间，计数器被改动了 $changed 次（第一次：$first）。你对计数器的 READ 和 WRITE 必须在 CAS 0 -> 2 返回 0 之后、释放之前进行。"
+	say "Mutual exclusion broken: while the peer held the lock, the counter changed under it (changes seen: $changed; the first: $first). Your READ and WRITE of the counter must come after your CAS 0 -> 2 returned 0, and before your release." "互斥被破坏了：对端持有锁期间，计数器被改动了 $changed 次（第一次：$first）。你对计数器的 READ 和 WRITE 必须在 CAS 0 -> 2 返回 0 之后、释放之前进行。"
 	exit 1
 fi
 if [ "$yours" -le 0 ]; then

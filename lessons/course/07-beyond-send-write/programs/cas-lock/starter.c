@@ -17,7 +17,7 @@
 #define MY_PSN 1000
 #define MY_ID 2     /* what the lock word holds while we own it (the peer uses 1) */
 #define ROUNDS 50   /* increments, each under its own hold of the lock */
-#define MAX_TRIES 5000 /* CAS attempts for one acquisition before giving up: seconds, not for ever */
+#define MAX_TRIES 2000 /* CAS attempts for one acquisition before giving up: seconds, not for ever */
 
 /* The wr_ids: each completion is matched to what we posted. */
 enum { CAS_ID = 1, READ_ID, WRITE_ID, RELEASE_ID };
