@@ -44,16 +44,14 @@ type LTI struct {
 	Background func(run func(context.Context))
 }
 
-// ltiBase is the tool's base URL, no trailing slash.
+// ltiBase is the tool's base URL, no trailing slash: --public-url, else
+// the lab as the request reached it, never a Host it cannot vouch for
+// (host_trust.go).
 func (s *Server) ltiBase(r *http.Request) string {
 	if u := s.cfg.LTI.PublicURL; u != "" {
 		return strings.TrimSuffix(u, "/")
 	}
-	scheme := "http"
-	if page.SecureRequest(r) {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	return s.requestBase(r)
 }
 
 // ltiOn answers 404 when LTI is off.

@@ -98,6 +98,7 @@ type Server struct {
 	crowd       addrCrowd      // learners per client address, for /lab (lab_class.go)
 	deepLinks   deepLinks      // deep-linking pickers waiting for a choice (lti_deeplink.go)
 	frames      frameAncestors // LMS origins that may frame the lab (security_headers.go)
+	hostWarn    hostWarnings   // untrusted Host headers, logged at most once a minute (host_trust.go)
 
 	instructors *instructor.Area // the instructor area, mounted by routes (web/instructor)
 }

@@ -98,7 +98,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	fset.SetOutput(out)
 	fset.StringVar(&m.Config.Addr, "addr", m.envOr("LAB_ADDR", "127.0.0.1:8080"), "listen address [LAB_ADDR]")
 	fset.StringVar(&m.Config.DBPath, "db", m.envOr("LAB_DB", "./rdmalab.db"), "SQLite database file [LAB_DB]")
-	fset.StringVar(&m.Config.PublicURL, "public-url", m.envOr("LAB_PUBLIC_URL", ""), "the lab's address as browsers and an LMS reach it, e.g. https://lab.example.edu (LTI URLs; default: from each request) [LAB_PUBLIC_URL]")
+	fset.StringVar(&m.Config.PublicURL, "public-url", m.envOr("LAB_PUBLIC_URL", ""), "the lab's address as browsers and an LMS reach it, e.g. https://lab.example.edu (LTI URLs; default: the address each request reached, never a Host header that names another) [LAB_PUBLIC_URL]")
 	fset.StringVar(&m.Config.LessonsDir, "lessons", m.envOr("LAB_LESSONS", ""), "course folder, watched: saving a file reloads open pages (default: the built-in course) [LAB_LESSONS]")
 	sandboxFlags(fset, &m.Config.Sandbox, m.envOr)
 	limitFlags(fset, &m.Config.Limits, m.envOr)
