@@ -8,8 +8,39 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/rdmalab/rdmalab/internal/labproc"
 	"github.com/rdmalab/rdmalab/lessons"
 )
+
+// seatClass logs an admin into lab, makes a class named name with a
+// roster of one student and returns the admin's browser, the class's id
+// and claim, which claims that student's seat in a browser: the way a
+// learner takes their work to another device.
+func seatClass(t *testing.T, lab *labproc.Server, name string) (admin *browser, classID string, claim func(*browser)) {
+	t.Helper()
+	admin = newBrowser(t, lab)
+	instructorLogin(admin)
+	admin.open("/instructor/classes?lang=en")
+	admin.do("name a class", chromedp.SendKeys(chromedp.CSS(`[data-testid=classes] input[name=name]`), name))
+	admin.navigates("create the class", chromedpClick(`[data-testid=class-create]`))
+	row := `Array.from(document.querySelectorAll('[data-testid=class]')).filter(function(r){ return r.textContent.indexOf(` + jsString(name) + `) >= 0; })[0]`
+	roster := eval[string](admin, row+`.querySelector('[data-testid=class-roster]').getAttribute('href')`)
+	join := eval[string](admin, `new URL(`+row+`.querySelector('[data-testid=class-join-url]').value).pathname`)
+	admin.open(roster + "?lang=en")
+	admin.do("paste a roster", chromedp.SendKeys(chromedp.CSS(`[data-testid=roster-import] textarea`), "学号,姓名\n2026101,张三\n"))
+	admin.navigates("import it", chromedpClick(`[data-testid=roster-submit]`))
+	seat := strings.TrimSpace(admin.text(`[data-testid=seat] [data-testid=seat-code]`))
+	classID = strings.Split(roster, "/")[3] // /instructor/classes/ID/roster
+	return admin, classID, func(b *browser) {
+		t.Helper()
+		b.open(join + "?lang=en")
+		b.do("type the seat code", chromedp.SendKeys(chromedp.CSS(`[data-testid=join-seat]`), seat))
+		b.navigates("claim the seat", chromedpClick(`[data-testid=join-submit]`))
+		if n := b.count(`[data-testid=join-seat]`); n != 0 {
+			t.Fatalf("claiming the seat: still on the form: %q", b.text(`main`))
+		}
+	}
+}
 
 // TestProgramEditorTeaches: what lesson 04's editor offers besides Run,
 // with no guest (issue 40). Hints open one at a time, by mouse and then
@@ -18,7 +49,9 @@ import (
 // nothing in either language, light and dark, 1280 and 375 px. A reset
 // to the starter keeps the code it replaced on the server: after a
 // reload (in zh) the hints are there and "restore" brings the code back,
-// which a further reload shows, with nothing left to restore.
+// which a further reload shows, with nothing left to restore. A fresh
+// browser profile that claims the learner's roster seat gets the code and
+// the hints from the server, and the class's gradebook counts the hints.
 func TestProgramEditorTeaches(t *testing.T) {
 	flow(t)
 	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
@@ -28,7 +61,9 @@ func TestProgramEditorTeaches(t *testing.T) {
 	p := course.Lesson("04-first-program").Program("open-device")
 	const sel = `[data-program=open-device]`
 	editorText := `document.querySelector('` + sel + `')._editor.get()`
+	admin, classID, claim := seatClass(t, shared, "Editor class")
 	one := newBrowser(t, shared)
+	claim(one)
 	one.open("/lessons/04-first-program?lang=en")
 	one.waitFor("the starter", editorText+` === `+jsString(string(p.Starter)), stepTimeout)
 	setProgram(one, "open-device", "int main(void) { return 3; }\n")
@@ -96,5 +131,17 @@ func TestProgramEditorTeaches(t *testing.T) {
 	one.waitFor("restored code after reload", editorText+` === `+jsString(broken), stepTimeout)
 	if !eval[bool](one, `document.querySelector('`+sel+` [data-testid=program-restore]').hidden`) {
 		t.Errorf("restore still offered after restoring")
+	}
+
+	// Another device: a fresh profile, the same seat.
+	three := newBrowser(t, shared)
+	claim(three)
+	three.open("/lessons/04-first-program?lang=en")
+	three.waitFor("the code in a fresh profile", editorText+` === `+jsString(broken), stepTimeout)
+	three.waitFor("the hints in a fresh profile", hintTexts+`.length === `+fmt.Sprint(len(hints)), stepTimeout)
+	admin.open("/instructor/gradebook?lang=en&class=" + classID)
+	cell := `(Array.from(document.querySelectorAll('[data-testid=grade-programs]')).filter(function(a){ return a.getAttribute('href').indexOf('lesson=04-first-program') >= 0; })[0] || {}).textContent || ''`
+	if got, want := eval[string](admin, cell), fmt.Sprintf("programs passed 0/%d (runs: 0, hints: %d, solutions shown: 0)", len(course.Lesson("04-first-program").Programs), len(hints)); got != want {
+		t.Errorf("gradebook: %q, want %q", got, want)
 	}
 }

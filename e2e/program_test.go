@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,12 +28,17 @@ func runProgram(b *browser, id string) {
 }
 
 // TestLesson04Program: lesson 04's first exercise in a real browser
-// against a real learner guest. A compile error shows at its line (in
-// the list and as CodeMirror's lint mark); the solution passes the
-// check, and so do the other three exercises' solutions; a reload finds
-// the code and the pass; a second learner, on a phone in zh, starts from
-// the starter, types into the editor with the keyboard and leaves it with
-// Tab.
+// against a real learner guest. Learner one holds a seat of a class's
+// roster. A compile error shows at its line (in the list, as CodeMirror's
+// lint mark and as the lint gutter's marker beside that line); a hint is
+// revealed; the solution passes the check, and so do the other three
+// exercises' solutions; a reload finds the code, the pass and the hint.
+// A fresh browser profile that claims the same seat gets that code, pass
+// and hint back from the server; the class's gradebook shows the passes
+// and the hint, and its cell opens the learner's last submission
+// (TestProgramEditorTeaches covers the rest of the editor, no guest). A
+// second learner, on a phone in zh, starts from the starter, types into
+// the editor with the keyboard and leaves it with Tab.
 func TestLesson04Program(t *testing.T) {
 	flow(t)
 	dir := t.TempDir()
@@ -55,7 +61,9 @@ func TestLesson04Program(t *testing.T) {
 	const sel = `[data-program=open-device]`
 	editorText := `document.querySelector('` + sel + `')._editor.get()`
 
+	admin, classID, claim := seatClass(t, lab, "Programs class")
 	one := newBrowser(t, lab)
+	claim(one)
 	one.open(page)
 	one.waitFor("the editors", `document.querySelectorAll('.program .cm-editor').length === 4`, guestTimeout)
 	one.waitFor("the starter", editorText+` === `+jsString(string(p.Starter)), guestTimeout)
@@ -67,6 +75,22 @@ func TestLesson04Program(t *testing.T) {
 		t.Errorf("compile error: the diagnostics say %q, want line 3", got)
 	}
 	one.waitFor("the lint mark in the editor", `document.querySelectorAll('`+sel+` .cm-lintRange-error').length > 0`, guestTimeout)
+	// The gutter's marker stands beside line 3, not elsewhere.
+	one.waitFor("the gutter marker", `document.querySelectorAll('`+sel+` .cm-gutter-lint .cm-lint-marker-error').length === 1`, guestTimeout)
+	if d := eval[float64](one, `(function(){ var m = document.querySelector('`+sel+` .cm-gutter-lint .cm-lint-marker-error').closest('.cm-gutterElement');
+		var line = document.querySelectorAll('`+sel+` .cm-content .cm-line')[2];
+		return Math.abs(m.getBoundingClientRect().top - line.getBoundingClientRect().top); })()`); d > 2 {
+		t.Errorf("the gutter marker is %.0f px off line 3", d)
+	}
+	// A hint, revealed and recorded: it is there after a reload, in a
+	// fresh profile of the same learner and in the gradebook.
+	next := sel + ` [data-testid=program-hint-next]`
+	hintTexts := `Array.from(document.querySelectorAll('` + sel + ` [data-testid=program-hint-text]')).map(function(e){ return e.textContent; })`
+	one.click(next)
+	one.waitFor("the first hint", hintTexts+`.length === 1`, stepTimeout)
+	if got := eval[[]string](one, hintTexts); got[0] != strings.ReplaceAll(p.Config.Hints[0]["en"], "`", "") {
+		t.Errorf("the first hint reads %q", got[0])
+	}
 
 	// The fix: the solution, run, passed by what the device has.
 	setProgram(one, "open-device", string(p.Solution))
@@ -98,6 +122,32 @@ func TestLesson04Program(t *testing.T) {
 	one.waitFor("the record", `document.querySelector('`+sel+`').classList.contains('program-passed')`, guestTimeout)
 	if got := one.text(sel + ` [data-testid=program-record]`); !strings.Contains(got, "passed: 1") {
 		t.Errorf("record after a reload: %q", got)
+	}
+	one.waitFor("the hint after a reload", hintTexts+`.length === 1`, stepTimeout)
+
+	// A fresh browser profile claims the same seat: the server gives it
+	// learner one's code, pass and hints.
+	three := newBrowser(t, lab)
+	claim(three)
+	three.open(page)
+	three.waitFor("learner one's code in a fresh profile", editorText+` === `+jsString(string(p.Solution)), guestTimeout)
+	three.waitFor("the pass in a fresh profile", `document.querySelector('`+sel+`').classList.contains('program-passed')`, stepTimeout)
+	three.waitFor("the hint in a fresh profile", hintTexts+`.length === 1`, stepTimeout)
+
+	// The class's gradebook: the passes and the hints, and the last
+	// submission behind the cell.
+	admin.open("/instructor/gradebook?lang=en&class=" + classID)
+	cell := `Array.from(document.querySelectorAll('[data-testid=grade-programs]')).filter(function(a){ return a.getAttribute('href').indexOf('lesson=04-first-program') >= 0; })[0]`
+	want := fmt.Sprintf("programs passed %[1]d/%[1]d (runs: %[1]d, hints: 1, solutions shown: 0)", len(course.Lesson("04-first-program").Programs))
+	if got := eval[string](admin, `(`+cell+` || {}).textContent || ''`); got != want {
+		t.Errorf("gradebook: %q, want %q", got, want)
+	}
+	admin.navigates("open the learner's programs", evalVoid(cell+`.click()`))
+	if got := admin.text(`[data-testid=learner-program][data-program=open-device] [data-testid=learner-program-code]`); got != strings.TrimSpace(string(p.Solution)) {
+		t.Errorf("the last submission the instructor sees: %q", got)
+	}
+	if n := admin.count(`[data-testid=learner-program][data-program=open-device] [data-testid=learner-program-passed]`); n != 1 {
+		t.Errorf("the instructor's page does not show open-device passed")
 	}
 
 	// Another learner, on a 375 px phone in zh: the starter, not learner
