@@ -260,13 +260,13 @@ int main(void)
 	printf("your increments: %lld\n", (long long)(*counter - mine));
 	printf("lock found held by you: %lu\n", held_by_you);
 	if (held_other)
-		printf("lock found holding another value: %lu times (last %llu)\n", held_other, (unsigned long long)other);
+		printf("lock found holding another value: %lu (the last: %llu)\n", held_other, (unsigned long long)other);
 	printf("counter changed while the peer held the lock: %lu", changed);
 	if (changed)
 		printf(" (first: %llu became %llu)", (unsigned long long)from, (unsigned long long)to);
 	printf("\n");
 	if (bad_release)
-		printf("peer's release found the lock word %llu, not its own 1: %lu times\n", (unsigned long long)bad_value, bad_release);
+		printf("peer's releases that found the lock word not its own 1: %lu (the last: %llu)\n", bad_release, (unsigned long long)bad_value);
 	printf("lock at the end: %llu\n", (unsigned long long)*lockw);
 	return 0;
 }
