@@ -15,7 +15,9 @@ import (
 // server drop worker B's events and heartbeats, and B's honest runs
 // failed in B's name). So every nkey worker has connections of its own
 // to the embedded server — one for its heartbeats, one for its claims
-// and events — each subscription with its own pending limit: a flood
+// and events, one for its terminals' output (term_server.go's onTermOut:
+// A's flood there once dropped B's shells' output and the answers to
+// B's opens) — each subscription with its own pending limit: a flood
 // fills only its sender's connection and buffers (one shared connection
 // still carried A's gigabytes ahead of B's end, and B's run timed out).
 // Its claims and events share a byte rate (workerRate, workerBurst) past
@@ -39,13 +41,15 @@ const (
 	workerBeatBytes    = 64 * maxHeartbeat
 	workerClaimMsgs    = 256
 	workerClaimBytes   = 1 << 20
+	workerTermMsgs     = 4096
+	workerTermBytes    = 16 << 20
 )
 
 // workerSubs are one nkey worker's connections, subscriptions and byte
 // rate.
 type workerSubs struct {
-	conns []*nats.Conn         // heartbeats; claims and events
-	subs  []*nats.Subscription // heartbeats, claims, events
+	conns []*nats.Conn         // heartbeats; claims and events; terminals' output
+	subs  []*nats.Subscription // heartbeats, claims, events, terminals' output
 	rate  *rate.Limiter
 	drops atomic.Int64 // messages its rate dropped
 }
@@ -69,7 +73,7 @@ func (s *Server) subscribeWorkersLocked(names []string) error {
 			continue
 		}
 		ws := &workerSubs{rate: rate.NewLimiter(workerRate, workerBurst)}
-		for range 2 {
+		for range 3 {
 			nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name("labserver:"+name), nats.MaxReconnects(-1),
 				nats.UserInfo("lab", s.opts.Users[0].Password), nats.ErrorHandler(s.natsError))
 			if err != nil {
@@ -87,6 +91,8 @@ func (s *Server) subscribeWorkersLocked(names []string) error {
 			{ws.conns[0], subjHeartbeat + name, s.onHeartbeat, workerBeatMsgs, workerBeatBytes},
 			{ws.conns[1], subjClaim + name + ".*", s.rated(ws, s.onClaim), workerClaimMsgs, workerClaimBytes},
 			{ws.conns[1], subjEvents + name + ".*", s.rated(ws, s.onEvent), workerPendingMsgs, workerPendingBytes},
+			// Each terminal's output has its own bounds (onTermOut).
+			{ws.conns[2], subjTermOut + name + ".*.*", s.onTermOut, workerTermMsgs, workerTermBytes},
 		} {
 			sub, err := sp.nc.Subscribe(sp.subj, sp.h)
 			if err != nil {

@@ -3,11 +3,15 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
 // TestOneWorkerCannotFailAnother is issue 43, fall 4: the server had one
@@ -83,5 +87,86 @@ func TestOneWorkerCannotFailAnother(t *testing.T) {
 	}
 	if sent.Load() < 64<<20 {
 		t.Logf("A sent only %d MiB: the flood was weaker than the issue's", sent.Load()>>20)
+	}
+}
+
+// TestOneWorkerCannotDrownAnothersTerminals: the terminals' output of
+// every worker came through one server subscription with one pending
+// limit, so worker A flooding its own terminal-output subject made the
+// server drop worker B's: the answers to B's opens (the learner's attach
+// then waited until B was blamed for not answering) and B's shells'
+// output. Each nkey worker's terminal output now has its own connection
+// and pending limit. A, with its own valid nkey, floods from four
+// connections while learners attach to B's shells and B writes numbered
+// lines into each: every attach is answered, every line arrives, and B
+// is never blamed.
+func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods gigabytes through the embedded NATS server for seconds: not in the quick tier")
+	}
+	defer func(d time.Duration) { termOpenWait = d }(termOpenWait)
+	termOpenWait = 20 * time.Second
+	seedA, ka := newKey(t, "noisy")
+	seedB, kb := newKey(t, "honest")
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := connectRogue(t, s.Addr(), "honest", nkeyOpt(t, seedB))
+	const lines = 200
+	handWorker(t, b, "honest", 64, func(id string) {
+		for i := range lines {
+			_ = b.nc.Publish(subjTermOut+"honest."+id+".out", fmt.Appendf(nil, "line-%03d\n", i))
+			time.Sleep(2 * time.Millisecond) // well within a terminal's rate
+		}
+		_ = b.nc.Publish(subjTermOut+"honest."+id+".out", []byte("END-OF-LINES\n"))
+	})
+	waitTermWorker(t, s, "honest")
+
+	flood, stop := context.WithCancel(t.Context())
+	defer stop()
+	var sent atomic.Int64
+	big := make([]byte, 1<<20)
+	for range 4 {
+		rg := connectRogue(t, s.Addr(), "noisy", nkeyOpt(t, seedA))
+		go func() {
+			for i := 0; flood.Err() == nil; i++ {
+				if rg.nc.Publish(subjTermOut+"noisy.x"+strconv.Itoa(i%64)+".out", big) == nil {
+					sent.Add(int64(len(big)))
+				}
+			}
+		}()
+	}
+	for sent.Load() < 64<<20 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p := &placement.Placement{Fleet: s}
+	for i := range termTrustStart {
+		start := time.Now()
+		c, err := p.Attach(t.Context(), fmt.Sprint("learner-", i), 24, 80, nil)
+		if err != nil {
+			t.Fatalf("attach %d to B during A's flood (%d MiB sent): %v", i, sent.Load()>>20, err)
+		}
+		sc := watch(c)
+		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(sc.buf.String(), "END-OF-LINES") && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.Detach()
+		got := sc.buf.String()
+		missing := 0
+		for n := range lines {
+			if !strings.Contains(got, fmt.Sprintf("line-%03d\n", n)) {
+				missing++
+			}
+		}
+		t.Logf("attach %d: answered, %d of %d lines in %s, A had sent %d MiB", i, lines-missing, lines, time.Since(start).Round(time.Millisecond), sent.Load()>>20)
+		if missing > 0 || !strings.Contains(got, "END-OF-LINES") {
+			t.Errorf("attach %d: %d of B's %d lines never reached the learner during A's flood", i, missing, lines)
+		}
+	}
+	stop()
+	if !s.TermUsable("honest") {
+		t.Error("B was blamed for A's flood: it is no longer offered terminals")
 	}
 }

@@ -146,7 +146,7 @@ func Start(cfg ServerConfig) (*Server, error) {
 	_, _ = rand.Read(epoch)
 	s := &Server{cfg: cfg, log: cfg.Logger, ns: ns, opts: opts, epoch: hex.EncodeToString(epoch),
 		workers: map[string]*Worker{}, runs: map[string]*remoteRun{}, abuse: rate.Sometimes{Interval: 10 * time.Second},
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), ts: newTermState()}
 	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("labserver"), nats.MaxReconnects(-1),
 		nats.UserInfo("lab", labPass), nats.ErrorHandler(s.natsError))
 	if err != nil {

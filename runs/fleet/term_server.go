@@ -39,17 +39,26 @@ type pendingCall struct {
 	res    chan termResultMsg
 }
 
-// termsInit starts the terminals' side of the server: their subscription
-// and the death watch. Called from Start.
+// newTermState is the server's terminals on workers before the first:
+// made before any subscription can deliver to onTermOut.
+func newTermState() termState {
+	ts := termState{secret: make([]byte, 32), terms: map[string]*RemoteTerm{}, calls: map[string]*pendingCall{}, bad: map[string]string{}, peak: map[string]int{}}
+	_, _ = rand.Read(ts.secret)
+	return ts
+}
+
+// termsInit starts the terminals' side of the server: the shared
+// subscription of token workers' terminal output (an nkey worker's has
+// its own, isolate.go) and the death watch. Called from Start.
 func (s *Server) termsInit() error {
-	s.ts = termState{secret: make([]byte, 32), terms: map[string]*RemoteTerm{}, calls: map[string]*pendingCall{}, bad: map[string]string{}, peak: map[string]int{}}
-	_, _ = rand.Read(s.ts.secret)
-	sub, err := s.nc.Subscribe(subjTermOut+"*.*.*", s.onTermOut)
-	if err != nil {
-		return err
+	if s.cfg.Token != "" {
+		sub, err := s.nc.Subscribe(subjTermOut+"*.*.*", s.shared(s.onTermOut, subjTermOut))
+		if err != nil {
+			return err
+		}
+		_ = sub.SetPendingLimits(pendingMsgs, pendingBytes)
+		s.subs = append(s.subs, sub)
 	}
-	_ = sub.SetPendingLimits(pendingMsgs, pendingBytes)
-	s.subs = append(s.subs, sub)
 	go s.termWatch()
 	return nil
 }
