@@ -204,6 +204,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 		t.Errorf("the solution after the abuse: passed %v (%s)", end.Passed, end.Check)
 	}
 	lesson03Programs(t, course, run)
+	lesson06Programs(t, course, run)
 	lesson07Programs(t, course, run)
 	lesson09Programs(t, course, run)
 }
