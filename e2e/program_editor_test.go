@@ -140,8 +140,20 @@ func TestProgramEditorTeaches(t *testing.T) {
 	three.waitFor("the code in a fresh profile", editorText+` === `+jsString(broken), stepTimeout)
 	three.waitFor("the hints in a fresh profile", hintTexts+`.length === `+fmt.Sprint(len(hints)), stepTimeout)
 	admin.open("/instructor/gradebook?lang=en&class=" + classID)
-	cell := `(Array.from(document.querySelectorAll('[data-testid=grade-programs]')).filter(function(a){ return a.getAttribute('href').indexOf('lesson=04-first-program') >= 0; })[0] || {}).textContent || ''`
-	if got, want := eval[string](admin, cell), fmt.Sprintf("programs passed 0/%d (runs: 0, hints: %d, solutions shown: 0)", len(course.Lesson("04-first-program").Programs), len(hints)); got != want {
+	cell := `Array.from(document.querySelectorAll('[data-testid=grade-programs]')).filter(function(a){ return a.getAttribute('href').indexOf('lesson=04-first-program') >= 0; })[0]`
+	if got, want := eval[string](admin, `(`+cell+` || {}).textContent || ''`), fmt.Sprintf("programs passed 0/%d (runs: 0, hints: %d, solutions shown: 0)", len(course.Lesson("04-first-program").Programs), len(hints)); got != want {
 		t.Errorf("gradebook: %q, want %q", got, want)
+	}
+	// The learner's page behind the cell, in both languages.
+	href := eval[string](admin, cell+`.getAttribute('href')`)
+	for _, lang := range []string{"en", "zh"} {
+		admin.open(href + "&lang=" + lang)
+		if got := admin.text(`[data-testid=learner-program][data-program=open-device] [data-testid=learner-program-record]`); !strings.Contains(got, fmt.Sprintf("%d/%d", len(hints), len(hints))) && !strings.Contains(got, fmt.Sprintf("%d of %d", len(hints), len(hints))) {
+			t.Errorf("%s: the learner's record %q", lang, got)
+		}
+		for _, st := range axeStates {
+			admin.setState(st)
+			checkAxe(t, admin, "a learner's programs, "+lang+" "+st.String())
+		}
 	}
 }

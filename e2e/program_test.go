@@ -149,6 +149,11 @@ func TestLesson04Program(t *testing.T) {
 	if n := admin.count(`[data-testid=learner-program][data-program=open-device] [data-testid=learner-program-passed]`); n != 1 {
 		t.Errorf("the instructor's page does not show open-device passed")
 	}
+	admin.do("open the code", evalVoid(`document.querySelectorAll('.learner-program-code').forEach(function(d){ d.open = true; })`))
+	for _, st := range axeStates[:2] {
+		admin.setState(st)
+		checkAxe(t, admin, "a learner's programs with their code, en "+st.String())
+	}
 
 	// Another learner, on a 375 px phone in zh: the starter, not learner
 	// one's code; the page does not scroll sideways with four editors;
