@@ -79,7 +79,7 @@ static long long now_us(void)
  * the guest's CPU in that same chunk, so a moment when the (shared,
  * emulated) machine gave the guest less CPU slows both alike. */
 #define MAX_SAMPLES 8000
-#define CHUNK_US 200000
+#define CHUNK_US 400000
 #define PSN_WRAP (1L << 24)
 struct sampler {
 	int n;

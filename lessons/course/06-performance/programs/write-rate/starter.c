@@ -19,7 +19,7 @@
  * ib_write_bw 的包数（对端看到的，而不是本程序打印的），检查程序再做比较。
  * 目标：ib_write_bw 每发一个，你至少发 1.30 个。 */
 
-#define SECONDS 4
+#define SECONDS 5
 
 /* The message: 63 characters and the terminating zero, 64 bytes.
  * 消息：63 个字符加结尾的零，共 64 字节。 */
