@@ -11,6 +11,7 @@ package rdmalab
 import (
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/i18n"
 )
@@ -51,6 +52,52 @@ const (
 // Final reports whether s is a terminal state.
 func (s Status) Final() bool {
 	return s != StatusQueued && s != StatusRunning
+}
+
+// RunEventsMax and RunBytesMax bound one run's events where they enter
+// the lab server from something it does not trust — a guest
+// (machines/vm/bounds.go) or a worker (runs/fleet/bounds.go) — in events
+// and in bytes of their encoded lines; past either the run fails. Every
+// byte of a run is paid several times (the server's memory while it is
+// stored and streamed, the database, the replay page that shows it), so
+// the bound is what the largest legitimate run needs with room to spare:
+// a capture event is at most about 350 KB (256 KiB of packets in base64),
+// a program's output 64 KiB, the busiest sweep a few thousand small
+// events. At 64 MiB one hostile run cost the server 237 MB of memory,
+// the database 104 MB and its replay page 67 MB (issue 43).
+const (
+	RunEventsMax = 20_000
+	RunBytesMax  = 8 << 20
+)
+
+// EventCost is what an event's line counts against RunBytesMax: its
+// length, plus what the lab's own encoding of it adds. The lab server
+// stores and streams each event as encoding/json writes it, which escapes
+// <, > and & as \u003c (6 bytes for 1), U+2028 and U+2029 likewise (6 for
+// 3) and writes each invalid byte as \ufffd (6 for 1); a hostile agent
+// may send them raw (valid JSON), and counted raw, 8 MiB of '<' became
+// 46 MiB in the database and the replay and 97 MiB of the server's heap.
+func EventCost(line []byte) int {
+	n := len(line)
+	for i := 0; i < len(line); {
+		c := line[i]
+		if c < utf8.RuneSelf {
+			if c == '<' || c == '>' || c == '&' {
+				n += 5
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(line[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 5
+		case r == '\u2028' || r == '\u2029':
+			n += 3
+		}
+		i += size
+	}
+	return n
 }
 
 // EventType names the kind of an Event.

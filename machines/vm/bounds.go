@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/sandbox"
 )
 
@@ -47,8 +48,8 @@ var defaultBounds = guestBounds{
 	MaxData:     16 << 10,
 	TermRate:    512 << 10,
 	TermBurst:   1 << 20,
-	RunEvents:   50_000,
-	RunBytes:    64 << 20,
+	RunEvents:   rdmalab.RunEventsMax,
+	RunBytes:    rdmalab.RunBytesMax,
 	PortRate:    8 << 20,
 	PortBurst:   32 << 20,
 	BadLines:    8,

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/fsutil"
 	"github.com/rdmalab/rdmalab/internal/lineio"
 	"github.com/rdmalab/rdmalab/internal/textclip"
@@ -502,7 +503,11 @@ func (c *client) read() {
 			c.malformed(fmt.Sprintf("%q", textclip.BytesOf(line, 120)))
 			continue
 		}
-		if why := c.deliver(m, len(line)); why != "" {
+		n := len(line)
+		if m.Event != nil {
+			n = rdmalab.EventCost(line) // what the lab's encoding of it costs
+		}
+		if why := c.deliver(m, n); why != "" {
 			c.breach(why)
 			return
 		}

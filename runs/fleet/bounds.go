@@ -21,8 +21,8 @@ const (
 	maxMessage = sandbox.DefaultMaxLine + 4<<10
 	// runEvents and runBytes bound one run's events; past them the run
 	// fails and the worker is told to stop it.
-	runEvents = 50_000
-	runBytes  = 64 << 20
+	runEvents = rdmalab.RunEventsMax
+	runBytes  = rdmalab.RunBytesMax
 	// pendingMsgs and pendingBytes bound what waits in the server's
 	// subscriptions: a flood past them is dropped by the NATS client (a
 	// dropped event shows as a gap in the run's numbering and fails it).

@@ -231,7 +231,7 @@ func heapPeak(f func()) uint64 {
 // legitimately, then floods it and a run it does not have with 1 MB event
 // messages, and tries a message over the size cap. The lab server's heap
 // stays bounded (a flood once took it from 55 MB to 1.8 GB in 5 s), the run
-// fails naming the bound after at most 64 MiB of events, and nothing past
+// fails naming the bound after at most runBytes of events, and nothing past
 // it is passed on.
 func TestWorkerEventFloodBounded(t *testing.T) {
 	seed, k := newKey(t, "flooder")
@@ -277,7 +277,7 @@ func TestWorkerEventFloodBounded(t *testing.T) {
 	big := strings.Repeat("x", 1000<<10)
 	n := 200 // 200 MB
 	if testing.Short() {
-		n = 80 // past runBytes (64 MiB) still; make test sends the 200 MB
+		n = 80 // past runBytes still; make test sends the 200 MB
 	}
 	grew := heapPeak(func() {
 		for i := range n {

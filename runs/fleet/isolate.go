@@ -33,7 +33,7 @@ import (
 // the numbering, and the run fails in its name.
 const (
 	workerRate  = 16 << 20 // bytes per second of claims and events, per worker
-	workerBurst = 64 << 20 // = runBytes: one run's whole budget at once
+	workerBurst = runBytes // one run's whole budget at once
 	// per worker: what waits for the handler
 	workerPendingMsgs  = 4096
 	workerPendingBytes = 32 << 20

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"golang.org/x/time/rate"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/textclip"
 
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -394,7 +395,7 @@ func (s *Server) onEvent(m *nats.Msg) {
 		return
 	}
 	r.events++
-	r.bytes += len(m.Data)
+	r.bytes += rdmalab.EventCost(m.Data) // what the lab's encoding of it costs
 	var f frame
 	why := ""
 	switch {
