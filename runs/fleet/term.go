@@ -52,6 +52,10 @@ type termOpen struct {
 	Key  string `json:"key"`
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
+	// Client is the admission's client (rdmalab.ClientOf), keyed as the
+	// learner is (the worker never learns an address): the machine kept
+	// on the worker counts against that client's share (terminal.Keep).
+	Client string `json:"client,omitempty"`
 }
 
 // termSize resizes a shell (op size).

@@ -306,3 +306,45 @@ func TestRogueWorkerPlacesCapped(t *testing.T) {
 		t.Errorf("the worker that says 64 got %d learners, want at most %d", on["evil"], 2*first)
 	}
 }
+
+// TestWorkerOpenCarriesClientKey: an open tells the worker the client the
+// learner was admitted for (so the machine it keeps counts against that
+// client's share, terminal.Keep.ClientMax), keyed as the learner is: the
+// worker sees the same key for one address, another for another, and
+// never the address.
+func TestWorkerOpenCarriesClientKey(t *testing.T) {
+	seed, k := newKey(t, "w1")
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k}, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := connectRogue(t, s.Addr(), "w1", nkeyOpt(t, seed))
+	opens := make(chan termOpen, 8)
+	if _, err := w.nc.Subscribe(subjTermIn+"w1.*.open", func(m *nats.Msg) {
+		var o termOpen
+		_ = json.Unmarshal(m.Data, &o)
+		opens <- o
+	}); err != nil {
+		t.Fatal(err)
+	}
+	handWorker(t, w, "w1", 2, func(string) {})
+	waitTermWorker(t, s, "w1")
+	p := &placement.Placement{Fleet: s}
+	var got []string
+	for i, client := range []string{"192.0.2.8", "192.0.2.8", "198.51.100.7"} {
+		c, err := p.Attach(rdmalab.WithClient(t.Context(), client), fmt.Sprint("learner-", i), 24, 80, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Detach() // the worker's places are few until it has served (termTrustStart)
+		o := <-opens
+		if o.Client == "" || strings.Contains(o.Client, client) {
+			t.Fatalf("open for %s carried client %q: want a key, not empty and not the address", client, o.Client)
+		}
+		got = append(got, o.Client)
+	}
+	if got[0] != got[1] || got[0] == got[2] {
+		t.Errorf("client keys %q: want one key per address", got)
+	}
+}

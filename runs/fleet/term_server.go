@@ -184,7 +184,11 @@ func (s *Server) TermAttach(ctx context.Context, worker, learner string, rows, c
 	s.tmu.Lock()
 	s.ts.terms[t.id] = t
 	s.tmu.Unlock()
-	b, _ := json.Marshal(termOpen{Key: t.key, Rows: rows, Cols: cols})
+	o := termOpen{Key: t.key, Rows: rows, Cols: cols}
+	if c := rdmalab.ClientOf(ctx); c != "" {
+		o.Client = s.termKey("client\x00" + c)
+	}
+	b, _ := json.Marshal(o)
 	if err := s.nc.Publish(t.subject("open"), b); err != nil {
 		t.Detach()
 		return nil, err

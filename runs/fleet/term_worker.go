@@ -127,6 +127,9 @@ func (tw *termWorker) on(ctx context.Context, m *nats.Msg) {
 // open attaches to key's shell and relays its output until it ends or
 // the server detaches.
 func (tw *termWorker) open(ctx context.Context, id string, t *workerTerm, o termOpen) {
+	if o.Client != "" && len(o.Client) <= 64 {
+		ctx = rdmalab.WithClient(ctx, o.Client)
+	}
 	conn, err := tw.host.Attach(ctx, o.Key, o.Rows, o.Cols, nil)
 	if err != nil {
 		tw.mu.Lock()
