@@ -86,7 +86,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto", VMAccel: "auto", VMMemory: 256, VMSnapshot: true, VMSharedRAM: true, ShareRuns: DefaultShareRuns}
-	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: TerminalsAuto, Spares: sparesAuto, IdlePause: 3 * time.Minute,
+	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: TerminalsAuto, Spares: sparesAuto, IdlePause: 30 * time.Second,
 		Keep: keepConfig{Expire: 7 * 24 * time.Hour, MaxMiB: 64, TotalMiB: 4096, StopWait: time.Minute}}) {
 		t.Errorf("defaults %+v", m.Config)
 	}
