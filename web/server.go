@@ -117,6 +117,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{cfg: cfg, log: log, limits: newLimiters(cfg.Limits)}
+	if cfg.Programs != nil {
+		// A program run's machine is remembered with its admission's
+		// address, as a terminal's is (terminal_fair.go).
+		s.cfg.Programs = clientRunner{cfg.Programs, s.termClients.clientOf}
+	}
 	s.Base = page.Base{Log: log, Strings: ui, Live: cfg.Live != nil}
 	ic := instructor.Config{Base: s.Base, Course: cfg.Course, Store: cfg.Store, Logger: log,
 		Experiments: cfg.Experiments, Live: cfg.Live, Learners: learnerSide{s}, Now: cfg.Now,

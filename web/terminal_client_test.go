@@ -2,13 +2,19 @@ package web
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
+	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/runs/runner"
+	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 
@@ -70,5 +76,75 @@ func TestTerminalAttachCarriesClient(t *testing.T) {
 		if k := page.AddrKey(netip.MustParseAddr(addr)); !seen[k] {
 			t.Errorf("no attach carried %q (the admission's key of %s); seen %v", k, addr, terms.clients)
 		}
+	}
+}
+
+// clientPrograms records the client each program run's machine would be
+// admitted for, then runs as machinePrograms does.
+type clientPrograms struct {
+	machinePrograms
+	mu      sync.Mutex
+	clients []string
+}
+
+func (c *clientPrograms) RunProgram(ctx context.Context, learner string, p rdmalab.Program, lang string, emit func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	c.mu.Lock()
+	c.clients = append(c.clients, rdmalab.ClientOf(ctx))
+	c.mu.Unlock()
+	return c.machinePrograms.RunProgram(ctx, learner, p, lang, emit)
+}
+
+// TestProgramRunCarriesClient: a program run, which may start the
+// learner's machine, carries the address its admission counted it under,
+// as a terminal's attach does, so that machine too is kept within its
+// address's share; New wires every program runner so.
+func TestProgramRunCarriesClient(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Course.Store(course)
+	fake := &fakeTerms{max: 2, queueMax: 4, sessions: map[string]*fakeShell{}}
+	rec := &clientPrograms{machinePrograms: machinePrograms{fake}}
+	env.Server.cfg.Terminals = fake
+	env.Server.cfg.Programs = clientRunner{rec, env.Server.termClients.clientOf} // as New wires it
+	p := course.Lesson("04-first-program").Programs[0]
+	const addr = "203.0.113.9"
+	req, _ := http.NewRequest("POST", env.HTTP.URL+"/api/lessons/04-first-program/programs/"+p.ID+"/run",
+		strings.NewReader(`{"source":"int main(void){return 0;}"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Real-IP", addr)
+	req.Header.Set("Origin", env.HTTP.URL)
+	res, err := learnerFrom(t, env, addr).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("program run: %d", res.StatusCode)
+	}
+	want := page.AddrKey(netip.MustParseAddr(addr))
+	for i := 0; ; i++ {
+		rec.mu.Lock()
+		got := slices.Clone(rec.clients)
+		rec.mu.Unlock()
+		if len(got) > 0 {
+			if got[0] != want {
+				t.Errorf("the program run carried client %q, want %q", got[0], want)
+			}
+			break
+		}
+		if i > 100 {
+			t.Fatal("the program never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv, err := New(Config{Course: env.Course.Load, Store: env.DB, Programs: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := srv.cfg.Programs.(clientRunner); !ok {
+		t.Errorf("New wires programs as %T, want them behind clientRunner", srv.cfg.Programs)
 	}
 }

@@ -109,14 +109,31 @@ func (s *Server) termAdmit(r *http.Request, learner, lang string) (leave func(),
 	return leave, ""
 }
 
-// clientRunner runs programs for the client the run was admitted for
-// (termAdmit's address key): a machine the run starts is remembered with
-// it, as the terminal's is, and counts against its kept-machine share.
+// clientOf is an address learner holds a machine from (termAdmit's key),
+// "" when none: the address a program run of theirs was admitted for.
+func (c *termClients) clientOf(learner string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, ls := range c.addrs {
+		if _, ok := ls[learner]; ok {
+			return addr
+		}
+	}
+	return ""
+}
+
+// clientRunner runs programs for the client their run was admitted for
+// (termAdmit, which every program run passes first): a machine the run
+// starts is remembered with that address, as a terminal's is, and counts
+// against its kept-machine share (terminal.Keep.ClientMax).
 type clientRunner struct {
 	rdmalab.ProgramRunner
-	client string
+	clientOf func(learner string) string
 }
 
 func (c clientRunner) RunProgram(ctx context.Context, learner string, prog rdmalab.Program, lang string, emit func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
-	return c.ProgramRunner.RunProgram(rdmalab.WithClient(ctx, c.client), learner, prog, lang, emit)
+	if client := c.clientOf(learner); client != "" {
+		ctx = rdmalab.WithClient(ctx, client)
+	}
+	return c.ProgramRunner.RunProgram(ctx, learner, prog, lang, emit)
 }
