@@ -126,7 +126,7 @@ if [ -z "$res" ]; then
 	exit 0
 fi
 set -- $res
-bus=$(awk -v n="$2" -v us="$3" -v r="$LAB_SIZE" 'BEGIN { a = n * 4 / us / 1e3; printf "%.4f %.4f", a * 2 * (r - 1) / r, a }')
+bus=$(awk -v n="$2" -v us="$3" -v r="$LAB_SIZE" 'BEGIN { a = n * 4 / us / 1e3; printf "%.3g %.3g", a * 2 * (r - 1) / r, a }')
 set -- $res $bus
 if [ "$4" != 0 ]; then
 	say "  Open MPI's MPI_Allreduce returned $4 wrong elements: its figure is not shown." "  Open MPI 的 MPI_Allreduce 返回了 $4 个错误元素：不显示它的数据。"
