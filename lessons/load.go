@@ -104,6 +104,7 @@ type loader struct {
 	brokenQuiz map[string]bool          // slugs whose quiz.yaml could not be read at all
 	scripts    map[string]scriptResult  // task verify scripts by slug/path (task.go)
 	programs   map[string]programResult // :::program folders by slug/dir (program.go)
+	peerZh     map[string]peerZhResult  // peers' Chinese by slug/path (peerreport.go)
 
 	// Drafts (drafts.go): outer is the course the drafts sit beside (nil
 	// for the course itself), whose lessons drafts may link to and require

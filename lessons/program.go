@@ -46,8 +46,9 @@ type Program struct {
 	Solution []byte
 	Check    []byte
 	Config   ProgramConfig
-	Peer     []byte // the peer's C source (Config.Peer), nil without one
-	Line     int    // the directive's line in the first language's page
+	Peer     []byte     // the peer's C source (Config.Peer), nil without one
+	peerZh   []peerLine // the Chinese of the peer's report (PeerReport)
+	Line     int        // the directive's line in the first language's page
 }
 
 // ProgramConfig is a program's program.yaml.
@@ -187,6 +188,10 @@ func (ld *loader) readProgram(slug, dir string) (*Program, []string) {
 	if p.Config.Peer != "" {
 		p.Peer, m = readLessonFile(ld.fsys, slug, p.Config.Peer, "peer program", MaxProgramSource)
 		bad(m)
+		if m == "" {
+			p.peerZh, m = ld.peerReport(slug, p.Config.Peer) // peerreport.go
+			bad(m)
+		}
 	}
 	if len(msgs) == 0 && ld.opt.CompileC != nil {
 		for _, f := range []struct {

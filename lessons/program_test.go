@@ -16,7 +16,8 @@ func TestProgramsLoad(t *testing.T) {
 		"p/starter.c": "int main(void){return 1;}\n", "p/solution.c": "int main(void){return 0;}\n",
 		"p/check.sh": "#!/bin/sh\ntest \"$LAB_EXIT\" = 0\n", "p/program.yaml": "timeout: 20\nlibs: [ibverbs, rdmacm]\npeer: peers/peer.c\npeer_args: [10.0.0.2, \"7471\"]\nranks: 4\n" +
 			"hints:\n  - en: Open the device first.\n    zh: 先打开设备。\n  - {en: Then `ibv_reg_mr`., zh: 再调用 `ibv_reg_mr`。}\n",
-		"peers/peer.c": "int main(void){return 0;}\n",
+		"peers/peer.c":       "int main(void){return 0;}\n",
+		"peers/peer.zh.yaml": "- {re: 'ready', zh: 准备好了, example: ready}\n",
 	}
 	c, err := Load(taskCourse(":::program first p\nWrite **it**.\n:::\n", ":::program first p\n写出**它**。\n:::\n", files), Options{})
 	if err != nil {

@@ -420,7 +420,7 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 			ev.Message = ev.Messages["en"]
 		}
 		if ev.Type == sandbox.EvLog && ev.Name == "peer" {
-			ev.Messages = peerReport(ev.Message) // program_peer.go
+			ev.Messages = p.PeerReport(ev.Message) // the lesson's peers/NAME.zh.yaml
 		}
 		emit(ev)
 	})
