@@ -85,6 +85,7 @@ func TestLessonPrograms(t *testing.T) {
 		t.Logf("%s (%s): stage %s exit %d passed %v (%s), compile %d ms, run %d ms\ncompiler: %s\nstdout: %s\nstderr: %s\npeer: %s\ncheck: %s",
 			p.ID, lang, end.Stage, end.Exit, end.Passed, end.Detail, end.Millis.Compile, end.Millis.Run,
 			end.Compiler, c.text("stdout"), c.text("stderr"), c.text("peer"), end.Check)
+		checkPeerZh(t, p, c.text("peer")) // peerzh_test.go
 		return end, c
 	}
 	// Each program's solution in one language and its starter in the
