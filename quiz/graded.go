@@ -249,3 +249,20 @@ type Work struct {
 func (l LessonGrade) Complete(w Work) bool {
 	return l.QuizDone() && w.TasksDone >= w.Tasks && w.ProgramsPassed >= w.Programs
 }
+
+// ProgramPoint reports whether a program exercise earns its point in a
+// lesson's score (the gradebook's points and the LMS score): it passed
+// its check before any solution was shown to the learner (a pass after
+// is the solution's, as an answer after "show answer" scores nothing),
+// and, where the lesson is graded, before the close (closes; zero: not
+// graded). A pass before the window opened counts: a program's check
+// cannot be guessed, and the work is the learner's.
+func ProgramPoint(passedAt, solutionAt, closes time.Time) bool {
+	switch {
+	case passedAt.IsZero():
+		return false
+	case !solutionAt.IsZero() && !passedAt.Before(solutionAt):
+		return false
+	}
+	return closes.IsZero() || passedAt.Before(closes)
+}

@@ -138,3 +138,27 @@ func TestGradedView(t *testing.T) {
 		t.Error("closed: the answer is not shown")
 	}
 }
+
+// TestProgramPoint: a pass earns the point; a pass after the solution was
+// shown, after a graded lesson closed, or none, does not.
+func TestProgramPoint(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var zero time.Time
+	for _, c := range []struct {
+		name                 string
+		passed, shown, close time.Time
+		want                 bool
+	}{
+		{"not passed", zero, zero, zero, false},
+		{"passed", t0, zero, zero, true},
+		{"passed, then shown the solution", t0, t0.Add(time.Minute), zero, true},
+		{"shown the solution, then passed", t0.Add(time.Minute), t0, zero, false},
+		{"passed before the close", t0, zero, t0.Add(time.Hour), true},
+		{"passed after the close", t0.Add(2 * time.Hour), zero, t0.Add(time.Hour), false},
+		{"passed at the close", t0, zero, t0, false},
+	} {
+		if got := ProgramPoint(c.passed, c.shown, c.close); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -686,3 +686,73 @@ func TestLTIRosterSync(t *testing.T) {
 		}
 	}
 }
+
+// TestLTIProgramsScore (issue 40, "programs count"): a lesson's LMS score
+// is a point per question and per :::program exercise; a program passed
+// earns its point, one passed after its solution was shown does not,
+// and the gradebook's CSV gives the LMS's figure (points of points_max).
+func TestLTIProgramsScore(t *testing.T) {
+	p := ltitest.New()
+	t.Cleanup(p.Close)
+	e := &ltiEnv{t: t, dir: t.TempDir(), Platform: p}
+	course := quizCourse(t)
+	course.Lessons[0].Programs = []*lessons.Program{{ID: "open-device"}, {ID: "reg-mr"}}
+	e.course.Store(course)
+	e.start()
+	ctx := context.Background()
+	if _, err := e.DB.AddLTIPlatform(ctx, p.Registration()); err != nil {
+		t.Fatal(err)
+	}
+	item := p.NewLineItem("Quiz")
+	c := e.browser()
+	e.launch(c, gradedLink("u-1", "course-1", item))
+	e.answer(c, "demo/pick-one", `{"answer":"a"}`) // right
+	e.settle()
+	s := p.Scores()
+	if len(s) == 0 {
+		t.Fatal("no score after a right answer")
+	}
+	if got := s[len(s)-1].Score; got.ScoreGiven != 1 || got.ScoreMaximum != 6 {
+		t.Fatalf("one question right: %v of %v, want 1 of 6 (4 questions and 2 programs)", got.ScoreGiven, got.ScoreMaximum)
+	}
+	id := e.learnerOf(c)
+	if err := e.DB.RecordProgramRun(ctx, id, "01-quiz", "open-device", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DB.RecordProgramRun(ctx, id, "01-quiz", "open-device", true); err != nil {
+		t.Fatal(err)
+	}
+	e.Srv.ltiQueueLesson(ctx, id, "01-quiz")
+	if got := e.scoreAfter(len(s)).Score; got.ScoreGiven != 2 || got.ScoreMaximum != 6 {
+		t.Fatalf("a program passed: %v of %v, want 2 of 6", got.ScoreGiven, got.ScoreMaximum)
+	}
+	s = p.Scores()
+	if err := e.DB.RecordSolutionShown(ctx, id, "01-quiz", "reg-mr"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DB.RecordProgramRun(ctx, id, "01-quiz", "reg-mr", true); err != nil {
+		t.Fatal(err)
+	}
+	e.Srv.ltiQueueLesson(ctx, id, "01-quiz")
+	if got := e.scoreAfter(len(s)).Score; got.ScoreGiven != 2 || got.ActivityProgress != "InProgress" {
+		t.Errorf("a program passed after its solution was shown: %v (%s), want still 2, in progress (3 questions unanswered)", got.ScoreGiven, got.ActivityProgress)
+	}
+	in := e.teacher()
+	res, err := in.Get(e.HTTP.URL + "/instructor/export/gradebook.csv?class=" + strconv.FormatInt(e.classOf("course-1"), 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("export: %v\n%s", err, b)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	if r := rows[1]; r[col["points"]] != "2" || r[col["points_max"]] != "6" || r[col["programs_passed"]] != "2" || r[col["score"]] != "1" {
+		t.Errorf("export row: %q (header %q); want points 2 of 6, programs passed 2, score 1", r, rows[0])
+	}
+}

@@ -163,10 +163,7 @@ func (s *Server) ltiDeepLinkPost(w http.ResponseWriter, r *http.Request) {
 		URL:    s.ltiBase(r) + "/lessons/" + url.PathEscape(ls.Slug),
 		Custom: map[string]string{"lesson": ls.Slug},
 	}
-	max := 0
-	if ls.Quiz != nil {
-		max = len(ls.Quiz.Questions)
-	}
+	max := linkMax(store.LTIGradeLink{}, ls) // the lesson's questions and programs, as its scores give
 	chosen := trf(lang, "lti.post.lesson", item.Title)
 	if kind == "question" {
 		item.Title += " — " + qid

@@ -68,7 +68,7 @@ func (s *Server) ltiQueueLinks(ctx context.Context, learner string, want func(st
 	queued := false
 	for _, g := range links {
 		l := c.Lesson(g.Lesson)
-		if l == nil || l.Quiz == nil || len(l.Quiz.Questions) == 0 || g.Archived || !want(g, l) {
+		if l == nil || linkMax(g, l) == 0 || g.Archived || !want(g, l) {
 			continue
 		}
 		sc, err := s.linkScore(ctx, learner, g, l)
@@ -99,8 +99,34 @@ func (s *Server) ltiQueueLinks(ctx context.Context, learner string, want func(st
 // linkScoreOf is one learner's figure on one graded link.
 type linkScoreOf struct {
 	Given, Max int
-	Tried      bool // the learner answered a question the link grades (in the class's term)
+	Tried      bool // the learner answered a question the link grades, or passed one of its programs (in the class's term)
 	Completed  bool
+}
+
+// linkQuestions are the questions graded link g of lesson l scores: one,
+// or all of the lesson's.
+func linkQuestions(g store.LTIGradeLink, l *lessons.Lesson) []string {
+	var ids []string
+	if l.Quiz == nil {
+		return nil
+	}
+	for _, q := range l.Quiz.Questions {
+		if g.Question == "" || q.ID == g.Question {
+			ids = append(ids, q.ID)
+		}
+	}
+	return ids
+}
+
+// linkMax is the most graded link g of lesson l gives: a point per
+// question it grades and, for a whole lesson, a point per :::program
+// exercise (the gradebook's points_max).
+func linkMax(g store.LTIGradeLink, l *lessons.Lesson) int {
+	n := len(linkQuestions(g, l))
+	if g.Question == "" {
+		n += len(l.Programs)
+	}
+	return n
 }
 
 // linkScore computes the learner's score on link g of lesson l from the
@@ -108,18 +134,15 @@ type linkScoreOf struct {
 // course's class gradebook scores it (graded mode's rules and dates, the
 // work since joining the class); otherwise, and for a question link, the
 // practice rule (store.Attempt.Clean: right at least once without the
-// answer shown). Completed: graded, computed from the work
-// (quiz.LessonGrade.Complete); practice, every question answered and every
-// task and program of the lesson done.
+// answer shown). A whole lesson's link also gives a point per :::program
+// exercise passed before its solution was shown (and, graded, before the
+// close: quiz.ProgramPoint), as the gradebook's points do. Completed:
+// graded, computed from the work (quiz.LessonGrade.Complete); practice,
+// every question answered and every task and program of the lesson done.
 func (s *Server) linkScore(ctx context.Context, learner string, g store.LTIGradeLink, l *lessons.Lesson) (linkScoreOf, error) {
 	var out linkScoreOf
-	var ids []string
-	for _, q := range l.Quiz.Questions {
-		if g.Question == "" || q.ID == g.Question {
-			ids = append(ids, q.ID)
-		}
-	}
-	out.Max = len(ids)
+	ids := linkQuestions(g, l)
+	out.Max = linkMax(g, l)
 	var since time.Time
 	var set *store.GradedLesson
 	if g.Cohort > 0 {
@@ -158,10 +181,24 @@ func (s *Server) linkScore(ctx context.Context, learner string, g store.LTIGrade
 			w.TasksDone++
 		}
 	}
+	var closes time.Time
+	if set != nil {
+		closes = set.Closes
+	}
+	points := 0
 	for _, p := range l.Programs {
 		if pp := progs[p.ID]; pp.Passed() && !pp.PassedAt.Before(since) {
 			w.ProgramsPassed++
+			if quiz.ProgramPoint(pp.PassedAt, pp.SolutionAt, closes) {
+				points++
+			}
 		}
+	}
+	// A pass is work the link grades; failed runs alone are not (the
+	// learner has nothing to show yet, and an LMS grade stays as it is).
+	ran := w.ProgramsPassed > 0
+	if g.Question != "" {
+		points, ran = 0, false // a question's link scores that question alone
 	}
 	if set != nil {
 		reveals, err := s.cfg.Store.LearnerReveals(ctx, learner, ids, since)
@@ -177,7 +214,7 @@ func (s *Server) linkScore(ctx context.Context, learner string, g store.LTIGrade
 		// After the close nothing more can be done: the activity is over
 		// for everyone (AGS §3.4.5 Completed), and the score is final.
 		closed := rules.PhaseAt(s.now()) == quiz.Closed
-		out.Given, out.Tried, out.Completed = lg.Score, len(atts) > 0, closed || lg.Complete(w)
+		out.Given, out.Tried, out.Completed = lg.Score+points, len(atts) > 0 || ran, closed || lg.Complete(w)
 		return out, nil
 	}
 	right, tried := map[string]bool{}, map[string]bool{}
@@ -187,7 +224,7 @@ func (s *Server) linkScore(ctx context.Context, learner string, g store.LTIGrade
 			right[a.QuestionID] = true
 		}
 	}
-	out.Given, out.Tried = len(right), len(tried) > 0
+	out.Given, out.Tried = len(right)+points, len(tried) > 0 || ran
 	out.Completed = len(tried) == len(ids) && w.TasksDone == w.Tasks && w.ProgramsPassed == w.Programs
 	return out, nil
 }

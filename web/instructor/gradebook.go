@@ -31,7 +31,10 @@ import (
 //     of the tasks the lesson has now (a removed task no longer counts);
 //   - programs: the lesson's :::program exercises passed, out of those it
 //     has now; their checked runs, the hints revealed and the exercises
-//     whose solution was shown (a removed exercise no longer counts).
+//     whose solution was shown (a removed exercise no longer counts);
+//   - points: the score plus the exercises passed before their solution
+//     was shown (and before a graded lesson's close), out of the
+//     questions plus the exercises — the lesson's score in the LMS.
 // Learners are those the dashboard counts (store.Scope), most recently
 // active first, as on the dashboard.
 //
@@ -54,6 +57,11 @@ type gradeCell struct {
 	// learner's checked runs of them
 	ProgramsPassed, Programs, ProgramRuns int
 	ProgramHints, ProgramSolutions        int // hints revealed; exercises whose solution was shown
+	// ProgramPoints: the exercises that earn their point (quiz.ProgramPoint:
+	// passed before any solution was shown, and before a graded close).
+	// Points of PointsMax is the lesson's score the LMS gets: the score
+	// plus ProgramPoints, of the questions plus the programs.
+	ProgramPoints, Points, PointsMax int
 	// Graded: the class grades the lesson; Revealed are the questions
 	// whose answer the learner chose to see in its window (scored 0).
 	Graded   *store.GradedLesson
@@ -156,6 +164,9 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 			if p.Passed() {
 				g.ProgramsPassed++
 			}
+			if quiz.ProgramPoint(p.PassedAt, p.SolutionAt, graded[p.Lesson].Closes) {
+				g.ProgramPoints++
+			}
 		}
 	}
 	// Graded lessons: each learner's answers and reveals by question, in
@@ -200,6 +211,7 @@ func gradebook(c *lessons.Course, learners []store.LearnerSummary, progress []st
 				g.Completed = lg.Complete(quiz.Work{TasksDone: g.TasksDone, Tasks: g.Tasks, ProgramsPassed: g.ProgramsPassed, Programs: g.Programs})
 				g.CompletedAt = "" // computed from the work: no moment to report
 			}
+			g.Points, g.PointsMax = g.Score+g.ProgramPoints, g.Questions+g.Programs
 			row.Cells = append(row.Cells, g)
 		}
 		out = append(out, row)
@@ -279,9 +291,12 @@ func (s *Area) gradebookRows(ctx context.Context, sc store.Scope, learners []sto
 // platform gets the gradebook's figure.
 type LessonScore struct {
 	Score, Questions int
-	Graded           bool     // the class grades the lesson
-	Completed        bool     // graded: computed from the work; practice: marked by the learner
-	Revealed         []string // graded: questions whose answer the learner chose to see (scored 0)
+	// Points of PointsMax: Score plus the program exercises that earn
+	// their point, of the questions plus the programs (what the LMS gets).
+	Points, PointsMax int
+	Graded            bool     // the class grades the lesson
+	Completed         bool     // graded: computed from the work; practice: marked by the learner
+	Revealed          []string // graded: questions whose answer the learner chose to see (scored 0)
 }
 
 // ErrNoLesson: LessonScore was asked for a lesson the course does not have.
@@ -300,7 +315,7 @@ func (s *Area) LessonScore(ctx context.Context, cohort int64, learner, lesson st
 		return LessonScore{}, err
 	}
 	g := rows[0].Cells[idx]
-	return LessonScore{Score: g.Score, Questions: g.Questions, Graded: g.Graded != nil, Completed: g.Completed, Revealed: g.Revealed}, nil
+	return LessonScore{Score: g.Score, Questions: g.Questions, Points: g.Points, PointsMax: g.PointsMax, Graded: g.Graded != nil, Completed: g.Completed, Revealed: g.Revealed}, nil
 }
 
 // exportGradebook is GET /instructor/export/gradebook.csv[?class=ID]: one
@@ -317,14 +332,16 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 	// the questions whose answer the learner chose to see while graded
 	// (each scored 0), separated by spaces; lms_user_id, lms_email: the
 	// learner's LMS identity (the launch's sub and email claim), so the
-	// rows match the LMS gradebook ("" for a learner not from an LMS).
+	// rows match the LMS gradebook ("" for a learner not from an LMS);
+	// points, points_max: the lesson's score as the LMS gets it (the
+	// score plus the program exercises that earn their point).
 	ids, err := s.cfg.Store.LTIIdentities(r.Context())
 	if err != nil {
 		s.InternalError(w, r, err)
 		return
 	}
 	out := [][]string{{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
-		"program_hints", "program_solutions", "mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email"}}
+		"program_hints", "program_solutions", "mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email", "points", "points_max"}}
 	for _, row := range rows {
 		for i, g := range row.Cells {
 			l := c.Lessons[i]
@@ -337,7 +354,7 @@ func (s *Area) exportGradebook(w http.ResponseWriter, r *http.Request) {
 				strconv.Itoa(g.Attempts), strconv.Itoa(g.Runs), strconv.Itoa(g.TasksDone), strconv.Itoa(g.Tasks),
 				strconv.Itoa(g.ProgramsPassed), strconv.Itoa(g.Programs), strconv.Itoa(g.ProgramRuns),
 				strconv.Itoa(g.ProgramHints), strconv.Itoa(g.ProgramSolutions)}, append(mode,
-				csvText(ids[row.Learner].Sub), csvText(ids[row.Learner].Email))...))
+				csvText(ids[row.Learner].Sub), csvText(ids[row.Learner].Email), strconv.Itoa(g.Points), strconv.Itoa(g.PointsMax))...))
 		}
 	}
 	s.writeCSV(w, r, "gradebook.csv", out)
