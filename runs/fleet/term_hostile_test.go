@@ -348,3 +348,50 @@ func TestWorkerOpenCarriesClientKey(t *testing.T) {
 		t.Errorf("client keys %q: want one key per address", got)
 	}
 }
+
+// TestWorkerKeptNotes: what a worker says became of a learner's kept
+// machine reaches the learner when it is one of terminal.KeepNote's
+// values — also "evicted" (the worker's total budget) and "share" (its
+// address's share), which were dropped — and nothing else does.
+func TestWorkerKeptNotes(t *testing.T) {
+	seed, k := newKey(t, "w1")
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k}, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := connectRogue(t, s.Addr(), "w1", nkeyOpt(t, seed))
+	notes := make(chan string, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			b, _ := json.Marshal(Worker{Name: "w1", Backends: map[string]int{}, Terms: &rdmalab.TermLoad{Max: 2}})
+			_ = w.nc.Publish(subjHeartbeat+"w1", b)
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	if _, err := w.nc.Subscribe(subjTermIn+"w1.*.open", func(m *nats.Msg) {
+		id := strings.Split(m.Subject, ".")[3]
+		b, _ := json.Marshal(termReady{Recent: []byte("$ "), Note: <-notes})
+		_ = w.nc.Publish(subjTermOut+"w1."+id+".ready", b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitTermWorker(t, s, "w1")
+	for note, want := range map[string]string{"evicted": "evicted", "share": "share", "restored": "restored", "<b>forged</b>": ""} {
+		notes <- note
+		c, err := s.TermAttach(t.Context(), "w1", "learner-"+note, 24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.KeptNote(); got != want {
+			t.Errorf("the worker said %q: the learner is told %q, want %q", note, got, want)
+		}
+		c.Detach()
+	}
+}

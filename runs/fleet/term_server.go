@@ -362,7 +362,7 @@ func (s *Server) onTermOut(m *nats.Msg) {
 			return
 		}
 		switch r.Note {
-		case "", "restored", "unreadable", "too-big", "stale":
+		case "", "restored", "unreadable", "too-big", "stale", "evicted", "share": // terminal.KeepNote
 		default:
 			r.Note = ""
 		}
