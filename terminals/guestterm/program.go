@@ -105,6 +105,13 @@ func (s *Service) cancelProgram(id uint64) bool {
 func runProgram(ctx context.Context, id uint64, p *vmproto.Program, lang string, emit func(sandbox.Event)) (end vmproto.ProgramEnd) {
 	phase := func(name string) { emit(sandbox.Event{Type: sandbox.EvPhase, Name: name}) }
 	timeout := min(max(p.TimeoutS, 1), vmproto.ProgramTimeoutMax)
+	// Every run starts without the last run's peerDir, with a peer or
+	// not: a program without one would otherwise find what an earlier
+	// run's peer published there, or what the learner left in it.
+	if err := resetPeerDir(); err != nil {
+		end.Stage, end.Detail = "peer", err.Error()
+		return end
+	}
 	dir, err := os.MkdirTemp("/tmp", "program-")
 	if err != nil {
 		end.Stage, end.Detail = "peer", "no work directory: "+err.Error()
@@ -509,10 +516,7 @@ type peerProc struct {
 // cannot be emptied (a learner's 4,600-deep folder chain) ends the run
 // with the reason instead of being used as it is.
 func startPeer(ctx context.Context, p *vmproto.Program) (pp *peerProc, err error) {
-	if err := rootOnlyDir(peerRoot); err != nil {
-		return nil, fmt.Errorf("peer: %w", err)
-	}
-	if err := clearPeerDir(); err != nil {
+	if err := resetPeerDir(); err != nil {
 		return nil, err
 	}
 	srcDir, err := os.MkdirTemp(peerRoot, "peer-")
@@ -606,6 +610,15 @@ func (pp *peerProc) stop() {
 		}
 		_ = os.RemoveAll(pp.srcDir)
 	})
+}
+
+// resetPeerDir removes the last run's peerDir (clearPeerDir) after
+// making sure peerRoot, where what cannot be removed goes, is root's own.
+func resetPeerDir() error {
+	if err := rootOnlyDir(peerRoot); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	return clearPeerDir()
 }
 
 // clearPeerDir removes the last run's peerDir. What cannot be removed
