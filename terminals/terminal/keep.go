@@ -45,7 +45,7 @@ type Keep struct {
 	// after a save that puts the client over it, that client's oldest
 	// are deleted. Without it one address that makes fresh cookies fills
 	// TotalMax with its own machines and evicts every other learner's
-	// (issue 43). 0: no per-client bound.
+	// (issue 43). Never less than MaxBytes; 0: no per-client bound.
 	ClientMax int64
 	// Logger says what the budget evicted (nil: not logged).
 	Logger *slog.Logger
@@ -222,8 +222,11 @@ func (k *Keep) Enforce() {
 		m.size = -1
 	}
 	if k.ClientMax > 0 {
+		// A share never smaller than one machine: each client keeps its
+		// newest, however low the budget was set.
+		share := max(k.ClientMax, k.maxBytes())
 		for _, m := range all {
-			if m.size >= 0 && held[m.client] > k.ClientMax {
+			if m.size >= 0 && held[m.client] > share {
 				drop(m, KeepShare, "its client's kept machines are over their share (oldest first)")
 			}
 		}

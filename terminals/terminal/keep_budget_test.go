@@ -93,9 +93,10 @@ func TestKeepClientShare(t *testing.T) {
 	}{
 		{"total budget only", 0},
 		{"with a per-client share", 12 * mib},
+		{"with a share below one machine", 1 * mib}, // counts as one machine (MaxBytes)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t), TotalMax: 30 * mib, ClientMax: tc.clientMax}
+			k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t), TotalMax: 30 * mib, ClientMax: tc.clientMax, MaxBytes: 4 * mib}
 			// Three honest learners, each on an address of their own,
 			// kept hours ago (older than anything the attacker saves).
 			for i := range 3 {
@@ -114,8 +115,8 @@ func TestKeepClientShare(t *testing.T) {
 					attacker += fi.Size()
 				}
 			}
-			if tc.clientMax > 0 && attacker > tc.clientMax {
-				t.Errorf("one address keeps %d MiB, over its share of %d MiB", attacker>>20, tc.clientMax>>20)
+			if share := max(tc.clientMax, k.MaxBytes); tc.clientMax > 0 && attacker > share {
+				t.Errorf("one address keeps %d MiB, over its share of %d MiB", attacker>>20, share>>20)
 			}
 			for i := range 3 {
 				if _, note := k.take(fmt.Sprint("honest-", i), "k"); note != KeepRestored {
