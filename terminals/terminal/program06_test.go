@@ -13,7 +13,7 @@ import (
 // against ib_write_bw running beside it, the starter compiles and does
 // not, and a program that only prints a plausible rate fails because the
 // peer saw no connection, let alone a WRITE. The check's own words carry the figures (the
-// ratio's median and middle half); the log keeps them.
+// ratio's median and its 95% confidence interval); the log keeps them.
 func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
 	t.Helper()
 	l := course.Lesson("06-performance")
@@ -30,7 +30,7 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 		t.Logf("write-rate solution: too close to call once; running it again")
 		end, _ = run(p, p.Solution, "en")
 	}
-	if end.Stage != "check" || !end.Passed || !strings.Contains(string(end.Check), "middle half") {
+	if end.Stage != "check" || !end.Passed || !strings.Contains(string(end.Check), "95% confidence interval") {
 		t.Errorf("write-rate solution (en): stage %s passed %v: %s", end.Stage, end.Passed, end.Check)
 	}
 	// The starter is correct and slow: it compiles, runs, exits 0 and
@@ -39,7 +39,7 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	if end.Stage != "check" || end.Passed || end.Exit != 0 || !strings.Contains(c.text("stdout"), "WRITEs/s") {
 		t.Errorf("write-rate starter (zh): stage %s exit %d passed %v, stdout %q; want it run to exit 0 and fail", end.Stage, end.Exit, end.Passed, c.text("stdout"))
 	}
-	if !strings.Contains(string(end.Check), "中间一半") {
+	if !strings.Contains(string(end.Check), "置信区间") {
 		t.Errorf("write-rate starter (zh): the check's words %q are not the zh ratio report", end.Check)
 	}
 	// A plausible rate printed, the peer's file read, no WRITE sent.

@@ -14,7 +14,8 @@
  * received-packets counter (both flows). When its standard input closes
  * (the lab does that after the learner's program ended) it stops
  * ib_write_bw and reports the learner's count, ib_write_bw's beside it,
- * the ratio of the two chunk by chunk, and what its buffer holds. */
+ * the ratio of the two chunk by chunk (its median and the median's 95%
+ * confidence interval), and what its buffer holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ static long long now_us(void)
  * the guest's CPU in that same chunk, so a moment when the (shared,
  * emulated) machine gave the guest less CPU slows both alike. */
 #define MAX_SAMPLES 8000
-#define CHUNK_US 400000
+#define CHUNK_US 100000
 #define PSN_WRAP (1L << 24)
 struct sampler {
 	int n;
@@ -103,9 +104,32 @@ static double quantile(const double *v, int n, double q)
 	return i + 1 < n ? v[i] + (k - i) * (v[i + 1] - v[i]) : v[i];
 }
 
+/* median_ci gives the ranks (0-based, in sorted order) that bound the
+ * median's 95% confidence interval among n values: the largest k with
+ * P(Binomial(n, 1/2) < k) <= 2.5%, so that the median lies between the
+ * k-th smallest and the k-th largest value in at least 95% of runs,
+ * whatever the chunks' distribution. */
+static void median_ci(int n, int *lo, int *hi)
+{
+	double p = 1, cdf = 0; /* P(X = i) and P(X < i), from i = 0 */
+	for (int i = 0; i < n; i++)
+		p /= 2;
+	int k = 0;
+	for (int i = 0; i <= n / 2; i++) {
+		cdf += p; /* now P(X <= i) */
+		if (cdf > 0.025)
+			break;
+		k = i + 1;
+		p = p * (n - i) / (i + 1);
+	}
+	*lo = k > 0 ? k - 1 : 0;
+	*hi = n - 1 - *lo;
+}
+
 /* summarize prints what the sampler saw: packets and window of the
  * learner's busy part, ib_write_bw's packets in it, the chunks, the
- * median rates of both and the quartiles of the chunks' ratios. */
+ * median rates of both, and the median of the chunks' ratios with its
+ * 95% confidence interval. */
 static void summarize(struct sampler *s)
 {
 	int first = -1, last = -1;
@@ -146,8 +170,10 @@ static void summarize(struct sampler *s)
 	printf("learner: packets %ld window_us %lld chunks %d alone %d\n", pkts, win, chunks, alone);
 	printf("rates: learner %.0f reference %.0f reference_packets %ld\n",
 	       quantile(lr, chunks, 0.5), quantile(rr, chunks, 0.5), refpkts);
-	printf("ratio: median %.2f p25 %.2f p75 %.2f\n", quantile(ratio, chunks, 0.5),
-	       quantile(ratio, chunks, 0.25), quantile(ratio, chunks, 0.75));
+	int lo = 0, hi = 0;
+	median_ci(chunks, &lo, &hi);
+	printf("ratio: median %.2f low %.2f high %.2f\n", quantile(ratio, chunks, 0.5),
+	       chunks ? ratio[lo] : 0, chunks ? ratio[hi] : 0);
 	printf("chunk ratios:");
 	for (int i = 0; i < chunks && i < 150; i++)
 		printf(" %.2f", ratio[i]);

@@ -3,11 +3,12 @@
 # beside the learner's program, on the same CPU, and sampled every 10 ms
 # its own QP's PSN (the learner's WRITEs, nothing else) and rxe1's
 # received-packets counter (both flows; ib_write_bw's packets are the
-# counter's less the learner's). Per chunk of 0.4 s of the learner's busy
-# part, the ratio of the two; the check reads the median and the middle
-# half (25th to 75th percentile) of those ratios, never what the program
-# printed. The verdict is firm only when the middle half lies wholly on
-# one side of the target; the figures are compared as shown (two decimals).
+# counter's less the learner's). Per chunk of 0.1 s of the learner's busy
+# part, the ratio of the two; the check reads the median of those ratios
+# and the median's 95% confidence interval (order statistics), never what
+# the program printed. The verdict is firm only when the interval lies
+# wholly on one side of the target; the figures are compared as shown
+# (two decimals).
 TARGET=1.30
 MSG='lesson 06: sixty-four bytes per RDMA WRITE, as fast as it goes!'
 say() { if [ "$LAB_LANG" = zh ]; then echo "$2"; else echo "$1"; fi; }
@@ -19,7 +20,7 @@ num() {
 }
 pkts=$(num "learner:" packets); win=$(num "learner:" window_us); chunks=$(num "learner:" chunks)
 rate=$(num "rates:" learner); ref=$(num "rates:" reference)
-med=$(num "ratio:" median); p25=$(num "ratio:" p25); p75=$(num "ratio:" p75)
+med=$(num "ratio:" median); low=$(num "ratio:" low); high=$(num "ratio:" high)
 
 if ! grep -q "^reference: running$" "$LAB_PEER_OUT"; then
 	say "The lab's reference, ib_write_bw, did not start: this says nothing about your program. Run again; if it happens again, reset your machine." \
@@ -46,24 +47,24 @@ if ! grep -qxF "received: $MSG" "$LAB_PEER_OUT"; then
 	    "对端缓冲区里不是那条 64 字节的消息：每个 WRITE 都必须带上完整的 msg（63 个字符加结尾的零）。"
 	exit 1
 fi
-if [ "${win%.*}" -lt 3000000 ] || [ "${chunks%.*}" -lt 7 ]; then
-	say "Your WRITEs reached the peer within $(( ${win%.*} / 1000 )) ms, with ib_write_bw beside them in $chunks chunks of 0.4 s: too little to measure a rate. Keep writing for SECONDS (5) seconds, as the starter does." \
-	    "你的 WRITE 在 $(( ${win%.*} / 1000 )) 毫秒内到达对端，其中与 ib_write_bw 同时进行的只有 $chunks 个 0.4 秒的时间段：太少，测不出速率。像初始代码那样持续写 SECONDS（5）秒。"
+if [ "${win%.*}" -lt 3000000 ] || [ "${chunks%.*}" -lt 20 ]; then
+	say "Your WRITEs reached the peer within $(( ${win%.*} / 1000 )) ms, with ib_write_bw beside them in $chunks chunks of 0.1 s: too little to measure a rate. Keep writing for SECONDS (5) seconds, as the starter does." \
+	    "你的 WRITE 在 $(( ${win%.*} / 1000 )) 毫秒内到达对端，其中与 ib_write_bw 同时进行的只有 $chunks 个 0.1 秒的时间段：太少，测不出速率。像初始代码那样持续写 SECONDS（5）秒。"
 	exit 1
 fi
-verdict=$(awk -v lo="$p25" -v hi="$p75" -v t="$TARGET" 'BEGIN { print (lo + 0 >= t + 0) ? "pass" : (hi + 0 < t + 0) ? "fail" : "close" }')
-facts_en="Your program: $pkts WRITEs of 64 bytes counted at the peer's QP, a median of $rate per second; ib_write_bw -s 64, beside it on the same devices and the same CPU: $ref per second. Your WRITEs per ib_write_bw WRITE, in $chunks chunks of 0.4 s: median $med, middle half $p25–$p75; the target is $TARGET. Measured here, on Soft-RoCE in an emulated guest: compare the ratio, never these rates with a hardware NIC's."
-facts_zh="你的程序：在对端 QP 上数到 $pkts 个 64 字节的 WRITE，中位数为每秒 $rate 次；同时在同样设备、同一个 CPU 上运行的 ib_write_bw -s 64：每秒 $ref 次。在 $chunks 个 0.4 秒的时间段里，你的 WRITE 数与 ib_write_bw 的之比：中位数 $med，中间一半 $p25–$p75；目标是 $TARGET。这是在这里测得的（模拟的虚拟机里的 Soft-RoCE）：只比较比值，不要拿这些速率去和硬件网卡比。"
+verdict=$(awk -v lo="$low" -v hi="$high" -v t="$TARGET" 'BEGIN { print (lo + 0 >= t + 0) ? "pass" : (hi + 0 < t + 0) ? "fail" : "close" }')
+facts_en="Your program: $pkts WRITEs of 64 bytes counted at the peer's QP, a median of $rate per second; ib_write_bw -s 64, beside it on the same devices and the same CPU: $ref per second. Your WRITEs per ib_write_bw WRITE, in $chunks chunks of 0.1 s: median $med, its 95% confidence interval $low–$high; the target is $TARGET. Measured here, on Soft-RoCE in an emulated guest: compare the ratio, never these rates with a hardware NIC's."
+facts_zh="你的程序：在对端 QP 上数到 $pkts 个 64 字节的 WRITE，中位数为每秒 $rate 次；同时在同样设备、同一个 CPU 上运行的 ib_write_bw -s 64：每秒 $ref 次。在 $chunks 个 0.1 秒的时间段里，你的 WRITE 数与 ib_write_bw 的之比：中位数 $med，其 95% 置信区间 $low–$high；目标是 $TARGET。这是在这里测得的（模拟的虚拟机里的 Soft-RoCE）：只比较比值，不要拿这些速率去和硬件网卡比。"
 case $verdict in
 pass)
-	say "$facts_en The whole middle half is at or above the target: passed." "$facts_zh中间一半全部达到目标：通过。"
+	say "$facts_en The whole interval is at or above the target: passed." "$facts_zh整个区间都达到目标：通过。"
 	exit 0 ;;
 fail)
-	say "$facts_en The whole middle half is below the target. The hints, one at a time, say where the time goes." \
-	    "$facts_zh中间一半全部低于目标。提示会逐条告诉你时间花在了哪里。"
+	say "$facts_en The whole interval is below the target. The hints, one at a time, say where the time goes." \
+	    "$facts_zh整个区间都低于目标。提示会逐条告诉你时间花在了哪里。"
 	exit 1 ;;
 *)
-	say "$facts_en The target lies inside the middle half: the chunks scatter on both sides of it, too close to call on this machine. Run again; if it stays this close, your program is near the target." \
-	    "$facts_zh目标落在中间一半之内：各时间段散布在它两侧，在这台机器上太接近，无法判定。请再运行一次；如果仍然这么接近，说明你的程序已经接近目标。"
+	say "$facts_en The target lies inside the interval: too close to call on this machine. Run again; if it stays this close, your program is near the target." \
+	    "$facts_zh目标落在区间之内：在这台机器上太接近，无法判定。请再运行一次；如果仍然这么接近，说明你的程序已经接近目标。"
 	exit 1 ;;
 esac
