@@ -36,7 +36,8 @@ type LTI struct {
 	// Kick asks the score deliverer for a round now (nil: it polls).
 	Kick func()
 	// PublicURL is the lab's address as browsers and the LMS reach it
-	// (https://lab.example.edu); "" derives it from each request.
+	// (https://lab.example.edu); "" derives it from each request as the
+	// connection reached the lab, never from a Host naming another (host_trust.go).
 	PublicURL string
 	// Background, when set, runs the server's LTI background work (the
 	// scores sent as graded lessons close: RunLTICloses) until the
