@@ -222,8 +222,8 @@ static int start_reference(void)
 {
 	char p[16];
 	snprintf(p, sizeof p, "%d", 18515 + getpid() % 1000);
-	char *srv[] = {"/usr/bin/ib_write_bw", "-d", "rxe1", "-x", "1", "-s", "64", "-D", "60", "-F", "-p", p, NULL};
-	char *cli[] = {"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-s", "64", "-D", "60", "-F", "-p", p, "10.0.0.2", NULL};
+	char *srv[] = {"/usr/bin/ib_write_bw", "-d", "rxe1", "-x", "1", "-s", "64", "-D", "100", "-F", "-p", p, NULL};
+	char *cli[] = {"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-s", "64", "-D", "100", "-F", "-p", p, "10.0.0.2", NULL};
 	ref_srv = spawn(srv);
 	usleep(500000); /* the server needs a moment to listen */
 	ref_cli = spawn(cli);
