@@ -11,9 +11,7 @@ import (
 // builtinPeerLines are lines each built-in peer prints, every printf of
 // its report (its C source in the lesson's peers/), the values as real
 // runs print them (TestLessonPrograms' logs): each must read in Chinese.
-// A peer's line changed here and in its .zh.yaml with its printf. (Lesson
-// 06's "ratio:" line is left to its entry's example while its wording
-// changes.)
+// A peer's line changed here and in its .zh.yaml with its printf.
 var builtinPeerLines = map[string][]string{
 	"04-first-program/peers/cm-echo.c": {
 		"peer on rxe1: rdma_cm server on 10.0.0.2 port 7471", "connection: established", "connection: none",
@@ -51,8 +49,9 @@ var builtinPeerLines = map[string][]string{
 		"reference: running", "reference: did not start", "peer on rxe1: QP 19, buffer of 64 bytes, rkey 0x1a2b",
 		"connected: yes", "connected: no", "qp state: RTS", "qp state: ERR", "qp state: other", "qp state: unknown",
 		"query failed: yes", "query failed: no", "learner: packets 51234 window_us 4000000 chunks 38 alone 2",
-		"rates: learner 12000 reference 11800 reference_packets 48000",
-		"chunk ratios: 0.95 1.02 1.08", "chunk ratios:", "received: ", "received: x", "RTR failed",
+		"rates: learner 12000 reference 11800 reference_packets 48000", "ratio: median 1.02 low 0.95 high 1.08",
+		"chunk ratios: 0.95 1.02 1.08", "chunk ratios:", "received: ", "received: x", "RTR failed", "peer: no rxe1",
+		"peer: setup: Cannot allocate memory", "peer: INIT: Invalid argument", "/run/lab-peer/.connected: Permission denied",
 	},
 	"07-beyond-send-write/peers/cas-lock.c": {
 		"peer on rxe1: QP 20; lock word at 0x55d0c0a01000 (rkey 0x1a2b, atomics only), counter at 0x55d0c0a02000 (rkey 0x3c4d, READ and WRITE)",
