@@ -160,7 +160,14 @@ int main(void)
 			dev = list[i];
 	struct ibv_context *ctx = dev ? ibv_open_device(dev) : NULL;
 	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, LISTS, NULL, NULL, 0) : NULL;
+	/* LISTS completions are due at most, but a QP that fails flushes
+	 * every WR in flight with an error completion, signaled or not: the
+	 * CQ has room for all DEPTH of them (an overflowing CQ is an error of
+	 * its own on hardware).
+	 * 正常时最多只有 LISTS 个完成；但 QP 出错时，在途的每个 WR 不论是否要求
+	 * 完成，都会以错误完成被冲刷出来：CQ 要能容下全部 DEPTH 个（在硬件上，
+	 * CQ 溢出本身就是另一个错误）。 */
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, DEPTH, NULL, NULL, 0) : NULL;
 	/* Ask for room to post the message inline: the provider copies it
 	 * into the WR at post time, so the device needs no lkey and no DMA read.
 	 * 申请内联空间：提供者在提交时就把消息复制进 WR，设备无需 lkey，也无需 DMA 读。 */
