@@ -69,7 +69,9 @@ func BenchmarkTerminal(b *testing.B) {
 	restored := opens(cold, false)
 	cold.Close()
 
-	terms := &Terminals{Cfg: cfg, Max: 1}
+	// IdlePause off: the idle guest with its tab attached is sampled
+	// running (what it costs before --idle-pause pauses it).
+	terms := &Terminals{Cfg: cfg, Max: 1, IdlePause: -1}
 	defer terms.Close()
 	_, a = open(terms, "warm-up") // starts the spare
 	a.Detach()
