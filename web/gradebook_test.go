@@ -61,13 +61,13 @@ func TestGradebookScriptedClass(t *testing.T) {
 	annDone := p["01-alpha"].CompletedAt.UTC().Format(time.RFC3339)
 	want := [][]string{
 		{"learner", "display_name", "lesson", "lesson_title", "score", "questions", "answer_seen", "completed", "completed_at", "attempts", "runs", "tasks_done", "tasks", "programs_passed", "programs", "program_runs",
-			"program_hints", "program_solutions", "mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email"},
+			"program_hints", "program_solutions", "mode", "opens_at", "closes_at", "attempt_limit", "counts", "revealed", "lms_user_id", "lms_email", "points", "points_max"},
 	}
 	// Most recently active first: bob answered after ann, cat only joined.
 	want = append(want,
-		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "1", "false", "", "4", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", ""},
-		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "0", "true", annDone, "4", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", ""},
-		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "0", "false", "", "0", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", ""},
+		[]string{bobID, "'=cmd", "01-alpha", "阿尔法", "1", "4", "1", "false", "", "4", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", "", "1", "4"},
+		[]string{annID, "Ann", "01-alpha", "阿尔法", "3", "4", "0", "true", annDone, "4", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", "", "3", "4"},
+		[]string{catID, "", "01-alpha", "阿尔法", "0", "4", "0", "false", "", "0", "0", "0", "0", "0", "0", "0", "0", "0", "practice", "", "", "", "", "", "", "", "0", "4"},
 	)
 	if len(got) != len(want) {
 		t.Fatalf("gradebook has %d rows, want %d:\n%q", len(got), len(want), got)
