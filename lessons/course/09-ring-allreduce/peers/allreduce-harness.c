@@ -70,9 +70,17 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* sent is the sum of sent_pkts over the rxe devices (rxe0, rxe1, ...). */
+/* sent is the sum of sent_pkts over the rxe devices (rxe0, rxe1, ...).
+ * The kernel keeps a port's hw_counters for a lifespan (10 ms by default,
+ * rounded up to jiffies: drivers/infiniband/core/sysfs.c) and answers
+ * reads within it from that copy, so reads here are 25 ms apart: never
+ * inside a timed all-reduce, as the ranks wait for go or are done. */
 static long long sent(void)
 {
+	static double last;
+	double wait = last + 0.025 - now();
+	if (wait > 0)
+		usleep((useconds_t)(wait * 1e6));
 	long long sum = 0;
 	for (int d = 0; d < 8; d++) {
 		char p[96];
@@ -85,6 +93,7 @@ static long long sent(void)
 			sum += v;
 		fclose(f);
 	}
+	last = now();
 	return sum;
 }
 
@@ -281,7 +290,7 @@ int main(int argc, char **argv)
 				publish(name, "", 0);
 				waiting = 1;
 			} else {
-				took[j] = now() - t0;
+				took[j] = now() - t0; /* before sent(), which may wait */
 				pkts[j] = sent() - p0;
 				done_steps = ++j;
 				waiting = 0;
