@@ -105,7 +105,7 @@ func TestProgramsCheck(t *testing.T) {
 	}
 }
 
-// TestBuiltinProgramHints: the built-in exercises of lessons 03 and 04
+// TestBuiltinProgramHints: the built-in exercises of lessons 03, 04 and 09
 // have hints, each in both languages, the Chinese written with Chinese
 // punctuation (code spans aside, where C is C).
 var zhGap = regexp.MustCompile(`\p{Han}\s+\p{Han}|[，。：；（）、“”]\s+|\s+[，。：；（）、“”]`)
@@ -116,7 +116,7 @@ func TestBuiltinProgramHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := regexp.MustCompile("`[^`]*`")
-	for _, slug := range []string{"03-verbs-lifecycle", "04-first-program"} {
+	for _, slug := range []string{"03-verbs-lifecycle", "04-first-program", "09-ring-allreduce"} {
 		l := c.Lesson(slug)
 		if l == nil || len(l.Programs) == 0 {
 			t.Fatalf("%s: no programs", slug)
