@@ -5,6 +5,7 @@
 # This script turns its report into the verdict, then runs Open MPI's
 # MPI_Allreduce over UCX on the same rxe devices, for comparison.
 say() { if [ "$LAB_LANG" = zh ]; then echo "$2"; else echo "$1"; fi; }
+start=$(date +%s) # the check has 30 s in all; the verdict must not wait on MPI
 rep="$LAB_PEER_OUT"
 total=$(awk '/^verified:/ {print $4}' "$rep")
 ok=$(awk '/^verified:/ {print $2}' "$rep")
@@ -120,10 +121,15 @@ done
 # The guest has 256 MB: small UCX queues (64, not 256) and no shared-memory
 # BTL keep four ranks out of the OOM killer's way.
 # Four ranks share one emulated CPU: idle ranks yield it, and mpirun gets
-# what is left of the check's 30 s.
+# what is left of the check's 30 s (12-15 s in the lab's tests).
 ooms=$(dmesg 2>/dev/null | grep -c 'Out of memory')
 t0=$(date +%s)
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 25 "$mpirun" --mca plm isolated --oversubscribe \
+left=$((27 - (t0 - start)))
+if [ "$left" -lt 5 ]; then
+	say "Open MPI's MPI_Allreduce was not run: only $left s of the check's 30 s were left." "没有运行 Open MPI 的 MPI_Allreduce：检查的 30 秒只剩 $left 秒。"
+	exit 0
+fi
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$left" "$mpirun" --mca plm isolated --oversubscribe \
 	--mca mpi_yield_when_idle 1 --mca pml ucx --mca btl self --mca pml_base_verbose 10 $args >"$d/out" 2>&1
 st=$?
 took=$(($(date +%s) - t0))
@@ -134,7 +140,7 @@ if [ -z "$res" ]; then
 	err=$(grep -v 'UCX  INFO\|pml_base\|mca: base\|select:\|selected ucx\|^ *$' "$d/out" | head -n 3 | cut -c 1-200 | tr '\n' ' ')
 	oom=$(dmesg 2>/dev/null | grep -o 'Out of memory: Killed process [0-9]* ([^)]*)' | tail -n 1)
 	if [ "$(dmesg 2>/dev/null | grep -c 'Out of memory')" -gt "$ooms" ]; then err="the kernel: $oom; $err"; fi
-	if [ "$took" -ge 25 ]; then err="it did not finish within 25 s (the check has 30 s in all), and was stopped; $err"; fi
+	if [ "$took" -ge "$left" ]; then err="it did not finish within the $left s left of the check's 30 s, and was stopped; $err"; fi
 	[ -n "$err" ] || err=$(grep -v 'UCX  INFO' "$d/out" | tail -n 2 | cut -c 1-200 | tr '\n' ' ')
 	say "Open MPI's MPI_Allreduce over UCX could not run here (mpirun exit $st): $err" "Open MPI 的 MPI_Allreduce（走 UCX）没能在这里运行（mpirun 退出状态 $st）：$err"
 	exit 0
