@@ -193,7 +193,7 @@ func TestAxe(t *testing.T) {
 
 // courseLessons are the built-in course's lessons, in order.
 var courseLessons = []string{"01-why-rdma", "02-lossless-roce", "03-verbs-lifecycle", "04-first-program",
-	"05-see-the-wire", "06-performance", "07-beyond-send-write", "08-upper-layers"}
+	"05-see-the-wire", "06-performance", "07-beyond-send-write", "08-upper-layers", "09-ring-allreduce"}
 
 // jsonString is v as a JavaScript literal.
 func jsonString(v any) (string, error) {
