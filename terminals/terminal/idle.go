@@ -26,11 +26,11 @@ import (
 // DefaultIdlePause is how long a learner's shell goes without a keystroke
 // or output before its guest is paused with the tab open (Terminals.IdlePause).
 //
-// 30 s: a class of 100 whose 90 idle guests run (1.5 % of a core each)
-// leaves the 10 who type an echo p95 of 400 ms on 2 cores, against 14 ms
-// once those are paused (BenchmarkClassOfHundred), so the sooner the
-// better; what it costs a learner is the resume at their next keystroke,
-// 2–15 ms.
+// 30 s: a class of 100 whose 90 idle guests run (1.2–1.5 % of a core
+// each) leaves the 10 who type an echo p95 of 52 ms on 2 quiet cores and
+// 403 ms beside other work, against 23 and 14 ms once those are paused
+// (BenchmarkClassOfHundred), so the sooner the better; what it costs a
+// learner is the resume at their next keystroke, 2–15 ms.
 const DefaultIdlePause = 30 * time.Second
 
 // idleCPU is the share of a core above which a guest counts as busy: an

@@ -25,8 +25,8 @@ import (
 // memory, 256 MiB; some 60 MiB of it mapped) is counted once.
 // An experiment guest costs about 500 MiB with its translation cache. An
 // idle shell with its tab open costs 0.5–1.7 % of a core (0.53 % over
-// 30 s settled, BenchmarkTerminal; 1.7 % in the minute after a class
-// opened, BenchmarkClassOfHundred), and nothing once it is paused: a
+// 30 s settled, BenchmarkTerminal, in one run, 1.47 % in another; 1.2–1.5 %
+// in the minute after a class of 100 opened, BenchmarkClassOfHundred), and nothing once it is paused: a
 // detached one at once, one with its tab open after IdlePause (idle.go).
 // So CPUs bound the tabs idle for less than IdlePause, not the guests
 // open; they are counted at 1 % each, on half of every core.
