@@ -123,6 +123,7 @@ done
 # Four ranks share one emulated CPU: idle ranks yield it, and mpirun gets
 # what is left of the check's 30 s (12-15 s in the lab's tests).
 ooms=$(dmesg 2>/dev/null | grep -c 'Out of memory')
+avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
 t0=$(date +%s)
 left=$((27 - (t0 - start)))
 if [ "$left" -lt 5 ]; then
@@ -139,7 +140,7 @@ if [ -z "$res" ]; then
 	# Open MPI's and UCX's own words, without their progress lines.
 	err=$(grep -v 'UCX  INFO\|pml_base\|mca: base\|select:\|selected ucx\|^ *$' "$d/out" | head -n 3 | cut -c 1-200 | tr '\n' ' ')
 	oom=$(dmesg 2>/dev/null | grep -o 'Out of memory: Killed process [0-9]* ([^)]*)' | tail -n 1)
-	if [ "$(dmesg 2>/dev/null | grep -c 'Out of memory')" -gt "$ooms" ]; then err="the kernel: $oom; $err"; fi
+	if [ "$(dmesg 2>/dev/null | grep -c 'Out of memory')" -gt "$ooms" ]; then err="the kernel: $oom (${avail} MB were available to start with); $err"; fi
 	if [ "$took" -ge "$left" ]; then err="it did not finish within the $left s left of the check's 30 s, and was stopped; $err"; fi
 	[ -n "$err" ] || err=$(grep -v 'UCX  INFO' "$d/out" | tail -n 2 | cut -c 1-200 | tr '\n' ' ')
 	say "Open MPI's MPI_Allreduce over UCX could not run here (mpirun exit $st): $err" "Open MPI 的 MPI_Allreduce（走 UCX）没能在这里运行（mpirun 退出状态 $st）：$err"
