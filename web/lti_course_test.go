@@ -610,6 +610,27 @@ func TestLTITasksCompleteTheLesson(t *testing.T) {
 	}
 }
 
+// gradebookCSV is the gradebook export of the class of LMS course as an
+// instructor gets it, with its columns by name.
+func (e *ltiEnv) gradebookCSV(course string) (rows [][]string, col map[string]int) {
+	e.t.Helper()
+	res, err := e.teacher().Get(e.HTTP.URL + "/instructor/export/gradebook.csv?class=" + strconv.FormatInt(e.classOf(course), 10))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	rows, err = csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		e.t.Fatalf("export: %v\n%s", err, b)
+	}
+	col = map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return rows, col
+}
+
 // TestLTIExportCarriesLMSID: the gradebook export names each LMS learner
 // by the LMS's user id and email, to match the LMS gradebook.
 func TestLTIExportCarriesLMSID(t *testing.T) {
@@ -617,21 +638,7 @@ func TestLTIExportCarriesLMSID(t *testing.T) {
 	c := e.browser()
 	e.launch(c, ltitest.Message{Sub: "lms-77", Name: "Mei Chen", Email: "mei@school.edu", ContextID: "course-1"})
 	e.answer(c, "demo/pick-one", `{"answer":"a"}`)
-	in := e.teacher()
-	res, err := in.Get(e.HTTP.URL + "/instructor/export/gradebook.csv?class=" + strconv.FormatInt(e.classOf("course-1"), 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("export: %v\n%s", err, b)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := e.gradebookCSV("course-1")
 	if r := rows[1]; r[col["lms_user_id"]] != "lms-77" || r[col["lms_email"]] != "mei@school.edu" {
 		t.Errorf("export row: %q (header %q)", r, rows[0])
 	}
@@ -737,21 +744,7 @@ func TestLTIProgramsScore(t *testing.T) {
 	if got := e.scoreAfter(len(s)).Score; got.ScoreGiven != 2 || got.ActivityProgress != "InProgress" {
 		t.Errorf("a program passed after its solution was shown: %v (%s), want still 2, in progress (3 questions unanswered)", got.ScoreGiven, got.ActivityProgress)
 	}
-	in := e.teacher()
-	res, err := in.Get(e.HTTP.URL + "/instructor/export/gradebook.csv?class=" + strconv.FormatInt(e.classOf("course-1"), 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("export: %v\n%s", err, b)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := e.gradebookCSV("course-1")
 	if r := rows[1]; r[col["points"]] != "2" || r[col["points_max"]] != "6" || r[col["programs_passed"]] != "2" || r[col["score"]] != "1" {
 		t.Errorf("export row: %q (header %q); want points 2 of 6, programs passed 2, score 1", r, rows[0])
 	}
