@@ -208,7 +208,8 @@ func testDSCPECN(t *testing.T, ex executor) {
 }
 
 // testRetrySeven: Soft-RoCE never decrements retry_cnt 7, so a dead link
-// never fails the WRITE; the experiment says so after twelve timeouts.
+// never fails the WRITE; the experiment says so once it has seen a ninth
+// try, one more than the IB spec allows.
 func testRetrySeven(t *testing.T, ex executor) {
 	rec := ex.run(t, "retry-budget", map[string]any{"timeout": 12, "retry_cnt": 7})
 	r := rec.result(t)
