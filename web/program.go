@@ -89,6 +89,7 @@ var programStrings = page.Table{
 		"prog.exit":          "你的程序以状态 %d 退出。",
 		"prog.signal":        "你的程序被信号结束：%s。",
 		"prog.phase.peer":    "启动实验室在 rxe1 上的对端",
+		"prog.phase.harness": "启动实验室的测试框架：由它给各个 rank 发输入、计时并核对结果",
 		"prog.phase.compile": "用 tcc 编译",
 		"prog.phase.run":     "运行你的程序",
 		"prog.phase.check":   "检查设备上发生了什么",
@@ -140,6 +141,7 @@ var programStrings = page.Table{
 		"prog.exit":          "Your program exited with status %d.",
 		"prog.signal":        "Your program was ended by a signal: %s.",
 		"prog.phase.peer":    "Starting the lab's peer on rxe1",
+		"prog.phase.harness": "Starting the lab's harness: it hands the ranks their inputs, times them and checks the result",
 		"prog.phase.compile": "Compiling with tcc",
 		"prog.phase.run":     "Running your program",
 		"prog.phase.check":   "Checking what happened on the device",
@@ -416,7 +418,11 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 			printed.add(ev.Message)
 		}
 		if ev.Type == sandbox.EvPhase {
-			ev.Messages = both("prog.phase." + ev.Name)
+			name := ev.Name
+			if name == "peer" && req.Ranks > 1 {
+				name = "harness" // a ranked program's peer is its harness, not a peer on rxe1
+			}
+			ev.Messages = both("prog.phase." + name)
 			ev.Message = ev.Messages["en"]
 		}
 		if ev.Type == sandbox.EvLog && ev.Name == "peer" {

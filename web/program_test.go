@@ -252,3 +252,58 @@ func TestProgramHintOneLanguage(t *testing.T) {
 		}
 	}
 }
+
+// peerPhasePrograms is a ProgramRunner that says it starts the peer, then
+// fails the check.
+type peerPhasePrograms struct{}
+
+func (peerPhasePrograms) RunProgram(_ context.Context, _ string, _ rdmalab.Program, _ string, emit func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	emit(sandbox.Event{Type: sandbox.EvPhase, Name: "peer"})
+	return rdmalab.ProgramEnd{Stage: "check", Check: []byte("no")}, nil
+}
+
+// TestProgramHarnessPhase: a ranked program's peer is the lab's harness,
+// and its phase says so in both languages; a one-rank program's is the
+// peer on rxe1.
+func TestProgramHarnessPhase(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := course.Lesson("04-first-program").Programs[0]
+	learner := store.NewLearnerID()
+	for _, c := range []struct {
+		ranks      int
+		en, zh     string
+		notEn, not string
+	}{{1, "peer on rxe1", "对端", "harness", "测试框架"}, {4, "harness", "测试框架", "rxe1", "rxe1"}} {
+		id := fmt.Sprintf("prog-phase-%d", c.ranks)
+		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
+		if err := env.Hub.RunCreated(info); err != nil {
+			t.Fatal(err)
+		}
+		env.Server.runProgram(peerPhasePrograms{}, id, learner, "04-first-program", p, rdmalab.Program{Ranks: c.ranks}, "en")
+		evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		for _, ev := range evs {
+			if ev.Type != sandbox.EvPhase || ev.Name != "peer" {
+				continue
+			}
+			seen = true
+			en, zh := ev.Messages.Get("en"), ev.Messages.Get("zh")
+			if !strings.Contains(en, c.en) || !strings.Contains(zh, c.zh) || strings.Contains(en, c.notEn) || strings.Contains(zh, c.not) {
+				t.Errorf("ranks %d: phase says %q / %q", c.ranks, en, zh)
+			}
+			if p := zhcheck.Prose(zh); len(p) > 0 {
+				t.Errorf("ranks %d: the phase's Chinese %q holds English %q", c.ranks, zh, p)
+			}
+		}
+		if !seen {
+			t.Errorf("ranks %d: no peer phase among %+v", c.ranks, evs)
+		}
+	}
+}
