@@ -1,0 +1,5 @@
+//go:build race
+
+package attackcost
+
+const raceEnabled = true
