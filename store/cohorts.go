@@ -71,12 +71,17 @@ func (sc Scope) during(col, at string) string {
 		AND ` + at + ` >= tm.joined_at AND (tc.archived_at IS NULL OR ` + at + ` < tc.archived_at))`
 }
 
-// activityExists is "learner l did something" from the activity tables.
+// activityExists is "learner l did something" from the activity tables,
+// the same learners ClassLearnersIn counts: program records count (a hint
+// revealed or the solution shown before any run is a program_progress
+// row), or the dashboard's progress and lesson counts left out learners
+// its learner list showed.
 const activityExists = `(l.display_name != ''
 	OR EXISTS (SELECT 1 FROM attempts a WHERE a.learner = l.id)
 	OR EXISTS (SELECT 1 FROM runs r WHERE r.learner = l.id)
 	OR EXISTS (SELECT 1 FROM progress p WHERE p.learner = l.id AND p.completed_at IS NOT NULL)
 	OR EXISTS (SELECT 1 FROM task_progress t WHERE t.learner = l.id)
+	OR EXISTS (SELECT 1 FROM program_progress pp WHERE pp.learner = l.id)
 	OR EXISTS (SELECT 1 FROM cohort_members m WHERE m.learner = l.id))`
 
 // cond is the condition on learners row l of being in scope; activity

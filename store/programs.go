@@ -309,8 +309,7 @@ func (db *DB) programTx(ctx context.Context, what, learner string, fn func(*sql.
 // classes they may see.
 func (db *DB) LearnerInScope(ctx context.Context, sc Scope, learner string) (bool, error) {
 	var in bool
-	activity := `(` + activityExists + ` OR EXISTS (SELECT 1 FROM program_progress pp WHERE pp.learner = l.id))`
-	err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM learners l WHERE l.id = ? AND `+sc.cond(activity)+`)`, learner).Scan(&in)
+	err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM learners l WHERE l.id = ? AND `+sc.cond(activityExists)+`)`, learner).Scan(&in)
 	if err != nil {
 		return false, fmt.Errorf("store: learner in scope: %w", err)
 	}

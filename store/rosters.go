@@ -403,6 +403,12 @@ var mergeSQL = map[string][]string{
 			source = CASE WHEN excluded.reset_at > reset_at THEN excluded.source ELSE source END,
 			reset_at = MAX(reset_at, excluded.reset_at)`,
 		`DELETE FROM program_resets WHERE learner = ?1`},
+	// A board's entry moves with its label; where into is on the board
+	// already, into's own entry (and choice of name) stays.
+	"leaderboard_entries": {`UPDATE leaderboard_entries SET learner = ?2 WHERE learner = ?1
+		AND NOT EXISTS (SELECT 1 FROM leaderboard_entries x WHERE x.learner = ?2 AND x.cohort_id = leaderboard_entries.cohort_id
+		                AND x.lesson = leaderboard_entries.lesson AND x.program = leaderboard_entries.program)`,
+		`DELETE FROM leaderboard_entries WHERE learner = ?1`},
 	"cohort_members": {`INSERT INTO cohort_members (cohort_id, learner, joined_at)
 		SELECT cohort_id, ?2, joined_at FROM cohort_members WHERE learner = ?1 AND true
 		ON CONFLICT (cohort_id, learner) DO UPDATE SET joined_at = MIN(joined_at, excluded.joined_at)`,
