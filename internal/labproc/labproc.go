@@ -150,7 +150,12 @@ func Start(opt Options) (*Server, error) {
 				}
 			}
 		}
-		_, _ = io.Copy(io.Discard, pr)
+		// A line past the scanner's 1 MiB ends the reading of lines;
+		// what follows that line's first MiB is still counted.
+		n, _ := io.Copy(io.Discard, pr)
+		s.logs.mu.Lock()
+		s.logs.bytes += n
+		s.logs.mu.Unlock()
 	}()
 	select {
 	case u := <-urlc:
@@ -230,6 +235,14 @@ func (s *Server) Exited() bool {
 	}
 }
 
+// LogBytes is how many bytes the server has printed so far (its log,
+// counted whole, also past what Logs keeps).
+func (s *Server) LogBytes() int64 {
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	return s.logs.bytes
+}
+
 // Logs is everything the server has printed so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
@@ -250,6 +263,7 @@ type logBuffer struct {
 	head    strings.Builder
 	tail    []string
 	dropped int
+	bytes   int64 // every line's, newline included
 	tee     io.Writer
 }
 
@@ -258,6 +272,7 @@ const tailLines = 500
 func (b *logBuffer) add(line string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.bytes += int64(len(line)) + 1
 	if b.tee != nil {
 		fmt.Fprintln(b.tee, line)
 	}
