@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 )
 
 // TestLTIFramingLearnerPagesOnly is issue 43, fall 8: once an LMS was
@@ -18,6 +20,8 @@ func TestLTIFramingLearnerPagesOnly(t *testing.T) {
 	c := e.browser()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	framed := "frame-ancestors 'self' " + e.Platform.Issuer()
+	cost := attackcost.WatchSelf(func() int64 { return int64(len(e.Logs.String())) })
+	defer func() { cost.Stop().Check(t, "fall 8 framing (in-process)") }()
 	for _, tc := range []struct {
 		path   string
 		framed bool

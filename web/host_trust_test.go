@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/lti/ltitest"
 )
 
@@ -36,6 +37,7 @@ func TestLTIForgedHost(t *testing.T) {
 		}
 		return u.Query().Get("redirect_uri")
 	}
+	cost := attackcost.WatchSelf(func() int64 { return int64(len(e.Logs.String())) })
 	lab := strings.TrimPrefix(e.HTTP.URL, "http://")
 	port := lab[strings.LastIndex(lab, ":"):]
 	for _, host := range []string{"evil.example", "evil.example" + port, "203.0.113.9" + port, "[2001:db8::1]" + port} {
@@ -50,6 +52,7 @@ func TestLTIForgedHost(t *testing.T) {
 			t.Errorf("Host %q (names the lab): redirect_uri %q, want it kept", host, got)
 		}
 	}
+	cost.Stop().Check(t, "fall 10 forged Host at the LTI login (in-process)")
 	if n := strings.Count(e.Logs.String(), "Host is not this lab's address"); n != 1 {
 		t.Errorf("the untrusted Host warning logged %d times for 12 requests, want once a minute", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
@@ -260,13 +261,16 @@ func TestRefusedTrickledBodyClosed(t *testing.T) {
 // looked at the error, and net/http then went on draining what was left
 // of the body (up to 256 KiB) with no deadline, so the connection stayed
 // open for as long as the trickle went on. Now it is closed right after
-// the 408, well before the trickle of 4,000 bytes (13 minutes) could end.
+// the 408, well before the trickle of 4,000 bytes (13 minutes) could end;
+// an honest learner's page loads while the trickle goes on. (faults'
+// TestTrickledBodiesRealServer does this to bin/labserver, 64 times over.)
 func TestTimedOutBodyClosed(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
 	srv := httptest.NewUnstartedServer(env.Server.Handler())
 	env.Server.cfg.Limits.BodyTimeout = time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
+	cost := attackcost.WatchSelf(func() int64 { return int64(env.Logs.Len()) })
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +287,14 @@ func TestTimedOutBodyClosed(t *testing.T) {
 			sent.Add(1)
 		}
 	}()
+	if res, err := http.Get(srv.URL + "/"); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("an honest learner's page during the trickle: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
 	c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	got, err := io.ReadAll(c)
+	cost.Stop().Check(t, "fall 5 trickled body (in-process)")
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("the connection was still open 20 s after its body timed out (%d bytes trickled; answer so far %.80q)", sent.Load(), got)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
@@ -46,6 +47,7 @@ func TestProgramRunsShareTerminalBounds(t *testing.T) {
 	p := course.Lesson("04-first-program").Programs[0]
 	const attacker, victim = "203.0.113.9", "198.51.100.7"
 	var codes []int
+	cost := attackcost.WatchSelf(func() int64 { return int64(env.Logs.Len()) })
 	for range 6 {
 		c := learnerFrom(t, env, attacker)
 		req, _ := http.NewRequest("POST", env.HTTP.URL+"/api/lessons/04-first-program/programs/"+p.ID+"/run",
@@ -71,6 +73,7 @@ func TestProgramRunsShareTerminalBounds(t *testing.T) {
 	}
 	ws, said := termDial(t, env, learnerFrom(t, env, victim), victim)
 	defer ws.CloseNow()
+	cost.Stop().Check(t, "fall 3 program runs past the terminal bound (in-process, fake terminals)")
 	if said != "shell" {
 		t.Errorf("the learner elsewhere: %q, want a shell", said)
 	}

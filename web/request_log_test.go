@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/runs/runner"
 )
 
@@ -14,8 +15,9 @@ import (
 // with long paths wrote 1.45 GB of log. Here 1,500 GETs from one address,
 // each with a 4 KB path, go to a real server: the log grows by a few
 // lines' worth (the path clipped, the address's share, one line saying it
-// is over its share), not by the 6 MB of the paths; another address is
-// still logged meanwhile, and a header block past MaxHeaderBytes is
+// is over its share), not by the 6 MB of the paths; an honest learner
+// on another address loads pages during the flood, another address is
+// still logged afterwards, and a header block past MaxHeaderBytes is
 // refused with 431.
 func TestRequestLogFlood(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
@@ -39,10 +41,19 @@ func TestRequestLogFlood(t *testing.T) {
 	}
 	before := env.Logs.Len()
 	long := "/lessons/" + strings.Repeat("x", 4000)
-	for range 1500 {
-		if code := get(long, "198.51.100.7", 0); code != http.StatusNotFound {
-			t.Fatalf("flood request: %d", code)
+	honest := 0
+	attackcost.Measure(t, "fall 6 request-log flood (in-process)", func() int64 { return int64(env.Logs.Len()) }, func() {
+		for i := range 1500 {
+			if code := get(long, "198.51.100.7", 0); code != http.StatusNotFound {
+				t.Fatalf("flood request: %d", code)
+			}
+			if i%100 == 0 && get("/", "192.0.2.44", 0) == http.StatusOK { // an honest learner elsewhere
+				honest++
+			}
 		}
+	})
+	if honest != 15 {
+		t.Errorf("an honest learner's pages during the flood: %d of 15 loaded", honest)
 	}
 	grown := env.Logs.Len() - before
 	logs := env.Logs.String()[before:]
