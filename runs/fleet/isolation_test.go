@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/terminals/placement"
 )
@@ -22,18 +24,24 @@ import (
 // is a real `labserver worker` process and A, with its own valid nkey,
 // floods its own heartbeat and event subjects as fast as it can (512 KiB
 // events, beats back to back) while three runs go to B: each ends done
-// on B, and B stays listed throughout.
+// on B, and B stays listed throughout. What the flood cost is measured
+// twice: the test process, which holds the server (its fleet and NATS
+// server, as in labserver, and A's own publishers), and B's process.
 func TestOneWorkerCannotFailAnother(t *testing.T) {
 	labserverBin(t) // the worker process: built first, skipped under -short
 	seedA, ka := newKey(t, "noisy")
 	seedB, kb := newKey(t, "honest")
-	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir()})
+	var logs syncBuffer
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	startNkeyWorker(t, s.Addr(), "honest", seedB)
+	wb := startNkeyWorker(t, s.Addr(), "honest", seedB)
 	waitWorkers(t, s, 1)
+	server := attackcost.WatchSelf(logs.Len)
+	worker := attackcost.Watch(wb.cmd.Process.Pid, wb.out.Len)
 
 	flood, stop := context.WithCancel(t.Context())
 	defer stop()
@@ -82,6 +90,8 @@ func TestOneWorkerCannotFailAnother(t *testing.T) {
 		}
 	}
 	stop()
+	server.Stop().Check(t, "fall 4 worker A floods its subjects: the server")
+	worker.Stop().Check(t, "fall 4 worker A floods its subjects: worker B's process")
 	if lost > 0 {
 		t.Errorf("B was not listed alive after %d of 3 runs during A's flood", lost)
 	}
@@ -108,7 +118,9 @@ func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
 	termOpenWait = 20 * time.Second
 	seedA, ka := newKey(t, "noisy")
 	seedB, kb := newKey(t, "honest")
-	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir()})
+	var logs syncBuffer
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +136,7 @@ func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
 	})
 	waitTermWorker(t, s, "honest")
 
+	cost := attackcost.WatchSelf(logs.Len)
 	flood, stop := context.WithCancel(t.Context())
 	defer stop()
 	var sent atomic.Int64
@@ -166,7 +179,15 @@ func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
 		}
 	}
 	stop()
+	cost.Stop().Check(t, "fall 4 worker A floods its terminal output (in-process server)")
 	if !s.TermUsable("honest") {
 		t.Error("B was blamed for A's flood: it is no longer offered terminals")
 	}
+}
+
+// Len is how many bytes were written (a log's size, for attackcost).
+func (s *syncBuffer) Len() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(s.b.Len())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
@@ -245,11 +246,15 @@ func TestRogueWorkerPlacesCapped(t *testing.T) {
 	termProbation = time.Second
 	seedE, kE := newKey(t, "evil")
 	seedH, kH := newKey(t, "honest")
-	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{kE, kH}, StoreDir: t.TempDir()})
+	var logs syncBuffer
+	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{kE, kH}, StoreDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	cost := attackcost.WatchSelf(logs.Len)
+	defer func() { cost.Stop().Check(t, "fall 10 rogue worker advertises 64 places (in-process server)") }()
 	evil := connectRogue(t, s.Addr(), "evil", nkeyOpt(t, seedE))
 	honest := connectRogue(t, s.Addr(), "honest", nkeyOpt(t, seedH))
 	handWorker(t, evil, "evil", 64, func(string) {})
