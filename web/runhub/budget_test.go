@@ -1,19 +1,21 @@
 package runhub
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	rdmalab "github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -24,7 +26,9 @@ import (
 // lab server proportionately — its heap while the events are stored and
 // streamed, the database, and the replay a browser downloads. At the old
 // budget (64 MiB) one such run cost 237 MB of memory, 104 MB of database
-// and a 67 MB replay.
+// and a 67 MB replay. The whole process's cost is checked against issue
+// 43's bounds too (attackcost), and another learner's run, its events
+// sent between the budget run's, keeps every one of them.
 func TestRunBudgetCost(t *testing.T) {
 	const limit = 32 << 20 // each cost at most
 	for _, tc := range []struct {
@@ -43,14 +47,22 @@ func TestRunBudgetCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			hub := New(db, nil)
-			id := "budget-run"
-			if err := db.CreateRun(context.Background(), rdmalab.RunInfo{ID: id, Learner: store.NewLearnerID(), Experiment: "ticks", Status: rdmalab.StatusRunning}); err != nil {
-				t.Fatal(err)
+			var logs lockedBuffer
+			hub := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
+			id, honestID := "budget-run", "honest-run"
+			for _, r := range []string{id, honestID} {
+				if err := db.CreateRun(context.Background(), rdmalab.RunInfo{ID: r, Learner: store.NewLearnerID(), Experiment: "ticks", Status: rdmalab.StatusRunning}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			before := dirSize(t, dir)
-			var budget, n int
-			grew := heapGrowth(func() {
+			var budget, n, honest int
+			every := 4 // budget events between two of the other run's
+			if tc.events > 0 {
+				every = 1000
+			}
+			meter := attackcost.WatchSelf(logs.Len)
+			func() {
 				var batch []rdmalab.Event
 				for seq := int64(1); ; seq++ {
 					ev := rdmalab.Event{Seq: seq, Time: time.Now(), Type: rdmalab.EvLog, Message: tc.msg}
@@ -66,9 +78,17 @@ func TestRunBudgetCost(t *testing.T) {
 						hub.RunEvents(id, batch)
 						batch = nil
 					}
+					if n%every == 0 { // the other run's events, between these
+						honest++
+						hub.RunEvents(honestID, []rdmalab.Event{{Seq: int64(honest), Time: time.Now(), Type: rdmalab.EvLog, Message: "honest"}})
+					}
 				}
 				hub.RunEvents(id, append(batch, rdmalab.Event{Seq: int64(n + 1), Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusFailed}))
-			})
+				hub.RunEvents(honestID, []rdmalab.Event{{Seq: int64(honest + 1), Time: time.Now(), Type: rdmalab.EvStatus, Status: rdmalab.StatusDone}})
+			}()
+			cost := meter.Stop()
+			cost.Check(t, "fall 10 one run's whole event budget ("+tc.name+")")
+			grew := cost.HeapGrowth
 			db.Close()
 			disk := dirSize(t, dir) - before
 			db, err = store.Open(filepath.Join(dir, "lab.db"))
@@ -83,7 +103,14 @@ func TestRunBudgetCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			replay, _ := io.Copy(io.Discard, rec.Body)
-			t.Logf("%d events, %d MiB of budget: heap +%d MiB, database +%d MiB, replay %d MiB", n, budget>>20, grew>>20, disk>>20, replay>>20)
+			rec = httptest.NewRecorder()
+			if err := hub.Stream(rec, httptest.NewRequest(http.MethodGet, "/api/runs/"+honestID+"/events", nil), honestID, func() error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(rec.Body.String(), `"message":"honest"`); got != honest || !strings.Contains(rec.Body.String(), `"status":"done"`) {
+				t.Errorf("the other learner's run kept %d of its %d events sent meanwhile (done: %v)", got, honest, strings.Contains(rec.Body.String(), `"status":"done"`))
+			}
+			t.Logf("%d events, %d MiB of budget: heap +%d MiB, database +%d MiB, replay %d MiB; the other run's %d events meanwhile kept", n, budget>>20, grew>>20, disk>>20, replay>>20, honest)
 			for what, v := range map[string]int64{"the server's heap": int64(grew), "the database": disk, "the replay": replay} {
 				if v > limit {
 					t.Errorf("one run's event budget costs %s %d MiB, want at most %d MiB", what, v>>20, limit>>20)
@@ -93,34 +120,23 @@ func TestRunBudgetCost(t *testing.T) {
 	}
 }
 
-// heapGrowth is how far the heap in use rose above where it was while f ran.
-func heapGrowth(f func()) uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	base := m.HeapInuse
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	go func() {
-		var m runtime.MemStats
-		for {
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	f()
-	close(done)
-	if p := peak.Load(); p > base {
-		return p - base
-	}
-	return 0
+// lockedBuffer is a log the hub may write from any goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// Len is the bytes logged so far.
+func (l *lockedBuffer) Len() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(l.b.Len())
 }
 
 // dirSize is the bytes of the files in dir (the database, its WAL).
