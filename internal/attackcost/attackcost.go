@@ -25,11 +25,13 @@ package attackcost
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -212,6 +214,26 @@ func Measure(t testing.TB, what string, logLen func() int64, attack func()) Cost
 	c.Check(t, what)
 	return c
 }
+
+// LogCounter is a server's log writer that counts what passes through
+// it to W (nil: discarded), for a server whose log has no size of its own
+// to ask: give it as the server's log and Len as Watch's logLen.
+type LogCounter struct {
+	W io.Writer
+	n atomic.Int64
+}
+
+// Write counts p and passes it on.
+func (c *LogCounter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	if c.W == nil {
+		return len(p), nil
+	}
+	return c.W.Write(p)
+}
+
+// Len is the bytes written so far.
+func (c *LogCounter) Len() int64 { return c.n.Load() }
 
 // status is /proc/PID/status's memory lines in bytes (missing when the
 // process is gone).

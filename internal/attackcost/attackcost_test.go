@@ -74,6 +74,20 @@ func TestWatchSelf(t *testing.T) {
 	}
 }
 
+// TestLogCounter: what is written is counted and passed on.
+func TestLogCounter(t *testing.T) {
+	var b strings.Builder
+	c := &LogCounter{W: &b}
+	fmt.Fprint(c, "one line\n")
+	fmt.Fprint(c, "two\n")
+	if c.Len() != 13 || b.String() != "one line\ntwo\n" {
+		t.Errorf("counted %d, passed on %q", c.Len(), b.String())
+	}
+	if n, err := (&LogCounter{}).Write([]byte("x")); n != 1 || err != nil {
+		t.Errorf("with no W: %d %v", n, err)
+	}
+}
+
 // recorder is a testing.TB that keeps what would fail the test.
 type recorder struct {
 	testing.TB

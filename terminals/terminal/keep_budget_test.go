@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 )
 
@@ -96,7 +97,9 @@ func TestKeepClientShare(t *testing.T) {
 		{"with a share below one machine", 1 * mib}, // counts as one machine (MaxBytes)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t), TotalMax: 30 * mib, ClientMax: tc.clientMax, MaxBytes: 4 * mib}
+			logger, logs := countedLogger(t)
+			k := &Keep{Dir: t.TempDir(), Logger: logger, TotalMax: 30 * mib, ClientMax: tc.clientMax, MaxBytes: 4 * mib}
+			cost := attackcost.WatchSelf(logs.Len)
 			// Three honest learners, each on an address of their own,
 			// kept hours ago (older than anything the attacker saves).
 			for i := range 3 {
@@ -106,6 +109,7 @@ func TestKeepClientShare(t *testing.T) {
 			for i := range 64 {
 				put(k, fmt.Sprint("cookie-", i), "203.0.113.9", time.Duration(64-i)*time.Minute)
 			}
+			cost.Stop().Check(t, "fall 10 64 kept machines from one address ("+tc.name+")")
 			if bytes, _ := k.Usage(); bytes > k.TotalMax {
 				t.Errorf("kept %d MiB, over the budget of %d MiB", bytes>>20, k.TotalMax>>20)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/machines/vm"
 	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
@@ -89,8 +90,11 @@ func TestPeerFolderRace(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = vmtest.OwnCache(t)
 	cfg.Accel = vm.AccelTCG
+	var logs *attackcost.LogCounter
+	cfg.Logger, logs = countedLogger(t)
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
+	cost := attackcost.WatchSelf(logs.Len)
 	ctx := context.Background()
 	a, err := terms.Attach(ctx, "learner-race", 24, 200)
 	if err != nil {
@@ -159,6 +163,7 @@ func TestPeerFolderRace(t *testing.T) {
 		`stat -c '%n %a %U' /run /run/rdmalab-peer 2>&1; cat /proc/sys/fs/protected_symlinks /proc/sys/fs/protected_regular; `+
 		`unshare -U true 2>/dev/null && echo USERNS-$((7*7)) || echo nouserns-$((6*6))`, "after")
 	t.Logf("after the race (%d/%d runs refused):\n%s", refused, runs, out)
+	cost.Stop().Check(t, "fall 1 peer deep-folder race (in-process terminals, real guest)")
 	if strings.Contains(out, "ROOT-RAN-2") || !strings.Contains(out, "no-mark-5") {
 		t.Errorf("root ran the learner's peer.c:\n%s", out)
 	}

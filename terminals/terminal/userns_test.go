@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 )
 
 // TestLearnerHasNoUserNamespace (issue 43): a learner's shell (uid 1000)
@@ -13,8 +15,12 @@ import (
 // (machines/vmguest/initscript). unshare is in the image, so a guest that
 // allowed it would print rc=0.
 func TestLearnerHasNoUserNamespace(t *testing.T) {
-	terms := &Terminals{Cfg: testConfig(t), Max: 1, Spares: -1}
+	cfg := testConfig(t)
+	var logs *attackcost.LogCounter
+	cfg.Logger, logs = countedLogger(t)
+	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
+	cost := attackcost.WatchSelf(logs.Len)
 	a, err := terms.Attach(context.Background(), "learner-userns", 24, 200)
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +30,7 @@ func TestLearnerHasNoUserNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := readUntil(t, a, "done-42")
+	cost.Stop().Check(t, "fall 10 user namespace (in-process terminals, real guest)")
 	t.Logf("the learner's shell:\n%s", out)
 	for _, want := range []string{"1000\r\n", "/unshare\r\n", "\r\n0\r\n", "Operation not permitted", "rc=1"} {
 		if !strings.Contains(out, want) {
