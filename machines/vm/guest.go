@@ -51,6 +51,11 @@ type Guest struct {
 
 	ram     *guestRAM // where its RAM lives (sharedram.go); nil: QEMU's own
 	bootRAM string    // the RAM file this guest writes, removed when it stops unless a snapshot took it
+	// ramFile is the RAM file this guest maps copy-on-write, open: the
+	// file a kept state is diffed against (keepdiff.go), whatever its
+	// name becomes meanwhile.
+	ramFile *os.File
+	ramMu   sync.Mutex // ramFile: Stop closes it while a save may read it
 }
 
 // StartGuest boots a guest from im and returns once its agent said hello,
@@ -93,6 +98,11 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 	if g.ram != nil && g.ram.shared {
 		g.bootRAM = g.ram.file
 	}
+	if g.ram != nil && g.ram.file != "" && !g.ram.shared {
+		// Opened before QEMU maps it: the same file. Without it the
+		// guest runs as well; its kept state then holds all its RAM.
+		g.ramFile, _ = os.Open(g.ram.file)
+	}
 	args := qemuArgs(cfg, im, accel, sock, consoleFIFO(runDir), shell)
 	args = append(args, g.ram.args(cfg.MemoryMiB)...)
 	incoming := filepath.Join(runDir, "incoming.sock")
@@ -134,6 +144,9 @@ func startGuest(ctx context.Context, cfg Config, im *vmimage.Image, accel string
 		os.RemoveAll(runDir)
 		if g.bootRAM != "" {
 			os.Remove(g.bootRAM)
+		}
+		if g.ramFile != nil {
+			g.ramFile.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", qemu, err)
 	}
@@ -364,6 +377,12 @@ func (g *Guest) Stop() {
 	if g.bootRAM != "" {
 		os.Remove(g.bootRAM)
 	}
+	g.ramMu.Lock()
+	if g.ramFile != nil {
+		g.ramFile.Close()
+		g.ramFile = nil
+	}
+	g.ramMu.Unlock()
 }
 
 // Fail ends every call in flight with reason (the guest died or hung).

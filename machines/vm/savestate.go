@@ -29,6 +29,15 @@ import (
 // a margin raw) and never trusts what it reads back: a state that does
 // not load makes QEMU exit, and the backend boots a fresh guest.
 //
+// A guest that maps the snapshot's RAM file copy-on-write is saved as
+// what differs from that file (keepdiff.go): the pages it never wrote are
+// left out, and the restore maps the same file again. The file is kept
+// by a hard link in the kept machines' directory while a state refers to
+// it (package terminal removes the link with the last such state), so a
+// snapshot replaced meanwhile takes nothing from it. A guest with private
+// RAM, or whose file cannot be linked there (another file system, the
+// file already replaced), is saved whole, as before.
+//
 // zstd (github.com/klauspost/compress, already in the module graph through
 // NATS): an idle guest's RAM is mostly zeros and page cache, which it
 // compresses ~10× at a few hundred MB/s per core; gzip is 3–5× slower at
@@ -40,8 +49,15 @@ type SavedState struct {
 	Key   string        // the snapshot key of the guest saved: it restores only into a guest of the same key
 	Hello vmproto.Hello // what its agent said when it came up
 	Bytes int64         // the file's size
-	Raw   int64         // the migration stream's size
+	Raw   int64         // the migration stream's size, as QEMU sent it
 	Took  time.Duration
+	// Base is the RAM file the state holds the differences from (a hard
+	// link SaveState made in its baseDir): the restore maps it. "": the
+	// state holds all the guest's RAM.
+	Base string
+	// Diff is the stream's size once the pages equal to Base's were left
+	// out (Raw when saved whole); Dropped, how many pages were.
+	Diff, Dropped int64
 	// NextID and Open: the agent connection's next request id and the
 	// channels open at the save (shells), so that the restored guest's
 	// new connection neither reuses an id the agent still knows nor keeps
@@ -59,9 +75,11 @@ var ErrNoGuest = errors.New("no guest is up")
 // SaveState stops b's guest and writes its state into path: at most max
 // bytes compressed and the guest's RAM plus a margin raw, beyond which
 // the save stops with ErrStateTooBig (Raw says how far it got). open are
-// the channels still open. The guest stays stopped (no health pings):
-// Close b afterwards.
-func (b *Backend) SaveState(ctx context.Context, path string, max int64, open []uint64) (SavedState, error) {
+// the channels still open. With baseDir, a guest that maps the snapshot's
+// RAM file is saved as what differs from it, the file hard-linked into
+// baseDir (SavedState.Base); "" saves it whole. The guest stays stopped
+// (no health pings): Close b afterwards.
+func (b *Backend) SaveState(ctx context.Context, path string, max int64, open []uint64, baseDir string) (SavedState, error) {
 	g, key := b.Current()
 	if g == nil || key == "" {
 		return SavedState{}, ErrNoGuest
@@ -71,8 +89,28 @@ func (b *Backend) SaveState(ctx context.Context, path string, max int64, open []
 	g.client.mu.Unlock()
 	b.paused.Store(true) // no health pings at a stopped guest
 	begin := time.Now()
-	raw, n, err := g.migrateTo(ctx, path, max, keptRawMax(b.cfg))
-	return SavedState{Path: path, Key: key, Hello: g.Hello, Bytes: n, Raw: raw, Took: time.Since(begin), NextID: next, Open: open}, err
+	var base []byte
+	var baseName string
+	if baseDir != "" {
+		g.ramMu.Lock()
+		if g.ramFile != nil {
+			p, err := linkBase(g.ramFile, baseDir)
+			var unmap func()
+			if err == nil {
+				base, unmap, err = mapBase(g.ramFile)
+			}
+			if err != nil {
+				b.cfg.Logger.Warn("a learner's kept machine is saved whole, not as its differences from the snapshot", "err", err)
+			} else {
+				baseName = p
+				defer unmap()
+			}
+		}
+		g.ramMu.Unlock()
+	}
+	st, n, err := g.migrateTo(ctx, path, max, keptRawMax(b.cfg), base)
+	return SavedState{Path: path, Key: key, Hello: g.Hello, Bytes: n, Raw: st.In, Diff: st.Out, Dropped: st.Dropped, Base: baseName,
+		Took: time.Since(begin), NextID: next, Open: open}, err
 }
 
 // RestoreFirst makes b's first boot restore a saved state instead of
@@ -96,7 +134,7 @@ func (b *Backend) restoreSaved(take func(string) *SavedState, done func(*SavedSt
 	}
 	b.setState(sandbox.LabBooting, sandbox.Text{"en": "restoring the learner's kept machine", "zh": "恢复学员保留的虚拟机"}, nil)
 	begin := time.Now()
-	snap := &Snapshot{Path: st.Path, Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, kept: true, nextID: st.NextID, terms: st.Open}
+	snap := &Snapshot{Path: st.Path, Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, kept: true, keptBase: st.Base, nextID: st.NextID, terms: st.Open}
 	g, err := startGuest(b.ctx, b.cfg, im, accel, false, snap)
 	took := time.Since(begin)
 	done(st, took, err)
@@ -104,7 +142,7 @@ func (b *Backend) restoreSaved(take func(string) *SavedState, done func(*SavedSt
 		b.cfg.Logger.Warn("a learner's kept machine did not restore; they get a fresh one", "err", firstLine(err.Error()))
 		return nil
 	}
-	b.cfg.Logger.Info("learner's kept machine restored", "bytes", st.Bytes, "took", took.Round(time.Millisecond))
+	b.cfg.Logger.Info("learner's kept machine restored", "bytes", st.Bytes, "diff", st.Base != "", "took", took.Round(time.Millisecond))
 	return g
 }
 
@@ -126,42 +164,45 @@ func (c *capWriter) Write(p []byte) (int, error) {
 
 // migrateTo writes the paused guest's migration stream, zstd-compressed,
 // into path: QEMU sends it to a unix socket this process listens on, so
-// every byte is counted here, whatever the guest made of its RAM. More
-// than rawMax bytes of stream, or more than max compressed, and the
-// migration is cancelled with ErrStateTooBig. It returns the stream's and the
-// file's sizes.
-func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (raw, n int64, err error) {
+// every byte is counted here, whatever the guest made of its RAM. With
+// base (the RAM file the guest maps), the pages equal to base's are left
+// out on the way (filterStream). More than rawMax bytes of stream, or
+// more than max compressed, and the migration is cancelled with
+// ErrStateTooBig. It returns the stream's sizes (read, written) and the
+// file's.
+func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64, base []byte) (st diffStats, n int64, err error) {
 	q, err := dialQMP(ctx, g.qmpSock, g.exited)
 	if err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
 	defer q.close()
 	sock := filepath.Join(g.runDir, "keep.sock")
 	os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
+		return st, 0, fmt.Errorf("keep: %w", err)
 	}
 	defer ln.Close()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
+		return st, 0, fmt.Errorf("keep: %w", err)
 	}
 	defer f.Close()
 	if _, err := q.do(ctx, "stop", nil); err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
 	if _, err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}); err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
-	// A kept machine is saved whole: its RAM is its own, even where it
-	// maps the snapshot's file copy-on-write (a restored guest has
-	// x-ignore-shared set, which also changes the stream's format).
+	// QEMU sends all the RAM, even where it maps the snapshot's file
+	// copy-on-write (a restored guest has x-ignore-shared set, which
+	// leaves that RAM out and changes the stream's format): the filter
+	// keeps what differs from the file.
 	if err := q.setCapability(ctx, "x-ignore-shared", false); err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
 	if _, err := q.do(ctx, "migrate", map[string]any{"uri": "unix:" + sock}); err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = ln.(*net.UnixListener).SetDeadline(dl)
@@ -169,7 +210,7 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (
 	conn, err := ln.Accept()
 	if err != nil {
 		_, _ = q.do(context.Background(), "migrate_cancel", nil)
-		return 0, 0, fmt.Errorf("keep: QEMU did not connect: %w", err)
+		return st, 0, fmt.Errorf("keep: QEMU did not connect: %w", err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -178,10 +219,17 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (
 	cw := &capWriter{w: f, max: max}
 	enc, err := zstd.NewWriter(cw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return 0, 0, fmt.Errorf("keep: %w", err)
+		return st, 0, fmt.Errorf("keep: %w", err)
 	}
-	raw, cerr := io.Copy(enc, io.LimitReader(conn, rawMax+1))
-	if cerr == nil && raw > rawMax {
+	in := io.LimitReader(conn, rawMax+1)
+	var cerr error
+	if base != nil {
+		st, cerr = filterStream(in, enc, base)
+	} else {
+		st.In, cerr = io.Copy(enc, in)
+		st.Out = st.In
+	}
+	if st.In > rawMax {
 		cerr = ErrStateTooBig
 	}
 	if cerr == nil {
@@ -191,29 +239,29 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64) (
 		conn.Close()
 		_, _ = q.do(context.Background(), "migrate_cancel", nil)
 		if errors.Is(cerr, ErrStateTooBig) {
-			return raw, cw.n, ErrStateTooBig
+			return st, cw.n, ErrStateTooBig
 		}
-		return raw, cw.n, fmt.Errorf("keep: %w", cerr)
+		return st, cw.n, fmt.Errorf("keep: %w", cerr)
 	}
 	for {
-		st, err := q.migrateStatus(ctx)
+		status, err := q.migrateStatus(ctx)
 		if err != nil {
-			return raw, cw.n, err
+			return st, cw.n, err
 		}
-		if st == "completed" {
+		if status == "completed" {
 			break
 		}
-		if st == "failed" || st == "cancelled" {
-			return raw, cw.n, fmt.Errorf("keep: migration %s", st)
+		if status == "failed" || status == "cancelled" {
+			return st, cw.n, fmt.Errorf("keep: migration %s", status)
 		}
 		if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
-			return raw, cw.n, fmt.Errorf("keep: %w", err)
+			return st, cw.n, fmt.Errorf("keep: %w", err)
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return raw, cw.n, fmt.Errorf("keep: %w", err)
+		return st, cw.n, fmt.Errorf("keep: %w", err)
 	}
-	return raw, cw.n, nil
+	return st, cw.n, nil
 }
 
 // feedKept streams a kept state into a restoring QEMU (-incoming unix:sock):

@@ -73,9 +73,10 @@ func ramFor(cfg Config, snap *Snapshot, shell bool, bootFile func() string) *gue
 	case cfg.PrivateRAM || shell:
 		return nil
 	case snap != nil && snap.kept:
-		// A kept machine's state carries all its RAM (migrateTo): it
-		// needs no file, and the snapshot's may be replaced meanwhile.
-		return &guestRAM{}
+		// A kept machine's state holds what differs from its base file
+		// (keepdiff.go), mapped copy-on-write as the snapshot's is; or
+		// all its RAM (no base).
+		return &guestRAM{file: snap.keptBase}
 	case snap != nil && snap.RAMFile != "":
 		return &guestRAM{file: snap.RAMFile}
 	case snap != nil:

@@ -43,10 +43,13 @@ type Snapshot struct {
 	RAMFile   string `json:"-"`
 
 	// kept: a learner's machine (keep.go), zstd-compressed, streamed into
-	// QEMU by this process; nextID and terms are its connection's (keptMeta).
-	kept   bool
-	nextID uint64
-	terms  []uint64
+	// QEMU by this process; keptBase is the RAM file it holds the
+	// differences from ("": all its RAM); nextID and terms are its
+	// connection's (keptMeta).
+	kept     bool
+	keptBase string
+	nextID   uint64
+	terms    []uint64
 }
 
 const snapshotFormat = 4 // bump when the QEMU command line changes (3: the on-demand disk; 4: RAM named "ram", shared)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/fsutil"
@@ -22,14 +23,21 @@ import (
 
 // A machine that waits for its learner: when Terminals reclaims a
 // learner's guest (idle, or a closed tab while others wait), Keep saves
-// the whole guest (vm.Backend.SaveState: QEMU's migration through zstd)
-// into one file per learner, and the learner's next attach restores it
+// the guest (vm.Backend.SaveState: QEMU's migration through zstd, the
+// pages still equal to the snapshot's RAM file left out) into one file
+// per learner, and the learner's next attach restores it
 // (vm.Backend.RestoreFirst): their files, their shell history (the shell
 // appends it after every command, guestterm/terminal.go), what they built.
 // The guest is the learner's and they are hostile, so the host bounds
 // what it writes (MaxBytes compressed, the guest's RAM plus a margin raw)
 // and never trusts what it reads back: a state that does not restore
 // gives a fresh machine and a note saying so, never an error.
+//
+// A state saved as its differences from the snapshot's RAM file needs
+// that file at the restore: SaveState hard-links it into Dir
+// (base-DEV-INODE.ram, no disk while the snapshot still has it), the note
+// names it, and the link goes with the last state that names it
+// (gcBases), so a snapshot replaced meanwhile breaks no kept machine.
 
 // Keep is where learners' machines wait for them.
 type Keep struct {
@@ -50,10 +58,18 @@ type Keep struct {
 	// Logger says what the budget evicted (nil: not logged).
 	Logger *slog.Logger
 
+	// whole saves every page, none left out for being the snapshot's
+	// (the benchmark's before).
+	whole bool
+
 	sweepMu   sync.Mutex
 	lastSweep time.Time
-	budgetMu  sync.Mutex
-	evicted   int // machines deleted for TotalMax since the start
+	// baseMu orders a save's base link and its note before gcBases;
+	// using counts the bases being restored (their note already gone).
+	baseMu   sync.Mutex
+	using    map[string]int
+	budgetMu sync.Mutex
+	evicted  int // machines deleted for TotalMax since the start
 }
 
 // KeepNote is what became of a learner's kept machine at their attach.
@@ -87,12 +103,21 @@ type keptMeta struct {
 	// Client is a hash of the admission's client (clientTag), "" when
 	// none was known: the machine counts against that client's share.
 	Client string `json:"client,omitempty"`
+	// Base is the RAM file (in Dir) the state holds the differences
+	// from; "": the state holds all the guest's RAM. Diff is the
+	// migration stream's size with the pages equal to Base's left out.
+	Base string `json:"base,omitempty"`
+	Diff int64  `json:"diff,omitempty"`
 }
 
-// KeptSave is what a save measured.
+// KeptSave is what a save measured: the file's size, the migration
+// stream's as QEMU sent it and as written (Diff: without the pages equal
+// to the snapshot's), and whether the state needs the snapshot's RAM
+// file (Base).
 type KeptSave struct {
-	Bytes, Raw int64
-	Took       time.Duration
+	Bytes, Raw, Diff int64
+	Base             bool
+	Took             time.Duration
 }
 
 func (k *Keep) maxBytes() int64 {
@@ -135,16 +160,38 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner, client string, 
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	stem := k.name(learner)
-	st, err := b.SaveState(ctx, stem+".zst.tmp", k.maxBytes(), open)
+	baseDir := k.Dir
+	if k.whole {
+		baseDir = ""
+	}
+	// The base's link and the note that names it, before any gcBases.
+	k.baseMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			k.baseMu.Unlock()
+		}
+	}
+	defer unlock()
+	st, err := b.SaveState(ctx, stem+".zst.tmp", k.maxBytes(), open, baseDir)
 	defer os.Remove(stem + ".zst.tmp") // after a failure; renamed away on success
-	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open, Client: clientTag(client)}
+	m := keptMeta{Key: st.Key, Hello: st.Hello, Bytes: st.Bytes, Raw: st.Raw, Took: st.Took, Created: time.Now().UTC(), NextID: st.NextID, Terms: st.Open, Client: clientTag(client),
+		Diff: st.Diff}
+	if st.Base != "" {
+		m.Base = filepath.Base(st.Base)
+	}
 	if errors.Is(err, vm.ErrStateTooBig) {
 		os.Remove(stem + ".zst")
-		m.Dropped, m.Bytes = KeepTooBig, 0
+		m.Dropped, m.Bytes, m.Base = KeepTooBig, 0, ""
 		_ = k.writeMeta(stem, m)
+		unlock()
+		k.gcBases()
 		return KeptSave{Raw: st.Raw, Took: m.Took}, err
 	}
 	if err != nil {
+		unlock()
+		k.gcBases()
 		return KeptSave{}, err
 	}
 	if err := os.Rename(stem+".zst.tmp", stem+".zst"); err != nil {
@@ -154,8 +201,9 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner, client string, 
 		os.Remove(stem + ".zst")
 		return KeptSave{}, err
 	}
+	unlock()
 	k.Enforce()
-	return KeptSave{Bytes: st.Bytes, Raw: st.Raw, Took: m.Took}, nil
+	return KeptSave{Bytes: st.Bytes, Raw: st.Raw, Diff: st.Diff, Base: m.Base != "", Took: m.Took}, nil
 }
 
 // Enforce deletes kept machines while one client's take more than
@@ -167,6 +215,7 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner, client string, 
 // every save, and at start (a lowered budget).
 func (k *Keep) Enforce() {
 	if k.TotalMax <= 0 && k.ClientMax <= 0 {
+		k.gcBases()
 		return
 	}
 	k.budgetMu.Lock()
@@ -243,6 +292,7 @@ func (k *Keep) Enforce() {
 		}
 		drop(victim, KeepEvicted, "the kept machines are over their disk budget (the largest client's oldest first)")
 	}
+	k.gcBases()
 }
 
 // Evicted is how many kept machines the budget deleted since the start.
@@ -265,6 +315,12 @@ func (k *Keep) writeMeta(stem string, m keptMeta) error {
 // state that fails to restore is not tried again (the file goes with
 // Forget or the sweep).
 func (k *Keep) take(learner, key string) (*vm.SavedState, KeepNote) {
+	st, note := k.take1(learner, key)
+	k.gcBases() // a base only the note removed named
+	return st, note
+}
+
+func (k *Keep) take1(learner, key string) (*vm.SavedState, KeepNote) {
 	k.sweep()
 	stem := k.name(learner)
 	b, err := os.ReadFile(stem + ".json")
@@ -297,13 +353,90 @@ func (k *Keep) take(learner, key string) (*vm.SavedState, KeepNote) {
 		os.Remove(stem + ".zst")
 		return nil, KeepUnreadable
 	}
-	return &vm.SavedState{Path: stem + ".zst", Key: m.Key, Hello: m.Hello, Bytes: m.Bytes, NextID: m.NextID, Open: m.Terms}, KeepRestored
+	st := &vm.SavedState{Path: stem + ".zst", Key: m.Key, Hello: m.Hello, Bytes: m.Bytes, NextID: m.NextID, Open: m.Terms}
+	if m.Base != "" {
+		// The RAM file the state's pages are the differences from.
+		k.baseMu.Lock()
+		defer k.baseMu.Unlock()
+		if !isBaseName(m.Base) {
+			os.Remove(stem + ".zst")
+			return nil, KeepUnreadable
+		}
+		st.Base = filepath.Join(k.Dir, m.Base)
+		if fi, err := os.Stat(st.Base); err != nil || !fi.Mode().IsRegular() {
+			os.Remove(stem + ".zst")
+			return nil, KeepUnreadable
+		}
+		if k.using == nil {
+			k.using = map[string]int{}
+		}
+		k.using[m.Base]++ // until done: QEMU maps it by then
+	}
+	return st, KeepRestored
 }
 
-// done removes a state once it was restored (or given up on).
+// isBaseName: name is one linkBase gives (base-DEV-INODE.ram), nothing a
+// note could use to reach beyond Dir.
+func isBaseName(name string) bool {
+	mid, ok := strings.CutPrefix(name, "base-")
+	if !ok {
+		return false
+	}
+	mid, ok = strings.CutSuffix(mid, ".ram")
+	if !ok || mid == "" || len(mid) > 40 {
+		return false
+	}
+	for _, c := range mid {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// gcBases removes the base RAM files no kept machine's note names and
+// no restore is reading.
+func (k *Keep) gcBases() {
+	k.baseMu.Lock()
+	defer k.baseMu.Unlock()
+	bases, _ := filepath.Glob(filepath.Join(k.Dir, "base-*.ram"))
+	if len(bases) == 0 {
+		return
+	}
+	named := map[string]bool{}
+	notes, _ := filepath.Glob(filepath.Join(k.Dir, "*.json"))
+	for _, n := range notes {
+		b, err := os.ReadFile(n)
+		if err != nil || len(b) > 64<<10 {
+			continue
+		}
+		var m keptMeta
+		if json.Unmarshal(b, &m) == nil && m.Base != "" && m.Dropped == "" {
+			named[m.Base] = true
+		}
+	}
+	for _, p := range bases {
+		if name := filepath.Base(p); !named[name] && k.using[name] == 0 {
+			os.Remove(p)
+		}
+	}
+}
+
+// done removes a state once it was restored (or given up on), and its
+// base when no other state names it.
 func (k *Keep) done(st *vm.SavedState) {
-	if st != nil {
-		os.Remove(st.Path)
+	if st == nil {
+		return
+	}
+	os.Remove(st.Path)
+	if st.Base != "" {
+		k.baseMu.Lock()
+		name := filepath.Base(st.Base)
+		if k.using[name]--; k.using[name] <= 0 {
+			delete(k.using, name)
+		}
+		k.baseMu.Unlock()
+		k.gcBases()
 	}
 }
 
@@ -313,6 +446,7 @@ func (k *Keep) Forget(learner string) {
 	os.Remove(stem + ".json")
 	os.Remove(stem + ".zst")
 	os.Remove(stem + ".zst.tmp")
+	k.gcBases()
 }
 
 // Has reports whether a machine (or a note about one) waits for learner.
@@ -344,14 +478,23 @@ func (k *Keep) sweep() {
 	}
 }
 
-// Usage is the disk the kept machines take and how many there are.
+// Usage is the disk the kept machines take and how many there are: their
+// files, and the base RAM files only they hold (the snapshot that had
+// one was replaced since; while it has it, the link takes no disk).
 func (k *Keep) Usage() (bytes int64, machines int) {
 	ents, _ := os.ReadDir(k.Dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".zst") {
-			if fi, err := e.Info(); err == nil {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(e.Name(), ".zst"):
+			bytes += fi.Size()
+			machines++
+		case isBaseName(e.Name()):
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 1 {
 				bytes += fi.Size()
-				machines++
 			}
 		}
 	}
@@ -465,7 +608,7 @@ func (t *Terminals) keepSession(ctx context.Context, s *termSession) KeptSave {
 	case err != nil:
 		log.Warn("a learner's machine could not be kept", "err", err)
 	default:
-		log.Info("learner's machine kept", "bytes", res.Bytes, "stream_bytes", res.Raw, "took", res.Took.Round(time.Millisecond))
+		log.Info("learner's machine kept", "bytes", res.Bytes, "stream_bytes", res.Raw, "diff_bytes", res.Diff, "snapshot_base", res.Base, "took", res.Took.Round(time.Millisecond))
 	}
 	if err != nil {
 		return KeptSave{}

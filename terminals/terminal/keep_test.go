@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/machines/vm"
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 )
 
 // TestKeptMachine: a learner's machine reclaimed with Keep set comes back
@@ -214,4 +215,86 @@ func (b *lockedBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Reset()
+}
+
+// TestKeptMachineDiff: a learner guest that maps the snapshot's RAM file
+// is kept as what differs from it (keepdiff.go): the stream written is a
+// fraction of QEMU's, the note names the base file, a hard link in the
+// keep directory. The snapshot is then replaced (its files deleted, as a
+// new key's save does) and the learner's next attach still restores
+// their machine from the link: their file, their history, 8 MiB of
+// random bytes in their RAM-backed home, whole. Once restored, the link
+// is gone.
+func TestKeptMachineDiff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU guests")
+	}
+	cfg := testConfig(t)
+	cfg.Accel = vm.AccelTCG
+	cfg.Dir = vmtest.OwnCache(t) // its snapshot is deleted below
+	keep := &Keep{Dir: t.TempDir()}
+	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
+	defer terms.Close()
+	ctx := context.Background()
+	const who = "learner-d"
+	a, err := terms.Attach(ctx, who, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(a *Attachment, cmd string, want string) {
+		t.Helper()
+		if err := a.Write([]byte(cmd + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		got := string(a.Scrollback)
+		limit := time.After(2 * time.Minute)
+		for !strings.Contains(got, want) {
+			select {
+			case b, open := <-a.Out:
+				if !open {
+					t.Fatalf("the terminal ended before %q: %q", want, got)
+				}
+				got += string(b)
+			case <-limit:
+				t.Fatalf("no %q in 2 min: %q", want, got)
+			}
+		}
+	}
+	say(a, "echo diff-$((6*7)) > ~/kept.txt; head -c 8388608 /dev/urandom | tee ~/noise | sha256sum > ~/noise.sum; echo wrote-$((2+3))", "wrote-5")
+	a.Detach()
+	res := terms.Reclaim(who)
+	if res.Bytes == 0 || !res.Base {
+		t.Fatalf("not kept as a difference from the snapshot: %+v", res)
+	}
+	if res.Diff <= 8<<20 || res.Diff > res.Raw/2 {
+		t.Errorf("the filtered stream is %d bytes of %d: want the 8 MiB written and well under half", res.Diff, res.Raw)
+	}
+	t.Logf("kept: %d bytes on disk, stream %d → %d bytes", res.Bytes, res.Raw, res.Diff)
+	bases, _ := filepath.Glob(filepath.Join(keep.Dir, "base-*.ram"))
+	if len(bases) != 1 {
+		t.Fatalf("want one base link in the keep directory, have %v", bases)
+	}
+	// The snapshot replaced: its files go (a new key's save removes them).
+	old, _ := filepath.Glob(filepath.Join(cfg.Dir, "snapshot*"))
+	for _, f := range old {
+		if strings.HasSuffix(f, ".ram") || strings.HasSuffix(f, ".state") || strings.HasSuffix(f, ".json") {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, err = terms.Attach(ctx, who, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Detach()
+	if a.Kept != KeepRestored {
+		t.Fatalf("kept note %q, want restored", a.Kept)
+	}
+	say(a, "echo back-$((1+1))", "back-2")
+	say(a, `echo "file:$(cat ~/kept.txt) hist:$(grep -c kept.txt ~/.bash_history) noise:$(sha256sum < ~/noise | cmp -s - ~/noise.sum && wc -c < ~/noise)"`,
+		"file:diff-42 hist:1 noise:8388608")
+	if bases, _ := filepath.Glob(filepath.Join(keep.Dir, "base-*.ram")); len(bases) != 0 {
+		t.Errorf("the base link outlives the last state that named it: %v", bases)
+	}
 }
