@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 )
 
 // TestHomoglyphUsernames is issue 28, fall 10: an invitation accepted with
@@ -71,6 +73,9 @@ func TestHomoglyphUsernames(t *testing.T) {
 	// (U+212B) fold to k and å under strings.EqualFold, so the lookalike
 	// test passed them as "the same name" while the NOCASE index, which
 	// folds ASCII only, let them in beside the real ones.
+	// The store logs nothing of its own (no log to count); the
+	// test process holds it.
+	cost := attackcost.WatchSelf(nil)
 	for _, real := range []string{"Kelly", "Åsa"} {
 		if _, err := db.CreateInstructor(ctx, real, pw); err != nil {
 			t.Fatal(err)
@@ -81,6 +86,8 @@ func TestHomoglyphUsernames(t *testing.T) {
 			t.Errorf("%q (%+q): %v, want refused as a lookalike", name, name, err)
 		}
 	}
+	cost.Stop().Check(t, "fall 7 lookalike usernames (in-process store)")
+
 	// The skeleton column is unique in the database too: a row written
 	// past newUsername (two creations racing) is refused by the index.
 	var skel string

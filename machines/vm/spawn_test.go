@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmalab/rdmalab/internal/attackcost"
 )
 
 // killedOrDying says whether process pid is gone, a zombie, or has a
@@ -57,6 +59,8 @@ func TestGuestOutlivesAnotherGuestsThread(t *testing.T) {
 		return c
 	}
 	control, guest := cmd(), cmd()
+	cost := attackcost.WatchSelf(nil) // the supervisor is in-process; it logs nothing here
+	defer func() { cost.Stop().Check(t, "fall 9 a guest's thread ends (in-process supervisor, sleep for QEMU)") }()
 	// The runtime keeps the main thread when a goroutine locked to it
 	// ends: a goroutine that lands there holds it (released at the end)
 	// and another one tries.
