@@ -45,7 +45,7 @@ func (c *collect) text(name string) string {
 }
 
 // TestLessonPrograms is the guest suite of lesson 04's :::program
-// exercises, and then lesson 03's (lesson03Programs), in one learner guest: every solution compiles, runs and
+// exercises, and then lessons 03, 05, 06, 07 and 09's (lesson03Programs …), in one learner guest: every solution compiles, runs and
 // passes its check, every starter compiles and fails it, with the check's
 // words in zh and en; then the abuse cases end bounded and the guest
 // still answers.
@@ -205,6 +205,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 		t.Errorf("the solution after the abuse: passed %v (%s)", end.Passed, end.Check)
 	}
 	lesson03Programs(t, course, run)
+	lesson05Programs(t, course, run)
 	lesson06Programs(t, course, run)
 	lesson07Programs(t, course, run)
 	lesson09Programs(t, course, run)
