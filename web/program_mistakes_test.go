@@ -16,7 +16,7 @@ func TestExplainMistakes(t *testing.T) {
 		out, want, section string
 	}{
 		{"WRITE completion: remote access error (status 10)\n", "remote access error", "#nak"},
-		{"send: RNR retry counter exceeded\n", "no receive posted", "#nak"},
+		{"send: RNR retry counter exceeded\n", "no receive posted", "#rnr-retry"},
 		{"poll: transport retry counter exceeded\n", "No acknowledgement", "#retry-budget"},
 		{"ibv_reg_mr: Invalid argument\n", "IBV_ACCESS_LOCAL_WRITE", "#reg-mr"},
 		{"ibv_reg_mr failed: Cannot allocate memory\n", "RLIMIT_MEMLOCK", "#memlock"},
