@@ -32,7 +32,9 @@ import (
 //     LAB_TRACE (the verbs calls the kernel saw the program make),
 //     LAB_SIZE and LAB_FAILED_RANK (with ranks: how many ran, and which
 //     one LAB_EXIT is of) and LAB_LANG; exit 0 = passed, its first lines
-//     are the hint;
+//     are the hint; a line "figure NAME VALUE" (NAME [a-z][a-z0-9_]*,
+//     VALUE a decimal number) is not shown but becomes the run's figure
+//     NAME, the number the check's words quote (web/program.go);
 //   - program.yaml (optional): ProgramConfig.
 //
 // The guest suite compiles and runs every solution and starter; `check`
@@ -79,7 +81,15 @@ type ProgramConfig struct {
 	// reveal recorded (web/program.go), before the solution: each in
 	// both languages ({en: …, zh: …}), plain text where `code` is code.
 	Hints []i18n.Text `yaml:"hints"`
+	// Leaderboard names the figure an opt-in class leaderboard ranks,
+	// higher first (web/leaderboard.go): the check reports it with
+	// "figure NAME VALUE" lines, its interval as NAME_low and NAME_high.
+	// Empty: the exercise has no leaderboard.
+	Leaderboard string `yaml:"leaderboard"`
 }
+
+// FigureName is what a check's figure name may be ("figure NAME VALUE").
+var FigureName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // Bounds of a program's files and settings.
 const (
@@ -276,6 +286,10 @@ func (p *Program) configure(c ProgramConfig, file string) []string {
 		msgs = append(msgs, fmt.Sprintf("%s: ranks %d must be 2 to %d (leave it out for one copy)", file, c.Ranks, MaxProgramRanks))
 	}
 	p.Config.Ranks = c.Ranks
+	if c.Leaderboard != "" && !FigureName.MatchString(c.Leaderboard) {
+		msgs = append(msgs, fmt.Sprintf("%s: leaderboard %q must be a figure name (a-z, 0-9 and _, starting with a letter, at most 32)", file, c.Leaderboard))
+	}
+	p.Config.Leaderboard = c.Leaderboard
 	p.Config.Args, p.Config.PeerArgs, p.Config.Peer = c.Args, c.PeerArgs, c.Peer
 	if c.Peer != "" && !strings.HasSuffix(c.Peer, ".c") {
 		msgs = append(msgs, fmt.Sprintf("%s: peer %q must be a C file (.c) in the lesson folder", file, c.Peer))

@@ -16,7 +16,7 @@ var ui = page.NewStrings(append([]page.Table{
 	bodyLimitStrings, commandStrings, joinStrings, labStrings, meStrings, needsStrings,
 	quizStrings, rateLimitStrings, runStrings, stepStrings,
 	taskStrings, terminalStrings, termSetupStrings, visualStrings, writeGuardStrings,
-	labClassStrings, programStrings, ltiStrings, gradedStrings,
+	labClassStrings, programStrings, ltiStrings, gradedStrings, boardStrings,
 }, instructor.Tables...)...)
 
 // tr returns the translator for lang (zh when lang is unknown).

@@ -481,7 +481,20 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		res.Messages[l] = strings.Join(parts, " ")
 	}
 	res.Message = res.Messages["en"]
-	if hint := taskHint(string(end.Check)); hint != "" {
+	checkOut := string(end.Check)
+	if end.Stage == "check" {
+		// The figures the check quotes ("figure NAME VALUE" lines) join
+		// the result's, as the check printed them; the learner reads the
+		// rest. The lab's own figures are never overwritten.
+		var figs map[string]float64
+		figs, checkOut = checkFigures(checkOut)
+		for k, v := range figs {
+			if _, ours := res.Figures[k]; !ours {
+				res.Figures[k] = v
+			}
+		}
+	}
+	if hint := taskHint(checkOut); hint != "" {
 		// The check wrote it in the learner's language (LAB_LANG) only:
 		// filed under that language alone, never as the other's text (a
 		// zh hint in detail.en was Chinese in an English reader's verdict).
@@ -503,6 +516,38 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 	}
 	emit(final)
 	s.programDone(end.Stage, end.Passed, time.Since(start)) // metrics: observe.go
+}
+
+// figureLine is a check's "figure NAME VALUE" line (lessons/program.go).
+var figureLine = regexp.MustCompile(`^figure ([a-z][a-z0-9_]{0,31}) (-?[0-9]{1,12}(?:\.[0-9]{1,12})?)$`)
+
+// maxCheckFigures bounds the figures one check may report.
+const maxCheckFigures = 16
+
+// checkFigures takes a check's figure lines out of its output: the
+// figures by name, and the output without them. A line that only looks
+// like one (a bad name or number) stays in the output, for the learner to
+// read, and names no figure.
+func checkFigures(out string) (map[string]float64, string) {
+	var figs map[string]float64
+	var rest []string
+	for l := range strings.SplitSeq(out, "\n") {
+		m := figureLine.FindStringSubmatch(strings.TrimRight(l, "\r"))
+		if m == nil || len(figs) >= maxCheckFigures {
+			rest = append(rest, l)
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			rest = append(rest, l)
+			continue
+		}
+		if figs == nil {
+			figs = map[string]float64{}
+		}
+		figs[m[1]] = v
+	}
+	return figs, strings.Join(rest, "\n")
 }
 
 // bothLangs is a string of the table in Chinese and English.
@@ -552,10 +597,13 @@ func programDiagnostics(out string) []sandbox.Event {
 // whose code and record the page's script loads (static/js/program.js),
 // so the segment is the same for every learner.
 func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Component {
-	n := 0
+	n, board := 0, ""
 	for i, p := range lr.Lesson.Programs {
 		if p.ID == seg.ID {
 			n = i + 1
+			if p.Config.Leaderboard != "" {
+				board = boardPath(lr.Lesson, p)
+			}
 		}
 	}
 	strs := map[string]string{}
@@ -571,6 +619,6 @@ func (s *Server) programSegment(lr *lessonRequest, seg lessons.Segment) templ.Co
 		Editor: trf(lr.Lang, "prog.editor", n), Keys: lr.T("prog.keys"), TabIndent: lr.T("prog.tabindent"), Run: lr.T("prog.run"), Reset: lr.T("prog.reset"), Solution: lr.T("prog.solution"),
 		Hint: lr.T("prog.hint"), Hints: lr.T("prog.hints"), Diff: lr.T("prog.diff"), Restore: lr.T("prog.restore"),
 		Output: lr.T("prog.output"), Diags: lr.T("prog.diags"), NoScript: lr.T("prog.noscript"),
-		Strings: string(js), Preview: lr.Draft,
+		Strings: string(js), Preview: lr.Draft, Board: board, BoardText: lr.T("board.link"),
 	})
 }

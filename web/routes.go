@@ -112,6 +112,9 @@ func (s *Server) routes() http.Handler {
 		r.Post("/api/lessons/{slug}/programs/{id}/solution", s.programSolution)
 		r.Post("/api/lessons/{slug}/programs/{id}/hint", s.programHint)
 		r.Post("/api/lessons/{slug}/programs/{id}/reset", s.programReset)
+		// leaderboard.go: a program's opt-in class leaderboard
+		r.Get("/lessons/{slug}/programs/{id}/leaderboard", s.boardShow)
+		r.Post("/lessons/{slug}/programs/{id}/leaderboard", s.boardPost)
 	})
 	// Unknown paths still get a learner and a language: the 404 page is a
 	// real page in the learner's language.

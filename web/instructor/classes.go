@@ -44,6 +44,11 @@ func (s *Area) renderCohorts(w http.ResponseWriter, r *http.Request, status int,
 		s.InternalError(w, r, err)
 		return
 	}
+	boards, err := s.cfg.Store.HiddenLeaderboards(r.Context())
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
 	v := views.Cohorts{Chrome: s.Chrome(r, s.tr(page.LangOf(r))("cls.title")), Error: errMsg, TA: ta}
 	hidden := 0
 	for _, c := range list {
@@ -73,6 +78,7 @@ func (s *Area) renderCohorts(w http.ResponseWriter, r *http.Request, status int,
 		}
 		row.Members, row.Archived, row.ArchiveAction = c.Members, c.Archived(), "/instructor/classes/"+id+"/archive"
 		row.RosterHref, row.GradedHref = rosterHref(c), gradedHref(c)
+		row.BoardHidden, row.BoardAction = boards[c.ID], "/instructor/classes/"+id+"/leaderboard"
 		v.Classes = append(v.Classes, row)
 	}
 	if hidden > 0 {
@@ -121,6 +127,33 @@ func (s *Area) cohortArchive(w http.ResponseWriter, r *http.Request) {
 		s.InternalError(w, r, err)
 		return
 	}
+	http.Redirect(w, r, "/instructor/classes?archived=1", http.StatusSeeOther)
+}
+
+// cohortBoard is POST /instructor/classes/{id}/leaderboard (hidden=1 or
+// 0): hides the class's program leaderboards from its learners, or shows
+// them again (who opted in is kept meanwhile; web/leaderboard.go).
+func (s *Area) cohortBoard(w http.ResponseWriter, r *http.Request) {
+	if !s.ParseForm(w, r) {
+		return
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		s.NotFound(w, r)
+		return
+	}
+	hidden := r.PostFormValue("hidden") != "0"
+	err = s.cfg.Store.SetLeaderboardHidden(r.Context(), id, hidden)
+	if errors.Is(err, store.ErrNoCohort) {
+		s.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.InternalError(w, r, err)
+		return
+	}
+	in, _ := currentInstructor(r)
+	s.log.Info("class leaderboard", "by", in.Username, "id", id, "hidden", hidden)
 	http.Redirect(w, r, "/instructor/classes?archived=1", http.StatusSeeOther)
 }
 

@@ -22,6 +22,11 @@ var cohortStrings = page.Table{
 		"cls.all":          "全部学员",
 		"cls.filter":       "班级",
 		"cls.manage":       "班级",
+		"cls.board":        "排行榜",
+		"cls.board.shown":  "学员可见（自愿加入）",
+		"cls.board.hidden": "已隐藏：学员看不到",
+		"cls.board.hide":   "隐藏排行榜",
+		"cls.board.show":   "显示排行榜",
 	},
 	"en": {
 		"cls.title":        "Classes",
@@ -41,5 +46,10 @@ var cohortStrings = page.Table{
 		"cls.all":          "All learners",
 		"cls.filter":       "Class",
 		"cls.manage":       "Classes",
+		"cls.board":        "Leaderboard",
+		"cls.board.shown":  "shown to learners (opt-in)",
+		"cls.board.hidden": "hidden from learners",
+		"cls.board.hide":   "Hide the leaderboard",
+		"cls.board.show":   "Show the leaderboard",
 	},
 }

@@ -50,6 +50,7 @@ func (s *Area) Routes(r chi.Router) {
 				r.Get("/instructor/drafts/{slug}/assets/*", s.cfg.Learners.DraftAsset)
 				r.Post("/instructor/classes", s.cohortCreate)
 				r.Post("/instructor/classes/{id}/archive", s.cohortArchive)
+				r.Post("/instructor/classes/{id}/leaderboard", s.cohortBoard) // classes.go: hide the class's leaderboards
 				r.Post("/instructor/classes/{id}/tas", s.cohortTA)
 				r.Post("/instructor/classes/{id}/roster", s.rosterImport)
 				r.Post("/instructor/classes/{id}/graded", s.gradedSet)

@@ -217,6 +217,10 @@ type CohortRow struct {
 	AddTAs        []Option // TA accounts not yet in the class
 	LMS           bool     // an LMS course's class: no join code works, none is shown
 	TAAction      string
+	// BoardHidden: the class's program leaderboards are hidden from its
+	// learners (web/leaderboard.go); BoardAction toggles it.
+	BoardHidden bool
+	BoardAction string
 }
 
 // Invitations is the instructor's invitations page.
