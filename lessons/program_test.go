@@ -116,7 +116,7 @@ func TestBuiltinProgramHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := regexp.MustCompile("`[^`]*`")
-	for _, slug := range []string{"03-verbs-lifecycle", "04-first-program", "09-ring-allreduce"} {
+	for _, slug := range []string{"03-verbs-lifecycle", "04-first-program", "05-see-the-wire", "09-ring-allreduce"} {
 		l := c.Lesson(slug)
 		if l == nil || len(l.Programs) == 0 {
 			t.Fatalf("%s: no programs", slug)

@@ -12,7 +12,7 @@ rcvd=$(delta rxe0 rcvd_rnr_err)
 gaveup=$(delta rxe0 retry_rnr_exceeded_err)
 token=$(sed -n 's/^token: \([0-9a-f]*\)$/\1/p' "$LAB_PEER_OUT")
 late=$(sed -n 's/^RECV posted: \([0-9]*\) ms.*/\1/p' "$LAB_PEER_OUT")
-counts=$(say "rxe1 sent $sent RNR NAKs (send_rnr_err), rxe0 received $rcvd (rcvd_rnr_err) and gave up $gaveup times (retry_rnr_exceeded_err)" "rxe1 发出了 $sent 个 RNR NAK（send_rnr_err），rxe0 收到了 $rcvd 个（rcvd_rnr_err），放弃了 $gaveup 次（retry_rnr_exceeded_err）")
+counts=$(say "rxe1 sent $sent RNR NAKs (send_rnr_err), rxe0 received $rcvd (rcvd_rnr_err) and its retry_rnr_exceeded_err rose by $gaveup" "rxe1 发出了 $sent 个 RNR NAK（send_rnr_err），rxe0 收到了 $rcvd 个（rcvd_rnr_err），它的 retry_rnr_exceeded_err 增加了 $gaveup")
 if grep -q "^exchange: nothing" "$LAB_PEER_OUT" || ! grep -q "^exchange:" "$LAB_PEER_OUT"; then
 	say "The peer got nothing on its TCP socket: no QPN, PSN and GID, so it issued its token to no one. Keep the given exchange() call. $counts." "对端的 TCP 套接字上什么也没收到：没有 QPN、PSN 和 GID，它的令牌也就没有发给任何人。保留给定的 exchange() 调用。$counts。"
 	exit 1
