@@ -2,11 +2,15 @@ package vm
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // streamBuilder writes a migration stream in QEMU 7.2's format.
@@ -313,4 +317,69 @@ func ramStart(b *streamBuilder, n int) {
 	b.footer(2)
 	b.u8(qemuVMSectionPart)
 	b.be32(2)
+}
+
+// TestSaveStateWholeWhenNotUnderstood: a stream the filter refuses (here
+// because the base file it is given is not the guest's RAM) does not
+// lose the machine: SaveState saves it whole, and it restores with what
+// the guest had written.
+func TestSaveStateWholeWhenNotUnderstood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU guests")
+	}
+	cfg := testConfig(t)
+	cfg.Accel = AccelTCG
+	ctx := context.Background()
+	be := New(cfg)
+	be.Start()
+	g, err := be.WaitReady(ctx)
+	if err != nil {
+		be.Close()
+		t.Fatal(err)
+	}
+	if out, err := guestSh(ctx, g, "echo kept-$((6*7)) > /run/kept.txt && cat /run/kept.txt"); err != nil || strings.TrimSpace(out) != "kept-42" {
+		be.Close()
+		t.Fatalf("writing in the guest: %q, %v", out, err)
+	}
+	wrong, err := os.Create(filepath.Join(t.TempDir(), "wrong.ram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = wrong.Truncate(targetPage)
+	g.ramMu.Lock()
+	if g.ramFile == nil {
+		g.ramMu.Unlock()
+		be.Close()
+		t.Fatal("the guest does not map the snapshot's RAM file")
+	}
+	g.ramFile.Close()
+	g.ramFile = wrong
+	g.ramMu.Unlock()
+	path := filepath.Join(t.TempDir(), "state.zst")
+	st, err := be.SaveState(ctx, path, 64<<20, nil, t.TempDir())
+	be.Close()
+	if err != nil {
+		t.Fatalf("the save failed instead of saving whole: %v", err)
+	}
+	if st.Base != "" || st.Diff != st.Raw || st.Dropped != 0 {
+		t.Fatalf("not saved whole: %+v", st)
+	}
+	t.Logf("saved whole: %d bytes of a %d-byte stream", st.Bytes, st.Raw)
+
+	back := New(cfg)
+	var restoreErr error
+	restored := false
+	back.RestoreFirst(func(string) *SavedState { return &st }, func(_ *SavedState, _ time.Duration, err error) { restored, restoreErr = true, err })
+	back.Start()
+	defer back.Close()
+	g, err = back.WaitReady(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restored || restoreErr != nil {
+		t.Fatalf("restored %v: %v", restored, restoreErr)
+	}
+	if out, err := guestSh(ctx, g, "cat /run/kept.txt"); err != nil || strings.TrimSpace(out) != "kept-42" {
+		t.Fatalf("the restored guest: %q, %v", out, err)
+	}
 }

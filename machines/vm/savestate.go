@@ -109,6 +109,15 @@ func (b *Backend) SaveState(ctx context.Context, path string, max int64, open []
 		g.ramMu.Unlock()
 	}
 	st, n, err := g.migrateTo(ctx, path, max, keptRawMax(b.cfg), base)
+	if base != nil && errors.Is(err, errStream) {
+		// A stream the filter does not understand (another QEMU's
+		// format): the machine is saved whole instead of lost.
+		b.cfg.Logger.Warn("a learner's kept machine is saved whole: its migration stream was not understood", "err", err)
+		baseName = ""
+		if err = g.awaitMigrationEnd(ctx); err == nil {
+			st, n, err = g.migrateTo(ctx, path, max, keptRawMax(b.cfg), nil)
+		}
+	}
 	return SavedState{Path: path, Key: key, Hello: g.Hello, Bytes: n, Raw: st.In, Diff: st.Out, Dropped: st.Dropped, Base: baseName,
 		Took: time.Since(begin), NextID: next, Open: open}, err
 }
@@ -262,6 +271,28 @@ func (g *Guest) migrateTo(ctx context.Context, path string, max, rawMax int64, b
 		return st, cw.n, fmt.Errorf("keep: %w", err)
 	}
 	return st, cw.n, nil
+}
+
+// awaitMigrationEnd waits until a cancelled migration has ended, so that
+// another may start.
+func (g *Guest) awaitMigrationEnd(ctx context.Context) error {
+	q, err := dialQMP(ctx, g.qmpSock, g.exited)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	for {
+		st, err := q.migrateStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if st != "active" && st != "cancelling" && st != "setup" && st != "device" {
+			return nil
+		}
+		if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("keep: %w", err)
+		}
+	}
 }
 
 // feedKept streams a kept state into a restoring QEMU (-incoming unix:sock):
