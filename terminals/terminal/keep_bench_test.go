@@ -16,11 +16,11 @@ import (
 // TCG (keep.go): the save at reclaim (guest paused → compressed file), the
 // disk it takes, and the learner's next attach → their shell answers with
 // their file there, against a fresh guest restored on demand from the
-// image's snapshot (Spares -1: no paused spare hides the restore). Each
-// round keeps the machine twice, in turn: as what differs from the
-// snapshot's RAM file (keepdiff.go, serve's) and whole (every page, as
-// before it: Keep.whole), so both are measured in one run. Five rounds of
-// one learner; medians.
+// image's snapshot (Spares -1: no paused spare hides the restore). Two
+// learners in turn: one's machine kept as what differs from the
+// snapshot's RAM file (keepdiff.go, serve's), the other's whole (every
+// page, as before it: Keep.whole), so both are measured in one run. Five
+// rounds; medians.
 func BenchmarkKeptMachine(b *testing.B) {
 	cfg := testConfig(b)
 	cfg.Accel = vm.AccelTCG
@@ -44,42 +44,55 @@ func BenchmarkKeptMachine(b *testing.B) {
 		a.Detach()
 		return d, a.Kept
 	}
-	// The first guest boots and saves the image's snapshot; then the
-	// learner's machine gets a file and a history line.
-	answer("learner", "echo kept-$((6*7)) > ~/kept.txt; echo wrote-$((2+3))", "wrote-5")
+	// The first guest boots and saves the image's snapshot. Two
+	// learners: one's machine is always kept as its differences, the
+	// other's always whole (a machine restored from a whole state holds
+	// all its RAM itself: it has no snapshot file left to differ from).
+	// Each gets a file and a history line.
+	write := "echo kept-$((6*7)) > ~/kept.txt; echo wrote-$((2+3))"
+	answer("whole", write, "wrote-5")
+	keep.whole = true
+	if res := terms.Reclaim("whole"); res.Bytes == 0 || res.Base {
+		b.Fatalf("kept whole: %+v", res)
+	}
+	answer("diff", write, "wrote-5")
 	type kept struct{ save, resume, disk, stream, diff []float64 }
 	var diff, whole kept
 	var fresh []float64
-	for i := 0; i < 5*b.N; i++ {
-		for _, w := range []bool{true, false} {
-			keep.whole = w
-			res := terms.Reclaim("learner")
-			if res.Bytes == 0 || res.Base == w {
-				b.Fatalf("round %d (whole %v): kept %+v", i, w, res)
-			}
-			k := &diff
-			if w {
-				k = &whole
-			}
-			k.save = append(k.save, res.Took.Seconds())
-			k.disk = append(k.disk, float64(res.Bytes)/1e6)
-			k.stream = append(k.stream, float64(res.Raw)/1e6)
-			k.diff = append(k.diff, float64(res.Diff)/1e6)
-			if w {
-				// A learner with nothing kept, for the baseline.
-				other := fmt.Sprintf("fresh-%d", i)
-				d, _ := answer(other, "echo fresh-$((1+1))", "fresh-2")
-				fresh = append(fresh, d.Seconds())
-				if err := terms.Reset(ctx, other); err != nil {
-					b.Fatal(err)
-				}
-			}
-			d, note := answer("learner", `echo "got-$(cat ~/kept.txt)"`, "got-kept-42")
-			if note != KeepRestored {
-				b.Fatalf("round %d (whole %v): kept note %q", i, w, note)
-			}
-			k.resume = append(k.resume, d.Seconds())
+	record := func(k *kept, res KeptSave) {
+		k.save = append(k.save, res.Took.Seconds())
+		k.disk = append(k.disk, float64(res.Bytes)/1e6)
+		k.stream = append(k.stream, float64(res.Raw)/1e6)
+		k.diff = append(k.diff, float64(res.Diff)/1e6)
+	}
+	back := func(i int, k *kept, learner string) {
+		d, note := answer(learner, `echo "got-$(cat ~/kept.txt)"`, "got-kept-42")
+		if note != KeepRestored {
+			b.Fatalf("round %d (%s): kept note %q", i, learner, note)
 		}
+		k.resume = append(k.resume, d.Seconds())
+	}
+	for i := 0; i < 5*b.N; i++ {
+		keep.whole = false
+		res := terms.Reclaim("diff")
+		if res.Bytes == 0 || !res.Base {
+			b.Fatalf("round %d: not kept as its differences: %+v", i, res)
+		}
+		record(&diff, res)
+		keep.whole = true
+		back(i, &whole, "whole")
+		if res = terms.Reclaim("whole"); res.Bytes == 0 || res.Base {
+			b.Fatalf("round %d: not kept whole: %+v", i, res)
+		}
+		record(&whole, res)
+		// A learner with nothing kept, for the baseline.
+		other := fmt.Sprintf("fresh-%d", i)
+		d, _ := answer(other, "echo fresh-$((1+1))", "fresh-2")
+		fresh = append(fresh, d.Seconds())
+		if err := terms.Reset(ctx, other); err != nil {
+			b.Fatal(err)
+		}
+		back(i, &diff, "diff")
 	}
 	for _, xs := range [][]float64{diff.save, diff.resume, diff.disk, diff.stream, diff.diff, whole.save, whole.resume, whole.disk, whole.stream, fresh} {
 		slices.Sort(xs)
