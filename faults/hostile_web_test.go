@@ -131,7 +131,10 @@ func TestRequestLogFloodRealServer(t *testing.T) {
 	cost := m.Stop()
 	saw := honest()
 	var summary []string
-	codes.Range(func(k, v any) bool { summary = append(summary, fmt.Sprintf("%v×%d", k, v.(*atomic.Int64).Load())); return true })
+	codes.Range(func(k, v any) bool {
+		summary = append(summary, fmt.Sprintf("%v×%d", k, v.(*atomic.Int64).Load()))
+		return true
+	})
 	t.Logf("flood: %d answered requests in 10 s (%s); honest learner: %s", sent.Load(), strings.Join(summary, " "), saw)
 	cost.Check(t, "fall 6 request-log flood (real labserver)")
 	if sent.Load() < 1000 {

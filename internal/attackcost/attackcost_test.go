@@ -95,8 +95,8 @@ type recorder struct {
 }
 
 func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
-func (r *recorder) Logf(string, ...any)        {}
-func (r *recorder) Helper()                    {}
+func (r *recorder) Logf(string, ...any)       {}
+func (r *recorder) Helper()                   {}
 
 // TestCheckBounds: a cost past either bound fails the test; one within
 // both does not; under -race the memory bound is RaceFactor times.
