@@ -255,8 +255,20 @@ func TestLeaderboardOptIn(t *testing.T) {
 	} {
 		e.post(c.c, c.form, c.want)
 	}
+	// A cross-site form post (another site's page joining for the
+	// learner) is refused like every other.
+	res = e.do(cat, "POST", e.path, url.Values{"class": {strconv.FormatInt(e.b.ID, 10)}, "choice": {"anon"}},
+		"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site join: %d, want 403", res.StatusCode)
+	}
 	if rows, _ := e.board(cat, "", 200); len(rows) != 0 {
 		t.Errorf("after the hostile forms class B's board shows %+v", rows)
+	}
+	if _, on, _ := e.DB.LeaderboardEntry(context.Background(), store.Board{Cohort: e.b.ID, Lesson: e.lesson.Slug, Program: e.prog.ID, Figure: "ratio"},
+		learnerOf(t, cat, e.HTTP.URL)); on {
+		t.Error("a refused form put cat on class B's board")
 	}
 	// Leaving removes the row.
 	e.post(ann, url.Values{"class": {strconv.FormatInt(e.a.ID, 10)}, "choice": {"leave"}}, http.StatusSeeOther)
