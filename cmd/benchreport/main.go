@@ -447,7 +447,7 @@ func table(res map[string]result, failed map[string]string) []row {
 	if n, ok := get("BenchmarkHundredFifty", "guests"); ok {
 		many = fmt.Sprintf("%.0f learner guests", n)
 	}
-	add(many+" open at once, every shell answering: total PSS sharing the snapshot's RAM vs as many each holding all their RAM (before: a private guest's PSS × 150)",
+	add(many+" open at once, every shell answering: total PSS sharing the snapshot's RAM vs as many each holding all their RAM (before: a private guest's median PSS × as many, measured in the same run)",
 		"BenchmarkHundredFifty", "BenchmarkHundredFifty", "total-pss-MiB", "private-all-pss-MiB", "", 1, "MiB",
 		"total-pss < 20480 MiB (this machine's 24,105 MiB less room for the system and the page cache)")
 	if m, ok := get("BenchmarkHundredFifty", "mem-total-MiB"); ok {
