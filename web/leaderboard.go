@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -28,7 +29,9 @@ import (
 // the stored run (store.Leaderboard): the form carries only the class and
 // the choice, and anything else is refused. An instructor may hide a
 // class's boards (instructor/classes.go): its learners then see only a
-// sentence saying so, and joining is refused (leaving never is).
+// sentence saying so, and joining is refused (leaving never is). The
+// exercise links the board only for a learner in a class that shows it
+// (programState.Leaderboard, static/js/program.js).
 //
 //	GET  /lessons/{slug}/programs/{id}/leaderboard[?class=ID]
 //	POST /lessons/{slug}/programs/{id}/leaderboard   class=ID, choice=anon|name|leave
@@ -163,6 +166,25 @@ func (s *Server) boardClass(w http.ResponseWriter, r *http.Request, raw string, 
 	}
 	s.boardRefused(w, r, page.Errorf(page.CodeForbidden, tr(page.LangOf(r))("board.notyours")))
 	return store.Cohort{}, false
+}
+
+// boardVisible reports whether learner is in a class whose leaderboards
+// are not hidden: the exercise links its board only then.
+func (s *Server) boardVisible(ctx context.Context, learner string) (bool, error) {
+	classes, err := s.cfg.Store.LearnerCohorts(ctx, learner)
+	if err != nil || len(classes) == 0 {
+		return false, err
+	}
+	hidden, err := s.cfg.Store.HiddenLeaderboards(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range classes {
+		if !hidden[c.ID] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func boardPath(l *lessons.Lesson, p *lessons.Program) string {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -148,6 +149,20 @@ func (e *boardEnv) run(c *http.Client, peer, lang string) string {
 	return ""
 }
 
+// boardLinked is whether c's state of the exercise offers the board.
+func (e *boardEnv) boardLinked(c *http.Client) bool {
+	e.t.Helper()
+	res := e.do(c, "GET", "/api/lessons/06-performance/programs/write-rate", nil)
+	defer res.Body.Close()
+	var st struct {
+		Leaderboard bool `json:"leaderboard"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil || res.StatusCode != 200 {
+		e.t.Fatalf("program state: %d %v", res.StatusCode, err)
+	}
+	return st.Leaderboard
+}
+
 type boardRow struct{ rank, who, value, interval, verdict string }
 
 // board reads c's board page (want: its status).
@@ -196,10 +211,16 @@ func TestLeaderboardOptIn(t *testing.T) {
 	e.run(bob, ratePeer("1.20", "1.10", "1.31"), "en")
 	e.run(cat, ratePeer("3.00", "2.90", "3.10"), "en")
 
-	// The exercise links the board.
+	// The exercise links the board, shown to a learner with a class only.
 	d := e.page(e.do(ann, "GET", "/lessons/06-performance?lang=zh", nil), 200)
 	if href, _ := d.Find(`[data-testid="program-board"]`).Attr("href"); href != e.path {
 		t.Errorf("the exercise links %q, want %q", href, e.path)
+	}
+	if got := e.boardLinked(ann); !got {
+		t.Error("ann's exercise state does not offer the board")
+	}
+	if got := e.boardLinked(e.learner(nil)); got {
+		t.Error("a learner in no class is offered the board")
 	}
 	// Off by default: nobody is on it.
 	rows, html := e.board(ann, "", 200)
@@ -300,6 +321,9 @@ func TestLeaderboardHidden(t *testing.T) {
 	if len(rows) != 0 || !strings.Contains(html, "Your instructor hid this class") || strings.Contains(html, "Learner 1") ||
 		strings.Contains(html, `data-testid="board-table"`) || strings.Contains(html, `data-testid="board-form"`) {
 		t.Errorf("a hidden board shows: %+v\n%s", rows, html)
+	}
+	if e.boardLinked(ann) {
+		t.Error("the exercise still offers a hidden board")
 	}
 	body := e.post(ann, url.Values{"class": {strconv.FormatInt(e.a.ID, 10)}, "choice": {"name"}}, http.StatusForbidden)
 	if !strings.Contains(body, "Your instructor hid this class") {

@@ -186,6 +186,9 @@ type programState struct {
 	// BeforeReset is the code the learner's last reset replaced, so it
 	// can be brought back ("" without one).
 	BeforeReset string `json:"before_reset,omitempty"`
+	// Leaderboard: the exercise has a class leaderboard and the learner
+	// is in a class that does not hide it (the page then shows its link).
+	Leaderboard bool `json:"leaderboard,omitempty"`
 }
 
 // programHints are the hints the learner revealed, in the request's
@@ -235,6 +238,12 @@ func (s *Server) programShow(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if ok && before != src {
 		st.BeforeReset = before
+	}
+	if p.Config.Leaderboard != "" {
+		if st.Leaderboard, err = s.boardVisible(r.Context(), learner); err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
 	}
 	page.WriteJSON(w, http.StatusOK, st)
 }

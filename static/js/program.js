@@ -177,6 +177,9 @@
       solBtn.hidden = !(st.solution_seen || failed >= st.solution_after);
       showHints(st);
       restoreBtn.hidden = !st.before_reset;
+      // The class leaderboard's link: only for a learner whose class shows one.
+      var board = root.querySelector('.program-board');
+      if (board) board.hidden = !st.leaderboard;
     }
 
     // showHints lists the revealed hints and words the button for the
