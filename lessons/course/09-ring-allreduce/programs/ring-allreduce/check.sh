@@ -62,6 +62,22 @@ if [ "$early" -gt 0 ]; then
 	say "  ($early runs said done before go and were left out of the timing.)" "  （有 $early 次运行在 go 之前就报告完成，未计入计时。）"
 fi
 
+# Where the bytes went: the packets each device sent during the run (rank
+# r uses rxe(r % 2)). A ring sends as much from every rank; a gather to
+# rank 0 sends half of everything from rank 0 alone. Here one CPU copies
+# every byte of either, so the times come out close; the split is what a
+# wire per rank would feel.
+pk=$(awk 'NR == FNR { if ($2 == "sent_pkts") b[$1] = $3; next }
+	$2 == "sent_pkts" { d = $3 - b[$1]; all += d; if (d > max) { max = d; dev = $1 }; en = en (en == "" ? "" : ", ") $1 " " d; zh = zh (zh == "" ? "" : "，") $1 " " d }
+	END { if (all > 0) printf "%s|%s|%s|%d", en, zh, dev, int(100 * max / all + 0.5) }' "$LAB_COUNTERS_BEFORE" "$LAB_COUNTERS_AFTER" 2>/dev/null)
+if [ -n "$pk" ]; then
+	IFS='|' read -r pken pkzh pkdev pkpct <<EOF
+$pk
+EOF
+	say "  Packets the devices sent during your run: $pken; the busiest, $pkdev, sent $pkpct % of them (even ranks use rxe0, odd ranks rxe1)." \
+		"  运行期间各设备发送的包：$pkzh；最忙的 $pkdev 发送了其中的 $pkpct %（偶数 rank 用 rxe0，奇数 rank 用 rxe1）。"
+fi
+
 # Open MPI's MPI_Allreduce over UCX on the same devices, the same ranks
 # (rank r on rxe(r % 2)), the largest size. Its failure is reported, not
 # judged: the learner's program passed above.
@@ -98,7 +114,14 @@ int main(int argc, char **argv) {
 	return 0;
 }
 EOF
-ctx() { echo "-np 1 -x UCX_TLS=rc_v,self -x UCX_IB_GID_INDEX=0 -x UCX_IB_RX_QUEUE_LEN=64 -x UCX_RC_VERBS_TX_QUEUE_LEN=64 -x UCX_LOG_LEVEL=info -x UCX_NET_DEVICES=rxe$1:1 $d/ar $n"; }
+# UCX's rc_verbs keeps its bounce buffers in pools it registers (so every
+# page is resident): by default a receive pool of 1024 segments of 8 KB
+# however short its queue, and a send pool grown 1024 at a time, about
+# 17 MB a rank. Segments of 2 KB, short queues and a send pool grown 64
+# at a time bring a rank from 23 MB to 8 MB (measured in this guest).
+ucx="-x UCX_TLS=rc_v,self -x UCX_IB_GID_INDEX=0 -x UCX_RC_VERBS_SEG_SIZE=2048 -x UCX_RC_VERBS_RX_QUEUE_LEN=64"
+ucx="$ucx -x UCX_RC_VERBS_TX_QUEUE_LEN=64 -x UCX_RC_VERBS_TX_BUFS_GROW=64 -x UCX_LOG_LEVEL=info"
+ctx() { echo "-np 1 $ucx -x UCX_NET_DEVICES=rxe$1:1 $d/ar $n"; }
 if [ -n "$LAB_DISK_ERROR" ]; then
 	say "Open MPI could not run here: $LAB_DISK_ERROR" "Open MPI 无法在这里运行：$LAB_DISK_ERROR"
 	exit 0
@@ -118,29 +141,49 @@ while [ "$i" -lt "$LAB_SIZE" ]; do
 	i=$((i + 1))
 done
 # Open MPI refuses root unless told twice; the check is root in the guest.
-# The guest has 256 MB: small UCX queues (64, not 256) and no shared-memory
-# BTL keep four ranks out of the OOM killer's way.
+# The guest has 256 MB, its root in RAM: with the pools above and no
+# shared-memory BTL, mpirun and four ranks take about 45 MB (8 MB of it
+# PMIx's shared key store in /tmp; its private one, gds hash, costs each
+# rank 5 MB more). They run in a cgroup of their own, bounded to what is
+# available less 32 MB for the kernel and the agent: if Open MPI needs
+# more, the kernel ends Open MPI, not the agent, and nothing of it
+# outlives the check (cgroup.kill).
 # Four ranks share one emulated CPU: idle ranks yield it, and mpirun gets
-# what is left of the check's 30 s (12-15 s in the lab's tests).
-ooms=$(dmesg 2>/dev/null | grep -c 'Out of memory')
+# what is left of the check's 30 s.
 avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+cg=/sys/fs/cgroup/lab-mpi-$$
+bound=$((avail - 32))
+if grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && mkdir "$cg" 2>/dev/null; then
+	echo $((bound << 20)) >"$cg/memory.max"
+	echo 0 >"$cg/memory.swap.max" 2>/dev/null
+	trap 'echo 1 >"$cg/cgroup.kill" 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done; rm -rf "$d"' EXIT
+else
+	cg=
+fi
+inside() { if [ -n "$cg" ]; then sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"; else "$@"; fi; }
+ooms=$(dmesg 2>/dev/null | grep -ci 'out of memory')
 t0=$(date +%s)
 left=$((27 - (t0 - start)))
 if [ "$left" -lt 5 ]; then
 	say "Open MPI's MPI_Allreduce was not run: only $left s of the check's 30 s were left." "没有运行 Open MPI 的 MPI_Allreduce：检查的 30 秒只剩 $left 秒。"
 	exit 0
 fi
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$left" "$mpirun" --mca plm isolated --oversubscribe \
-	--mca mpi_yield_when_idle 1 --mca pml ucx --mca btl self --mca pml_base_verbose 10 $args >"$d/out" 2>&1
+inside env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$left" "$mpirun" \
+	--mca plm isolated --oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca btl self --mca pml_base_verbose 10 \
+	$args >"$d/out" 2>&1
 st=$?
 took=$(($(date +%s) - t0))
+killed=0
+[ -n "$cg" ] && killed=$(awk '/^oom_kill / {print $2}' "$cg/memory.events" 2>/dev/null)
 res=$(grep -m1 '^mpi_allreduce ' "$d/out")
 lane=$(grep -o 'rc_verbs/rxe[0-9]*:[0-9]*' "$d/out" | sort -u | tr '\n' ' ' | sed 's/ $//')
 if [ -z "$res" ]; then
 	# Open MPI's and UCX's own words, without their progress lines.
 	err=$(grep -v 'UCX  INFO\|pml_base\|mca: base\|select:\|selected ucx\|^ *$' "$d/out" | head -n 3 | cut -c 1-200 | tr '\n' ' ')
-	oom=$(dmesg 2>/dev/null | grep -o 'Out of memory: Killed process [0-9]* ([^)]*)' | tail -n 1)
-	if [ "$(dmesg 2>/dev/null | grep -c 'Out of memory')" -gt "$ooms" ]; then err="the kernel: $oom (${avail} MB were available to start with); $err"; fi
+	oom=$(dmesg 2>/dev/null | grep -io 'out of memory: Killed process [0-9]* ([^)]*)' | tail -n 1)
+	if [ "${killed:-0}" -gt 0 ] || [ "$(dmesg 2>/dev/null | grep -ci 'out of memory')" -gt "$ooms" ]; then
+		err="the kernel: $oom ($avail MB were available to start with, Open MPI was given $bound MB); $err"
+	fi
 	if [ "$took" -ge "$left" ]; then err="it did not finish within the $left s left of the check's 30 s, and was stopped; $err"; fi
 	[ -n "$err" ] || err=$(grep -v 'UCX  INFO' "$d/out" | tail -n 2 | cut -c 1-200 | tr '\n' ' ')
 	say "Open MPI's MPI_Allreduce over UCX could not run here (mpirun exit $st): $err" "Open MPI 的 MPI_Allreduce（走 UCX）没能在这里运行（mpirun 退出状态 $st）：$err"
