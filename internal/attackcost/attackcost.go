@@ -13,7 +13,9 @@
 //   - WatchSelf(…) is for a server running inside the test process
 //     (httptest, fleet.Start, terminal.Terminals): the peak is the whole
 //     test process's VmHWM during the attack — the server, the attacker
-//     and the test's own clients together — so under the bound it is an
+//     and the test's own clients together, and whatever the process held
+//     before (earlier tests' memory, which Go returns to the system
+//     slowly; Cost.BaseRSS says how much) — so under the bound it is an
 //     upper bound on the server's share; the Go heap's growth (peak
 //     HeapInuse above where it was) is reported beside it. Under -race
 //     the process's memory is the race detector's several-fold, and the
@@ -70,6 +72,8 @@ type Meter struct {
 	heap0  uint64
 	reset  bool // VmHWM was reset at the start: it is the attack's peak
 
+	rss0 int64 // resident at the start
+
 	mu       sync.Mutex
 	rssPeak  int64
 	heapPeak uint64
@@ -103,7 +107,8 @@ func start(kind Kind, pid int, logLen func() int64) *Meter {
 	// "5" resets the peak resident set size to the present one
 	// (proc(5), clear_refs; Linux 4.0 on); the process is ours.
 	m.reset = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) == nil
-	m.rssPeak = status(pid)["VmRSS"]
+	m.rss0 = status(pid)["VmRSS"]
+	m.rssPeak = m.rss0
 	go m.sample()
 	return m
 }
@@ -140,6 +145,9 @@ type Cost struct {
 	// never sampled.
 	PeakRSS int64
 	Since   string
+	// BaseRSS is the resident memory when the watch began: in-process,
+	// what the test process already held (earlier tests' too).
+	BaseRSS int64
 	// HeapGrowth is, in-process, how far the Go heap in use rose above
 	// where it was at Watch (sampled every 20 ms).
 	HeapGrowth int64
@@ -157,7 +165,7 @@ func (m *Meter) Stop() Cost {
 	st := status(m.pid)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := Cost{Kind: m.kind, PeakRSS: max(st["VmHWM"], m.rssPeak), Since: "process start", Race: raceEnabled && m.kind == InProcess}
+	c := Cost{Kind: m.kind, PeakRSS: max(st["VmHWM"], m.rssPeak), Since: "process start", BaseRSS: m.rss0, Race: raceEnabled && m.kind == InProcess}
 	if m.reset {
 		c.Since = "the attack"
 	}
@@ -180,7 +188,7 @@ func (c Cost) MemBound() int64 {
 
 // String is the cost in one line, the figures the operations doc quotes.
 func (c Cost) String() string {
-	s := fmt.Sprintf("%s: peak RSS %s (since %s), log +%s", c.Kind, human(c.PeakRSS), c.Since, human(c.LogBytes))
+	s := fmt.Sprintf("%s: peak RSS %s (since %s; %s at its start), log +%s", c.Kind, human(c.PeakRSS), c.Since, human(c.BaseRSS), human(c.LogBytes))
 	if c.Kind == InProcess {
 		s += fmt.Sprintf(", Go heap +%s", human(c.HeapGrowth))
 	}
