@@ -59,12 +59,15 @@ test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 # of the longest starting last and running alone at the end. ./... adds
 # the rest (a package named twice runs once). bin/testtimes prints go
 # test's usual output from -json and then where the time went; pipefail
-# keeps go test's exit code.
+# keeps go test's exit code. -timeout is per package and only catches a
+# hang: the guest package takes ~14 min on a quiet machine but 39 min at
+# load 12-19 (stress-ng --cpu 2 beside other guest tests), so 40m cut
+# honest runs; 60m still ends a hung package inside CI's 90 minutes.
 TEST_FIRST := ./sandbox/rdmaexp ./e2e ./web ./terminals/terminal ./machines/vm ./faults ./runs/fleet
 
 test: deps-test lint build
 	$(GO) build -o bin/testtimes ./cmd/testtimes
-	set -o pipefail; $(GO) test -race -count=1 -timeout 40m -json $(TEST_FIRST) ./... | bin/testtimes -echo -trim github.com/rdmalab/rdmalab
+	set -o pipefail; $(GO) test -race -count=1 -timeout 60m -json $(TEST_FIRST) ./... | bin/testtimes -echo -trim github.com/rdmalab/rdmalab
 	GO=$(GO) ./scripts/fuzz.sh $(FUZZTIME_TEST)
 
 lint: generate
