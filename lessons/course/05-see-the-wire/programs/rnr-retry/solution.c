@@ -176,11 +176,11 @@ int main(void)
 	 * there (IBTA: 7 means infinite; rxe agrees). Every finite count,
 	 * at most 6 tries of the peer's 0.64 ms, gives up long before its
 	 * RECV, 300 ms late. The loss budget stays finite, retry_cnt 3, but
-	 * with a longer timeout than lesson 03's: 17 (0.54 s), because rxe
+	 * with a longer timeout than lesson 03's: 18 (1.07 s), because rxe
 	 * resets retry_cnt only on an ACK, so ACK timeouts that expire during
 	 * a long RNR wait can spend it. The poll deadline, not the QP, bounds
 	 * our wait. */
-	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 17, .retry_cnt = 3,
+	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 3,
 		.rnr_retry = 7, .sq_psn = MY_PSN, .max_rd_atomic = 1};
 	if (ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {

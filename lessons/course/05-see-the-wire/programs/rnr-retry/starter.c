@@ -177,13 +177,13 @@ int main(void)
 		goto out;
 	}
 	/* RTR -> RTS: our first PSN (the one we told the peer) and the retry
-	 * budgets. For lost packets: timeout 17 (0.54 s) and retry_cnt 3;
+	 * budgets. For lost packets: timeout 18 (1.07 s) and retry_cnt 3;
 	 * the timeout is longer than lesson 03's 14 because rxe resets
 	 * retry_cnt only on an ACK, so ACK timeouts that expire during a long
 	 * wait for the peer's RECV can spend it.
 	 * TODO: this SEND will meet a peer with no RECV posted. Choose
 	 * rnr_retry so that it is still trying when the RECV arrives. */
-	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 17, .retry_cnt = 3,
+	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 3,
 		.rnr_retry = 0, .sq_psn = MY_PSN, .max_rd_atomic = 1};
 	if (ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
