@@ -170,12 +170,14 @@ if [ "$left" -lt 5 ]; then
 	say "Open MPI's MPI_Allreduce was not run: only $left s of the check's 30 s were left." "没有运行 Open MPI 的 MPI_Allreduce：检查的 30 秒只剩 $left 秒。"
 	exit 0
 fi
-inside env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$left" "$mpirun" \
+inside env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR="$d" timeout "$left" "$mpirun" \
 	--mca plm isolated --oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca btl self --mca pml_base_verbose 10 \
 	$args >"$d/out" 2>&1 &
 mp=$!
 # Rank 0's line is the result: MPI_Finalize (5-8 s of a loaded guest's
-# time) is not waited for once it is there.
+# time) is not waited for once it is there. Open MPI's session folder
+# (8 MB of PMIx's shared-memory files, on a /tmp in RAM) is in $d
+# (TMPDIR), so a run ended here does not leave it behind.
 while kill -0 "$mp" 2>/dev/null && ! grep -q '^mpi_allreduce ' "$d/out"; do sleep 0.2; done
 if grep -q '^mpi_allreduce ' "$d/out" && [ -n "$cg" ]; then echo 1 >"$cg/cgroup.kill"; fi
 wait "$mp"
