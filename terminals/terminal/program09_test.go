@@ -19,10 +19,11 @@ import (
 // the same check; the starter compiles and fails naming an element; a
 // program that only prints fails; a wrong chunk offset fails naming the
 // first differing element; the naive gather to rank 0 passes, its times
-// beside the ring's are logged (on one emulated CPU they overlap), and the
-// packets per device show its load on rank 0's device (two thirds of
-// them, against the ring's half) in every run; a rank that fails ends
-// the others at once.
+// beside the ring's are logged (on one emulated CPU neither is reliably
+// the slower: the gather came out within the ring's spread or faster),
+// and the packets per device show its load on rank 0's device (two
+// thirds of them, against the ring's half) in every run; a rank that
+// fails ends the others at once.
 func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
 	t.Helper()
 	l := course.Lesson("09-ring-allreduce")
