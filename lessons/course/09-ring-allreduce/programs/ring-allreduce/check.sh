@@ -190,13 +190,20 @@ lane=$(grep -o 'rc_verbs/rxe[0-9]*:[0-9]*' "$d/out" | sort -u | tr '\n' ' ' | se
 if [ -z "$res" ]; then
 	# Open MPI's and UCX's own words, without their progress lines.
 	err=$(grep -v 'UCX  INFO\|pml_base\|mca: base\|select:\|selected ucx\|^ *$' "$d/out" | head -n 3 | cut -c 1-200 | tr '\n' ' ')
+	why= zhwhy=
 	oom=$(dmesg 2>/dev/null | grep -io 'out of memory: Killed process [0-9]* ([^)]*)' | tail -n 1)
 	if [ "${killed:-0}" -gt 0 ] || [ "$(dmesg 2>/dev/null | grep -ci 'out of memory')" -gt "$ooms" ]; then
-		err="the kernel: $oom ($avail MB were available to start with, Open MPI was given $bound MB); $err"
+		why="the kernel: $oom ($avail MB were available to start with, Open MPI was given $bound MB); "
+		zhwhy="内核：$oom（开始时可用 $avail MB，分给 Open MPI 的上限是 $bound MB）；"
 	fi
-	if [ "$took" -ge "$left" ]; then err="it did not finish within the $left s left of the check's 30 s, and was stopped; $err"; fi
-	[ -n "$err" ] || err=$(grep -v 'UCX  INFO' "$d/out" | tail -n 2 | cut -c 1-200 | tr '\n' ' ')
-	say "Open MPI's MPI_Allreduce over UCX could not run here (mpirun exit $st): $err" "Open MPI 的 MPI_Allreduce（走 UCX）没能在这里运行（mpirun 退出状态 $st）：$err"
+	if [ "$took" -ge "$left" ]; then
+		why="it did not finish within the $left s left of the check's 30 s, and was stopped; $why"
+		zhwhy="它没能在检查 30 秒中剩下的 $left 秒内完成，已被停止；$zhwhy"
+	fi
+	# Its last words only when nothing better says why.
+	[ -n "$why$err" ] || err=$(grep -v 'UCX  INFO' "$d/out" | tail -n 2 | cut -c 1-200 | tr '\n' ' ')
+	[ -n "$err" ] || why=${why%; } zhwhy=${zhwhy%；}
+	say "Open MPI's MPI_Allreduce over UCX could not run here (mpirun exit $st): $why$err" "Open MPI 的 MPI_Allreduce（走 UCX）没能在这里运行（mpirun 退出状态 $st）：$zhwhy$err"
 	exit 0
 fi
 set -- $res
