@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/internal/attackcost"
 	"github.com/rdmalab/rdmalab/lessons"
@@ -92,7 +93,11 @@ func TestPeerFolderRace(t *testing.T) {
 	cfg.Accel = vm.AccelTCG
 	var logs *attackcost.LogCounter
 	cfg.Logger, logs = countedLogger(t)
-	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
+	// Idle: the learner's chains and the swapper starve the guest, and
+	// under load (stress-ng beside make test) a chain ran past the
+	// default 10 minutes without a keystroke, so the machine was
+	// reclaimed as idle mid-test. Idle reclaim has its own tests.
+	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Idle: time.Hour}
 	defer terms.Close()
 	cost := attackcost.WatchSelf(logs.Len)
 	ctx := context.Background()

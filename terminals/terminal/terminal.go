@@ -834,6 +834,15 @@ func (t *Terminals) reap() {
 		}
 		t.mu.Unlock()
 		for _, s := range old {
+			s.mu.Lock()
+			attached := len(s.subs)
+			idle := time.Since(s.lastUse).Round(time.Second)
+			s.mu.Unlock()
+			// Once per machine reclaimed, so an admin (and a test's log)
+			// can tell an idle reclaim from a guest that died.
+			if t.Cfg.Logger != nil {
+				t.Cfg.Logger.Info("a learner's machine reclaimed as unused", "owner", s.owner, "unused", idle, "tabs", attached, "kept", t.Keep != nil && s.owner != "")
+			}
 			if t.Keep == nil || s.owner == "" {
 				go s.discard()
 				continue
