@@ -67,8 +67,10 @@ func (c keepConfig) keep(dbPath string, log *slog.Logger) *terminal.Keep {
 	}
 	// One client address's machines may take a quarter of the budget: 64
 	// fresh cookies of one address then evict no other address's machine
-	// (issue 43), and a class behind one NAT still keeps ~30 machines of
-	// 33 MB under the default budget (raise --keep-total-max for more).
+	// (issue 43), and a class behind one NAT still keeps its machines under
+	// the default budget: about 1 MB each plus what the learner wrote when
+	// kept as differences from the snapshot, 33 MB when kept whole (vm's
+	// keepdiff.go says when; raise --keep-total-max for more).
 	k := &terminal.Keep{Dir: dir, MaxBytes: int64(c.MaxMiB) << 20, Expire: c.Expire, TotalMax: int64(c.TotalMiB) << 20,
 		ClientMax: int64(c.TotalMiB) << 20 / 4, Logger: log}
 	k.Enforce() // a budget lowered since the last start
