@@ -22,6 +22,9 @@ type Program struct {
 	// ranks, each told LAB_RANK and LAB_SIZE); 0 or 1 is one.
 	Ranks int    `json:"ranks,omitempty"`
 	Check []byte `json:"check"` // run with /bin/sh after the program
+	// CheckTimeoutS bounds the check in seconds; 0 is the guest's default
+	// for every script (vmproto.VerifyTimeoutS).
+	CheckTimeoutS int `json:"check_timeout_s,omitempty"`
 }
 
 // ProgramEnd is how a program run ended.

@@ -61,6 +61,9 @@ type ProgramConfig struct {
 	Libs []string `yaml:"libs"`
 	// Timeout bounds the run in seconds (default 10, at most MaxProgramTimeout).
 	Timeout int `yaml:"timeout"`
+	// CheckTimeout bounds check.sh in seconds (default 30, at most
+	// MaxCheckTimeout); the script reads it as LAB_CHECK_TIMEOUT.
+	CheckTimeout int `yaml:"check_timeout"`
 	// Peer is a C file in the lesson folder (peers/write-target.c) that
 	// the lab compiles and starts on rxe1 before the learner's program; it
 	// publishes what the learner's side needs in /run/lab-peer and reports
@@ -95,6 +98,9 @@ var FigureName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 const (
 	MaxProgramSource  = 32 << 10
 	MaxProgramTimeout = 30
+	// MaxCheckTimeout bounds a program's check_timeout (the guest's own
+	// bound, vmproto.ProgramCheckMaxS, is the same).
+	MaxCheckTimeout = 90
 	MaxProgramRanks   = 8   // copies of one program run at once (vmproto.ProgramRanksMax)
 	MaxProgramHints   = 8   // hints of one program
 	MaxProgramHint    = 600 // bytes of one hint in one language
@@ -240,6 +246,12 @@ func (p *Program) configure(c ProgramConfig, file string) []string {
 			msgs = append(msgs, fmt.Sprintf("%s: timeout %d must be 1 to %d seconds", file, c.Timeout, MaxProgramTimeout))
 		}
 		p.Config.Timeout = c.Timeout
+	}
+	if c.CheckTimeout != 0 {
+		if c.CheckTimeout < 1 || c.CheckTimeout > MaxCheckTimeout {
+			msgs = append(msgs, fmt.Sprintf("%s: check_timeout %d must be 1 to %d seconds", file, c.CheckTimeout, MaxCheckTimeout))
+		}
+		p.Config.CheckTimeout = c.CheckTimeout
 	}
 	if c.SolutionAfter != 0 {
 		if c.SolutionAfter < 1 || c.SolutionAfter > 20 {

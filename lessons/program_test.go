@@ -72,6 +72,7 @@ func TestProgramsCheck(t *testing.T) {
 		{"no check", "p", with("p/check.sh", ""), "no verify script 01-t/p/check.sh"},
 		{"outside", "../q", good, `folder "../q" must be a plain path inside the lesson folder`},
 		{"bad yaml", "p", with("p/program.yaml", "timeout: 99\n"), "timeout 99 must be 1 to 30 seconds"},
+		{"check too long", "p", with("p/program.yaml", "check_timeout: 91\n"), "check_timeout 91 must be 1 to 90 seconds"},
 		{"unknown key", "p", with("p/program.yaml", "timeot: 9\n"), "01-t/p/program.yaml"},
 		{"bad lib", "p", with("p/program.yaml", "libs: [ssl]\n"), `library "ssl" is not one of`},
 		{"no peer", "p", with("p/program.yaml", "peer: peers/none.c\n"), "no peer program 01-t/peers/none.c"},

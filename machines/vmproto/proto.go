@@ -83,6 +83,7 @@ const (
 	ProgramPeerMax    = 8 << 10                  // the peer's report
 	ProgramTimeoutMax = 30                       // seconds a program may run
 	ProgramRanksMax   = 8                        // copies of one program run at once (Program.Ranks)
+	ProgramCheckMaxS  = 90                       // seconds a program's check may take (Program.CheckTimeoutS)
 	// ProgramEvents bounds the event lines of one program run: output is
 	// sent in chunks of at least ProgramChunk bytes or every 50 ms.
 	ProgramEvents = 2048

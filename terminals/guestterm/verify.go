@@ -98,13 +98,13 @@ func runVerify(ctx context.Context, script []byte, pids []int, lang string) ([]b
 	for i, p := range pids {
 		ps[i] = strconv.Itoa(p)
 	}
-	return runScript(ctx, script, lang, "LAB_TERM_PIDS="+strings.Join(ps, " "))
+	return runScript(ctx, script, vmproto.VerifyTimeoutS, lang, "LAB_TERM_PIDS="+strings.Join(ps, " "))
 }
 
 // runScript runs a lesson's script with /bin/sh as the lab (root), with
-// LAB_LANG and env, bounded by VerifyTimeoutS and VerifyOutputMax; a nil
-// error is exit status 0.
-func runScript(ctx context.Context, script []byte, lang string, env ...string) ([]byte, error) {
+// LAB_LANG, LAB_CHECK_TIMEOUT (limitS) and env, bounded by limitS seconds
+// and VerifyOutputMax; a nil error is exit status 0.
+func runScript(ctx context.Context, script []byte, limitS int, lang string, env ...string) ([]byte, error) {
 	if lang != "zh" && lang != "en" {
 		lang = "en"
 	}
@@ -120,13 +120,13 @@ func runScript(ctx context.Context, script []byte, lang string, env ...string) (
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write the script: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, vmproto.VerifyTimeoutS*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(limitS)*time.Second)
 	defer cancel()
 	out := &capped{n: vmproto.VerifyOutputMax}
 	cmd := exec.CommandContext(ctx, "/bin/sh", f.Name())
 	cmd.Dir = "/root"
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
-		"LAB_LANG=" + lang}, env...)
+		"LAB_LANG=" + lang, "LAB_CHECK_TIMEOUT=" + strconv.Itoa(limitS)}, env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -136,7 +136,7 @@ func runScript(ctx context.Context, script []byte, lang string, env ...string) (
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left behind
 	}
 	if ctx.Err() == context.DeadlineExceeded {
-		return out.b, fmt.Errorf("timed out after %d s", vmproto.VerifyTimeoutS)
+		return out.b, fmt.Errorf("timed out after %d s", limitS)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

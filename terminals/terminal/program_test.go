@@ -21,7 +21,7 @@ import (
 // programReq is a lesson program's request with source src.
 func programReq(p *lessons.Program, src []byte) vmproto.Program {
 	return vmproto.Program{Source: src, Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
-		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Ranks: p.Config.Ranks, Check: p.Check}
+		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Ranks: p.Config.Ranks, Check: p.Check, CheckTimeoutS: p.Config.CheckTimeout}
 }
 
 // collect gathers a run's events.
