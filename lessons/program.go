@@ -101,9 +101,9 @@ const (
 	// MaxCheckTimeout bounds a program's check_timeout (the guest's own
 	// bound, vmproto.ProgramCheckMaxS, is the same).
 	MaxCheckTimeout = 90
-	MaxProgramRanks   = 8   // copies of one program run at once (vmproto.ProgramRanksMax)
-	MaxProgramHints   = 8   // hints of one program
-	MaxProgramHint    = 600 // bytes of one hint in one language
+	MaxProgramRanks = 8   // copies of one program run at once (vmproto.ProgramRanksMax)
+	MaxProgramHints = 8   // hints of one program
+	MaxProgramHint  = 600 // bytes of one hint in one language
 )
 
 // ProgramLibs are the libraries a program may link.
