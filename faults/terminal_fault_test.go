@@ -150,8 +150,12 @@ func TestTerminalAbuse(t *testing.T) {
 	if out, err := exec.Command(bin, "vm", "build", "--dir", vmDir).CombinedOutput(); err != nil {
 		t.Fatalf("labserver vm build: %v\n%s", err, out)
 	}
+	// LAB_TERMINAL_IDLE: under load (stress-ng beside make test) the
+	// abuser's guest, its CPU taken by the bomb and the floods, took more
+	// than the default 10 minutes to run the builtins that stop them, and
+	// the machine was reclaimed as unused mid-test.
 	srv := start(t, labproc.Options{Dir: dir, Env: []string{"LAB_BACKEND=vm", "LAB_VM_DIR=" + vmDir,
-		"LAB_GUESTS=1", "LAB_TERMINALS=1", "LAB_VM_MEMORY=256"}})
+		"LAB_GUESTS=1", "LAB_TERMINALS=1", "LAB_VM_MEMORY=256", "LAB_TERMINAL_IDLE=1h"}})
 	abuser := newLearner(t, srv.URL)
 	abuser.must("GET", "/?lang=en", "", 200)
 	other := newLearner(t, srv.URL)

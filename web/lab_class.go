@@ -61,6 +61,20 @@ type TerminalInfo interface {
 	// KeepsFor is how long a reclaimed machine is kept for its learner
 	// (0: it is not).
 	KeepsFor() time.Duration
+	// ReclaimsAfter is how long a learner's machine here may go without a
+	// keystroke before it is reclaimed (serve --terminal-idle).
+	ReclaimsAfter() time.Duration
+}
+
+// reclaimsAfter is TermInfo's ReclaimsAfter; 10 minutes, the terminals'
+// default, without one.
+func (s *Server) reclaimsAfter() time.Duration {
+	if s.cfg.TermInfo != nil {
+		if d := s.cfg.TermInfo.ReclaimsAfter(); d > 0 {
+			return d
+		}
+	}
+	return 10 * time.Minute
 }
 
 // keepsFor is TermInfo's KeepsFor, 0 without one.

@@ -41,12 +41,40 @@ type termInfo struct {
 	sz   TermSizing
 	sp   TermSpares
 	kept TermKept // Machines < 0: not kept
+	// reclaim: ReclaimsAfter (0: the terminals' default)
+	reclaim time.Duration
 }
 
 func (i termInfo) Sizing() TermSizing      { return i.sz }
 func (i termInfo) Spares() TermSpares      { return i.sp }
 func (i termInfo) Kept() (TermKept, bool)  { return i.kept, i.kept.Machines >= 0 }
 func (i termInfo) KeepsFor() time.Duration { return 0 }
+
+func (i termInfo) ReclaimsAfter() time.Duration { return i.reclaim }
+
+// The terminal's page and a task check's "no terminal" say when an unused
+// machine is reclaimed as the lab is set (serve --terminal-idle), in zh
+// and en; 10 minutes when nothing says otherwise.
+func TestReclaimTimeSaid(t *testing.T) {
+	for _, tc := range []struct {
+		info   TerminalInfo
+		zh, en string
+	}{
+		{nil, "10 分钟没有按键", "after 10 minutes without a keystroke"},
+		{termInfo{reclaim: 25 * time.Minute}, "25 分钟没有按键", "after 25 minutes without a keystroke"},
+		{termInfo{reclaim: time.Minute}, "1 分钟没有按键", "after a minute without a keystroke"},
+	} {
+		srv := &Server{cfg: Config{TermInfo: tc.info}}
+		d := srv.reclaimsAfter()
+		for lang, want := range map[string]string{"zh": tc.zh, "en": tc.en} {
+			for _, key := range []string{"term.lede", "task.noterm"} {
+				if got := trf(lang, key, minutesSpan(lang, d)); !strings.Contains(got, want) {
+					t.Errorf("%s %s with %v: %q; want %q in it", lang, key, d, got, want)
+				}
+			}
+		}
+	}
+}
 
 // /lab says how --terminals auto chose the cap, in the page's language.
 func TestLabTerminalSizing(t *testing.T) {

@@ -61,7 +61,7 @@ var taskStrings = page.Table{
 		"task.passed":      "通过：检查脚本在你的虚拟机里确认了这一步：",
 		"task.failed":      "还没有通过（%s）。检查脚本的提示：",
 		"task.failed.kept": "这次没有通过（%s），但你之前已经完成过这个任务，它仍然算完成。检查脚本的提示：",
-		"task.noterm":      "你的终端还没有打开：先打开上面的终端（如果你在排队等空位，等到出现提示符），在里面完成这一步，再按“检查”。（10 分钟没有按键虚拟机就会被回收，那时需要重新做一遍。）",
+		"task.noterm":      "你的终端还没有打开：先打开上面的终端（如果你在排队等空位，等到出现提示符），在里面完成这一步，再按“检查”。（%s没有按键虚拟机就会被回收，那时需要重新做一遍。）",
 		"task.busy":        "上一次检查还在进行，请稍等。",
 		"task.rate":        "你检查得太频繁了：请 %d 秒后再试。",
 		"task.unknown":     "这一课没有这个任务。",
@@ -81,7 +81,7 @@ var taskStrings = page.Table{
 		"task.passed":      "Passed: the check script confirmed this step in your machine:",
 		"task.failed":      "Not passed yet (%s). The check script's hint:",
 		"task.failed.kept": "This check did not pass (%s), but you completed the task before, so it stays done. The check script's hint:",
-		"task.noterm":      "Your terminal is not open yet: open the terminal above (if you are waiting in line for a machine, wait until its prompt appears), do the step in it, then press Check. (A machine is discarded after 10 minutes without a keystroke; you would do the step again.)",
+		"task.noterm":      "Your terminal is not open yet: open the terminal above (if you are waiting in line for a machine, wait until its prompt appears), do the step in it, then press Check. (A machine is discarded after %s without a keystroke; you would do the step again.)",
 		"task.busy":        "The previous check is still running; wait a moment.",
 		"task.rate":        "You are checking too often: try again in %d s.",
 		"task.unknown":     "This lesson has no such task.",
@@ -144,7 +144,7 @@ func (s *Server) taskCheck(w http.ResponseWriter, r *http.Request) {
 	taskChecking.Delete(learner)
 	switch {
 	case errors.Is(err, ErrNoTerminal):
-		page.WriteJSON(w, http.StatusOK, taskCheckResponse{Status: "no-terminal", Message: t("task.noterm")})
+		page.WriteJSON(w, http.StatusOK, taskCheckResponse{Status: "no-terminal", Message: trf(lang, "task.noterm", minutesSpan(lang, s.reclaimsAfter()))})
 		return
 	case errors.Is(err, ErrTaskBusy):
 		s.WriteError(w, r, page.Errorf(page.CodeConflict, t("task.busy")))

@@ -31,7 +31,7 @@ import (
 // it (a guest is started only on demand).
 func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	t := tr(lr.Lang)
-	w := views.TerminalWidget{Title: t("term.title"), Lede: t("term.lede"), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"), TooMuch: t("term.toomuch"),
+	w := views.TerminalWidget{Title: t("term.title"), Lede: trf(lr.Lang, "term.lede", minutesSpan(lr.Lang, s.reclaimsAfter())), Open: t("term.open"), Keys: t("term.keys"), InputLabel: t("term.input"), TooMuch: t("term.toomuch"),
 		NoScript: t("term.noscript"), Closed: t("term.closed"), Endpoint: terminalEndpoint(lr),
 		Reset: t("term.reset"), ResetConfirm: t("term.resetconfirm"), ResetDone: t("term.resetdone"), ResetFailed: t("term.resetfailed")}
 	if s.cfg.Terminals == nil {
@@ -39,7 +39,7 @@ func (s *Server) terminalSegment(lr *lessonRequest) templ.Component {
 	} else {
 		w.InUse = s.terminalsInUse(lr.Lang)
 		if d := s.keepsFor(); d > 0 {
-			w.Lede = trf(lr.Lang, "term.lede.kept", keepSpan(lr.Lang, d))
+			w.Lede = trf(lr.Lang, "term.lede.kept", minutesSpan(lr.Lang, s.reclaimsAfter()), keepSpan(lr.Lang, d))
 		}
 	}
 	return views.Terminal(w)
@@ -308,7 +308,7 @@ func dim(s string, def uint16) uint16 {
 var terminalStrings = page.Table{
 	"zh": {
 		"term.title":            "终端：你自己的 Soft-RoCE 虚拟机",
-		"term.lede.kept":        "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键（或有人排队时关掉页面 2 分钟后），它会被收起：文件和命令历史会保存下来，%s内你回来时原样恢复（正在运行的程序会结束）。",
+		"term.lede.kept":        "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。%s没有按键（或有人排队时关掉页面 2 分钟后），它会被收起：文件和命令历史会保存下来，%s内你回来时原样恢复（正在运行的程序会结束）。",
 		"term.reset":            "重置我的虚拟机",
 		"term.resetconfirm":     "重置后你的虚拟机从头开始：里面的文件和命令历史都会删除。确定要重置吗？",
 		"term.resetdone":        "你的虚拟机已重置，这是一台全新的虚拟机。",
@@ -317,7 +317,7 @@ var terminalStrings = page.Table{
 		"term.kept.unreadable":  "你保存的虚拟机无法恢复（保存的状态已损坏），这是一台全新的虚拟机。",
 		"term.kept.toobig":      "你上次的虚拟机超过了可保存的大小上限，没有保存下来；这是一台全新的虚拟机。",
 		"term.kept.stale":       "实验室在你离开后升级了，之前保存的虚拟机不能再用；这是一台全新的虚拟机。",
-		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。10 分钟没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
+		"term.lede":             "这是一台只属于你的虚拟机（不是服务器本身，也不是运行共享实验的虚拟机），你在里面是普通用户 learner，里面有 rxe0 和 rxe1。%s没有按键它就会被回收；有人排队等虚拟机时，关掉页面 2 分钟后也会被回收。",
 		"term.open":             "打开终端",
 		"term.input":            "终端输入：你的 Soft-RoCE 虚拟机里的 shell",
 		"term.toomuch":          "输出太多，来不及逐条朗读：请逐行浏览终端来阅读。",
@@ -345,7 +345,7 @@ var terminalStrings = page.Table{
 	},
 	"en": {
 		"term.title":            "Terminal: your own Soft-RoCE machine",
-		"term.lede.kept":        "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. After 10 minutes without a keystroke (or 2 minutes after you close its page while others wait) it is put away: your files and shell history are saved and come back as they were when you return within %s (programs you had running are ended).",
+		"term.lede.kept":        "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. After %s without a keystroke (or 2 minutes after you close its page while others wait) it is put away: your files and shell history are saved and come back as they were when you return within %s (programs you had running are ended).",
 		"term.reset":            "Reset my machine",
 		"term.resetconfirm":     "Reset your machine? It starts clean: your files and shell history in it are deleted.",
 		"term.resetdone":        "Your machine was reset: this is a fresh one.",
@@ -354,7 +354,7 @@ var terminalStrings = page.Table{
 		"term.kept.unreadable":  "Your saved machine could not be restored (its saved state is damaged); this is a fresh machine.",
 		"term.kept.toobig":      "Your last machine was over the size a saved machine may take, so it was not kept; this is a fresh machine.",
 		"term.kept.stale":       "The lab was upgraded since your machine was saved, so it cannot be restored; this is a fresh machine.",
-		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. It is discarded after 10 minutes without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
+		"term.lede":             "A virtual machine that is yours alone (not the server, not the guests that run the shared experiments); you are the ordinary user learner in it, with rxe0 and rxe1. It is discarded after %s without a keystroke, or 2 minutes after you close its page while others wait for a machine.",
 		"term.open":             "Open the terminal",
 		"term.input":            "Terminal input: the shell of your Soft-RoCE machine",
 		"term.toomuch":          "Too much output to read out: move through the terminal's rows to read it.",
@@ -392,6 +392,19 @@ func keptText(lang, note string) string {
 		return tr(lang)("term.kept.toobig")
 	}
 	return ""
+}
+
+// minutesSpan is d in whole minutes (at least 1) in lang: "10 分钟",
+// "10 minutes".
+func minutesSpan(lang string, d time.Duration) string {
+	n := max(1, int((d+30*time.Second)/time.Minute))
+	if lang == "zh" {
+		return strconv.Itoa(n) + " 分钟"
+	}
+	if n == 1 {
+		return "a minute"
+	}
+	return strconv.Itoa(n) + " minutes"
 }
 
 // keepSpan is how long a machine is kept, in days or hours, in lang.

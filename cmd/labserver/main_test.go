@@ -86,25 +86,25 @@ func TestFlagsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandboxConfig{Concurrency: 0, QueueMax: 100, Backend: "auto", VMAccel: "auto", VMMemory: 256, VMSnapshot: true, VMSharedRAM: true, ShareRuns: DefaultShareRuns}
-	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: TerminalsAuto, Spares: sparesAuto, IdlePause: 30 * time.Second,
+	if m.Config != (Config{Addr: "127.0.0.1:8080", DBPath: "./rdmalab.db", LessonsDir: "", Sandbox: sb, Terminals: TerminalsAuto, Spares: sparesAuto, IdlePause: 30 * time.Second, Reclaim: 10 * time.Minute,
 		Keep: keepConfig{Expire: 7 * 24 * time.Hour, MaxMiB: 64, TotalMiB: 4096, StopWait: time.Minute}}) {
 		t.Errorf("defaults %+v", m.Config)
 	}
 	env := map[string]string{"LAB_ADDR": ":9999", "LAB_DB": "/tmp/x.db", "LAB_LESSONS": "/srv/course",
 		"LAB_CONCURRENCY": "2", "LAB_QUEUE_MAX": "5", "LAB_BACKEND": "none", "LAB_VM_ACCEL": "tcg", "LAB_VM_MEMORY": "512", "LAB_TERMINALS": "1",
 		"LAB_KEEP_MACHINES": "1h", "LAB_KEEP_MACHINE_MAX": "32", "LAB_KEEP_DIR": "/srv/kept",
-		"LAB_KEEP_TOTAL_MAX": "1000", "LAB_KEEP_STOP_WAIT": "20s", "LAB_SPARES": "8", "LAB_IDLE_PAUSE": "90s"}
+		"LAB_KEEP_TOTAL_MAX": "1000", "LAB_KEEP_STOP_WAIT": "20s", "LAB_SPARES": "8", "LAB_IDLE_PAUSE": "90s", "LAB_TERMINAL_IDLE": "1h"}
 	m, _ = newMain(env)
 	m.ParseFlags(nil)
 	envSB := sandboxConfig{Concurrency: 2, QueueMax: 5, Backend: "none", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true, VMSharedRAM: true, ShareRuns: DefaultShareRuns}
-	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course", Sandbox: envSB, Terminals: 1, Spares: 8, IdlePause: 90 * time.Second,
+	if m.Config != (Config{Addr: ":9999", DBPath: "/tmp/x.db", LessonsDir: "/srv/course", Sandbox: envSB, Terminals: 1, Spares: 8, IdlePause: 90 * time.Second, Reclaim: time.Hour,
 		Keep: keepConfig{Expire: time.Hour, MaxMiB: 32, TotalMiB: 1000, StopWait: 20 * time.Second, Dir: "/srv/kept"}}) {
 		t.Errorf("from env %+v", m.Config)
 	}
 	m, _ = newMain(env)
-	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir", "--concurrency", "3", "--queue-max", "7", "--backend", "host", "--terminals", "3", "--keep-machines", "0", "--spares", "0", "--keep-total-max", "0", "--keep-stop-wait", "5s", "--idle-pause", "0"})
+	m.ParseFlags([]string{"--addr", "127.0.0.1:1", "--db", "a.db", "--lessons", "dir", "--concurrency", "3", "--queue-max", "7", "--backend", "host", "--terminals", "3", "--keep-machines", "0", "--spares", "0", "--keep-total-max", "0", "--keep-stop-wait", "5s", "--idle-pause", "0", "--terminal-idle", "25m"})
 	flagSB := sandboxConfig{Concurrency: 3, QueueMax: 7, Backend: "host", VMAccel: "tcg", VMMemory: 512, VMSnapshot: true, VMSharedRAM: true, ShareRuns: DefaultShareRuns}
-	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir", Sandbox: flagSB, Terminals: 3, Spares: -1,
+	if m.Config != (Config{Addr: "127.0.0.1:1", DBPath: "a.db", LessonsDir: "dir", Sandbox: flagSB, Terminals: 3, Spares: -1, Reclaim: 25 * time.Minute,
 		Keep: keepConfig{MaxMiB: 32, StopWait: 5 * time.Second, Dir: "/srv/kept"}}) {
 		t.Errorf("flags over env %+v", m.Config)
 	}

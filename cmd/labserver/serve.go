@@ -35,6 +35,7 @@ type Config struct {
 	Keep       keepConfig    // kept learner machines (terminal_keep.go)
 	Spares     int           // LAB_SPARES: the class paused spare guests are kept for; -1 none (terminal_spares.go)
 	IdlePause  time.Duration // LAB_IDLE_PAUSE: a learner's guest with no keystroke this long is paused; 0 never (terminal_idle.go)
+	Reclaim    time.Duration // LAB_TERMINAL_IDLE: a learner's machine with no keystroke this long is reclaimed (terminal_idle.go)
 	Metrics    metricsConfig // who may read /metrics (serve_metrics.go)
 	PublicURL  string        // LAB_PUBLIC_URL: the lab's address as browsers and an LMS reach it (LTI)
 }
@@ -106,6 +107,7 @@ func serveFlagSet(m *Main, out io.Writer) *flag.FlagSet {
 	keepFlags(fset, &m.Config.Keep, m.envOr)
 	spareFlags(fset, &m.Config.Spares, m.envOr)
 	idlePauseFlags(fset, &m.Config.IdlePause, m.envOr)
+	reclaimFlags(fset, &m.Config.Reclaim, m.envOr)
 	metricsFlags(fset, &m.Config.Metrics, m.envOr)
 	return fset
 }
@@ -170,6 +172,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Terms.Keep = m.Config.Keep.keep(m.Config.DBPath, m.Log)
 		m.Terms.Spares = m.Config.Spares
 		m.Terms.IdlePause = idlePause(m.Config.IdlePause)
+		m.Terms.Idle = m.Config.Reclaim
 		if m.Config.Spares > 1 {
 			// A class's guests are restored before it comes; a single
 			// spare waits for the first terminal, as it always did.

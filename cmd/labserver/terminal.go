@@ -124,6 +124,18 @@ func (w webTerminals) KeepsFor() time.Duration {
 	return w.local.Keep.Expire
 }
 
+// ReclaimsAfter is how long a local learner machine may go without a
+// keystroke before it is reclaimed (web.TerminalInfo; 0 with none here).
+func (w webTerminals) ReclaimsAfter() time.Duration {
+	if w.local == nil {
+		return 0
+	}
+	if w.local.Idle > 0 {
+		return w.local.Idle
+	}
+	return terminal.DefaultIdle
+}
+
 // RunProgram runs a lesson's :::program in learner's own guest. A learner
 // who has no guest yet gets one as the terminal would (the same queue and
 // limits): their shell starts and stays, detached, for the terminal widget.

@@ -27,6 +27,27 @@ func idlePauseFlags(fset *flag.FlagSet, d *time.Duration, env func(key, def stri
 		})
 }
 
+// reclaimFlags is `serve --terminal-idle`: how long a learner's machine
+// may go without a keystroke, a check or a program run before it is
+// reclaimed (kept to disk with --keep-machines, else discarded); the
+// terminal's page says the time. A lab whose lessons run long commands
+// may want more; a crowded lab less.
+func reclaimFlags(fset *flag.FlagSet, d *time.Duration, env func(key, def string) string) {
+	*d = terminal.DefaultIdle
+	if v, err := time.ParseDuration(env("LAB_TERMINAL_IDLE", "")); err == nil && v >= time.Minute {
+		*d = v
+	}
+	fset.Func("terminal-idle", fmt.Sprintf("reclaim a learner's machine after this long with no keystroke, check or program run (kept with --keep-machines, else discarded); at least 1m [LAB_TERMINAL_IDLE] (default %s)", terminal.DefaultIdle),
+		func(v string) error {
+			t, err := time.ParseDuration(v)
+			if err != nil || t < time.Minute {
+				return fmt.Errorf("want a duration of at least 1m, such as 30m")
+			}
+			*d = t
+			return nil
+		})
+}
+
 // idlePause is d as terminal.Terminals.IdlePause (0 there is the default,
 // below 0 never).
 func idlePause(d time.Duration) time.Duration {

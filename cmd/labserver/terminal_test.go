@@ -51,6 +51,15 @@ func TestWebTerminalsAdapter(t *testing.T) {
 	if d := kept.KeepsFor(); d != 48*time.Hour {
 		t.Errorf("KeepsFor %v, want 48h", d)
 	}
+	if d := kept.ReclaimsAfter(); d != terminal.DefaultIdle {
+		t.Errorf("ReclaimsAfter %v, want the default %v", d, terminal.DefaultIdle)
+	}
+	if d := newWebTerminals(&terminal.Terminals{Max: 1, Idle: 25 * time.Minute}, nil, web.TermSizing{}).ReclaimsAfter(); d != 25*time.Minute {
+		t.Errorf("ReclaimsAfter %v, want 25m as --terminal-idle set it", d)
+	}
+	if d := none.ReclaimsAfter(); d != 0 {
+		t.Errorf("no local terminals: ReclaimsAfter %v, want 0", d)
+	}
 	k, ok := kept.Kept()
 	if !ok || k.Machines != 1 || k.Bytes != 1000 || k.TotalBytes != 1<<30 {
 		t.Errorf("Kept %+v %v, want one machine of 1000 bytes of a 1 GiB budget", k, ok)

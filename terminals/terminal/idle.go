@@ -33,6 +33,10 @@ import (
 // learner is the resume at their next keystroke, 2–15 ms.
 const DefaultIdlePause = 30 * time.Second
 
+// DefaultIdle is how long a learner's machine may go without a keystroke
+// (or a check or program run) before it is reclaimed (Terminals.Idle).
+const DefaultIdle = 10 * time.Minute
+
 // idleCPU is the share of a core above which a guest counts as busy: an
 // idle learner guest under TCG uses 0.5 %, a shell running anything a few
 // tens of percent.

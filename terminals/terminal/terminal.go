@@ -127,7 +127,7 @@ const LearnerCPUs = 1
 type Terminals struct {
 	Cfg        vm.Config
 	Max        int           // concurrent learner guests (2)
-	Idle       time.Duration // a session unused this long is discarded (10 min)
+	Idle       time.Duration // a session unused (no keystroke) this long is discarded (DefaultIdle)
 	Scrollback int           // bytes of output kept for a re-attach (64 KiB)
 	QueueMax   int           // learners who may wait for a guest (2×Max)
 	// DetachedGrace: while learners wait, a session with no tab attached
@@ -256,7 +256,7 @@ func (t *Terminals) init() {
 			t.Max = 2
 		}
 		if t.Idle <= 0 {
-			t.Idle = 10 * time.Minute
+			t.Idle = DefaultIdle
 		}
 		if t.Scrollback <= 0 {
 			t.Scrollback = 64 << 10
