@@ -445,8 +445,10 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		msg := programFailure(err)
 		emit(sandbox.Event{Type: sandbox.EvError, Message: msg["en"], Messages: msg})
 		final.Status, final.Message, final.Messages = sandbox.StatusFailed, msg["en"], msg
-		emit(final)
+		// Observed before the final event: whoever sees the run end (a
+		// scrape after it, a test) finds it counted.
 		s.programDone("lab", false, time.Since(start)) // metrics: observe.go
+		emit(final)
 		return
 	}
 	for _, d := range placeMissingSemicolons(programDiagnostics(string(end.Compiler)), string(req.Source)) {
@@ -523,8 +525,8 @@ func (s *Server) runProgram(runner rdmalab.ProgramRunner, id, learner, lesson st
 		final.Status = sandbox.StatusFailed
 		final.Message = "not passed"
 	}
+	s.programDone(end.Stage, end.Passed, time.Since(start)) // metrics: observe.go; before the end is seen
 	emit(final)
-	s.programDone(end.Stage, end.Passed, time.Since(start)) // metrics: observe.go
 }
 
 // figureLine is a check's "figure NAME VALUE" line (lessons/program.go).
