@@ -21,21 +21,34 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 		t.Fatalf("lesson 06-performance with the program write-rate: %v", l)
 	}
 	p := l.Programs[0]
-	// The check calls a ratio whose middle half straddles the target
-	// "too close to call" and asks for a run again, as a learner would;
-	// the solution gets that one second run, never a firm failure.
+	// The check calls a ratio whose interval straddles the target "too
+	// close to call" and asks for a run again, as a learner would; when
+	// the lab's reference did not start, the run says nothing of the
+	// program and asks the same. On a loaded lab VM (stress-ng beside make
+	// test) the CPU the two share comes and goes and the interval widens:
+	// the solution gets up to four runs, and never a firm failure. The
+	// starter and the program that only prints are rerun only when the
+	// reference did not start.
 	const tooClose = "too close to call"
-	end, _ := run(p, p.Solution, "en")
-	if !end.Passed && strings.Contains(string(end.Check), tooClose) {
-		t.Logf("write-rate solution: too close to call once; running it again")
-		end, _ = run(p, p.Solution, "en")
+	const noReference = "ib_write_bw, did not start"
+	runFirm := func(src []byte, lang string, retryClose bool) (vmproto.ProgramEnd, *collect) {
+		for try := 1; ; try++ {
+			end, c := run(p, src, lang)
+			again := strings.Contains(string(end.Check), noReference) ||
+				retryClose && !end.Passed && strings.Contains(string(end.Check), tooClose)
+			if !again || try == 4 {
+				return end, c
+			}
+			t.Logf("write-rate run %d said %q; running it again", try, firstLine(end.Check))
+		}
 	}
+	end, _ := runFirm(p.Solution, "en", true)
 	if end.Stage != "check" || !end.Passed || !strings.Contains(string(end.Check), "95% confidence interval") {
 		t.Errorf("write-rate solution (en): stage %s passed %v: %s", end.Stage, end.Passed, end.Check)
 	}
 	// The starter is correct and slow: it compiles, runs, exits 0 and
 	// fails the check, in the learner's language, with the figures.
-	end, c := run(p, p.Starter, "zh")
+	end, c := runFirm(p.Starter, "zh", false)
 	if end.Stage != "check" || end.Passed || end.Exit != 0 || !strings.Contains(c.text("stdout"), "WRITEs/s") {
 		t.Errorf("write-rate starter (zh): stage %s exit %d passed %v, stdout %q; want it run to exit 0 and fail", end.Stage, end.Exit, end.Passed, c.text("stdout"))
 	}
@@ -47,8 +60,14 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 int main(void){ char t[256] = ""; FILE *f = fopen("/run/lab-peer/target", "r");
 if (f) { fgets(t, sizeof t, f); fclose(f); }
 printf("peer: %s", t); puts("160000 WRITEs of 64 bytes in 5.00 s: 32000 WRITEs/s (lists of 16, 128 in flight, inline)"); return 0; }`
-	end, _ = run(p, []byte(fake), "en")
+	end, _ = runFirm([]byte(fake), "en", false)
 	if end.Stage != "check" || end.Passed || !strings.Contains(string(end.Check), "The peer saw no connection") {
 		t.Errorf("write-rate, a program that only prints: stage %s passed %v, check %q; want it failed saying %q", end.Stage, end.Passed, end.Check, "The peer saw no connection")
 	}
+}
+
+// firstLine is b's first line, for a log.
+func firstLine(b []byte) string {
+	l, _, _ := strings.Cut(string(b), "\n")
+	return l
 }
