@@ -77,18 +77,9 @@ func BenchmarkClassOfHundred(b *testing.B) {
 				defer wg.Done()
 				time.Sleep(time.Duration(rand.Int64N(int64(window))))
 				start := time.Now()
-				c, err := host.Attach(ctx, fmt.Sprintf("learner-%d", j), 24, 80, nil)
-				if err != nil {
-					b.Errorf("learner %d: %v", j, err)
-					return
-				}
-				cc := newClassConn(c)
+				cc, err := openAnswering(ctx, host, fmt.Sprintf("learner-%d", j), 2*time.Minute)
 				conns[j] = cc
-				if err := c.Write([]byte("echo ok-$((2+2))\n")); err != nil {
-					b.Errorf("learner %d: %v", j, err)
-					return
-				}
-				if err := cc.await("ok-4\r\n", 2*time.Minute); err != nil {
+				if err != nil {
 					b.Errorf("learner %d: %v", j, err)
 					return
 				}
@@ -224,6 +215,21 @@ type classConn struct {
 	buf  bytes.Buffer
 	more chan struct{} // closed and replaced when output comes
 	done bool
+}
+
+// openAnswering attaches learner's terminal through host and waits up to
+// wait for its shell to answer a command; the connection is returned
+// once attached, so a caller can close it whatever followed.
+func openAnswering(ctx context.Context, host rdmalab.TermHost, learner string, wait time.Duration) (*classConn, error) {
+	c, err := host.Attach(ctx, learner, 24, 80, nil)
+	if err != nil {
+		return nil, err
+	}
+	cc := newClassConn(c)
+	if err := c.Write([]byte("echo ok-$((2+2))\n")); err != nil {
+		return cc, err
+	}
+	return cc, cc.await("ok-4\r\n", wait)
 }
 
 func newClassConn(c rdmalab.TermConn) *classConn {

@@ -148,18 +148,9 @@ func openAtOnce(b *testing.B, cfg vm.Config, n int, floor int64) *classMemory {
 			defer wg.Done()
 			defer func() { <-slots }()
 			start := time.Now()
-			c, err := host.Attach(ctx, fmt.Sprintf("learner-%d", j), 24, 80, nil)
-			if err != nil {
-				b.Errorf("learner %d: %v", j, err)
-				return
-			}
-			cc := newClassConn(c)
+			cc, err := openAnswering(ctx, host, fmt.Sprintf("learner-%d", j), 5*time.Minute)
 			conns[j] = cc
-			if err := c.Write([]byte("echo ok-$((2+2))\n")); err != nil {
-				b.Errorf("learner %d: %v", j, err)
-				return
-			}
-			if err := cc.await("ok-4\r\n", 5*time.Minute); err != nil {
+			if err != nil {
 				b.Errorf("learner %d: %v", j, err)
 				return
 			}
