@@ -148,6 +148,9 @@ func TestWaitVerdictFigures(t *testing.T) {
 	}{
 		{"overlap", []float64{300, 320, 500, 531, 540, 6500, 8000, 9500}, []float64{450, 600, 700, 800, 820, 900, 1000, 1100}, false},
 		{"apart", []float64{300, 310, 320, 330, 340, 350, 360, 9500}, []float64{700, 720, 800, 820, 900, 950, 1000, 1100}, true},
+		// Events apart and faster: the poller lost its CPU (beside
+		// stress-ng); said, but no firm verdict (a rerun flips it).
+		{"events ahead", []float64{6500, 7100, 7400, 8200, 8800, 9500, 9700, 12000}, []float64{650, 700, 900, 1000, 1800, 2000, 2500, 6700}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rows := []waitRow{
@@ -170,6 +173,12 @@ func TestWaitVerdictFigures(t *testing.T) {
 			}
 			if !c.faster && !strings.Contains(v["en"], "too noisy on this machine to say") {
 				t.Errorf("overlapping round trips without the too-noisy wording: %s", v["en"])
+			}
+			if !c.faster && !strings.Contains(v["zh"], "在这台机器上噪声太大") {
+				t.Errorf("zh: no firm verdict without the too-noisy wording: %s", v["zh"])
+			}
+			if want := map[bool]float64{true: 1, false: 0}[c.faster]; f["verdict"] != want {
+				t.Errorf("verdict figure %v, want %v (1 polling firmly faster, else 0)", f["verdict"], want)
 			}
 		})
 	}
