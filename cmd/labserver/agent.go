@@ -97,6 +97,24 @@ func sandboxFlags(fset *flag.FlagSet, c *sandboxConfig, env func(key, def string
 	c.VMSharedRAM = env("LAB_VM_SHARED_RAM", "") != "off"
 }
 
+// runSlots is how many runs the runner gives each backend at once. A
+// backend that counts its own slots says so: a pool of guests (a guest
+// each) or, on a lab with workers, a fleet.Mix (this machine's slots plus
+// the live workers'; counting only this machine's would keep every run
+// here and none would reach a worker). Otherwise host experiments take
+// a CPU each, and anything else (this host's devices) one at a time.
+func runSlots(host sandbox.Backend, hostSlots int) func(sandbox.Backend) int {
+	return func(be sandbox.Backend) int {
+		if s, ok := be.(sandbox.Slotted); ok {
+			return s.Slots()
+		}
+		if be == host {
+			return hostSlots
+		}
+		return 1
+	}
+}
+
 // labSandbox is serve's sandbox: the experiments, the hub that stores and
 // streams run events, the runner, and the backend of RDMA experiments.
 type labSandbox struct {
@@ -152,18 +170,8 @@ func startSandbox(ctx context.Context, c sandboxConfig, db *store.DB, log *slog.
 			go reloadWorkerKeys(ctx, fl, c.NatsNkeys, log)
 		}
 	}
-	// Host experiments take a CPU each; the RDMA backend says what it takes
-	// (a pool: a guest each; this host's devices: one at a time).
 	hostSlots := runtime.NumCPU()
-	slots := func(be sandbox.Backend) int {
-		if be == sandbox.Backend(host) {
-			return hostSlots
-		}
-		if s, ok := be.(sandbox.Slotted); ok {
-			return s.Slots()
-		}
-		return 1
-	}
+	slots := runSlots(host, hostSlots)
 	concurrency := c.Concurrency
 	if concurrency <= 0 {
 		concurrency = hostSlots + slots(rdma)
