@@ -212,7 +212,10 @@ func (k *Keep) save(ctx context.Context, b *vm.Backend, learner, client string, 
 // Over TotalMax, the client that holds the most loses its oldest first
 // (a machine saved with no client known is a client of its own), so a
 // learner alone on their address is the last to lose theirs. Called after
-// every save, and at start (a lowered budget).
+// every save, and at start (a lowered budget). A base RAM file only the
+// keep directory still holds (its snapshot was replaced) counts toward
+// TotalMax as Usage counts it, and stops counting when the last kept
+// machine naming it goes.
 func (k *Keep) Enforce() {
 	if k.TotalMax <= 0 && k.ClientMax <= 0 {
 		k.gcBases()
@@ -221,15 +224,25 @@ func (k *Keep) Enforce() {
 	k.budgetMu.Lock()
 	defer k.budgetMu.Unlock()
 	type kept struct {
-		stem, client string
-		size         int64
-		mod          time.Time
+		stem, client, base string
+		size               int64
+		mod                time.Time
 	}
 	var all []*kept
 	var total int64
-	held := map[string]int64{} // client → bytes kept
+	held := map[string]int64{}   // client → bytes kept
+	orphan := map[string]int64{} // base only this directory holds → its bytes
+	refs := map[string]int{}     // base → kept machines naming it
 	ents, _ := os.ReadDir(k.Dir)
 	for _, e := range ents {
+		if isBaseName(e.Name()) {
+			if fi, err := e.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 1 {
+					orphan[e.Name()] = fi.Size()
+				}
+			}
+			continue
+		}
 		if !strings.HasSuffix(e.Name(), ".zst") {
 			continue
 		}
@@ -247,11 +260,24 @@ func (k *Keep) Enforce() {
 			client = "learner:" + filepath.Base(stem)
 		}
 		if fi, err := e.Info(); err == nil {
-			all = append(all, &kept{stem, client, fi.Size(), fi.ModTime()})
+			all = append(all, &kept{stem, client, m.Base, fi.Size(), fi.ModTime()})
 			total += fi.Size()
 			held[client] += fi.Size()
+			refs[m.Base]++
 		}
 	}
+	// An orphan base counts while a machine that can be deleted names it
+	// and no restore reads it (one being restored keeps it on disk
+	// whatever goes here).
+	k.baseMu.Lock()
+	for name, size := range orphan {
+		if refs[name] > 0 && k.using[name] == 0 {
+			total += size
+		} else {
+			delete(orphan, name)
+		}
+	}
+	k.baseMu.Unlock()
 	slices.SortFunc(all, func(a, b *kept) int { return a.mod.Compare(b.mod) })
 	drop := func(m *kept, note KeepNote, why string) {
 		if os.Remove(m.stem+".zst") != nil {
@@ -260,6 +286,9 @@ func (k *Keep) Enforce() {
 		}
 		total -= m.size
 		held[m.client] -= m.size
+		if refs[m.base]--; refs[m.base] == 0 {
+			total -= orphan[m.base] // gcBases deletes it below
+		}
 		k.evicted++
 		_ = k.writeMeta(m.stem, keptMeta{Dropped: note, Created: time.Now().UTC()})
 		if k.Logger != nil {

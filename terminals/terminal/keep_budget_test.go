@@ -3,6 +3,7 @@ package terminal
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -137,6 +138,74 @@ func TestKeepClientShare(t *testing.T) {
 			}
 			if _, note := k.take("cookie-0", "k"); note != want {
 				t.Errorf("the address's oldest machine: note %q, want %q", note, want)
+			}
+		})
+	}
+}
+
+// TestKeepBudgetCountsOrphanBase: a base RAM file that only the keep
+// directory still holds (its snapshot was replaced) takes disk, so
+// Enforce counts it toward TotalMax as Usage does, and the machines
+// naming it go (oldest first) until the budget holds; once none names
+// it, the base goes too. A base the snapshot still links takes no disk
+// and is not counted.
+func TestKeepBudgetCountsOrphanBase(t *testing.T) {
+	const mib = 1 << 20
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		linked bool // the snapshot still holds the base
+	}{{"orphan base", false}, {"base the snapshot still links", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &Keep{Dir: t.TempDir(), Logger: vmtest.Logger(t)}
+			base := "base-801-2a.ram"
+			if err := os.WriteFile(filepath.Join(k.Dir, base), make([]byte, 6*mib), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tc.linked {
+				if err := os.Link(filepath.Join(k.Dir, base), filepath.Join(t.TempDir(), "snapshot.ram")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Three learners' 1 MiB diffs against it, an hour apart.
+			for i := range 3 {
+				stem := k.name(fmt.Sprint("learner-", i))
+				if err := os.WriteFile(stem+".zst", make([]byte, mib), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.writeMeta(stem, keptMeta{Key: "k", Bytes: mib, Created: now, Base: base}); err != nil {
+					t.Fatal(err)
+				}
+				mod := now.Add(time.Duration(i-3) * time.Hour)
+				if err := os.Chtimes(stem+".zst", mod, mod); err != nil {
+					t.Fatal(err)
+				}
+			}
+			k.TotalMax = 8 * mib
+			k.Enforce()
+			bytes, n := k.Usage()
+			if tc.linked {
+				if n != 3 || k.Evicted() != 0 {
+					t.Fatalf("a linked base: %d machines left, %d evicted; want all 3 kept (3 MiB of 8)", n, k.Evicted())
+				}
+				return
+			}
+			// 6 MiB base + 3 × 1 MiB = 9 MiB: the oldest goes, 8 MiB left.
+			if bytes > k.TotalMax || n != 2 || k.Evicted() != 1 {
+				t.Fatalf("orphan base: %d MiB in %d machines, %d evicted; want 8 MiB in 2, 1 evicted", bytes>>20, n, k.Evicted())
+			}
+			if _, note := k.take("learner-0", "k"); note != KeepEvicted {
+				t.Errorf("the oldest machine: note %q, want evicted", note)
+			}
+			// A budget below the base alone: every machine naming it goes,
+			// and then the base.
+			k.TotalMax = 2 * mib
+			k.Enforce()
+			if bytes, n := k.Usage(); n != 0 || bytes != 0 {
+				t.Errorf("budget 2 MiB: %d MiB in %d machines left; want nothing (the base went with its last machine)", bytes>>20, n)
+			}
+			if _, err := os.Stat(filepath.Join(k.Dir, base)); !os.IsNotExist(err) {
+				t.Errorf("the orphan base is still there: %v", err)
 			}
 		})
 	}
