@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/rdmalab/rdmalab/machines/agentproc"
 	"github.com/rdmalab/rdmalab/machines/vm"
@@ -37,6 +38,9 @@ flags (environment fallbacks in brackets):
   --terminals N     learner terminals this worker hosts for the lab, each in a Soft-RoCE
                     guest of its own: auto (from free memory and CPUs), a number, or 0
                     (none) [LAB_WORKER_TERMINALS] (default 0)
+  --terminal-idle D, --idle-pause D
+                    as for labserver serve, for the learner machines hosted here; give
+                    the lab's values [LAB_TERMINAL_IDLE, LAB_IDLE_PAUSE] (default 10m, 30s)
   --keep-machines D, --keep-machine-max M, --keep-total-max M, --keep-stop-wait D,
   --keep-dir DIR    a learner's reclaimed terminal machine here is kept on this worker's
                     disk and restored at their next attach, as on the lab server
@@ -65,6 +69,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var keep keepConfig
 	keepFlags(fset, &keep, osEnvOr)
+	var pause, reclaim time.Duration
+	idlePauseFlags(fset, &pause, osEnvOr)
+	reclaimFlags(fset, &reclaim, osEnvOr)
 	fset.Func("terminals", "learner terminals hosted here: auto, a number, or 0", func(v string) error {
 		t, err := parseTerminals(v)
 		if err == nil {
@@ -125,7 +132,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		// this worker's disk (--keep-machines): the lab server sends the
 		// learner's next attach back here while this worker lives, and a
 		// stop saves the machines in use first (--keep-stop-wait).
-		t := workerTerminals(terms, sb, rdma, log)
+		t := workerTerminals(terms, sb, rdma, pause, reclaim, log)
 		t.Keep = keep.keep("", log)
 		defer stopTerminals(t, keep.StopWait)
 		cfg.Terms = t.Host()
@@ -138,8 +145,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // workerTerminals are the learner guests a worker hosts: n, or sized to
-// the machine beside its pool's guests (auto).
-func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Logger) *terminal.Terminals {
+// the machine beside its pool's guests (auto), paused and reclaimed when
+// idle as --idle-pause and --terminal-idle say: as on the lab server, whose
+// --terminal-idle the learner's page says, so a worker gets the same.
+func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, pause, reclaim time.Duration, log *slog.Logger) *terminal.Terminals {
 	cfg := vm.Config{Accel: c.VMAccel, MemoryMiB: c.VMMemory, Logger: log, NoSnapshot: !c.VMSnapshot, PrivateRAM: !c.VMSharedRAM}
 	guests := 0
 	if p, ok := rdma.(sandbox.GuestPool); ok {
@@ -153,7 +162,8 @@ func workerTerminals(n int, c sandboxConfig, rdma sandbox.Backend, log *slog.Log
 		log.Info("learner terminals", "max", n)
 	}
 	// Spares only while this machine's memory holds them, as on the lab server.
-	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(guests, c.VMSharedRAM)}
+	return &terminal.Terminals{Cfg: cfg, Max: n, Room: terminal.AutoRoom(guests, c.VMSharedRAM),
+		IdlePause: idlePause(pause), Idle: reclaim}
 }
 
 func atoiEnv(key string) int {
