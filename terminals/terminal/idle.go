@@ -17,7 +17,12 @@ import (
 // resume (a QMP cont, milliseconds) and then goes to the shell as typed,
 // so nothing typed is lost or reordered. A guest that is doing something
 // is not idle: output from its shell, a program or check run in it, or
-// its QEMU using more than idleCPU of a core keeps it running.
+// its QEMU using more than idleCPU of a core, or wanting more than
+// busyDemand, keeps it running. Wanting: on a loaded lab a guest at nice
+// 10 that runs a command may get under 5 % of a core, and paused then it
+// would hang mid-command until the next keystroke (TestIdlePause beside
+// stress-ng); vm.ProcessDemand counts the time its threads waited for a
+// CPU too.
 //
 // A command that sleeps quietly (sleep 600; echo done) looks idle and is
 // paused with its guest: its guest's clock stops with it, and it ends
@@ -41,6 +46,14 @@ const DefaultIdle = 10 * time.Minute
 // idle learner guest under TCG uses 0.5 %, a shell running anything a few
 // tens of percent.
 const idleCPU = 0.05
+
+// busyDemand is the share of a core a guest's QEMU uses and waits for
+// above which it counts as busy however little it got: a guest running a
+// command is runnable the whole time (measured beside stress-ng and guest
+// tests: 7–10 % used, 78–99 % waited), while an idle one only wakes now
+// and then (0–1 % used, 8–12 % waited on that machine, ~0.5 % on a quiet
+// one).
+const busyDemand = 0.5
 
 // IdleStats is the learner guests paused for idleness with a tab open,
 // and how long resuming them took.
@@ -90,16 +103,19 @@ func (t *Terminals) pauseIdle() {
 
 // pauseIfIdle pauses s's guest when a tab shows it, nothing else uses it,
 // and for after nobody typed, its shell printed nothing and its QEMU
-// used no more than idleCPU. It reports whether it paused it.
+// used no more than idleCPU and wanted no more than busyDemand. It
+// reports whether it paused it.
 func (s *termSession) pauseIfIdle(after time.Duration) bool {
 	now := time.Now()
-	cpu := vm.ProcessCPU(s.backend.GuestPID())
+	pid := s.backend.GuestPID()
+	cpu, demand := vm.ProcessCPU(pid), vm.ProcessDemand(pid)
 	if !s.cpuAt.IsZero() && cpu > 0 {
-		if float64(cpu-s.cpuSeen) > idleCPU*float64(now.Sub(s.cpuAt)) {
+		span := float64(now.Sub(s.cpuAt))
+		if float64(cpu-s.cpuSeen) > idleCPU*span || float64(demand-s.demandSeen) > busyDemand*span {
 			s.active() // busy: a command runs that prints nothing
 		}
 	}
-	s.cpuSeen, s.cpuAt = cpu, now
+	s.cpuSeen, s.demandSeen, s.cpuAt = cpu, demand, now
 	s.mu.Lock()
 	quiet := now.Sub(s.lastActive)
 	s.mu.Unlock()

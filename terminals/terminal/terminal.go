@@ -225,10 +225,12 @@ type termSession struct {
 	resumed    func(time.Duration) // told each resume from idlePaused
 
 	// lastActive (mu) is the last keystroke, output, attach or run;
-	// cpuSeen and cpuAt the guest's CPU time when reap last looked (its
-	// goroutine's alone).
+	// cpuSeen, demandSeen and cpuAt the guest QEMU's CPU time and its
+	// demand (CPU used and waited for, vm.ProcessDemand) when reap last
+	// looked (its goroutine's alone).
 	lastActive time.Time
 	cpuSeen    time.Duration
+	demandSeen time.Duration
 	cpuAt      time.Time
 
 	discarded atomic.Bool // the session is being ended on purpose
