@@ -33,7 +33,22 @@ func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	p := l.Programs[0]
 	sol := string(p.Solution)
 	busbw := regexp.MustCompile(`yours, 131075 floats \(524300 B\): busbw ([0-9.e+-]+) GB/s`)
-	mpi := regexp.MustCompile(`Open MPI 4 MPI_Allreduce over UCX \(([^)]*)\), 131075 floats: busbw ([0-9.e+-]+) GB/s|Open MPI's MPI_Allreduce over UCX could not run here \(mpirun exit \d+\): .+|The MPI comparison did not compile: .+|Open MPI could not run here.+|Open MPI's MPI_Allreduce was not run: only -?\d+ s of the check's 30 s were left\.`)
+	mpi := regexp.MustCompile(`Open MPI 4 MPI_Allreduce over UCX \(([^)]*)\), 131075 floats: busbw ([0-9.e+-]+) GB/s|Open MPI's MPI_Allreduce over UCX could not run here \(mpirun exit \d+\): .+|The MPI comparison did not compile: .+|Open MPI could not run here.+|Open MPI's MPI_Allreduce was not run: only -?\d+ s of the check's \d+ s were left\.`)
+	// A right program that a loaded lab VM made run out of the 30 s is
+	// told so and asked to run again (check.sh); so does the suite, up
+	// to four runs in all, as a learner would (beside stress-ng the
+	// solution's largest all-reduces took 3.3 s each and its 9th did not
+	// finish). Any other verdict stands at once.
+	slow := regexp.MustCompile(`^Your ranks ran out of the run's 30 s: [0-8] of 9 all-reduces finished, and all \d+ results checked so far are right; the last one took \d+ ms here\.`)
+	runRight := func(name string, src []byte) (vmproto.ProgramEnd, *collect) {
+		t.Helper()
+		end, c := run(p, src, "en")
+		for i := 1; i < 4 && slow.Match(end.Check); i++ {
+			t.Logf("%s: run %d ran out of time with every result right (the lab's load), so again: %s", name, i, end.Check)
+			end, c = run(p, src, "en")
+		}
+		return end, c
+	}
 	// The packets each device sent during the run, and the busiest one's
 	// share: rank r uses rxe(r % 2), so a ring loads both alike and a
 	// gather to rank 0 gives rxe0 two thirds (rank 0's 3 S out and rank
@@ -62,7 +77,7 @@ func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 		return b[1]
 	}
 
-	end, c := run(p, p.Solution, "en")
+	end, c := runRight("the ring", p.Solution)
 	if end.Stage != "check" || !end.Passed || !strings.Contains(string(end.Check), "All 36 results equal the harness's sums") {
 		t.Errorf("ring-allreduce solution: stage %s passed %v: %s", end.Stage, end.Passed, end.Check)
 	}
@@ -123,7 +138,7 @@ return 0; }`
 	if glue < 0 || err != nil {
 		t.Fatalf("the solution's harness glue (%d) or the gather fixture (%v)", glue, err)
 	}
-	end, c = run(p, []byte(sol[:glue]+string(gather)), "en")
+	end, c = runRight("the gather to rank 0", []byte(sol[:glue]+string(gather)))
 	if end.Stage != "check" || !end.Passed || !strings.Contains(string(end.Check), "All 36 results equal the harness's sums") {
 		t.Errorf("ring-allreduce, gathered at rank 0: stage %s passed %v: %s", end.Stage, end.Passed, end.Check)
 	}

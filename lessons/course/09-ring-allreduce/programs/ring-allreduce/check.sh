@@ -22,6 +22,19 @@ if [ -n "$diff" ]; then
 		"求和错误：在 $4 个浮点数的向量中，rank $6 的第 $8 个元素是 ${12}，而 $LAB_SIZE 个输入在该处的和是 ${10}。（测试框架为本次运行生成了每个 rank 的输入，并逐元素比较了全部 $total 份结果。）"
 	exit 1
 fi
+# Out of time with every result checked so far right: too slow for the
+# run's limit (program.yaml's timeout, 30 s), which a loaded lab VM can be
+# by itself (a clean-clone make test beside stress-ng: the solution's
+# largest all-reduces took 3.3 s each and its 9th did not finish), so
+# the learner is told both, with what finished.
+inc=$(grep -m1 '^incomplete:' "$rep")
+if [ "$LAB_TIMED_OUT" = 1 ] && [ -n "$inc" ]; then
+	set -- $inc
+	last=$(awk '/^step / {us = $5} END {printf "%d", us / 1000}' "$rep")
+	say "Your ranks ran out of the run's 30 s: $2 of $4 all-reduces finished, and all $ok results checked so far are right; the last one took $last ms here. On a busy lab the emulated CPU and the rxe devices can be this slow, so run it again. If it runs out of time again while the lab is quiet, your program waits too long somewhere (a sleep in a polling loop, for example)." \
+		"你的各个 rank 用完了运行时限 30 秒：$4 次 all-reduce 中完成了 $2 次，已核对的 $ok 份结果全部正确；最后一次在这里用了 $last 毫秒。实验机繁忙时，仿真 CPU 和 rxe 设备可能就这么慢，请再运行一次。如果实验机空闲时仍然超时，说明你的程序在某处等得太久（例如轮询循环里的 sleep）。"
+	exit 1
+fi
 if [ "$LAB_EXIT" != 0 ]; then
 	how="exited with status $LAB_EXIT"; zhhow="以状态 $LAB_EXIT 退出"
 	if [ "$LAB_TIMED_OUT" = 1 ]; then how="ran out of time"; zhhow="超时"; elif [ -n "$LAB_SIGNAL" ]; then how="was ended by $LAB_SIGNAL"; zhhow="被信号 $LAB_SIGNAL 结束"; fi
@@ -36,7 +49,6 @@ if [ -n "$miss" ]; then
 		"rank $5 没有为 $3 个浮点数的向量保存结果（$6 $7 $8 $9）：每次 all-reduce 之后都要调用 lab_store。"
 	exit 1
 fi
-inc=$(grep -m1 '^incomplete:' "$rep")
 if [ -n "$inc" ] || [ "$ok" != "$total" ]; then
 	set -- $inc
 	say "Only $2 of $4 all-reduces finished on every rank; $ok of $total results were checked." "只有 $4 次 all-reduce 中的 $2 次在所有 rank 上完成；$total 份结果中核对了 $ok 份。"
@@ -166,12 +178,14 @@ fi
 inside() { if [ -n "$cg" ]; then sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"; else "$@"; fi; }
 ooms=$(dmesg 2>/dev/null | grep -ci 'out of memory')
 t0=$(date +%s)
-left=$((budget - 3 - (t0 - start)))
+# A margin for mpirun to die and the cgroup to go when timeout ends it: on
+# a loaded guest 3 s was not enough and the check itself ran out of time.
+left=$((budget - 10 - (t0 - start)))
 if [ "$left" -lt 5 ]; then
 	say "Open MPI's MPI_Allreduce was not run: only $left s of the check's $budget s were left." "没有运行 Open MPI 的 MPI_Allreduce：检查的 $budget 秒只剩 $left 秒。"
 	exit 0
 fi
-inside env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR="$d" timeout "$left" "$mpirun" \
+inside env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR="$d" timeout -k 2 "$left" "$mpirun" \
 	--mca plm isolated --oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca btl self --mca pml_base_verbose 10 \
 	$args >"$d/out" 2>&1 &
 mp=$!
