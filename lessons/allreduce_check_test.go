@@ -29,18 +29,7 @@ func TestAllreduceCheckTimeOut(t *testing.T) {
 		"step 3 size 16411: 823272 us sent_pkts 432\nstep 4 size 16411: 739681 us sent_pkts 432\nstep 5 size 16411: 784974 us sent_pkts 436\n" +
 		"step 6 size 131075: 3272027 us sent_pkts 6328\nstep 7 size 131075: 3394797 us sent_pkts 6232\n"
 	run := func(report, lang string, env ...string) (string, bool) {
-		dir := t.TempDir()
-		out, sh := filepath.Join(dir, "peer.out"), filepath.Join(dir, "check.sh")
-		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(sh, check, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("/bin/sh", sh)
-		cmd.Env = append(append(os.Environ(), "LAB_LANG="+lang, "LAB_PEER_OUT="+out, "LAB_SIZE=4", "LAB_FAILED_RANK=2", "LAB_SIGNAL=SIGKILL"), env...)
-		b, err := cmd.CombinedOutput()
-		return string(b), err == nil
+		return runCheckScript(t, check, report, append([]string{"LAB_LANG=" + lang, "LAB_SIZE=4", "LAB_FAILED_RANK=2", "LAB_SIGNAL=SIGKILL"}, env...)...)
 	}
 	for _, tc := range []struct {
 		name, report string
@@ -65,4 +54,23 @@ func TestAllreduceCheckTimeOut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runCheckScript runs a program's check.sh with report as the peer's
+// (LAB_PEER_OUT) and env added, and returns what it said and whether it
+// passed (exit 0).
+func runCheckScript(t *testing.T, check []byte, report string, env ...string) (string, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	out, sh := filepath.Join(dir, "peer.out"), filepath.Join(dir, "check.sh")
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sh, check, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", sh)
+	cmd.Env = append(append(os.Environ(), "LAB_PEER_OUT="+out), env...)
+	b, err := cmd.CombinedOutput()
+	return string(b), err == nil
 }

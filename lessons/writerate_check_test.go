@@ -1,9 +1,6 @@
 package lessons
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,18 +33,7 @@ func TestWriteRateCheckBlamesRightly(t *testing.T) {
 			"ratio: median 1.45 low 1.38 high 1.52\n"
 	}
 	run := func(peer, lang string) (string, bool) {
-		dir := t.TempDir()
-		out, sh := filepath.Join(dir, "peer.out"), filepath.Join(dir, "check.sh")
-		if err := os.WriteFile(out, []byte(peer), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(sh, check, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("/bin/sh", sh)
-		cmd.Env = append(os.Environ(), "LAB_EXIT=0", "LAB_LANG="+lang, "LAB_PEER_OUT="+out)
-		b, err := cmd.CombinedOutput()
-		return string(b), err == nil
+		return runCheckScript(t, check, peer, "LAB_EXIT=0", "LAB_LANG="+lang)
 	}
 	for _, tc := range []struct {
 		name, win, chunks, alone string
