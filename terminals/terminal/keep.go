@@ -236,10 +236,8 @@ func (k *Keep) Enforce() {
 	ents, _ := os.ReadDir(k.Dir)
 	for _, e := range ents {
 		if isBaseName(e.Name()) {
-			if fi, err := e.Info(); err == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 1 {
-					orphan[e.Name()] = fi.Size()
-				}
+			if size, ok := orphanBase(e); ok {
+				orphan[e.Name()] = size
 			}
 			continue
 		}
@@ -522,12 +520,24 @@ func (k *Keep) Usage() (bytes int64, machines int) {
 			bytes += fi.Size()
 			machines++
 		case isBaseName(e.Name()):
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 1 {
-				bytes += fi.Size()
+			if size, ok := orphanBase(e); ok {
+				bytes += size
 			}
 		}
 	}
 	return bytes, machines
+}
+
+// orphanBase is the size of base RAM file e when only the keep directory
+// still holds it (one link: the snapshot that had it was replaced since;
+// while the snapshot has it, the link takes no disk).
+func orphanBase(e os.DirEntry) (int64, bool) {
+	fi, err := e.Info()
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return fi.Size(), ok && st.Nlink == 1
 }
 
 // setKeepNote records what became of the learner's kept machine.
