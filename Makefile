@@ -63,7 +63,7 @@ test bench: export LAB_TEST_LABSERVER = $(CURDIR)/$(BIN)
 # hang: the guest package takes ~14 min on a quiet machine but 39 min at
 # load 12-19 (stress-ng --cpu 2 beside other guest tests), so 40m cut
 # honest runs; 60m still ends a hung package inside CI's 90 minutes.
-TEST_FIRST := ./sandbox/rdmaexp ./e2e ./web ./terminals/terminal ./machines/vm ./faults ./runs/fleet
+TEST_FIRST := ./terminals/lessonprograms ./sandbox/rdmaexp ./e2e ./terminals/terminal ./web ./machines/vm ./faults ./runs/fleet
 
 test: deps-test lint build
 	$(GO) build -o bin/testtimes ./cmd/testtimes

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/i18n"
 )
 
@@ -350,4 +351,11 @@ func (ld *loader) lessonPrograms(l *Lesson) {
 		cp.ID, cp.Line = s.ID, s.Line
 		l.Programs = append(l.Programs, &cp)
 	}
+}
+
+// Request is the run of src as this exercise: its libraries, arguments,
+// time limits, peer, ranks and check, as the learner's guest takes it.
+func (p *Program) Request(src []byte) rdmalab.Program {
+	return rdmalab.Program{Source: src, Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
+		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Ranks: p.Config.Ranks, Check: p.Check, CheckTimeoutS: p.Config.CheckTimeout}
 }

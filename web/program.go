@@ -388,8 +388,7 @@ func (s *Server) programRun(w http.ResponseWriter, r *http.Request) {
 	if err := s.cfg.Store.RecordProgramSubmission(r.Context(), learner, l.Slug, p.ID, id, src); err != nil {
 		s.log.Error("record program submission", "err", err)
 	}
-	req := rdmalab.Program{Source: []byte(src), Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
-		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Ranks: p.Config.Ranks, Check: p.Check, CheckTimeoutS: p.Config.CheckTimeout}
+	req := p.Request([]byte(src))
 	go func() {
 		defer leave()
 		defer programRunning.Delete(learner)

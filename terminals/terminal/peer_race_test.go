@@ -141,12 +141,12 @@ func TestPeerFolderRace(t *testing.T) {
 	race := func() {
 		t.Helper()
 		for range 2 {
-			c := &collect{}
-			end, err := terms.RunProgram(ctx, "learner-race", programReq(p, p.Solution), "en", c.emit)
+			c := &vmtest.Events{}
+			end, err := terms.RunProgram(ctx, "learner-race", p.Request(p.Solution), "en", c.Emit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("run %d during the race: stage %s passed %v: %s\npeer: %s\ncheck: %s", runs, end.Stage, end.Passed, end.Detail, c.text("peer"), end.Check)
+			t.Logf("run %d during the race: stage %s passed %v: %s\npeer: %s\ncheck: %s", runs, end.Stage, end.Passed, end.Detail, c.Text("peer"), end.Check)
 			switch {
 			case end.Stage == "peer" && strings.Contains(end.Detail, "could not be emptied") && len(end.Detail) < 400:
 				refused++
@@ -181,7 +181,7 @@ func TestPeerFolderRace(t *testing.T) {
 		t.Errorf("/run/rdmalab-peer is not root's own 0700 folder:\n%s", out)
 	}
 	// The chain is out of the way: the exercise runs again.
-	end, err := terms.RunProgram(ctx, "learner-race", programReq(p, p.Solution), "en", func(sandbox.Event) {})
+	end, err := terms.RunProgram(ctx, "learner-race", p.Request(p.Solution), "en", func(sandbox.Event) {})
 	if err != nil || !end.Passed {
 		t.Errorf("the solution after the race: %v, stage %s passed %v: %s %s", err, end.Stage, end.Passed, end.Detail, end.Check)
 	}

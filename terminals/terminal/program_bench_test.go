@@ -52,7 +52,7 @@ func BenchmarkProgram(b *testing.B) {
 		for range 5 {
 			start := time.Now()
 			first := make(chan time.Time, 1)
-			end, err := terms.RunProgram(ctx, "learner", programReq(p, p.Solution), "en", func(ev sandbox.Event) {
+			end, err := terms.RunProgram(ctx, "learner", p.Request(p.Solution), "en", func(ev sandbox.Event) {
 				if ev.Type == sandbox.EvLog && ev.Name == "stdout" {
 					select {
 					case first <- time.Now():

@@ -120,11 +120,19 @@ func (t *Terminal) Err() error { <-t.done; return t.err }
 // speed, each half as fast.
 const LearnerCPUs = 1
 
+// LearnerNice is the host niceness of a learner guest's QEMU: however
+// busy a learner keeps theirs, the experiment guests and labserver get
+// the CPU first.
+const LearnerNice = 10
+
 // Terminals gives each learner a guest of their own with one shell in it.
 // A learner who comes when all Max guests are taken waits in a FIFO queue
 // of at most QueueMax learners (told their place as it changes); beyond it
 // they are refused with a *rdmalab.TermsFullError.
 type Terminals struct {
+	// Cfg is the learner guests' configuration. Its Nice 0 gives them
+	// LearnerNice; below 0 they run at labserver's own priority (the
+	// guest suite of the exercises, whose guest is what it judges).
 	Cfg        vm.Config
 	Max        int           // concurrent learner guests (2)
 	Idle       time.Duration // a session unused (no keystroke) this long is discarded (DefaultIdle)
@@ -404,8 +412,11 @@ func (t *Terminals) readySpare() int {
 func (t *Terminals) startGuest(owner string) *termSession {
 	cfg := t.Cfg
 	cfg.Learner = true
-	if cfg.Nice == 0 {
-		cfg.Nice = 10
+	switch {
+	case cfg.Nice == 0:
+		cfg.Nice = LearnerNice
+	case cfg.Nice < 0:
+		cfg.Nice = 0
 	}
 	if cfg.CPUs == 0 {
 		cfg.CPUs = LearnerCPUs

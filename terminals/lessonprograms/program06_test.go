@@ -1,6 +1,7 @@
-package terminal
+package lessonprograms
 
 import (
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // not, and a program that only prints a plausible rate fails because the
 // peer saw no connection, let alone a WRITE. The check's own words carry the figures (the
 // ratio's median and its 95% confidence interval); the log keeps them.
-func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *vmtest.Events)) {
 	t.Helper()
 	l := course.Lesson("06-performance")
 	if l == nil || len(l.Programs) < 1 || l.Programs[0].ID != "write-rate" {
@@ -32,7 +33,7 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	const tooClose = "too close to call"
 	const noReference = "ib_write_bw, did not start"
 	const overlapShort = "ib_write_bw, was sending beside them in only"
-	runFirm := func(src []byte, lang string, retryClose bool) (vmproto.ProgramEnd, *collect) {
+	runFirm := func(src []byte, lang string, retryClose bool) (vmproto.ProgramEnd, *vmtest.Events) {
 		for try := 1; ; try++ {
 			end, c := run(p, src, lang)
 			again := strings.Contains(string(end.Check), noReference) || strings.Contains(string(end.Check), overlapShort) ||
@@ -50,8 +51,8 @@ func lesson06Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	// The starter is correct and slow: it compiles, runs, exits 0 and
 	// fails the check, in the learner's language, with the figures.
 	end, c := runFirm(p.Starter, "zh", false)
-	if end.Stage != "check" || end.Passed || end.Exit != 0 || !strings.Contains(c.text("stdout"), "WRITEs/s") {
-		t.Errorf("write-rate starter (zh): stage %s exit %d passed %v, stdout %q; want it run to exit 0 and fail", end.Stage, end.Exit, end.Passed, c.text("stdout"))
+	if end.Stage != "check" || end.Passed || end.Exit != 0 || !strings.Contains(c.Text("stdout"), "WRITEs/s") {
+		t.Errorf("write-rate starter (zh): stage %s exit %d passed %v, stdout %q; want it run to exit 0 and fail", end.Stage, end.Exit, end.Passed, c.Text("stdout"))
 	}
 	if !strings.Contains(string(end.Check), "置信区间") {
 		t.Errorf("write-rate starter (zh): the check's words %q are not the zh ratio report", end.Check)

@@ -1,7 +1,8 @@
-package terminal
+package lessonprograms
 
 import (
 	"context"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/lessons"
@@ -39,7 +40,7 @@ func TestPeerFolderClearedEachRun(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = vmtest.OwnCache(t)
 	cfg.Accel = vm.AccelTCG
-	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
+	terms := &terminal.Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
 	ctx := context.Background()
 	a, err := terms.Attach(ctx, "learner-stale", 24, 80)
@@ -48,21 +49,21 @@ func TestPeerFolderClearedEachRun(t *testing.T) {
 	}
 	defer a.Detach()
 
-	c := &collect{}
-	end, err := terms.RunProgram(ctx, "learner-stale", programReq(p, p.Solution), "en", c.emit)
+	c := &vmtest.Events{}
+	end, err := terms.RunProgram(ctx, "learner-stale", p.Request(p.Solution), "en", c.Emit)
 	if err != nil || !end.Passed {
-		t.Fatalf("%s's solution with its peer: passed %v, err %v, stage %s: %s\npeer: %s\ncheck: %s", p.ID, end.Passed, err, end.Stage, end.Detail, c.text("peer"), end.Check)
+		t.Fatalf("%s's solution with its peer: passed %v, err %v, stage %s: %s\npeer: %s\ncheck: %s", p.ID, end.Passed, err, end.Stage, end.Detail, c.Text("peer"), end.Check)
 	}
 	alone := *p
 	alone.Peer, alone.Config.Peer, alone.Config.PeerArgs = nil, "", nil
 	alone.Check = []byte("#!/bin/sh\ntest \"$LAB_EXIT\" = 0 || { echo \"the program found the last run's peer folder\"; exit 1; }\n" +
 		"! test -e /run/lab-peer || { echo '/run/lab-peer is still there'; exit 1; }\n")
-	c = &collect{}
-	end, err = terms.RunProgram(ctx, "learner-stale", programReq(&alone, []byte(staleProbe)), "en", c.emit)
+	c = &vmtest.Events{}
+	end, err = terms.RunProgram(ctx, "learner-stale", alone.Request([]byte(staleProbe)), "en", c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("without a peer: stage %s exit %d passed %v (%s)\nstdout: %s\ncheck: %s", end.Stage, end.Exit, end.Passed, end.Detail, c.text("stdout"), end.Check)
+	t.Logf("without a peer: stage %s exit %d passed %v (%s)\nstdout: %s\ncheck: %s", end.Stage, end.Exit, end.Passed, end.Detail, c.Text("stdout"), end.Check)
 	if !end.Passed {
 		t.Errorf("a run without a peer after one with: exit %d, check %q; want the last run's /run/lab-peer gone", end.Exit, end.Check)
 	}

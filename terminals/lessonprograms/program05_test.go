@@ -1,6 +1,7 @@
-package terminal
+package lessonprograms
 
 import (
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // the peer did not get; and a peer that never posts its RECV ends the
 // solution at its poll deadline, in a visible error, well within its
 // time limit.
-func lesson05Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+func lesson05Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *vmtest.Events)) {
 	t.Helper()
 	l := course.Lesson("05-see-the-wire")
 	if l == nil || len(l.Programs) != 1 || l.Programs[0].ID != "rnr-retry" {
@@ -48,8 +49,8 @@ func lesson05Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	}
 	end, c := run(p, []byte(six), "en")
 	if end.Stage != "check" || end.Passed || !strings.Contains(string(end.Check), "IBV_WC_RNR_RETRY_EXC_ERR") ||
-		!strings.Contains(c.text("stderr"), "RNR retry counter exceeded") {
-		t.Errorf("%s's solution with rnr_retry 6: stage %s passed %v, stderr %q, check %q; want it failed with IBV_WC_RNR_RETRY_EXC_ERR", p.ID, end.Stage, end.Passed, c.text("stderr"), end.Check)
+		!strings.Contains(c.Text("stderr"), "RNR retry counter exceeded") {
+		t.Errorf("%s's solution with rnr_retry 6: stage %s passed %v, stderr %q, check %q; want it failed with IBV_WC_RNR_RETRY_EXC_ERR", p.ID, end.Stage, end.Passed, c.Text("stderr"), end.Check)
 	}
 	// The solution's lines, and no exchange, no QP.
 	fake := `#include <stdio.h>
@@ -71,7 +72,7 @@ puts("SEND of \"token 1234abcd\" completed after 312 ms: success; rxe0 received 
 	// rxe resets retry_cnt only on an ACK: the ACK timeouts that expire
 	// during the RNR waits may spend it first, and the SEND then ends in
 	// IBV_WC_RETRY_EXC_ERR before the deadline (the lesson says so).
-	stderr := c.text("stderr")
+	stderr := c.Text("stderr")
 	ended := strings.Contains(stderr, "no completion after 5 s") || strings.Contains(stderr, "transport retry counter exceeded")
 	if end.Passed || end.TimedOut || end.Exit != 1 || !ended || end.Millis.Run >= int64(p.Config.Timeout)*1000 {
 		t.Errorf("%s's solution against a peer that never posts: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 at its deadline or after its transport retries, in time",

@@ -1,6 +1,7 @@
-package terminal
+package lessonprograms
 
 import (
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // with the check naming that mistake: the checks judge what the peer and
 // the kernel saw. A peer that never releases the lock ends the solution
 // in a visible error, not a hang.
-func lesson07Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+func lesson07Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *vmtest.Events)) {
 	t.Helper()
 	l := course.Lesson("07-beyond-send-write")
 	if l == nil || len(l.Programs) != 3 {
@@ -108,9 +109,9 @@ puts("9 requests answered"); return 0; }`,
 		t.Fatalf("the CAS peer no longer has %s", release)
 	}
 	end, c := run(&greedy, cp.Solution, "en")
-	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "the lock stayed taken") ||
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.Text("stderr"), "the lock stayed taken") ||
 		end.Millis.Run >= int64(cp.Config.Timeout)*1000 {
 		t.Errorf("cas-lock's solution against a peer that keeps the lock: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 saying %q in time",
-			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.text("stderr"), "the lock stayed taken")
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.Text("stderr"), "the lock stayed taken")
 	}
 }

@@ -1,10 +1,10 @@
-package terminal
+package lessonprograms
 
 import (
 	"context"
 	"fmt"
+	"github.com/rdmalab/rdmalab/terminals/terminal"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/lessons"
@@ -17,32 +17,6 @@ import (
 
 	"github.com/rdmalab/rdmalab"
 )
-
-// programReq is a lesson program's request with source src.
-func programReq(p *lessons.Program, src []byte) vmproto.Program {
-	return vmproto.Program{Source: src, Libs: p.Config.Libs, Args: p.Config.Args, TimeoutS: p.Config.Timeout,
-		Peer: p.Peer, PeerArgs: p.Config.PeerArgs, Ranks: p.Config.Ranks, Check: p.Check, CheckTimeoutS: p.Config.CheckTimeout}
-}
-
-// collect gathers a run's events.
-type collect struct {
-	mu  sync.Mutex
-	evs []sandbox.Event
-}
-
-func (c *collect) emit(ev sandbox.Event) { c.mu.Lock(); c.evs = append(c.evs, ev); c.mu.Unlock() }
-
-func (c *collect) text(name string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b strings.Builder
-	for _, ev := range c.evs {
-		if ev.Type == sandbox.EvLog && ev.Name == name {
-			b.WriteString(ev.Message)
-		}
-	}
-	return b.String()
-}
 
 // TestLessonPrograms is the guest suite of lesson 04's :::program
 // exercises, and then lessons 03, 05, 06, 07 and 09's (lesson03Programs …), in one learner guest: every solution compiles, runs and
@@ -64,10 +38,10 @@ func TestLessonPrograms(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dir = vmtest.OwnCache(t)
 	cfg.Accel = vm.AccelTCG
-	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1}
+	terms := &terminal.Terminals{Cfg: cfg, Max: 1, Spares: -1}
 	defer terms.Close()
 	ctx := context.Background()
-	if _, err := terms.RunProgram(ctx, "learner-p", programReq(l.Programs[0], l.Programs[0].Solution), "en", func(sandbox.Event) {}); err != rdmalab.ErrNoTerminal {
+	if _, err := terms.RunProgram(ctx, "learner-p", l.Programs[0].Request(l.Programs[0].Solution), "en", func(sandbox.Event) {}); err != rdmalab.ErrNoTerminal {
 		t.Fatalf("a program without a session: %v, want rdmalab.ErrNoTerminal", err)
 	}
 	a, err := terms.Attach(ctx, "learner-p", 24, 80)
@@ -75,17 +49,17 @@ func TestLessonPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Detach()
-	run := func(p *lessons.Program, src []byte, lang string) (vmproto.ProgramEnd, *collect) {
+	run := func(p *lessons.Program, src []byte, lang string) (vmproto.ProgramEnd, *vmtest.Events) {
 		t.Helper()
-		c := &collect{}
-		end, err := terms.RunProgram(ctx, "learner-p", programReq(p, src), lang, c.emit)
+		c := &vmtest.Events{}
+		end, err := terms.RunProgram(ctx, "learner-p", p.Request(src), lang, c.Emit)
 		if err != nil {
 			t.Fatalf("%s (%s): %v", p.ID, lang, err)
 		}
 		t.Logf("%s (%s): stage %s exit %d passed %v (%s), compile %d ms, run %d ms\ncompiler: %s\nstdout: %s\nstderr: %s\npeer: %s\ncheck: %s",
 			p.ID, lang, end.Stage, end.Exit, end.Passed, end.Detail, end.Millis.Compile, end.Millis.Run,
-			end.Compiler, c.text("stdout"), c.text("stderr"), c.text("peer"), end.Check)
-		checkPeerZh(t, p, c.text("peer")) // peerzh_test.go
+			end.Compiler, c.Text("stdout"), c.Text("stderr"), c.Text("peer"), end.Check)
+		checkPeerZh(t, p, c.Text("peer")) // peerzh_test.go
 		return end, c
 	}
 	// Each program's solution in one language and its starter in the
@@ -164,10 +138,10 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 		t.Fatalf("the WRITE target no longer has %s", connected)
 	}
 	end, c := run(&gone, wp.Solution, "en")
-	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "transport retry counter exceeded") ||
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.Text("stderr"), "transport retry counter exceeded") ||
 		end.Millis.Run >= int64(wp.Config.Timeout)*1000 {
 		t.Errorf("the WRITE solution without its peer: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 with IBV_WC_RETRY_EXC_ERR's %q in time",
-			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, wp.Config.Timeout, c.text("stderr"), "transport retry counter exceeded")
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, wp.Config.Timeout, c.Text("stderr"), "transport retry counter exceeded")
 	}
 	abuse := []struct{ name, src, want string }{
 		{"infinite loop", "int main(void){ for(;;); }", "timed out"},
@@ -200,7 +174,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 		if got != ab.want || end.Stage != "check" {
 			t.Errorf("%s: stage %s, %s; want %s", ab.name, end.Stage, got, ab.want)
 		}
-		if n := len(c.text("stdout")) + len(c.text("stderr")); n > vmproto.ProgramOutputMax {
+		if n := len(c.Text("stdout")) + len(c.Text("stderr")); n > vmproto.ProgramOutputMax {
 			t.Errorf("%s: %d bytes of output came back, more than %d", ab.name, n, vmproto.ProgramOutputMax)
 		}
 	}
@@ -221,7 +195,7 @@ puts("reply: pong: hello, peer"); return 0; }`, "The peer saw no connection"},
 // compiles and fails, a program that only prints fails naming what the
 // kernel or the peer did not see, and the solution without its peer ends
 // in a visible error within its time limit.
-func lesson03Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+func lesson03Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *vmtest.Events)) {
 	t.Helper()
 	l := course.Lesson("03-verbs-lifecycle")
 	if l == nil || len(l.Programs) < 2 || l.Programs[0].ID != "connect-qp" {
@@ -267,9 +241,9 @@ puts("payload at byte 40, 19 bytes: ud token 1234abcd"); puts("sent the 59 bytes
 		alone := *p
 		alone.Peer, alone.Config.Peer, alone.Config.PeerArgs = nil, "", nil
 		end, c := run(&alone, p.Solution, "en")
-		if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "Connection refused") {
+		if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.Text("stderr"), "Connection refused") {
 			t.Errorf("%s's solution without a peer: passed %v, timed out %v, exit %d, stderr %q; want exit 1 saying %q",
-				p.ID, end.Passed, end.TimedOut, end.Exit, c.text("stderr"), "Connection refused")
+				p.ID, end.Passed, end.TimedOut, end.Exit, c.Text("stderr"), "Connection refused")
 		}
 	}
 	cp := l.Programs[0]
@@ -284,9 +258,9 @@ puts("payload at byte 40, 19 bytes: ud token 1234abcd"); puts("sent the 59 bytes
 		t.Fatalf("the exchange peer no longer has %s", answered)
 	}
 	end, c := run(&gone, cp.Solution, "en")
-	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.text("stderr"), "transport retry counter exceeded") ||
+	if end.Passed || end.TimedOut || end.Exit != 1 || !strings.Contains(c.Text("stderr"), "transport retry counter exceeded") ||
 		end.Millis.Run >= int64(cp.Config.Timeout)*1000 {
 		t.Errorf("connect-qp's solution when the peer goes away: passed %v, timed out %v, exit %d after %d ms (limit %d s), stderr %q; want exit 1 with %q in time",
-			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.text("stderr"), "transport retry counter exceeded")
+			end.Passed, end.TimedOut, end.Exit, end.Millis.Run, cp.Config.Timeout, c.Text("stderr"), "transport retry counter exceeded")
 	}
 }

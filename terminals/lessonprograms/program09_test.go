@@ -1,6 +1,7 @@
-package terminal
+package lessonprograms
 
 import (
+	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 	"os"
 	"regexp"
 	"slices"
@@ -24,7 +25,7 @@ import (
 // and the packets per device show its load on rank 0's device (two
 // thirds of them, against the ring's half) in every run; a rank that
 // fails ends the others at once.
-func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *collect)) {
+func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Program, []byte, string) (vmproto.ProgramEnd, *vmtest.Events)) {
 	t.Helper()
 	l := course.Lesson("09-ring-allreduce")
 	if l == nil || len(l.Programs) != 1 || l.Programs[0].ID != "ring-allreduce" || l.Programs[0].Config.Ranks != 4 {
@@ -40,7 +41,7 @@ func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	// solution's largest all-reduces took 3.3 s each and its 9th did not
 	// finish). Any other verdict stands at once.
 	slow := regexp.MustCompile(`^Your ranks ran out of the run's 30 s: [0-8] of 9 all-reduces finished, and all \d+ results checked so far are right; the last one took \d+ ms here\.`)
-	runRight := func(name string, src []byte) (vmproto.ProgramEnd, *collect) {
+	runRight := func(name string, src []byte) (vmproto.ProgramEnd, *vmtest.Events) {
 		t.Helper()
 		end, c := run(p, src, "en")
 		for i := 1; i < 4 && slow.Match(end.Check); i++ {
@@ -88,7 +89,7 @@ func lesson09Programs(t *testing.T, course *lessons.Course, run func(*lessons.Pr
 	if !ompi.Match(end.Check) {
 		t.Errorf("ring-allreduce solution: no MPI_Allreduce figure from a run in the same check:\n%s", end.Check)
 	}
-	ringSteps := stepTimes(c.text("peer"), 131075)
+	ringSteps := stepTimes(c.Text("peer"), 131075)
 	if v := share("the ring", end); v != -1 && v > 55 {
 		t.Errorf("the ring: the busiest device sent %d %% of the packets, want an even split (at most 55 %%)", v)
 	}
@@ -146,7 +147,7 @@ return 0; }`
 	if v := share("the gather to rank 0", end); v != -1 && v < 60 {
 		t.Errorf("the gather to rank 0: the busiest device sent %d %% of the packets, want about two thirds (at least 60 %%)", v)
 	}
-	if g := stepTimes(c.text("peer"), 131075); len(ringSteps) == 3 && len(g) == 3 {
+	if g := stepTimes(c.Text("peer"), 131075); len(ringSteps) == 3 && len(g) == 3 {
 		verdict := "within the ring's spread"
 		switch {
 		case slices.Min(g) > slices.Max(ringSteps):
