@@ -176,11 +176,16 @@ func connectNVMeoF(ctx context.Context, transport, addr, hostAddr string) (nvmeo
 	if err != nil {
 		return nvmeofCtrl{}, args, fmt.Errorf("nvme %s: %w: %s", strings.Join(args, " "), err, tail(string(out)))
 	}
-	// the namespace's disk appears when the host has scanned it
+	// The namespace's disk appears when the host has scanned it: its
+	// node in /dev and its size in /sys/block. Both, since a connect
+	// right after a cancelled run once found /dev/nvme0n1 while
+	// /sys/block/nvme0n1 was not there (beside stress-ng: the old
+	// controller's disk going while the new one's came).
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		for _, c := range findNVMeoFCtrls() {
 			if c.Transport == transport && c.Disk != "" {
-				if _, err := os.Stat("/dev/" + c.Disk); err == nil {
+				_, err := os.Stat("/dev/" + c.Disk)
+				if size, serr := blockSize(c.Disk); err == nil && serr == nil && size >= readBlock {
 					return c, args, nil
 				}
 			}
