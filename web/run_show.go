@@ -53,6 +53,12 @@ func (s *Server) runShow(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Runner != nil {
 		if info, ok := s.cfg.Runner.Lookup(run.ID); ok {
 			out.Status, out.Position = info.Status, info.Position
+			// Where it runs, from the runner too: the store's writer puts
+			// the running event down later, and beside stress-ng a run
+			// read as running showed no backend (TestRunCreateRefusals).
+			if info.Backend != "" {
+				out.Backend = info.Backend
+			}
 		}
 	}
 	page.WriteJSON(w, http.StatusOK, out)

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/testwait"
 	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
+	"github.com/rdmalab/rdmalab/store"
 	"github.com/rdmalab/rdmalab/web/page"
 )
 
@@ -351,5 +352,33 @@ func TestRunPagesHaveNoMissingStrings(t *testing.T) {
 				t.Errorf("%s in %s shows a raw key: %q", path, lang, text[i:min(len(text), i+30)])
 			}
 		}
+	}
+}
+
+// lagRunner is a runner whose run started before the store heard of it:
+// Lookup says running on host while the stored run is still queued.
+type lagRunner struct{ Runner }
+
+func (lagRunner) Lookup(id string) (sandbox.RunInfo, bool) {
+	return sandbox.RunInfo{ID: id, Status: sandbox.StatusRunning, Backend: "host"}, true
+}
+
+// TestRunShowBeforeTheStore: a run the runner has started shows where it
+// runs even while the store's writer has not put its running event down
+// yet (beside stress-ng TestRunCreateRefusals read status running with
+// no backend).
+func TestRunShowBeforeTheStore(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	info := sandbox.RunInfo{ID: "0123456789abcdef", Learner: strings.Repeat("a", store.LearnerIDLen), Experiment: "ticks", Status: sandbox.StatusQueued, Created: time.Now()}
+	if err := env.Hub.RunCreated(info); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.cfg.Runner = lagRunner{env.Server.cfg.Runner}
+	var st runJSON
+	r := env.get(env.client(), "/api/runs/"+info.ID)
+	json.NewDecoder(r.Body).Decode(&st)
+	r.Body.Close()
+	if st.Status != sandbox.StatusRunning || st.Backend != "host" {
+		t.Errorf("a run started before the store heard: %+v; want running on host", st)
 	}
 }
