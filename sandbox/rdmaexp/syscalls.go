@@ -347,26 +347,40 @@ func startTrace(ctx context.Context, strace, file string, pid, tid int) (*trace,
 }
 
 // stop detaches strace (SIGINT makes it detach and flush) and waits.
+// SIGINT is sent again every second until strace exits: strace's handler
+// only sets a flag, which its loop reads before it waits for the next
+// tracee event (next_event in strace.c), so a SIGINT that lands between
+// the read and the wait is seen only after the next event — and a tracee
+// parked in a futex makes none (seen once in CI: "did not detach within
+// 20 s"). A later SIGINT lands inside the wait and ends it.
 func (t *trace) stop() error {
 	if t.stopped {
 		return t.err
 	}
 	t.stopped = true
-	_ = t.cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- t.cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.err = fmt.Errorf("strace: %w", err)
+	_ = t.cmd.Process.Signal(syscall.SIGINT)
+	again := time.NewTicker(time.Second)
+	defer again.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.err = fmt.Errorf("strace: %w", err)
+			}
+			return t.err
+		case <-again.C:
+			_ = t.cmd.Process.Signal(syscall.SIGINT)
+		case <-deadline:
+			_ = t.cmd.Process.Kill()
+			<-done
+			t.err = errors.New("strace did not detach within 20 s")
+			return t.err
 		}
-	case <-time.After(20 * time.Second):
-		_ = t.cmd.Process.Kill()
-		<-done
-		t.err = errors.New("strace did not detach within 20 s")
 	}
-	return t.err
 }
 
 // A completed call in strace's log: name(fd<what>, … ) = result.
