@@ -32,6 +32,7 @@ type RunInfo struct {
 	Position   int       `json:"position,omitempty"` // 1 = next to start
 	Backend    string    `json:"backend,omitempty"`
 	Created    time.Time `json:"created"`
+	Started    time.Time `json:"started,omitzero"` // when it began to run; zero while queued
 }
 
 // Status is a run's lifecycle state.

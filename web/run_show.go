@@ -59,6 +59,9 @@ func (s *Server) runShow(w http.ResponseWriter, r *http.Request) {
 			if info.Backend != "" {
 				out.Backend = info.Backend
 			}
+			if out.Started == nil && !info.Started.IsZero() {
+				out.Started = &info.Started
+			}
 		}
 	}
 	page.WriteJSON(w, http.StatusOK, out)

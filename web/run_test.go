@@ -360,13 +360,13 @@ func TestRunPagesHaveNoMissingStrings(t *testing.T) {
 type lagRunner struct{ Runner }
 
 func (lagRunner) Lookup(id string) (sandbox.RunInfo, bool) {
-	return sandbox.RunInfo{ID: id, Status: sandbox.StatusRunning, Backend: "host"}, true
+	return sandbox.RunInfo{ID: id, Status: sandbox.StatusRunning, Backend: "host", Started: time.Now()}, true
 }
 
-// TestRunShowBeforeTheStore: a run the runner has started shows where it
-// runs even while the store's writer has not put its running event down
-// yet (beside stress-ng TestRunCreateRefusals read status running with
-// no backend).
+// TestRunShowBeforeTheStore: a run the runner has started shows where and
+// since when it runs even while the store's writer has not put its running
+// event down yet (beside stress-ng TestRunCreateRefusals read status
+// running with no backend).
 func TestRunShowBeforeTheStore(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
 	info := sandbox.RunInfo{ID: "0123456789abcdef", Learner: strings.Repeat("a", store.LearnerIDLen), Experiment: "ticks", Status: sandbox.StatusQueued, Created: time.Now()}
@@ -378,7 +378,7 @@ func TestRunShowBeforeTheStore(t *testing.T) {
 	r := env.get(env.client(), "/api/runs/"+info.ID)
 	json.NewDecoder(r.Body).Decode(&st)
 	r.Body.Close()
-	if st.Status != sandbox.StatusRunning || st.Backend != "host" {
-		t.Errorf("a run started before the store heard: %+v; want running on host", st)
+	if st.Status != sandbox.StatusRunning || st.Backend != "host" || st.Started == nil {
+		t.Errorf("a run started before the store heard: %+v; want running on host, with its start time", st)
 	}
 }

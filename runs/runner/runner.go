@@ -385,6 +385,7 @@ func (r *Runner) start(ru *run, be sandbox.Backend) {
 	ru.info.Status = sandbox.StatusRunning
 	ru.info.Position = 0
 	ru.be, ru.began = be, time.Now()
+	ru.info.Started = ru.began
 	r.observeStarted(ru)
 	ru.share.startedAt(ru.began.Add(r.cfg.Share))
 	name := "none"

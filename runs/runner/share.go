@@ -236,7 +236,7 @@ func (r *Runner) ownNextLocked(ru *run) {
 func (r *Runner) infoLocked(ru *run) sandbox.RunInfo {
 	info := ru.info
 	if h := ru.host; h != nil && r.runs[ru.info.ID] == ru {
-		info.Status, info.Position, info.Backend = h.info.Status, h.info.Position, h.info.Backend
+		info.Status, info.Position, info.Backend, info.Started = h.info.Status, h.info.Position, h.info.Backend, h.info.Started
 	}
 	return info
 }
