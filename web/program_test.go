@@ -307,3 +307,58 @@ func TestProgramHarnessPhase(t *testing.T) {
 		}
 	}
 }
+
+// timedOutPrograms is a ProgramRunner whose every run is ended by the
+// program's time limit.
+type timedOutPrograms struct{}
+
+func (timedOutPrograms) RunProgram(context.Context, string, rdmalab.Program, string, func(sandbox.Event)) (rdmalab.ProgramEnd, error) {
+	return rdmalab.ProgramEnd{Stage: "check", TimedOut: true, Check: []byte("no")}, nil
+}
+
+// TestProgramTimedOutNamesLoad: a program ended by its time limit is told
+// both causes, a wait without a deadline and a busy lab, in each language;
+// beside stress-ng a right program ran out of time in the lab's own
+// suite, and the message said only that it ran too long.
+func TestProgramTimedOutNamesLoad(t *testing.T) {
+	env := newRunEnv(t, runner.Config{})
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := course.Lesson("04-first-program").Programs[0]
+	learner := store.NewLearnerID()
+	id := "prog-timedout"
+	info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
+	if err := env.Hub.RunCreated(info); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.runProgram(timedOutPrograms{}, id, learner, "04-first-program", p, rdmalab.Program{TimeoutS: 10}, "en")
+	evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *sandbox.Event
+	for i := range evs {
+		if evs[i].Type == sandbox.EvResult {
+			res = &evs[i]
+		}
+	}
+	if res == nil {
+		t.Fatalf("no result event: %+v", evs)
+	}
+	en, zh := res.Messages.Get("en"), res.Messages.Get("zh")
+	for _, want := range []string{"longer than 10 s", "without a deadline", "busy lab", "run it again"} {
+		if !strings.Contains(en, want) {
+			t.Errorf("the English result %q does not say %q", en, want)
+		}
+	}
+	for _, want := range []string{"超过了 10 秒", "没有截止时间", "繁忙", "再运行一次"} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("the Chinese result %q does not say %q", zh, want)
+		}
+	}
+	if l := zhcheck.Leaks(zh); len(l) > 0 {
+		t.Errorf("the Chinese result %q leaks %q", zh, l)
+	}
+}
