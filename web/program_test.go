@@ -157,12 +157,7 @@ func (f failingPrograms) RunProgram(context.Context, string, rdmalab.Program, st
 // "程序没能运行：" followed by the English error.
 func TestProgramFailureInChinese(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
-	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := course.Lesson("04-first-program").Programs[0]
-	ctx := context.Background()
+	p := firstProgram(t)
 	learner := store.NewLearnerID()
 	reason := sandbox.Because("no-vm", "programs need the vm backend on the lab server", "程序要在实验服务器自己的虚拟机里运行，这里没有")
 	for i, c := range []struct {
@@ -174,15 +169,7 @@ func TestProgramFailureInChinese(t *testing.T) {
 		{fmt.Errorf("wait for the guest: %w", context.DeadlineExceeded), "时间上限"},
 	} {
 		id := fmt.Sprintf("prog-fail-%d", i)
-		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
-		if err := env.Hub.RunCreated(info); err != nil {
-			t.Fatal(err)
-		}
-		env.Server.runProgram(failingPrograms{c.err}, id, learner, "04-first-program", p, rdmalab.Program{}, "zh")
-		evs, err := env.DB.RunEvents(ctx, id, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := programRun(t, env, failingPrograms{c.err}, id, learner, p, rdmalab.Program{}, "zh")
 		var seen int
 		for _, ev := range evs {
 			if ev.Type != sandbox.EvError && !(ev.Type == sandbox.EvStatus && ev.Status.Final()) {
@@ -219,23 +206,11 @@ func (h hintPrograms) RunProgram(context.Context, string, rdmalab.Program, strin
 // a zh hint was also detail.en.
 func TestProgramHintOneLanguage(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
-	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := course.Lesson("04-first-program").Programs[0]
+	p := firstProgram(t)
 	learner := store.NewLearnerID()
 	for _, c := range []struct{ lang, hint string }{{"zh", "程序只调用了一次 ibv_reg_mr。"}, {"en", "The program called ibv_reg_mr once."}} {
 		id := "prog-hint-" + c.lang
-		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
-		if err := env.Hub.RunCreated(info); err != nil {
-			t.Fatal(err)
-		}
-		env.Server.runProgram(hintPrograms{c.hint}, id, learner, "04-first-program", p, rdmalab.Program{}, c.lang)
-		evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := programRun(t, env, hintPrograms{c.hint}, id, learner, p, rdmalab.Program{}, c.lang)
 		found := false
 		for _, ev := range evs {
 			if ev.Type != sandbox.EvResult {
@@ -267,11 +242,7 @@ func (peerPhasePrograms) RunProgram(_ context.Context, _ string, _ rdmalab.Progr
 // peer on rxe1.
 func TestProgramHarnessPhase(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
-	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := course.Lesson("04-first-program").Programs[0]
+	p := firstProgram(t)
 	learner := store.NewLearnerID()
 	for _, c := range []struct {
 		ranks      int
@@ -279,15 +250,7 @@ func TestProgramHarnessPhase(t *testing.T) {
 		notEn, not string
 	}{{1, "peer on rxe1", "对端", "harness", "测试框架"}, {4, "harness", "测试框架", "rxe1", "rxe1"}} {
 		id := fmt.Sprintf("prog-phase-%d", c.ranks)
-		info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
-		if err := env.Hub.RunCreated(info); err != nil {
-			t.Fatal(err)
-		}
-		env.Server.runProgram(peerPhasePrograms{}, id, learner, "04-first-program", p, rdmalab.Program{Ranks: c.ranks}, "en")
-		evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := programRun(t, env, peerPhasePrograms{}, id, learner, p, rdmalab.Program{Ranks: c.ranks}, "en")
 		seen := false
 		for _, ev := range evs {
 			if ev.Type != sandbox.EvPhase || ev.Name != "peer" {
@@ -322,22 +285,9 @@ func (timedOutPrograms) RunProgram(context.Context, string, rdmalab.Program, str
 // suite, and the message said only that it ran too long.
 func TestProgramTimedOutNamesLoad(t *testing.T) {
 	env := newRunEnv(t, runner.Config{})
-	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := course.Lesson("04-first-program").Programs[0]
+	p := firstProgram(t)
 	learner := store.NewLearnerID()
-	id := "prog-timedout"
-	info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
-	if err := env.Hub.RunCreated(info); err != nil {
-		t.Fatal(err)
-	}
-	env.Server.runProgram(timedOutPrograms{}, id, learner, "04-first-program", p, rdmalab.Program{TimeoutS: 10}, "en")
-	evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := programRun(t, env, timedOutPrograms{}, "prog-timedout", learner, p, rdmalab.Program{TimeoutS: 10}, "en")
 	var res *sandbox.Event
 	for i := range evs {
 		if evs[i].Type == sandbox.EvResult {
@@ -361,4 +311,30 @@ func TestProgramTimedOutNamesLoad(t *testing.T) {
 	if l := zhcheck.Leaks(zh); len(l) > 0 {
 		t.Errorf("the Chinese result %q leaks %q", zh, l)
 	}
+}
+
+// firstProgram is lesson 04's first program in the built-in course.
+func firstProgram(t *testing.T) *lessons.Program {
+	t.Helper()
+	course, err := lessons.Load(lessons.Builtin, lessons.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return course.Lesson("04-first-program").Programs[0]
+}
+
+// programRun runs req for p through prog as learner's run id, in lang, and
+// returns the events the store kept.
+func programRun(t *testing.T, env *runEnv, prog rdmalab.ProgramRunner, id, learner string, p *lessons.Program, req rdmalab.Program, lang string) []sandbox.Event {
+	t.Helper()
+	info := sandbox.RunInfo{ID: id, Learner: learner, Experiment: ProgramExperiment, Status: sandbox.StatusRunning, Created: time.Now()}
+	if err := env.Hub.RunCreated(info); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.runProgram(prog, id, learner, "04-first-program", p, req, lang)
+	evs, err := env.DB.RunEvents(context.Background(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
