@@ -272,7 +272,8 @@ func summarize(size int, rtts []time.Duration) sizeStats {
 // without being switched out reads no time at all between ticks (seen: a
 // polling client charged 0.0 µs per 41 µs round trip, batches of 1.2 ms
 // under a 4 ms tick). CLOCK_THREAD_CPUTIME_ID brings the running thread's
-// runtime up to date before it answers.
+// runtime up to date before it answers — up to the scheduler's clock,
+// which in the lab's guest runs in steps (see cpuPerRT).
 func threadCPU() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
