@@ -119,7 +119,7 @@ func (r *Runner) watchIdle(ctx context.Context, ru *run) {
 			if idle >= limit {
 				msg = sandbox.Text{"en": fmt.Sprintf("no command for %s while others waited for this machine: the run cleaned up and ended", limit),
 					"zh": fmt.Sprintf("%s 内没有命令，而别人在等这台机器：运行已清理并结束", limit)}
-			} else if time.Since(ru.began) >= r.cfg.ContendedRun {
+			} else if time.Since(ru.info.Started) >= r.cfg.ContendedRun {
 				msg = sandbox.Text{"en": fmt.Sprintf("others waited for this machine and the run had it for %s: the run cleaned up and ended", r.cfg.ContendedRun),
 					"zh": fmt.Sprintf("别人在等这台机器，而这次运行已占用它 %s：运行已清理并结束", r.cfg.ContendedRun)}
 			}

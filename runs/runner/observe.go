@@ -69,7 +69,7 @@ func (r *Runner) observeQueued(ru *run) {
 
 func (r *Runner) observeStarted(ru *run) {
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.RunStarted(ru.exp.ID, ru.began.Sub(ru.info.Created))
+		r.cfg.Observer.RunStarted(ru.exp.ID, ru.info.Started.Sub(ru.info.Created))
 	}
 }
 
@@ -78,8 +78,8 @@ func (r *Runner) observeFinished(ru *run, status sandbox.Status) {
 		return
 	}
 	var ran time.Duration
-	if !ru.began.IsZero() {
-		ran = time.Since(ru.began)
+	if !ru.info.Started.IsZero() {
+		ran = time.Since(ru.info.Started)
 	}
 	r.cfg.Observer.RunFinished(ru.exp.ID, string(status), ran)
 }

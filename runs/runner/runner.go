@@ -119,7 +119,6 @@ type run struct {
 	cancel context.CancelFunc // set when it starts
 	stop   sandbox.Status     // why it was stopped: cancelled, interrupted or timed-out (idle)
 	be     sandbox.Backend    // where it runs, set when it starts
-	began  time.Time          // when it started
 	wait   time.Duration      // the wait last told to the learner (queued)
 	// interactive runs (command.go), guarded by Runner.mu
 	cmds       chan sandbox.Command
@@ -321,7 +320,7 @@ func (r *Runner) itemLocked(ru *run, be sandbox.Backend) schedItem {
 		}
 	}
 	if ru.info.Status == sandbox.StatusRunning {
-		it.left = remaining(it.expect, time.Since(ru.began))
+		it.left = remaining(it.expect, time.Since(ru.info.Started))
 	}
 	return it
 }
@@ -384,10 +383,9 @@ func (r *Runner) start(ru *run, be sandbox.Backend) {
 	}
 	ru.info.Status = sandbox.StatusRunning
 	ru.info.Position = 0
-	ru.be, ru.began = be, time.Now()
-	ru.info.Started = ru.began
+	ru.be, ru.info.Started = be, time.Now()
 	r.observeStarted(ru)
-	ru.share.startedAt(ru.began.Add(r.cfg.Share))
+	ru.share.startedAt(ru.info.Started.Add(r.cfg.Share))
 	name := "none"
 	if be != nil {
 		name = be.Name()
@@ -487,7 +485,7 @@ func (r *Runner) finish(ru *run, status sandbox.Status, why sandbox.Text) {
 	}
 	if status == sandbox.StatusDone {
 		// A moving average: recent runs count most (a loaded machine).
-		took := time.Since(ru.began)
+		took := time.Since(ru.info.Started)
 		if old, ok := r.expect[ru.exp.ID]; ok {
 			took = (old*2 + took) / 3
 		}
