@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"database/sql"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/store"
 )
@@ -57,7 +57,7 @@ type testEnv struct {
 	Server *Server
 	HTTP   *httptest.Server
 	Course atomic.Pointer[lessons.Course]
-	Logs   *bytes.Buffer
+	Logs   *syncbuf.Buffer // the server logs from its goroutines while tests read
 }
 
 // newEnv serves c (the fixture course when nil) from a real SQLite file in a
@@ -71,7 +71,7 @@ func newEnv(t *testing.T, c *lessons.Course) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &testEnv{t: t, DB: db, Logs: new(bytes.Buffer)}
+	env := &testEnv{t: t, DB: db, Logs: new(syncbuf.Buffer)}
 	env.Course.Store(c)
 	srv, err := New(Config{Course: env.Course.Load, Store: db,
 		Logger: slog.New(slog.NewTextHandler(env.Logs, nil))})

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
@@ -166,7 +166,7 @@ func newRunEnvTB(t testing.TB, cfg runner.Config) *runEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &testEnv{DB: db, Logs: new(bytes.Buffer)}
+	env := &testEnv{DB: db, Logs: new(syncbuf.Buffer)}
 	env.Course.Store(fixtureCourse())
 	log := slog.New(slog.NewTextHandler(env.Logs, nil))
 	reg := runTestRegistry()

@@ -10,18 +10,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nkeys"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 )
 
 // newMain is a Main with a fake environment and captured output (written
 // from the server's goroutines too, hence the lock).
-func newMain(env map[string]string) (*Main, *syncBuffer) {
+func newMain(env map[string]string) (*Main, *syncbuf.Buffer) {
 	m := NewMain()
-	out := new(syncBuffer)
+	out := new(syncbuf.Buffer)
 	m.Stdout, m.Stderr = out, out
 	m.Getenv = func(k string) string { return env[k] }
 	return m, out
@@ -177,7 +177,7 @@ func TestServeShutsDownOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dbPath := filepath.Join(t.TempDir(), "lab.db")
 	done := make(chan int, 1)
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	go func() {
 		done <- dispatch(ctx, []string{"--addr", "127.0.0.1:0", "--db", dbPath}, &stdout, &stderr)
 	}()
@@ -224,25 +224,6 @@ func TestDispatch(t *testing.T) {
 			t.Errorf("help does not list the serve flag --%s", f.Name)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the server goroutine while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestWorkerKeysFile: --nats-nkeys @FILE reads NAME=KEY lines with

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/quiz"
 )
@@ -124,7 +125,7 @@ func TestServeWatchesLessons(t *testing.T) {
 	env := map[string]string{"LAB_ADDR": "127.0.0.1:0", "LAB_DB": filepath.Join(t.TempDir(), "lab.db"), "LAB_LESSONS": dir,
 		"LAB_BACKEND": "none"} // no Soft-RoCE guest: this test is about lessons
 	m := NewMain()
-	out := new(syncBuffer) // the logger and the setup link write concurrently
+	out := new(syncbuf.Buffer) // the logger and the setup link write concurrently
 	m.Stdout, m.Stderr = out, out
 	m.Getenv = func(k string) string { return env[k] }
 	if err := m.ParseFlags(nil); err != nil {

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/rdmalab/rdmalab/internal/labproc"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/runs/runner"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/hostexp"
@@ -78,24 +78,7 @@ func startServer(t testing.TB, listen string) *Server {
 // workerProc is one `labserver worker` process.
 type workerProc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out *syncbuf.Buffer
 }
 
 func startWorker(t testing.TB, addr, name, tok string, extra ...string) *workerProc {
@@ -116,7 +99,7 @@ func startWorkerArgs(t testing.TB, env []string, name string, args ...string) *w
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

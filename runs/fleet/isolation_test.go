@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/attackcost"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/terminals/placement"
 )
@@ -31,7 +32,7 @@ func TestOneWorkerCannotFailAnother(t *testing.T) {
 	labserverBin(t) // the worker process: built first, skipped under -short
 	seedA, ka := newKey(t, "noisy")
 	seedB, kb := newKey(t, "honest")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -118,7 +119,7 @@ func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
 	termOpenWait = 20 * time.Second
 	seedA, ka := newKey(t, "noisy")
 	seedB, kb := newKey(t, "honest")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{ka, kb}, StoreDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -183,11 +184,4 @@ func TestOneWorkerCannotDrownAnothersTerminals(t *testing.T) {
 	if !s.TermUsable("honest") {
 		t.Error("B was blamed for A's flood: it is no longer offered terminals")
 	}
-}
-
-// Len is how many bytes were written (a log's size, for attackcost).
-func (s *syncBuffer) Len() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int64(s.b.Len())
 }

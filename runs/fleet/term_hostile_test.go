@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/attackcost"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
@@ -60,7 +61,7 @@ func handWorker(t *testing.T, r *rogue, name string, max int, onOpen func(id str
 func TestRogueWorkerCannotTouchOthersTerminals(t *testing.T) {
 	seed1, k1 := newKey(t, "w1")
 	seedR, kR := newKey(t, "rogue")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k1, kR}, Token: token, StoreDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -150,7 +151,7 @@ func TestWorkerTerminalFloodBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed, k := newKey(t, "evil")
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{k}, StoreDir: t.TempDir(),
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
@@ -246,7 +247,7 @@ func TestRogueWorkerPlacesCapped(t *testing.T) {
 	termProbation = time.Second
 	seedE, kE := newKey(t, "evil")
 	seedH, kH := newKey(t, "honest")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := Start(ServerConfig{Listen: "127.0.0.1:0", Workers: []WorkerKey{kE, kH}, StoreDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/terminals/placement"
 )
 
 // screen collects a terminal's output until it ends.
 type screen struct {
-	buf  syncBuffer
+	buf  syncbuf.Buffer
 	done chan struct{}
 }
 

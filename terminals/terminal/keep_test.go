@@ -1,17 +1,16 @@
 package terminal
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/machines/vm"
 	"github.com/rdmalab/rdmalab/machines/vm/vmtest"
 )
@@ -24,7 +23,7 @@ import (
 func TestKeptMachine(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Accel = vm.AccelTCG
-	var logs lockedBuffer // what the shutdown says
+	var logs syncbuf.Buffer // what the shutdown says
 	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{T: t}, &logs), nil))
 	keep := &Keep{Dir: t.TempDir()}
 	terms := &Terminals{Cfg: cfg, Max: 1, Spares: -1, Keep: keep}
@@ -191,30 +190,6 @@ func TestKeptMachine(t *testing.T) {
 		!strings.Contains(logs.String(), "learner="+who) {
 		t.Errorf("a stop out of time: %d states kept; log:\n%s", n, logs.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer for a logger shared by goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
 }
 
 // TestKeptMachineDiff: a learner guest that maps the snapshot's RAM file

@@ -1,7 +1,6 @@
 package runhub
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	rdmalab "github.com/rdmalab/rdmalab"
 	"github.com/rdmalab/rdmalab/internal/attackcost"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/store"
 )
 
@@ -47,7 +46,7 @@ func TestRunBudgetCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			hub := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
 			id, honestID := "budget-run", "honest-run"
 			for _, r := range []string{id, honestID} {
@@ -118,25 +117,6 @@ func TestRunBudgetCost(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log the hub may write from any goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// Len is the bytes logged so far.
-func (l *lockedBuffer) Len() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return int64(l.b.Len())
 }
 
 // dirSize is the bytes of the files in dir (the database, its WAL).
