@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	rdmalab "github.com/rdmalab/rdmalab"
+	"github.com/rdmalab/rdmalab/internal/syncbuf"
 	"github.com/rdmalab/rdmalab/internal/zhcheck"
 	"github.com/rdmalab/rdmalab/lessons"
 	"github.com/rdmalab/rdmalab/lti"
@@ -38,7 +38,7 @@ type ltiEnv struct {
 	HTTP     *httptest.Server
 	Platform *ltitest.Platform
 	Tool     *lti.Tool
-	Logs     *strings.Builder
+	Logs     *syncbuf.Buffer // the deliverer logs from its own goroutine
 	stop     context.CancelFunc
 	stopped  chan struct{}
 	course   atomic.Pointer[lessons.Course]
@@ -69,8 +69,8 @@ func (e *ltiEnv) start() {
 	}
 	e.DB = db
 	e.Tool = &lti.Tool{Registry: db, KeyFile: filepath.Join(e.dir, "lti-tool-key.pem")}
-	e.Logs = new(strings.Builder)
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: e.Logs}, nil))
+	e.Logs = new(syncbuf.Buffer)
+	log := slog.New(slog.NewTextHandler(e.Logs, nil))
 	d := lti.NewDeliverer(e.Tool, db, log)
 	d.Poll = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -553,18 +553,6 @@ func TestLTIFraming(t *testing.T) {
 	if xfo := res.Header.Get("X-Frame-Options"); xfo != "" {
 		t.Errorf("X-Frame-Options %q would forbid the LMS's frame", xfo)
 	}
-}
-
-// lockedWriter serialises writes to w (the deliverer logs from its own goroutine).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // TestLTIPagesInChinese: the deep-linking picker and the admin page in
