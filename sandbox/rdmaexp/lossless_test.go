@@ -41,10 +41,14 @@ func testRetryBudget(t *testing.T, ex executor) {
 	if verbs.WCStatus(f["flush_status"]) != verbs.WCWRFlushErr {
 		t.Errorf("a WRITE after the failure completed with %v, want WR_FLUSH_ERR", verbs.WCStatus(f["flush_status"]))
 	}
-	// 4 tries × 67 ms = 268 ms; rxe's timers run on jiffies (up to one
-	// jiffy early per try) and the
-	// emulated guest may be slow, never faster than the timeouts.
-	if f["ratio"] < 0.8 || f["ratio"] > 4 {
+	// 4 tries × 67.1 ms = 268 ms. rxe's timer is 16 jiffies at the
+	// guest's HZ 250 (nsecs_to_jiffies rounds down: 64 ms) and fires up
+	// to a jiffy early: at least 4 × 60 ms = 240 ms, 0.894 of it. The
+	// clock starts before the post and the healthy WRITE's timer has
+	// expired first, so a run can only be later than that (a slow
+	// emulated guest). Before both, one run beside stress-ng read 0.783
+	// (quiet ones 0.925–1.03); after, five quiet runs 1.02–1.08.
+	if f["ratio"] < 0.88 || f["ratio"] > 4 {
 		t.Errorf("time to failure %v ms vs %v ms expected (ratio %v)", f["measured_ms"], f["expected_ms"], f["ratio"])
 	}
 	if f["tries"] < 3.5 || f["tries"] > 4.5 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/ctxtime"
 	"github.com/rdmalab/rdmalab/sandbox"
 	"github.com/rdmalab/rdmalab/sandbox/netshape"
 	"github.com/rdmalab/rdmalab/sandbox/verbs"
@@ -55,7 +56,8 @@ type retryRun struct {
 	// expected is when a spec-following RNIC gives up: (retry+1) tries.
 	expected time.Duration
 
-	wc            verbs.WC // the WRITE into the cut link's completion
+	healthy       time.Time // when the healthy WRITE's completion was seen
+	wc            verbs.WC  // the WRITE into the cut link's completion
 	took          time.Duration
 	stillRetrying bool // retry_cnt 7 on rxe: no completion, ever
 	before, after bothCounters
@@ -119,6 +121,7 @@ func (r *retryRun) connect() error {
 	if err != nil {
 		return err
 	}
+	r.healthy = time.Now()
 	note(emit, "info", say(fmt.Sprintf("healthy link: WRITE of %d B completed with %s", retrySize, wc.Status),
 		fmt.Sprintf("链路正常：%d B 的 WRITE 以 %s 完成", retrySize, wc.Status)))
 	return nil
@@ -147,13 +150,33 @@ func (r *retryRun) cut(dev string) error {
 func (r *retryRun) wait() error {
 	emit, top, pair, ctx, per, expected := r.emit, r.top, r.pair, r.ctx, r.per, r.expected
 	phase(emit, "wait", say("WRITE into the void and wait for the completion", "向断开的链路 WRITE，等待完成"))
+	// rxe arms a QP's retransmit timer when it sends and none is
+	// pending, and does not stop it when the ACK comes (rxe_comp.c:
+	// "some timeouts are spurious since we do not reset the timer but
+	// kick it down the road or let it expire"). The healthy WRITE's timer
+	// would then still run when the WRITE below is sent, and give its
+	// first try only what is left of it. Let it expire first: a jiffy
+	// (at most 10 ms) and the timer's softirq are in the margin.
+	if left := r.per + 50*time.Millisecond - time.Since(r.healthy); left > 0 {
+		note(emit, "info", say(fmt.Sprintf("waiting %s first: Soft-RoCE leaves the healthy WRITE's retransmit timer running after its ACK; without the wait, the WRITE below would get only what is left of that timer as its first try", fmtDur(left)),
+			fmt.Sprintf("先等 %s：Soft-RoCE 收到 ACK 后并不停止上一个正常 WRITE 的重传定时器；不等它到期，下面这个 WRITE 的第一次尝试就只剩下它余下的时间", fmtDur(left))))
+		if err := ctxtime.Sleep(ctx, left); err != nil {
+			return err
+		}
+	}
 	r.before = readBoth(top)
 	sent0 := r.before.cli["sent_pkts"]
 	r.sent0 = sent0
+	// The clock starts before the post: rxe may send the WRITE and arm
+	// its retransmit timer before the post returns (its requester runs
+	// inline or on a work queue), and a vCPU starved on a busy host can
+	// stop between that and a later time.Now() for tens of ms, which
+	// reads as rxe giving up early (ratio 0.78 once, make test beside
+	// stress-ng). Started first, the time can only come out late.
+	start := time.Now()
 	if err := r.post(2); err != nil {
 		return verbsError(emit, err)
 	}
-	start := time.Now()
 	limit := 3*expected + 5*time.Second
 	// rxe never counts retry_cnt 7 down (rxe_comp.c: "if (qp->comp.retry_cnt
 	// != 7) qp->comp.retry_cnt--"): on Soft-RoCE it means retry forever, as
