@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,11 +100,13 @@ var servingRE = regexp.MustCompile(`msg=serving url=(http://\S+)`)
 
 // Start starts `labserver serve` on 127.0.0.1:0 and returns once it
 // answers /healthz. The child leads its own process group (its agents
-// join it), so Kill can take everything down at once. By default no
-// Soft-RoCE guest boots (LAB_BACKEND=none), no run is shared
-// (LAB_SHARE_RUNS=0) and one paused spare terminal guest is kept, after
-// the first terminal (LAB_SPARES=1: a test's lab does not restore a
-// class of spares it never uses); pass others in Env to change that.
+// join it), so Kill can take everything down at once; it is killed when
+// the test process ends, also when that is killed, and its guests die
+// with it (see startOnSpawner). By default no Soft-RoCE guest boots
+// (LAB_BACKEND=none), no run is shared (LAB_SHARE_RUNS=0) and one paused
+// spare terminal guest is kept, after the first terminal (LAB_SPARES=1: a
+// test's lab does not restore a class of spares it never uses); pass
+// others in Env to change that.
 func Start(opt Options) (*Server, error) {
 	if opt.Bin == "" {
 		return nil, errors.New("labproc: Options.Bin is required")
@@ -125,12 +128,12 @@ func Start(opt Options) (*Server, error) {
 	// passes its own LAB_SHARE_RUNS in Env.
 	cmd.Env = append(os.Environ(), "LAB_VM_DIR="+filepath.Join(opt.Dir, "vm"), "LAB_BACKEND=none", "LAB_SHARE_RUNS=0", "LAB_SPARES=1")
 	cmd.Env = append(cmd.Env, opt.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s := &Server{DB: opt.DB, cmd: cmd, logs: &logBuffer{tee: opt.Output}, done: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
+	if err := startOnSpawner(cmd); err != nil {
 		return nil, fmt.Errorf("labproc: start %s: %w", opt.Bin, err)
 	}
 	s.Pid = cmd.Process.Pid
@@ -172,6 +175,37 @@ func Start(opt Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// spawner is the thread every server is forked from (startOnSpawner).
+var spawner struct {
+	once sync.Once
+	reqs chan spawnReq
+}
+
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+// startOnSpawner starts cmd from one locked thread that lives as long as
+// this process. A child's Pdeathsig fires when the thread that forked it
+// ends, not the process, and Go ends a thread when a goroutine locked to
+// it returns; forked from any other thread, a server could be killed in
+// the middle of a test.
+func startOnSpawner(cmd *exec.Cmd) error {
+	spawner.once.Do(func() {
+		spawner.reqs = make(chan spawnReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread never ends
+			for req := range spawner.reqs {
+				req.err <- req.cmd.Start()
+			}
+		}()
+	})
+	req := spawnReq{cmd: cmd, err: make(chan error, 1)}
+	spawner.reqs <- req
+	return <-req.err
 }
 
 func (s *Server) waitHealthy() error {
