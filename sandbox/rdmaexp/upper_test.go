@@ -1,6 +1,9 @@
 package rdmaexp
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,9 +157,12 @@ func TestUpperParsers(t *testing.T) {
 	if len(fi) != 2 || fi[0].Protocol != "FI_PROTO_RDMA_CM_IB_RC" || fi[1].Type != "FI_EP_DGRAM" {
 		t.Errorf("parseFIInfo: %+v", fi)
 	}
-	why := fiComplaint("fi_enable(): util/pingpong.c:1551, ret=-22 (Invalid argument)")
-	if !strings.Contains(why["en"], "-22") || !strings.Contains(why["en"], "EINVAL") || !strings.Contains(why["zh"], "参数无效") {
-		t.Errorf("fiComplaint: %v", why)
+	why, named := fiComplaint("fi_enable(): util/pingpong.c:1551, ret=-22 (Invalid argument)")
+	if !named || !strings.Contains(why["en"], "-22") || !strings.Contains(why["en"], "EINVAL") || !strings.Contains(why["zh"], "参数无效") {
+		t.Errorf("fiComplaint: %v %v", why, named)
+	}
+	if why, named := fiComplaint("fi_pingpong: killed"); named || !strings.Contains(why["zh"], "日志") {
+		t.Errorf("fiComplaint of a tool that names no call: %v %v", why, named)
 	}
 	var c capped
 	c.Write([]byte(strings.Repeat("a", toolOutputCap)))
@@ -206,6 +212,58 @@ func TestRoundsOrder(t *testing.T) {
 		o, text := roundsOrder(who, c.a, c.b, 1)
 		if o != c.want || !strings.Contains(text["en"], c.word) || text["zh"] == "" {
 			t.Errorf("roundsOrder(%v, %v) = %v %q, want %v %q", c.a, c.b, o, text, c.want, c.word)
+		}
+	}
+}
+
+// TestFabricTriesAHungRunAgain: a fi_pingpong that runs past its limit
+// without naming a failed call is stopped and run once more, with a note;
+// one that names its call is not (it would only repeat). The tool here is
+// a script standing in for fi_pingpong's two ends: the first client hangs,
+// the second prints a result row.
+func TestFabricTriesAHungRunAgain(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "fi_pingpong")
+	body := `#!/bin/sh
+case " $* " in *" -B "*) sleep 1; exit 0;; esac
+if [ ! -e ` + dir + `/tried ]; then touch ` + dir + `/tried; sleep 60; fi
+echo "64 20 =20 2.5k 0.01s 0.25 255.00 0.00"
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	r := &fiRun{Prov: "verbs", EP: "msg", Size: 64, Iters: 20, Limit: 3 * time.Second}
+	r.run(context.Background(), &rec, script, "127.0.0.1")
+	if r.Err != nil || r.Perf.UsXfer != 255 {
+		rec.dump(t)
+		t.Fatalf("the second try did not measure: %+v", r)
+	}
+	warned := false
+	for _, e := range rec.of(sandbox.EvLog) {
+		if strings.Contains(e.Messages["en"], "trying once more") && strings.Contains(e.Messages["zh"], "再试一次") {
+			warned = true
+		}
+	}
+	if !warned {
+		rec.dump(t)
+		t.Error("no note in both languages says the hung try was run again")
+	}
+
+	// a failure that names its call is reported at once
+	named := filepath.Join(dir, "named")
+	if err := os.WriteFile(named, []byte("#!/bin/sh\necho 'fi_enable(): util/pingpong.c:1551, ret=-22 (Invalid argument)'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec = recorder{}
+	r = &fiRun{Prov: "verbs;ofi_rxm", EP: "rdm", Size: 64, Iters: 20, Limit: 3 * time.Second}
+	r.run(context.Background(), &rec, named, "127.0.0.1")
+	if r.Err == nil || !r.Named {
+		t.Fatalf("the named failure was not reported: %+v", r)
+	}
+	for _, e := range rec.of(sandbox.EvLog) {
+		if strings.Contains(e.Messages["en"], "trying once more") {
+			t.Error("a failure that names its call was tried again")
 		}
 	}
 }
