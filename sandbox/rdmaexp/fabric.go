@@ -115,10 +115,11 @@ type fiRun struct {
 
 // run measures once, and once more when fi_pingpong failed without
 // naming a call (it ran past its minute, or ended without a complaint):
-// on a loaded lab a starved guest once kept a 64 KiB run of ten round
-// trips from ending within the minute while every other run of the
-// same experiment took seconds. A failure that names its call
-// (verbs;ofi_rxm's fi_enable returning -EINVAL) would only repeat.
+// on a loaded lab a 64 KiB run of ten round trips once did not end
+// within the minute while every other run of the same experiment took
+// seconds (hung or starved: its lines were not kept). A failure that
+// names its call (verbs;ofi_rxm's fi_enable returning -EINVAL) would
+// only repeat.
 func (r *fiRun) run(ctx context.Context, emit sandbox.Emitter, bin, server string) {
 	for attempt := 1; ; attempt++ {
 		r.once(ctx, emit, bin, server)
